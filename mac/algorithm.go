@@ -1,0 +1,177 @@
+package mac
+
+import (
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha3"
+	"crypto/sha512"
+	"errors"
+	"fmt"
+	"hash"
+	"sort"
+	"strings"
+
+	"golang.org/x/crypto/ripemd160"
+)
+
+// ErrUnknownAlgorithm is returned by [Lookup] for a name it does not know;
+// the error text lists the known names.
+var ErrUnknownAlgorithm = errors.New("mac: unknown algorithm")
+
+// ErrKeySize is returned when a key's length does not suit the algorithm
+// (AES-CMAC takes 16- or 32-byte keys; HMAC takes any length).
+var ErrKeySize = errors.New("mac: invalid key size")
+
+// MaxSize is the largest digest of any algorithm here (SHA-512, SHA3-512).
+const MaxSize = 64
+
+// MaxKeySize is the longest raw key a [Key] keeps. TCP-AO and TCP-MD5 both
+// cap master keys at 80 bytes (TCP_AO_MAXKEYLEN, TCP_MD5SIG_MAXKEYLEN);
+// HMAC keys longer than a block are hashed first, so only AES and TCP-MD5
+// need the raw bytes, and those are at most 80.
+const MaxKeySize = 80
+
+// maxBlockSize is the largest hash block (SHA3-224's rate, 144 bytes).
+const maxBlockSize = 144
+
+// maxStateSize bounds the marshalled midstate of every marshalable hash
+// here (SHA3: 207 bytes, SHA-512: 204); init checks it.
+const maxStateSize = 208
+
+type kind uint8
+
+const (
+	kindHMAC   kind = iota // HMAC over a hash whose state can be marshalled: clonable
+	kindHMACRe             // HMAC over a hash with no state export: re-keyed per use
+	kindCMAC               // AES-CMAC (RFC 4493)
+	kindTCPMD5             // MD5(data || key), RFC 2385
+)
+
+// Algorithm is one MAC algorithm. Its methods are safe for concurrent use.
+type Algorithm struct {
+	name      string
+	size      int
+	blockSize int
+	kind      kind
+	newHash   func() hash.Hash
+	reduceKey bool // cmac(aes128): RFC 5926 reduces non-16-byte master keys
+	aes256    bool // cmac(aes): 32-byte keys are AES-256
+}
+
+// Name returns the Linux name, e.g. "hmac(sha1)".
+func (a *Algorithm) Name() string { return a.name }
+
+// String returns the Linux name.
+func (a *Algorithm) String() string { return a.name }
+
+// Size returns the digest size in bytes: the traffic-key length and the
+// upper bound of the MAC length for TCP-AO.
+func (a *Algorithm) Size() int { return a.size }
+
+// CanClone reports whether a keyed state can be copied into another
+// context ([Context.Load]) without re-running the key schedule. It is false
+// for hmac(rmd160): golang.org/x/crypto/ripemd160 exports no state.
+func (a *Algorithm) CanClone() bool { return a.kind != kindHMACRe }
+
+// IsCMAC reports whether the algorithm is AES-CMAC.
+func (a *Algorithm) IsCMAC() bool { return a.kind == kindCMAC }
+
+// ReducesMasterKey reports whether RFC 5926 §3.1.1.2 applies: cmac(aes128)
+// first reduces a master key that is not 16 bytes long with AES-CMAC under
+// the all-zero key. cmac(aes) does not (Linux refuses such keys instead).
+func (a *Algorithm) ReducesMasterKey() bool { return a.reduceKey }
+
+// KeySizeOK reports whether key length n is acceptable for this algorithm
+// as the MAC key itself.
+func (a *Algorithm) KeySizeOK(n int) bool {
+	switch a.kind {
+	case kindCMAC:
+		return n == 16 || (a.aes256 && n == 32)
+	case kindTCPMD5:
+		return n <= MaxKeySize
+	default:
+		return true // HMAC: any length; longer than a block is hashed first
+	}
+}
+
+func newSHA3_224() hash.Hash { return sha3.New224() }
+func newSHA3_256() hash.Hash { return sha3.New256() }
+func newSHA3_384() hash.Hash { return sha3.New384() }
+func newSHA3_512() hash.Hash { return sha3.New512() }
+
+// TCPMD5 is the keyed MD5 of RFC 2385: MD5 over the segment bytes with the
+// key appended. It is not a TCP-AO algorithm and is not found by [Lookup].
+var TCPMD5 = &Algorithm{name: "md5", size: md5.Size, blockSize: md5.BlockSize, kind: kindTCPMD5, newHash: md5.New}
+
+var registry = map[string]*Algorithm{}
+
+var aliases = map[string]string{
+	// RFC 5926 names.
+	"hmac-sha-1-96":   "hmac(sha1)",
+	"aes-128-cmac-96": "cmac(aes128)",
+}
+
+func init() {
+	for _, a := range []*Algorithm{
+		{name: "hmac(sha1)", newHash: sha1.New},
+		{name: "hmac(sha224)", newHash: sha256.New224},
+		{name: "hmac(sha256)", newHash: sha256.New},
+		{name: "hmac(sha384)", newHash: sha512.New384},
+		{name: "hmac(sha512)", newHash: sha512.New},
+		{name: "hmac(sha3-224)", newHash: newSHA3_224},
+		{name: "hmac(sha3-256)", newHash: newSHA3_256},
+		{name: "hmac(sha3-384)", newHash: newSHA3_384},
+		{name: "hmac(sha3-512)", newHash: newSHA3_512},
+		{name: "hmac(md5)", newHash: md5.New},
+		{name: "hmac(rmd160)", newHash: ripemd160.New, kind: kindHMACRe},
+		{name: "cmac(aes128)", size: 16, blockSize: 16, kind: kindCMAC, reduceKey: true},
+		{name: "cmac(aes)", size: 16, blockSize: 16, kind: kindCMAC, aes256: true},
+	} {
+		if a.newHash != nil {
+			h := a.newHash()
+			a.size, a.blockSize = h.Size(), h.BlockSize()
+			if a.kind == kindHMAC {
+				st, err := marshal(h, nil)
+				if err != nil || len(st) > maxStateSize {
+					panic("mac: " + a.name + " state cannot be marshalled into a fixed buffer")
+				}
+			}
+		}
+		registry[a.name] = a
+	}
+}
+
+// Lookup returns the algorithm with the given Linux name ("hmac(sha256)")
+// or RFC 5926 name ("HMAC-SHA-1-96", "AES-128-CMAC-96"), case-insensitively.
+// An unknown name yields an error wrapping [ErrUnknownAlgorithm] that lists
+// the known names.
+func Lookup(name string) (*Algorithm, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	if c, ok := aliases[n]; ok {
+		n = c
+	}
+	if a, ok := registry[n]; ok {
+		return a, nil
+	}
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(Names(), ", "))
+}
+
+// Names returns the Linux names of all TCP-AO algorithms, sorted.
+func Names() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Algorithms returns every TCP-AO algorithm, sorted by name.
+func Algorithms() []*Algorithm {
+	var as []*Algorithm
+	for _, n := range Names() {
+		as = append(as, registry[n])
+	}
+	return as
+}

@@ -1,0 +1,167 @@
+package mac
+
+import (
+	"crypto/subtle"
+	"encoding"
+	"hash"
+)
+
+// Context is a working MAC context of one algorithm. It is not safe for
+// concurrent use: tcpsig's pool gives each CPU shard its own. Keyed state
+// comes from a shared [Key] ([Context.Load]) or from a key schedule run in
+// place ([Context.SetKey]).
+type Context struct {
+	alg            *Algorithm
+	key            *Key // the keyed state Reset returns to
+	own            Key  // SetKey's template
+	inner, outer   hash.Hash
+	innerU, outerU encoding.BinaryUnmarshaler
+	cmac           cmacState
+	tmp            [MaxSize]byte
+}
+
+// NewContext returns an unkeyed working context for a. Call Load or SetKey
+// before writing.
+func (a *Algorithm) NewContext() *Context {
+	c := &Context{alg: a}
+	if a.newHash != nil {
+		c.inner = a.newHash()
+		c.outer = a.newHash()
+		c.innerU, _ = c.inner.(encoding.BinaryUnmarshaler)
+		c.outerU, _ = c.outer.(encoding.BinaryUnmarshaler)
+	}
+	return c
+}
+
+// Algorithm returns the context's algorithm.
+func (c *Context) Algorithm() *Algorithm { return c.alg }
+
+// Load makes k's keyed state the context's own and resets to it: the
+// clone of a keyed template, with no key schedule. k must be of the
+// context's algorithm and must stay unchanged while the context uses it.
+func (c *Context) Load(k *Key) {
+	if k.alg != c.alg {
+		panic("mac: Load of a " + k.alg.String() + " key into a " + c.alg.name + " context")
+	}
+	c.key = k
+	c.Reset()
+}
+
+// SetKey runs the key schedule for key in place and resets to the new
+// keyed state: Linux's per-CPU-request backend, which re-keys per use.
+func (c *Context) SetKey(key []byte) error {
+	if err := c.own.Init(c.alg, key); err != nil {
+		return err
+	}
+	c.Load(&c.own)
+	return nil
+}
+
+// Reset returns the context to its keyed state, ready for a new message,
+// without running the key schedule.
+func (c *Context) Reset() {
+	k := c.key
+	switch c.alg.kind {
+	case kindHMAC:
+		_ = c.innerU.UnmarshalBinary(k.state[0][:k.slen]) // our own marshalled state
+	case kindHMACRe:
+		c.inner.Reset()
+		c.inner.Write(k.state[0][:k.slen])
+	case kindCMAC:
+		c.cmac = cmacState{}
+	case kindTCPMD5:
+		c.inner.Reset()
+	}
+}
+
+// Write absorbs p. It never fails.
+func (c *Context) Write(p []byte) (int, error) {
+	if c.alg.kind == kindCMAC {
+		c.cmac.write(c.key, p)
+	} else {
+		c.inner.Write(p)
+	}
+	return len(p), nil
+}
+
+// Sum appends the full MAC of the message written since the last Reset to
+// dst and returns the result; with enough capacity in dst it allocates
+// nothing. The message is then finished: call Reset before the next one.
+func (c *Context) Sum(dst []byte) []byte {
+	k := c.key
+	switch c.alg.kind {
+	case kindCMAC:
+		return c.cmac.sum(k, dst)
+	case kindTCPMD5:
+		c.inner.Write(k.raw[:k.nraw])
+		return c.inner.Sum(dst)
+	}
+	in := c.inner.Sum(c.tmp[:0])
+	if c.alg.kind == kindHMAC {
+		_ = c.outerU.UnmarshalBinary(k.state[1][:k.slen])
+	} else {
+		c.outer.Reset()
+		c.outer.Write(k.state[1][:k.slen])
+	}
+	c.outer.Write(in)
+	return c.outer.Sum(dst)
+}
+
+// Wipe clears the context's own template and working state; a context
+// that loaded a shared Key keeps no key copy of its own beyond the hash
+// midstate, which the next Load or Reset overwrites.
+func (c *Context) Wipe() {
+	c.own.Wipe()
+	c.key = nil
+	c.cmac = cmacState{}
+	clear(c.tmp[:])
+	if c.inner != nil {
+		c.inner.Reset()
+		c.outer.Reset()
+	}
+}
+
+// cmacState is AES-CMAC (RFC 4493 §2.4) over the key schedule and subkeys
+// of a Key: the CBC chaining value and the last, possibly full, block,
+// which must wait for Sum to know whether it is the final one.
+type cmacState struct {
+	x    [16]byte
+	buf  [16]byte
+	last [16]byte // scratch for Sum: a local would escape through cipher.Block
+	n    int
+}
+
+func (s *cmacState) write(k *Key, p []byte) {
+	if s.n > 0 {
+		m := copy(s.buf[s.n:], p)
+		s.n += m
+		p = p[m:]
+		if len(p) == 0 {
+			return
+		}
+		subtle.XORBytes(s.x[:], s.x[:], s.buf[:])
+		k.block.Encrypt(s.x[:], s.x[:])
+		s.n = 0
+	}
+	for len(p) > 16 {
+		subtle.XORBytes(s.x[:], s.x[:], p[:16])
+		k.block.Encrypt(s.x[:], s.x[:])
+		p = p[16:]
+	}
+	s.n = copy(s.buf[:], p)
+}
+
+func (s *cmacState) sum(k *Key, dst []byte) []byte {
+	last := &s.last
+	if s.n == 16 {
+		subtle.XORBytes(last[:], s.buf[:], k.k1[:])
+	} else {
+		*last = [16]byte{}
+		copy(last[:], s.buf[:s.n])
+		last[s.n] = 0x80
+		subtle.XORBytes(last[:], last[:], k.k2[:])
+	}
+	subtle.XORBytes(last[:], last[:], s.x[:])
+	k.block.Encrypt(last[:], last[:])
+	return append(dst, last[:]...)
+}

@@ -1,0 +1,175 @@
+package mac
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/subtle"
+	"encoding"
+	"fmt"
+	"hash"
+	"sync"
+)
+
+// Key is a keyed template: the state of an algorithm right after its key
+// was absorbed. Build it with [Key.Init]; after that it is read-only and
+// may be shared by any number of goroutines, each loading it into its own
+// [Context]. Its zero value holds no key. Its String and GoString never
+// show key material.
+type Key struct {
+	alg *Algorithm
+	// HMAC: state[0] is the inner hash after absorbing K0^ipad and
+	// state[1] the outer hash after K0^opad, as marshalled midstates
+	// (kindHMAC, slen bytes each) or as the raw pad blocks (kindHMACRe,
+	// blockSize bytes each).
+	state [2][maxStateSize]byte
+	slen  uint16
+	// TCP-MD5: the key appended after the segment.
+	raw  [MaxKeySize]byte
+	nraw uint8
+	// CMAC: the AES key schedule and the RFC 4493 subkeys.
+	block  cipher.Block
+	k1, k2 [16]byte
+}
+
+// scheduler is what one HMAC key schedule needs: a hash and the two
+// padded key blocks. Pooled per algorithm so that Init allocates nothing in
+// steady state (a local array handed to hash.Write would escape).
+type scheduler struct {
+	h   hash.Hash
+	pad [2][maxBlockSize]byte
+}
+
+var schedulers sync.Map // *Algorithm -> *sync.Pool of *scheduler
+
+func getScheduler(a *Algorithm) *scheduler {
+	p, ok := schedulers.Load(a)
+	if !ok {
+		p, _ = schedulers.LoadOrStore(a, &sync.Pool{New: func() any { return &scheduler{h: a.newHash()} }})
+	}
+	return p.(*sync.Pool).Get().(*scheduler)
+}
+
+func putScheduler(a *Algorithm, s *scheduler) {
+	s.h.Reset()
+	clear(s.pad[0][:])
+	clear(s.pad[1][:])
+	if p, ok := schedulers.Load(a); ok {
+		p.(*sync.Pool).Put(s)
+	}
+}
+
+func marshal(h hash.Hash, dst []byte) ([]byte, error) {
+	if ba, ok := h.(encoding.BinaryAppender); ok {
+		return ba.AppendBinary(dst)
+	}
+	return nil, fmt.Errorf("mac: %T cannot export its state", h)
+}
+
+// Init keys k for algorithm a with key, running the key schedule once.
+// It must not be called while other goroutines read k. For the HMAC
+// algorithms it allocates nothing in steady state; for AES-CMAC crypto/aes
+// allocates the key schedule.
+func (k *Key) Init(a *Algorithm, key []byte) error {
+	if !a.KeySizeOK(len(key)) {
+		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, a.name, len(key))
+	}
+	k.Wipe()
+	k.alg = a
+	switch a.kind {
+	case kindTCPMD5:
+		k.nraw = uint8(copy(k.raw[:], key))
+	case kindCMAC:
+		b, err := aes.NewCipher(key)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrKeySize, err)
+		}
+		k.block = b
+		var l [16]byte
+		b.Encrypt(l[:], l[:])
+		double(&k.k1, &l)
+		double(&k.k2, &k.k1)
+		clear(l[:])
+	default:
+		k.initHMAC(a, key)
+	}
+	return nil
+}
+
+// initHMAC computes K0 (FIPS 198-1: the key, hashed if longer than a block,
+// zero-padded to a block) and the two padded blocks, then for a
+// marshalable hash stores the midstates after absorbing them.
+func (k *Key) initHMAC(a *Algorithm, key []byte) {
+	bs := a.blockSize
+	s := getScheduler(a)
+	defer putScheduler(a, s)
+	h, pad := s.h, &s.pad
+	if len(key) > bs {
+		h.Write(key)
+		h.Sum(pad[0][:0])
+		h.Reset()
+	} else {
+		copy(pad[0][:], key)
+	}
+	pad[1] = pad[0]
+	for i := 0; i < bs; i++ {
+		pad[0][i] ^= 0x36
+		pad[1][i] ^= 0x5c
+	}
+	for i := range pad {
+		if a.kind == kindHMACRe {
+			copy(k.state[i][:], pad[i][:bs])
+			k.slen = uint16(bs)
+			continue
+		}
+		h.Reset()
+		h.Write(pad[i][:bs])
+		st, _ := marshal(h, k.state[i][:0]) // checked in init
+		k.slen = uint16(len(st))
+	}
+}
+
+// double is the RFC 4493 subkey step: shift left by one bit, and if the
+// top bit was set, xor the last byte with 0x87 (constant time).
+func double(dst, src *[16]byte) {
+	msb := src[0] >> 7
+	for i := 0; i < 15; i++ {
+		dst[i] = src[i]<<1 | src[i+1]>>7
+	}
+	dst[15] = src[15]<<1 ^ 0x87&-msb
+}
+
+// Algorithm returns the algorithm k was keyed for, nil if none.
+func (k *Key) Algorithm() *Algorithm { return k.alg }
+
+// Wipe clears every key-derived byte k holds and drops its AES schedule
+// (crypto/aes gives no way to clear its own copy; it becomes garbage).
+// Callers must make sure no reader still uses k.
+func (k *Key) Wipe() {
+	clear(k.state[0][:])
+	clear(k.state[1][:])
+	clear(k.raw[:])
+	clear(k.k1[:])
+	clear(k.k2[:])
+	k.block, k.slen, k.nraw, k.alg = nil, 0, 0, nil
+}
+
+// String describes k without its key material.
+func (k Key) String() string {
+	if k.alg == nil {
+		return "mac.Key(empty)"
+	}
+	return "mac.Key(" + k.alg.name + ", [redacted])"
+}
+
+// GoString is String: %#v must not print key bytes either.
+func (k Key) GoString() string { return k.String() }
+
+// Format implements fmt.Formatter so that every verb, %x and %+v
+// included, prints the redacted form.
+func (k Key) Format(f fmt.State, _ rune) { fmt.Fprint(f, k.String()) }
+
+// Equal reports whether two MACs are equal, in time that depends only on
+// their lengths.
+func Equal(mac1, mac2 []byte) bool {
+	return len(mac1) == len(mac2) && subtle.ConstantTimeCompare(mac1, mac2) == 1
+}

@@ -1,0 +1,273 @@
+package mac
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/hmac"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	aeadcmac "github.com/aead/cmac"
+
+	"github.com/tcpsig/tcpsig/testvectors"
+)
+
+// TestVectors checks every published (or, where none is published,
+// independently computed) MAC vector through all three ways of keying a
+// context: SetKey, Load of a shared template, and Load after Reset.
+func TestVectors(t *testing.T) {
+	vs, err := testvectors.MACs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, v := range vs {
+		a, err := Lookup(v.Alg)
+		if err != nil {
+			t.Fatalf("%s: %v", v.Case, err)
+		}
+		check := func(how string, c *Context) {
+			t.Helper()
+			c.Write(v.Data)
+			got := c.Sum(nil)
+			if v.Truncated {
+				got = got[:len(v.MAC)]
+			}
+			if !bytes.Equal(got, v.MAC) {
+				t.Errorf("%s %s %s: got %x want %x", v.Source, v.Case, how, got, v.MAC)
+			}
+		}
+		c := a.NewContext()
+		if err := c.SetKey(v.Key); err != nil {
+			t.Fatalf("%s: %v", v.Case, err)
+		}
+		check("SetKey", c)
+		var k Key
+		if err := k.Init(a, v.Key); err != nil {
+			t.Fatal(err)
+		}
+		c2 := a.NewContext()
+		c2.Load(&k)
+		c2.Write([]byte("garbage that Reset must discard"))
+		c2.Reset()
+		check("Load+Reset", c2)
+		c2.Reset()
+		check("second Reset", c2)
+		counts[v.Source]++
+	}
+	for s, n := range counts {
+		t.Logf("%s: %d vectors passed", s, n)
+	}
+	if len(counts) == 0 {
+		t.Fatal("no vectors")
+	}
+}
+
+func TestCMACSubkeys(t *testing.T) {
+	sk, err := testvectors.RFC4493Subkeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := Lookup("cmac(aes128)")
+	var k Key
+	if err := k.Init(a, sk.Key); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(k.k1[:], sk.K1) || !bytes.Equal(k.k2[:], sk.K2) {
+		t.Fatalf("RFC 4493 subkeys: got %x %x want %x %x", k.k1, k.k2, sk.K1, sk.K2)
+	}
+	t.Log("RFC 4493 subkey vector passed")
+}
+
+// TestCMACDifferential compares the hand-written CMAC with
+// github.com/aead/cmac on random keys and every message length 0..300,
+// written in random pieces.
+func TestCMACDifferential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	a, _ := Lookup("cmac(aes)")
+	c := a.NewContext()
+	for _, keyLen := range []int{16, 32} {
+		key := make([]byte, keyLen)
+		for n := 0; n <= 300; n++ {
+			for i := range key {
+				key[i] = byte(rng.Uint32())
+			}
+			msg := make([]byte, n)
+			for i := range msg {
+				msg[i] = byte(rng.Uint32())
+			}
+			blk, _ := aes.NewCipher(key)
+			want, _ := aeadcmac.Sum(msg, blk, 16)
+			if err := c.SetKey(key); err != nil {
+				t.Fatal(err)
+			}
+			for rest := msg; len(rest) > 0; {
+				m := min(len(rest), 1+rng.IntN(40))
+				c.Write(rest[:m])
+				rest = rest[m:]
+			}
+			if got := c.Sum(nil); !bytes.Equal(got, want) {
+				t.Fatalf("keylen %d len %d: got %x want %x", keyLen, n, got, want)
+			}
+		}
+	}
+}
+
+// TestHMACDifferential compares the template-based HMAC with crypto/hmac
+// for every HMAC algorithm on random keys around the block size and
+// messages written in pieces.
+func TestHMACDifferential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, a := range Algorithms() {
+		if a.IsCMAC() {
+			continue
+		}
+		c := a.NewContext()
+		for _, kl := range []int{1, 16, a.blockSize - 1, a.blockSize, a.blockSize + 1, 200} {
+			key := make([]byte, kl)
+			msg := make([]byte, rng.IntN(500))
+			for i := range key {
+				key[i] = byte(rng.Uint32())
+			}
+			for i := range msg {
+				msg[i] = byte(rng.Uint32())
+			}
+			ref := hmac.New(a.newHash, key)
+			ref.Write(msg)
+			want := ref.Sum(nil)
+			var k Key
+			if err := k.Init(a, key); err != nil {
+				t.Fatal(err)
+			}
+			c.Load(&k)
+			c.Write(msg[:len(msg)/3])
+			c.Write(msg[len(msg)/3:])
+			if got := c.Sum(nil); !bytes.Equal(got, want) {
+				t.Fatalf("%s keylen %d: got %x want %x", a, kl, got, want)
+			}
+		}
+	}
+}
+
+// TestTCPMD5Construction: MD5 over the data followed by the key (RFC 2385).
+func TestTCPMD5Construction(t *testing.T) {
+	c := TCPMD5.NewContext()
+	if err := c.SetKey([]byte("key")); err != nil {
+		t.Fatal(err)
+	}
+	c.Write([]byte("segment"))
+	got := c.Sum(nil)
+	// MD5("segmentkey"), computed independently with md5sum.
+	want := "a8bd7b6fa049d98f128f6a5a70cad367"
+	if fmt.Sprintf("%x", got) != want {
+		t.Fatalf("got %x want %s", got, want)
+	}
+	if TCPMD5.KeySizeOK(81) {
+		t.Fatal("TCP-MD5 accepts an 81-byte key")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	for name, want := range map[string]string{
+		"hmac(sha1)": "hmac(sha1)", "HMAC-SHA-1-96": "hmac(sha1)",
+		"AES-128-CMAC-96": "cmac(aes128)", "cmac(aes)": "cmac(aes)", " hmac(SHA3-512) ": "hmac(sha3-512)",
+	} {
+		a, err := Lookup(name)
+		if err != nil || a.Name() != want {
+			t.Errorf("Lookup(%q) = %v, %v; want %s", name, a, err, want)
+		}
+	}
+	_, err := Lookup("hmac(nosuchhash)")
+	if !errors.Is(err, ErrUnknownAlgorithm) || !strings.Contains(err.Error(), "hmac(sha256)") {
+		t.Fatalf("unknown name: %v", err)
+	}
+	for name, size := range map[string]int{"hmac(sha1)": 20, "hmac(sha224)": 28, "hmac(sha256)": 32, "hmac(sha384)": 48,
+		"hmac(sha512)": 64, "hmac(sha3-512)": 64, "hmac(md5)": 16, "hmac(rmd160)": 20, "cmac(aes128)": 16} {
+		a, _ := Lookup(name)
+		if a.Size() != size {
+			t.Errorf("%s size %d want %d", name, a.Size(), size)
+		}
+		if a.CanClone() != (name != "hmac(rmd160)") {
+			t.Errorf("%s CanClone %v", name, a.CanClone())
+		}
+	}
+	// cmac(aes) takes 16- or 32-byte keys and refuses 20 like Linux;
+	// cmac(aes128) takes 16 (longer master keys are reduced by the KDF).
+	ca, _ := Lookup("cmac(aes)")
+	c := ca.NewContext()
+	if err := c.SetKey(make([]byte, 20)); !errors.Is(err, ErrKeySize) {
+		t.Fatalf("cmac(aes) 20-byte key: %v", err)
+	}
+	if err := c.SetKey(make([]byte, 32)); err != nil {
+		t.Fatal(err)
+	}
+	c128, _ := Lookup("cmac(aes128)")
+	if err := c128.NewContext().SetKey(make([]byte, 32)); !errors.Is(err, ErrKeySize) {
+		t.Fatalf("cmac(aes128) 32-byte MAC key: %v", err)
+	}
+}
+
+// TestNoAllocs: after warm-up, Load, Reset, Write and Sum allocate nothing
+// for any algorithm, and SetKey and Key.Init nothing for HMAC.
+func TestNoAllocs(t *testing.T) {
+	msg := make([]byte, 1500)
+	out := make([]byte, 0, MaxSize)
+	for _, a := range append(Algorithms(), TCPMD5) {
+		var k Key
+		key := []byte("0123456789abcdef")
+		if err := k.Init(a, key); err != nil {
+			t.Fatal(err)
+		}
+		c, d := a.NewContext(), a.NewContext()
+		n := testing.AllocsPerRun(50, func() {
+			c.Load(&k)
+			c.Write(msg)
+			out = c.Sum(out[:0])
+			c.Reset()
+		})
+		if n != 0 {
+			t.Errorf("%s Load/Write/Sum/Reset: %v allocs", a, n)
+		}
+		if a.IsCMAC() {
+			continue
+		}
+		n = testing.AllocsPerRun(50, func() {
+			_ = d.SetKey(key)
+			d.Write(msg)
+			out = d.Sum(out[:0])
+		})
+		if n != 0 {
+			t.Errorf("%s SetKey/Write/Sum: %v allocs", a, n)
+		}
+	}
+}
+
+func TestKeyNeverPrinted(t *testing.T) {
+	a, _ := Lookup("hmac(sha1)")
+	secret := []byte("very-secret-key-bytes")
+	var k Key
+	_ = k.Init(a, secret)
+	c := a.NewContext()
+	_ = c.SetKey(secret)
+	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%x", "%X", "%q"} {
+		for _, v := range []any{k, &k} {
+			s := fmt.Sprintf(f, v)
+			if strings.Contains(s, string(secret)) || strings.Contains(s, fmt.Sprintf("%x", secret)) || strings.Contains(s, fmt.Sprintf("%x", k.state[0][:8])) {
+				t.Fatalf("%s leaks key material: %s", f, s)
+			}
+		}
+	}
+}
+
+func TestWipe(t *testing.T) {
+	a, _ := Lookup("hmac(sha256)")
+	var k Key
+	_ = k.Init(a, []byte("k"))
+	k.Wipe()
+	if k.state != [2][maxStateSize]byte{} || k.alg != nil {
+		t.Fatal("Wipe left key material")
+	}
+}
