@@ -1,0 +1,255 @@
+// Package segment parses TCP segments for TCP-AO (RFC 5925) and TCP-MD5
+// (RFC 2385) and builds the TCP pseudo-header both of them put under the MAC.
+//
+// It promises, for any input bytes:
+//   - no copies: a [Segment] is a view (sub-slices) of the caller's buffer;
+//   - no allocations in [ParsePacket], [FromTCP], [TCP.AuthOptions],
+//     [AppendPseudoHeader] (given capacity) and [Segment.EachPayload];
+//   - no panics and no reads past the IP or TCP lengths: malformed input
+//     returns one of the sentinel errors below, to be tested with errors.Is;
+//   - the authentication options are checked exactly as Linux's
+//     tcp_do_parse_auth_options() checks them, so a segment Linux drops with
+//     SKB_DROP_REASON_TCP_AUTH_HDR is an error here too.
+//
+// Checksums (IPv4 header, TCP) are not verified: TCP-AO and TCP-MD5 compute
+// their MAC with the checksum field zeroed.
+package segment
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"net/netip"
+)
+
+// Errors for malformed input. ErrOptionLength, ErrAuthOption,
+// ErrDuplicateAuth and ErrBothAuth are the cases Linux drops with
+// SKB_DROP_REASON_TCP_AUTH_HDR.
+var (
+	ErrShortPacket    = errors.New("segment: IP packet truncated")
+	ErrIPVersion      = errors.New("segment: IP version is neither 4 nor 6")
+	ErrIPHeaderLength = errors.New("segment: bad IPv4 header length")
+	ErrNotTCP         = errors.New("segment: not a TCP packet")
+	ErrFragment       = errors.New("segment: IP fragment")
+	ErrExtHeaderChain = errors.New("segment: malformed IPv6 extension header chain")
+	ErrShortTCP       = errors.New("segment: TCP header shorter than 20 bytes")
+	ErrDataOffset     = errors.New("segment: bad TCP data offset")
+	ErrOptionLength   = errors.New("segment: bad TCP option length")
+	ErrAuthOption     = errors.New("segment: bad length of MD5 or AO option")
+	ErrDuplicateAuth  = errors.New("segment: duplicate MD5 or AO option")
+	ErrBothAuth       = errors.New("segment: both MD5 and AO options")
+	ErrAddrFamily     = errors.New("segment: invalid or mixed address families")
+	ErrSegmentTooLong = errors.New("segment: segment too long for the pseudo-header length field")
+)
+
+const (
+	protoTCP        = 6
+	ipv4MinimumSize = 20
+	ipv6HeaderSize  = 40
+
+	// maxExtHeaders bounds the IPv6 extension-header walk. Every header
+	// moves the walk forward by at least 8 bytes, so the chain cannot loop;
+	// the bound only caps the work spent on a hostile packet.
+	maxExtHeaders = 16
+)
+
+// Segment is a view of a TCP segment and the addresses of its pseudo-header.
+// It never copies the header or the payload.
+type Segment struct {
+	Src, Dst netip.Addr // from the IP header, or given to FromTCP
+	Header   TCP        // the TCP header with options: exactly DataOffset bytes of the input
+	Payload  []byte     // payload contiguous with the header in the input; may be empty
+	Frags    [][]byte   // further payload (scatter-gather), owned by the caller; may be nil
+	Auth     Auth       // where the MD5 and AO options are in Header
+}
+
+// ParsePacket parses a whole IPv4 or IPv6 packet carrying a TCP segment.
+//
+// The IPv4 total length or IPv6 payload length decides where the packet
+// ends; trailing bytes (Ethernet padding) are ignored. IPv4 fragments are
+// refused. IPv6 extension headers are skipped: hop-by-hop options (only as
+// the first), routing, destination options and AH, at most 16 of them; a
+// fragment header is ErrFragment, anything else that is not TCP (ESP,
+// no-next-header) is ErrNotTCP. Jumbograms are not supported.
+//
+// A packet parsed from an IPv6 header keeps 16-byte addresses, even
+// IPv4-mapped ones, so its pseudo-header is the IPv6 one, as on the wire.
+func ParsePacket(pkt []byte) (Segment, error) {
+	if len(pkt) == 0 {
+		return Segment{}, ErrShortPacket
+	}
+	switch pkt[0] >> 4 {
+	case 4:
+		return parseIPv4(pkt)
+	case 6:
+		return parseIPv6(pkt)
+	}
+	return Segment{}, ErrIPVersion
+}
+
+func parseIPv4(pkt []byte) (Segment, error) {
+	if len(pkt) < ipv4MinimumSize {
+		return Segment{}, ErrShortPacket
+	}
+	ihl := int(pkt[0]&0x0f) * 4
+	total := int(binary.BigEndian.Uint16(pkt[2:]))
+	switch {
+	case ihl < ipv4MinimumSize:
+		return Segment{}, ErrIPHeaderLength
+	case total > len(pkt):
+		return Segment{}, ErrShortPacket
+	case ihl > total:
+		return Segment{}, ErrIPHeaderLength
+	case binary.BigEndian.Uint16(pkt[6:])&0x3fff != 0: // MF flag or fragment offset
+		return Segment{}, ErrFragment
+	case pkt[9] != protoTCP:
+		return Segment{}, ErrNotTCP
+	}
+	src := netip.AddrFrom4([4]byte(pkt[12:16]))
+	dst := netip.AddrFrom4([4]byte(pkt[16:20]))
+	return parseTCP(src, dst, pkt[ihl:total:total], nil)
+}
+
+func parseIPv6(pkt []byte) (Segment, error) {
+	if len(pkt) < ipv6HeaderSize {
+		return Segment{}, ErrShortPacket
+	}
+	end := ipv6HeaderSize + int(binary.BigEndian.Uint16(pkt[4:]))
+	if end > len(pkt) {
+		return Segment{}, ErrShortPacket
+	}
+	pkt = pkt[:end:end]
+	next, off := pkt[6], ipv6HeaderSize
+	for n := 0; next != protoTCP; n++ {
+		var size int
+		switch next {
+		case 0: // hop-by-hop options: RFC 8200 §4.3, only right after the IPv6 header
+			if n != 0 {
+				return Segment{}, ErrExtHeaderChain
+			}
+			fallthrough
+		case 43, 60: // routing, destination options: length in 8-octet units, not counting the first
+			if off+2 > end {
+				return Segment{}, ErrExtHeaderChain
+			}
+			size = (int(pkt[off+1]) + 1) * 8
+		case 51: // AH: length in 4-octet units, not counting the first two (RFC 4302 §2.2)
+			if off+2 > end {
+				return Segment{}, ErrExtHeaderChain
+			}
+			size = (int(pkt[off+1]) + 2) * 4
+		case 44:
+			return Segment{}, ErrFragment
+		default: // ESP (50), no next header (59), UDP, ...
+			return Segment{}, ErrNotTCP
+		}
+		if n == maxExtHeaders || off+size > end {
+			return Segment{}, ErrExtHeaderChain
+		}
+		next, off = pkt[off], off+size
+	}
+	src := netip.AddrFrom16([16]byte(pkt[8:24]))
+	dst := netip.AddrFrom16([16]byte(pkt[24:40]))
+	return parseTCP(src, dst, pkt[off:], nil)
+}
+
+// FromTCP makes a Segment of a TCP segment (header and, optionally, the
+// payload contiguous with it) given its addresses, plus further payload
+// fragments in order. The fragments slice is kept, not copied: pass a slice
+// you own as FromTCP(src, dst, tcp, frags...) and FromTCP does not allocate
+// (listing fragments as separate arguments makes Go allocate the slice).
+//
+// Addresses are normalised so that a Segment looks the same whichever way it
+// was made: IPv4-mapped IPv6 addresses are unmapped to IPv4 (Linux, too,
+// treats them as AF_INET), so the segment gets the IPv4 pseudo-header; IPv6
+// zones are dropped, since the pseudo-header has no room for them and parsed
+// packets have none. Callers holding a packet that really travelled as IPv6
+// with v4-mapped addresses should use ParsePacket. After that, both addresses
+// must be valid and of the same family, else ErrAddrFamily.
+func FromTCP(src, dst netip.Addr, tcp []byte, frags ...[]byte) (Segment, error) {
+	src, dst = src.Unmap().WithZone(""), dst.Unmap().WithZone("")
+	if !src.IsValid() || !dst.IsValid() || src.Is4() != dst.Is4() {
+		return Segment{}, ErrAddrFamily
+	}
+	return parseTCP(src, dst, tcp, frags)
+}
+
+func parseTCP(src, dst netip.Addr, tcp []byte, frags [][]byte) (Segment, error) {
+	auth, err := TCP(tcp).AuthOptions() // validates length and data offset, too
+	if err != nil {
+		return Segment{}, err
+	}
+	if len(frags) == 0 {
+		frags = nil
+	}
+	doff := TCP(tcp).DataOffset()
+	s := Segment{
+		Src:     src,
+		Dst:     dst,
+		Header:  TCP(tcp[:doff:doff]),
+		Payload: tcp[doff:len(tcp):len(tcp)],
+		Frags:   frags,
+		Auth:    auth,
+	}
+	limit := math.MaxUint32
+	if src.Is4() {
+		limit = math.MaxUint16
+	}
+	if s.Len() > limit {
+		return Segment{}, ErrSegmentTooLong
+	}
+	return s, nil
+}
+
+// Len returns the length of the whole segment, header and all payload: the
+// length in its pseudo-header.
+func (s *Segment) Len() int {
+	n := len(s.Header) + len(s.Payload)
+	for _, f := range s.Frags {
+		n += len(f)
+	}
+	return n
+}
+
+// Is4 reports whether the segment has IPv4 addresses, and so the 12-byte
+// IPv4 pseudo-header.
+func (s *Segment) Is4() bool { return s.Src.Is4() }
+
+// EachPayload calls fn with Payload and then each of Frags, skipping empty
+// ones: the bytes a MAC covers after the header, in order, without copying.
+// fn does not escape, so a closure passed here is not allocated.
+func (s *Segment) EachPayload(fn func([]byte)) {
+	if len(s.Payload) > 0 {
+		fn(s.Payload)
+	}
+	for _, f := range s.Frags {
+		if len(f) > 0 {
+			fn(f)
+		}
+	}
+}
+
+// AppendPseudoHeader appends the TCP pseudo-header for a segment of length
+// bytes (header with options plus payload) from src to dstAddr, and returns
+// the extended slice; it does not allocate when dst has room.
+//
+// With two IPv4 addresses it is the 12-byte IPv4 form: saddr, daddr, 0, 6,
+// be16(length) (RFC 9293 §3.1, Linux struct tcp4_pseudohdr). Otherwise it is
+// the 40-byte IPv6 form: saddr, daddr, be32(length), be32(6) (RFC 8200 §8.1,
+// Linux struct tcp6_pseudohdr), an IPv4 address then taking its v4-mapped
+// 16-byte form; zones are ignored. The length is truncated to 16 or 32 bits;
+// Segment.Len of any Segment fits.
+func AppendPseudoHeader(dst []byte, src, dstAddr netip.Addr, length int) []byte {
+	if src.Is4() && dstAddr.Is4() {
+		s, d := src.As4(), dstAddr.As4()
+		dst = append(dst, s[:]...)
+		dst = append(dst, d[:]...)
+		dst = append(dst, 0, protoTCP)
+		return binary.BigEndian.AppendUint16(dst, uint16(length))
+	}
+	s, d := src.As16(), dstAddr.As16()
+	dst = append(dst, s[:]...)
+	dst = append(dst, d[:]...)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(length))
+	return binary.BigEndian.AppendUint32(dst, protoTCP)
+}
