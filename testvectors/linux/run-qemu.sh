@@ -1,0 +1,208 @@
+#!/usr/bin/env bash
+# Kernel <-> kernel TCP-AO captures under qemu, against a real Linux 6.12 with
+# CONFIG_TCP_AO (the host kernel and Debian's packaged images lack it).
+#
+# Usage: testvectors/linux/run-qemu.sh [--update] [--kernel-only]
+#
+#   (no flag)      build (or reuse) the kernel, boot it, run every guest case,
+#                  check every capture on the host, print the table. Exit 0
+#                  only if every case passed. Nothing in the tree is changed.
+#   --update       also copy the fresh captures + manifest.json into
+#                  testvectors/linux/ (for committing). Env: TCPSIG_UPDATE=1.
+#   --kernel-only  install dependencies and build/cache the kernel, then stop.
+#
+# Exit codes: 0 pass, 1 failure, 77 skipped (qemu or the kernel source cannot
+# be had on this machine; the reason is printed).
+#
+# Env: TCPSIG_CACHE (default <repo>/.cache/linux-ao), TCPSIG_GUEST_TIMEOUT
+# (seconds, default 900), TCPSIG_CASES (comma-separated case-name filter
+# passed to the guest), TCPSIG_KERNEL_SRC_VERSION (Debian version of
+# linux-source-6.12 to fetch, default 6.12.117-1~deb12u1, falls back to the
+# candidate if that one is gone).
+set -euo pipefail
+
+SKIP=77
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+CACHE=${TCPSIG_CACHE:-$ROOT/.cache/linux-ao}
+WORK=$ROOT/testvectors/linux/.build
+GUEST_TIMEOUT=${TCPSIG_GUEST_TIMEOUT:-900}
+SRC_PIN=${TCPSIG_KERNEL_SRC_VERSION:-6.12.117-1~deb12u1}
+UPDATE=${TCPSIG_UPDATE:-0}
+KERNEL_ONLY=0
+for a in "$@"; do
+	case "$a" in
+	--update | -update) UPDATE=1 ;;
+	--kernel-only) KERNEL_ONLY=1 ;;
+	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+	*) echo "unknown argument: $a" >&2; exit 2 ;;
+	esac
+done
+
+T0=$(date +%s)
+log() { printf '[run-qemu %4ss] %s\n' "$(($(date +%s) - T0))" "$*"; }
+skip() { echo "SKIP: $*"; exit $SKIP; }
+die() { echo "FAIL: $*" >&2; exit 1; }
+
+export PATH="$PATH:/usr/local/go/bin"
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+
+# ---------------------------------------------------------------- packages
+BUILD_PKGS=(build-essential flex bison bc libelf-dev libssl-dev xz-utils cpio gzip)
+RUN_PKGS=(qemu-system-x86 busybox-static)
+missing_pkgs() {
+	local p
+	for p in "$@"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
+	done
+}
+install_pkgs() {
+	local miss
+	miss=$(missing_pkgs "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")
+	[ -z "$miss" ] && return 0
+	log "installing: $(echo $miss)"
+	if [ -n "$SUDO" ] && ! command -v sudo >/dev/null; then
+		skip "packages missing ($(echo $miss)) and not root"
+	fi
+	$SUDO apt-get update -qq >/dev/null 2>&1 || log "apt-get update failed (continuing)"
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $miss >/dev/null 2>&1 || true
+	miss=$(missing_pkgs "${RUN_PKGS[@]}")
+	[ -z "$miss" ] || skip "cannot install $(echo $miss) (no qemu/busybox for this machine)"
+	miss=$(missing_pkgs "${BUILD_PKGS[@]}")
+	[ -z "$miss" ] || die "cannot install build dependencies: $(echo $miss)"
+}
+install_pkgs
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not found"
+[ -x /bin/busybox ] || skip "/bin/busybox (busybox-static) not found"
+command -v go >/dev/null || die "go not found (expected /usr/local/go/bin)"
+
+# ---------------------------------------------------------- kernel source
+mkdir -p "$CACHE/dl"
+fetch_source() {
+	local deb
+	deb=$(ls -1 "$CACHE"/dl/linux-source-6.12_*.deb 2>/dev/null | sort -V | tail -1 || true)
+	if [ -n "$deb" ]; then echo "$deb"; return 0; fi
+	(cd "$CACHE/dl" && { apt-get download "linux-source-6.12=$SRC_PIN" >/dev/null 2>&1 ||
+		{ $SUDO apt-get update -qq >/dev/null 2>&1; apt-get download "linux-source-6.12=$SRC_PIN" >/dev/null 2>&1; } ||
+		apt-get download linux-source-6.12 >/dev/null 2>&1; }) || return 1
+	ls -1 "$CACHE"/dl/linux-source-6.12_*.deb 2>/dev/null | sort -V | tail -1
+}
+DEB=$(fetch_source) || skip "cannot download linux-source-6.12 (apt-get download failed; is bookworm-security reachable?)"
+[ -n "$DEB" ] || skip "cannot download linux-source-6.12"
+DEBVER=$(dpkg-deb -f "$DEB" Version)
+SRC=$CACHE/src-$DEBVER
+if [ ! -f "$SRC/.extracted" ]; then
+	log "extracting linux-source-6.12 $DEBVER"
+	rm -rf "$SRC" "$CACHE/pkg"
+	mkdir -p "$SRC" "$CACHE/pkg"
+	dpkg-deb -x "$DEB" "$CACHE/pkg"
+	tar -xJf "$CACHE"/pkg/usr/src/linux-source-6.12.tar.xz -C "$SRC" --strip-components=1
+	rm -rf "$CACHE/pkg"
+	touch "$SRC/.extracted"
+fi
+
+# ------------------------------------------------------------------ kernel
+FRAG=$HERE/kernel.config
+KEY=$( { cat "$FRAG"; echo "$DEBVER"; echo "recipe-v1"; } | sha256sum | cut -c1-16)
+KB=$CACHE/kbuild-$KEY
+BZ=$CACHE/bzImage-$KEY
+KERNEL_BUILD_SECS=cached
+if [ ! -s "$BZ" ]; then
+	log "building kernel $DEBVER (config $KEY) in $KB; ~8-15 min on 2 cores"
+	kt0=$(date +%s)
+	rm -rf "$KB"
+	mkdir -p "$KB"
+	make -s -C "$SRC" O="$KB" tinyconfig >"$KB/config.log" 2>&1
+	syms=$(grep -E '^CONFIG_[A-Z0-9_]+=y' "$FRAG" | sed 's/^CONFIG_//; s/=y$//')
+	for pass in 1 2 3; do
+		for s in $syms; do "$SRC/scripts/config" --file "$KB/.config" --enable "$s"; done
+		make -s -C "$SRC" O="$KB" olddefconfig >>"$KB/config.log" 2>&1
+	done
+	bad=
+	for s in $syms; do grep -q "^CONFIG_$s=y" "$KB/.config" || bad="$bad $s"; done
+	[ -z "$bad" ] || die "kernel config symbols did not land:$bad (see $KB/.config)"
+	if ! make -C "$SRC" O="$KB" -j"$(nproc)" bzImage >"$KB/build.log" 2>&1; then
+		tail -40 "$KB/build.log"
+		die "kernel build failed (log: $KB/build.log)"
+	fi
+	cp "$KB/arch/x86/boot/bzImage" "$BZ.tmp" && mv "$BZ.tmp" "$BZ"
+	cp "$KB/.config" "$BZ.config"
+	KERNEL_BUILD_SECS=$(($(date +%s) - kt0))
+	log "kernel built in ${KERNEL_BUILD_SECS}s"
+	# keep only the image: the object tree is ~1 GB and not needed again
+	rm -rf "$KB"
+else
+	log "kernel cached: $BZ"
+fi
+[ "$KERNEL_ONLY" = 1 ] && { log "kernel ready: $BZ"; exit 0; }
+
+# -------------------------------------------------------------- initramfs
+GT0=$(date +%s)
+rm -rf "$WORK/initramfs" "$WORK/results"
+mkdir -p "$WORK/initramfs"/{bin,dev,proc,sys,tmp,out} "$WORK/results"
+(cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$WORK/initramfs/guest" ./testvectors/linux/guest) ||
+	die "building the guest program failed"
+cp /bin/busybox "$WORK/initramfs/bin/busybox"
+ln -sf busybox "$WORK/initramfs/bin/sh"
+cat >"$WORK/initramfs/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev 2>/dev/null
+mount -t tmpfs tmp /tmp
+cases=$(sed -n 's/.*tcpsig.cases=\([^ ]*\).*/\1/p' /proc/cmdline)
+echo "TCPSIG-GUEST-START uptime=$(cut -d' ' -f1 /proc/uptime)"
+/guest run -out /dev/vda -cases "$cases"
+echo "TCPSIG-GUEST-EXIT rc=$?"
+sync
+reboot -f
+EOF
+chmod +x "$WORK/initramfs/init"
+(cd "$WORK/initramfs" && find . | cpio -o -H newc --quiet | gzip -1 >"$WORK/initramfs.gz")
+GUEST_BUILD_SECS=$(($(date +%s) - GT0))
+
+# -------------------------------------------------------------------- boot
+rm -f "$WORK/out.img"
+truncate -s 256M "$WORK/out.img"
+log "booting qemu (timeout ${GUEST_TIMEOUT}s)"
+BT0=$(date +%s)
+set +e
+timeout --foreground -k 10 "$GUEST_TIMEOUT" qemu-system-x86_64 \
+	-accel tcg,thread=multi -cpu max -smp 2 -m 1024 -nographic -no-reboot \
+	-kernel "$BZ" -initrd "$WORK/initramfs.gz" \
+	-drive file="$WORK/out.img",format=raw,if=virtio \
+	-append "console=ttyS0 panic=-1 quiet random.trust_cpu=on tcpsig.cases=${TCPSIG_CASES:-}" \
+	</dev/null >"$WORK/console.log" 2>&1
+QRC=$?
+set -e
+QEMU_SECS=$(($(date +%s) - BT0))
+if [ $QRC -ne 0 ]; then
+	tail -50 "$WORK/console.log"
+	[ $QRC = 124 ] && die "guest timed out after ${GUEST_TIMEOUT}s (console: $WORK/console.log)"
+	die "qemu exited with $QRC (console: $WORK/console.log)"
+fi
+grep -q 'TCPSIG-GUEST-EXIT' "$WORK/console.log" || { tail -50 "$WORK/console.log"; die "guest did not finish (console: $WORK/console.log)"; }
+tar -xf "$WORK/out.img" -C "$WORK/results" 2>/dev/null || { tail -50 "$WORK/console.log"; die "no results on the output disk"; }
+[ -f "$WORK/results/manifest.json" ] || { tail -50 "$WORK/console.log"; die "guest wrote no manifest"; }
+
+# ------------------------------------------------- host check and the table
+set +e
+(cd "$ROOT" && go run ./testvectors/linux/guest check -dir "$WORK/results" -console "$WORK/console.log" \
+	-kernel-build "$KERNEL_BUILD_SECS" -qemu "$QEMU_SECS" -guest-build "$GUEST_BUILD_SECS")
+CRC=$?
+set -e
+if [ "$UPDATE" = 1 ]; then
+	if [ $CRC -ne 0 ]; then
+		log "not updating testvectors/linux/: some cases failed"
+	else
+		# drop captures of cases that no longer exist, then copy the fresh set
+		find "$HERE" -maxdepth 1 -name '*.pcap' -delete
+		cp "$WORK"/results/*.pcap "$WORK/results/manifest.json" "$HERE/"
+		log "updated $HERE (manifest.json + $(ls "$WORK"/results/*.pcap | wc -l) captures)"
+	fi
+fi
+log "total $(($(date +%s) - T0))s"
+exit $CRC
