@@ -1,0 +1,127 @@
+// Package scratch provides per-shard scratch buffers sized to the largest
+// reservation so far: the Go form of Linux's per-CPU tcp_sigpool scratch
+// (sigpool_reserve_scratch() in net/ipv4/tcp_sigpool.c).
+//
+// A [Scratch] has one buffer per shard. [Scratch.Reserve] only ever grows
+// them, and it is safe while other goroutines use their buffers: a grown
+// shard gets a brand-new buffer, published atomically, and whoever still
+// holds the old one keeps a valid slice of the old size until it lets go
+// (where Linux frees old buffers with call_rcu, the garbage collector does
+// it here). Reserve never waits for a reader and a reader never waits for
+// Reserve.
+//
+// Each shard's buffer is its own allocation, rounded up to a whole number of
+// alignment units and starting on one ([Align]: the cache line reported by
+// the CPU, at least 128 bytes to cover the adjacent-line prefetcher), so two
+// shards never write the same cache line.
+//
+// Scratch holds no key material by contract: users put transient copies of
+// segment headers, pseudo-headers and KDF inputs there, never keys. Old
+// buffers are therefore not wiped when they are replaced; they are left to
+// the garbage collector.
+//
+// Which goroutine may write which shard's buffer is the caller's business;
+// tcpsig's sigpool hands a shard's buffer only to the holder of that
+// shard's lock.
+package scratch
+
+import (
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/klauspost/cpuid/v2"
+)
+
+// minAlign covers 64-byte lines and the pairs of lines that x86's spatial
+// prefetcher fetches together, and 128-byte lines (Apple M, POWER).
+const minAlign = 128
+
+var align = func() int {
+	if l := cpuid.CPU.CacheLine; l > minAlign && l&(l-1) == 0 {
+		return l
+	}
+	return minAlign
+}()
+
+// Align returns the unit, in bytes, to which every shard's buffer is
+// aligned and its allocation rounded: the CPU's cache line as reported by
+// cpuid if that is a power of two above 128, else 128.
+func Align() int { return align }
+
+// Scratch is a set of per-shard buffers. Its methods are safe for
+// concurrent use.
+type Scratch struct {
+	bufs []atomic.Pointer[[]byte] // read-mostly: written only by Reserve
+	size atomic.Int64
+	mu   sync.Mutex // serialises Reserve
+}
+
+var empty = new([]byte)
+
+// New returns a Scratch with the given number of shards (at least 1) and
+// size 0.
+func New(shards int) *Scratch {
+	if shards < 1 {
+		shards = 1
+	}
+	s := &Scratch{bufs: make([]atomic.Pointer[[]byte], shards)}
+	for i := range s.bufs {
+		s.bufs[i].Store(empty)
+	}
+	return s
+}
+
+// Shards returns the number of shards.
+func (s *Scratch) Shards() int { return len(s.bufs) }
+
+// Reserve makes the size at least n: the size becomes max(Size(), n). It
+// only grows. Every shard whose buffer is too small gets a new one; a
+// goroutine still using an old buffer may go on using it. When Reserve
+// returns, every later Buf of every shard has len >= n. n <= 0 is a no-op.
+func (s *Scratch) Reserve(n int) {
+	if int64(n) <= s.size.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int64(n) <= s.size.Load() {
+		return
+	}
+	for i := range s.bufs {
+		b := alloc(n)
+		s.bufs[i].Store(&b)
+	}
+	s.size.Store(int64(n))
+}
+
+// alloc returns an n-byte slice whose backing lines belong to no other
+// object: n rounded up to the alignment unit, starting on a unit
+// boundary. The Go allocator places objects whose size is a multiple of
+// 128 on 128-byte boundaries in practice; if it ever does not, the slice
+// is cut from a larger allocation at the first boundary.
+func alloc(n int) []byte {
+	r := (n + align - 1) &^ (align - 1)
+	b := make([]byte, r)
+	if misalign(b) != 0 {
+		b = make([]byte, r+align)
+		if off := misalign(b); off != 0 {
+			b = b[align-off:]
+		}
+	}
+	return b[:n:n]
+}
+
+func misalign(b []byte) int {
+	return int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) & uintptr(align-1))
+}
+
+// Buf returns the shard's current buffer. Its length is the size at the
+// time it was published: at least every reservation that completed before
+// the call, and equal to Size() while no Reserve runs. Its capacity is its
+// length. The slice stays valid after a later Reserve replaces it.
+// It panics if shard is out of range.
+func (s *Scratch) Buf(shard int) []byte { return *s.bufs[shard].Load() }
+
+// Size returns the size of the buffers: the largest reservation so far.
+func (s *Scratch) Size() int { return int(s.size.Load()) }
