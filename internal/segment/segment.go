@@ -57,7 +57,7 @@ const (
 // It never copies the header or the payload.
 type Segment struct {
 	Src, Dst netip.Addr // from the IP header, or given to FromTCP
-	Header   TCP        // the TCP header with options: exactly DataOffset bytes of the input
+	Header   TCP        // the TCP header with options: exactly DataOffset bytes of the input (capacity too)
 	Payload  []byte     // payload contiguous with the header in the input; may be empty
 	Frags    [][]byte   // further payload (scatter-gather), owned by the caller; may be nil
 	Auth     Auth       // where the MD5 and AO options are in Header

@@ -489,3 +489,38 @@ func TestAllocs(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkParsePacket(b *testing.B) {
+	for _, bm := range []struct{ name, pkt string }{{"IPv4", rfc9235v4Data}, {"IPv6", rfc9235v6SYN}} {
+		pkt := unhex(b, bm.pkt)
+		b.Run(bm.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(pkt)))
+			var buf [40]byte
+			for b.Loop() {
+				s, err := ParsePacket(pkt)
+				if err != nil {
+					b.Fatal(err)
+				}
+				AppendPseudoHeader(buf[:0], s.Src, s.Dst, s.Len())
+			}
+		})
+	}
+}
+
+// TestParsePacketV4MappedIPv6 checks the rule for IPv4-mapped addresses in a
+// real IPv6 header: they stay IPv6, and so does the pseudo-header.
+func TestParsePacketV4MappedIPv6(t *testing.T) {
+	pkt := v6(6, tcpHdr(aoOpt...))
+	copy(pkt[8:], unhex(t, "00000000000000000000ffffc0000201 00000000000000000000ffffc0000202"))
+	s, err := ParsePacket(pkt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Is4() || !s.Src.Is4In6() || s.Dst.Unmap() != netip.MustParseAddr("192.0.2.2") {
+		t.Errorf("addresses %v -> %v, Is4 %v; want v4-mapped IPv6", s.Src, s.Dst, s.Is4())
+	}
+	if n := len(AppendPseudoHeader(nil, s.Src, s.Dst, s.Len())); n != 40 {
+		t.Errorf("pseudo-header is %d bytes, want 40", n)
+	}
+}

@@ -105,7 +105,8 @@ var noAuth = Auth{MD5: -1, AO: -1}
 // least 2 that must not run past the header; an MD5 option must be 18 bytes
 // long, an AO option longer than 4; a second MD5 or AO option, or both kinds
 // together, is an error. Any of these errors is Linux's
-// SKB_DROP_REASON_TCP_AUTH_HDR: the segment must be dropped.
+// SKB_DROP_REASON_TCP_AUTH_HDR: the segment must be dropped. With an error
+// the returned Auth has both offsets -1.
 //
 // Like Linux, the walk stops when fewer than 5 option bytes remain (no
 // authentication option fits in them), so a malformed option in the last
