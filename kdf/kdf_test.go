@@ -1,0 +1,118 @@
+package kdf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"testing"
+
+	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/testvectors"
+)
+
+// TestRFC9235TrafficKeys derives all 32 traffic keys of RFC 9235 from the
+// master key "testvector" and the addresses, ports and ISNs in each
+// vector's packet, and compares them with the published keys.
+func TestRFC9235TrafficKeys(t *testing.T) {
+	set, err := testvectors.RFC9235()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, v := range set.Vectors {
+		alg, err := mac.Lookup(v.Alg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m Master
+		if err := m.Init(alg, set.MasterKey); err != nil {
+			t.Fatal(err)
+		}
+		seg, err := segment.ParsePacket(v.Packet)
+		if err != nil {
+			t.Fatalf("%s: %v", v.Title, err)
+		}
+		in := Input{Src: seg.Src, Dst: seg.Dst, SrcPort: seg.Header.SrcPort(), DstPort: seg.Header.DstPort()}
+		// RFC 9235's server listens on port 179 (BGP): the context is
+		// always (sender's ISN, receiver's ISN) of this segment.
+		if seg.Header.SrcPort() == 179 {
+			in.SrcISN, in.DstISN = v.ServerISN, v.ClientISN
+		} else {
+			in.SrcISN, in.DstISN = v.ClientISN, v.ServerISN
+		}
+		if seg.Header.Flags()&segment.SYN != 0 && seg.Header.Flags()&segment.ACK == 0 {
+			in.DstISN = 0
+		}
+		w := alg.NewContext()
+		got, err := m.Derive(w, make([]byte, MaxInputLen), &in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, v.TrafficKey) {
+			t.Errorf("%s (%s): got %x want %x", v.Title, v.TrafficKeyKind, got, v.TrafficKey)
+			continue
+		}
+		n++
+	}
+	t.Logf("RFC 9235: %d of %d traffic keys derived and equal", n, len(set.Vectors))
+}
+
+// TestRFC4615 checks the cmac(aes128) key reduction with the AES-CMAC-PRF-128
+// vectors (18-, 16- and 10-byte keys): PRF(VK, M) = CMAC(K', M).
+func TestRFC4615(t *testing.T) {
+	vs, err := testvectors.RFC4615()
+	if err != nil {
+		t.Fatal(err)
+	}
+	alg, _ := mac.Lookup("cmac(aes128)")
+	for _, v := range vs {
+		var m Master
+		if err := m.Init(alg, v.Key); err != nil {
+			t.Fatal(err)
+		}
+		w := alg.NewContext()
+		w.Load(&m.key)
+		w.Write(v.Msg)
+		if got := w.Sum(nil); !bytes.Equal(got, v.Out) {
+			t.Errorf("key len %d: got %x want %x", len(v.Key), got, v.Out)
+		}
+	}
+	t.Logf("RFC 4615: %d vectors passed", len(vs))
+}
+
+func TestInputLayout(t *testing.T) {
+	in := Input{Src: netip.MustParseAddr("10.11.12.13"), Dst: netip.MustParseAddr("172.27.28.29"),
+		SrcPort: 0xe9d7, DstPort: 179, SrcISN: 0xfbfbab5a, DstISN: 0}
+	b, err := in.Append(nil, 160)
+	if err != nil || len(b) != 29 {
+		t.Fatalf("v4 input %d bytes, %v", len(b), err)
+	}
+	want := "015443502d414f0a0b0c0dac1b1c1de9d700b3fbfbab5a0000000000a0"
+	if got := fmt.Sprintf("%x", b); got != want {
+		t.Fatalf("got %s\nwant %s", got, want)
+	}
+	in.Src, in.Dst = netip.MustParseAddr("fd00::1"), netip.MustParseAddr("fd00::2")
+	b, _ = in.Append(nil, 512)
+	if len(b) != MaxInputLen || binary.BigEndian.Uint16(b[51:]) != 512 {
+		t.Fatalf("v6 input: %x", b)
+	}
+	in.Dst = netip.MustParseAddr("10.0.0.1")
+	if _, err := in.Append(nil, 128); err != ErrAddress {
+		t.Fatalf("mixed families: %v", err)
+	}
+}
+
+func TestDeriveNoAllocs(t *testing.T) {
+	alg, _ := mac.Lookup("hmac(sha256)")
+	var m Master
+	_ = m.Init(alg, []byte("master"))
+	w := alg.NewContext()
+	scratch := make([]byte, MaxInputLen)
+	out := make([]byte, 0, mac.MaxSize)
+	in := Input{Src: netip.MustParseAddr("fd00::1"), Dst: netip.MustParseAddr("fd00::2"), SrcPort: 1, DstPort: 2, SrcISN: 3, DstISN: 4}
+	if n := testing.AllocsPerRun(100, func() { out, _ = m.Derive(w, scratch, &in, out[:0]) }); n != 0 {
+		t.Fatalf("Derive allocates %v", n)
+	}
+}
