@@ -1,0 +1,46 @@
+package sigpool_test
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// Signing one message through the pool: allocate the algorithm once, build
+// the keyed template once per key, then Start, Key, Write, Sum, End per
+// segment.
+func Example() {
+	alg, err := mac.Lookup("hmac(sha256)")
+	if err != nil {
+		panic(err)
+	}
+	pool := sigpool.New(sigpool.Config{Shards: 4}) // or sigpool.Default
+	id, err := pool.Alloc(alg, 60)                  // a full TCP header fits in scratch
+	if err != nil {
+		panic(err)
+	}
+	defer pool.Release(id)
+
+	raw := bytes.Repeat([]byte{0x0b}, 20) // RFC 4231 test case 2
+	var tmpl mac.Key
+	if err := tmpl.Init(alg, raw); err != nil {
+		panic(err)
+	}
+
+	out := make([]byte, 0, mac.MaxSize)
+	r := pool.Start(id)
+	if err := r.Key(&tmpl, raw); err != nil {
+		r.End()
+		panic(err)
+	}
+	n := copy(r.Scratch, "Hi There") // e.g. a header copied into scratch
+	r.MAC.Write(r.Scratch[:n])
+	out = r.MAC.Sum(out[:0])
+	r.End()
+
+	fmt.Printf("%v %x\n", pool.Backend(id), out)
+	// Output:
+	// clone b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7
+}

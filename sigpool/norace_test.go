@@ -1,0 +1,5 @@
+//go:build !race
+
+package sigpool
+
+const raceEnabled = false

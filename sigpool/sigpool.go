@@ -1,0 +1,432 @@
+// Package sigpool is tcpsig's per-CPU-sharded pool of MAC contexts and
+// scratch buffers: the Go form of Linux's tcp_sigpool
+// (net/ipv4/tcp_sigpool.c), which TCP-AO and TCP-MD5 sign and verify
+// through.
+//
+// What mirrors what:
+//
+//   - [Pool.Alloc] is tcp_sigpool_alloc_ahash(): it reserves scratch
+//     (sigpool_reserve_scratch), shares the table entry if the algorithm is
+//     already held (kref_get), else takes the first free slot of a fixed
+//     table (CPOOL_SIZE; [ErrPoolFull] for -ENOSPC) and pre-allocates one
+//     working [mac.Context] per shard. The [ID] is the table index.
+//   - [Pool.Get] and [Pool.Release] are tcp_sigpool_get() and
+//     tcp_sigpool_release(); at refcount 0 the contexts are wiped and the
+//     slot freed (cpool_cleanup_work_cb).
+//   - [Pool.Start] and [Request.End] are tcp_sigpool_start() and
+//     tcp_sigpool_end(): exclusive use of one shard's request (its context
+//     for that algorithm and its scratch) in between.
+//   - [Request.Key] is the crypto_ahash_setkey() step, done by one of two
+//     backends, the two of the v6 patch series (linux-notes §1.3):
+//     [Clone] copies a keyed template ([mac.Key]) into the shard's context
+//     (crypto_clone_ahash, here without allocation: the template is built
+//     once per traffic key and only its midstate is copied), and
+//     [Rekey] re-runs the key schedule in the shard's own pre-allocated
+//     context on every use (the per-CPU ahash_request fallback). An
+//     algorithm whose keyed state cannot be copied (hmac(rmd160)) always
+//     uses Rekey, as Linux fell back for cmac(aes128).
+//
+// # Shards
+//
+// Go exposes no CPU id, so a shard stands in for a CPU: a pool has
+// GOMAXPROCS shards unless told otherwise, and Start picks one at random
+// (runtime-local randomness, no shared counter), try-locks it, and on
+// contention tries the following ones; only after a full round of busy
+// shards (more goroutines inside Start..End than shards, which needs one
+// to be descheduled while holding a request) does it block on one. Two
+// users never share a request. The lock and the request table of each
+// shard sit between 128-byte pads, so shards never share a cache line on
+// CPUs with lines up to 128 bytes (see [CacheLine]).
+//
+// Start, Key (with the Clone backend, and with the Rekey backend for the
+// HMAC algorithms and TCP-MD5), Write, Sum into a buffer with room and End
+// allocate nothing. The Rekey backend allocates for AES-CMAC: the key
+// schedule of crypto/aes allocates on every re-key (one 512-byte object).
+//
+// # Key material
+//
+// The pool keeps no keys of its own beyond the working state of each
+// shard's context: after End the context still holds the keyed midstate of
+// the last use (and, with the Rekey backend, the key schedule) until the
+// next Key or until Release wipes it. Templates and raw keys belong to the
+// caller. As everywhere in Go, no erasure is guaranteed beyond the bytes
+// the pool owns.
+package sigpool
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/klauspost/cpuid/v2"
+
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/scratch"
+)
+
+// Backend says how a request is put into the keyed state for one use.
+type Backend uint8
+
+const (
+	// Clone copies a keyed template (a [mac.Key]) into the shard's context
+	// with [mac.Context.Load]: no key schedule per use. The default.
+	Clone Backend = iota
+	// Rekey re-keys the shard's own pre-allocated context in place on each
+	// use with [mac.Context.SetKey]: Linux's per-CPU-request backend. (It
+	// is not called Request because that is the name of what Start
+	// returns.)
+	Rekey
+)
+
+// String returns "clone" or "rekey".
+func (b Backend) String() string {
+	switch b {
+	case Clone:
+		return "clone"
+	case Rekey:
+		return "rekey"
+	}
+	return fmt.Sprintf("Backend(%d)", uint8(b))
+}
+
+// tableSize is the number of algorithm slots, like Linux's CPOOL_SIZE.
+// tcpsig knows fewer than 16 algorithms and entries are shared per
+// algorithm, so a pool fills up only if entries are being cleaned up.
+const tableSize = 64
+
+// cachePad separates shards: 128 bytes covers 64-byte lines plus the
+// adjacent-line prefetcher and 128-byte lines.
+const cachePad = 128
+
+// ErrPoolFull is returned by [Pool.Alloc] when every slot of the table is
+// taken (Linux: -ENOSPC).
+var ErrPoolFull = errors.New("sigpool: table full")
+
+// ErrKeyMismatch is returned by [Request.Key] when the template is missing
+// (Clone backend) or is of another algorithm than the request.
+var ErrKeyMismatch = errors.New("sigpool: key template missing or of another algorithm")
+
+var cacheLine = func() int {
+	if l := cpuid.CPU.CacheLine; l > 0 {
+		return l
+	}
+	return 64
+}()
+
+// CacheLine returns the CPU's cache line size as reported by cpuid
+// (klauspost/cpuid/v2), or 64 if it reports none. Shard padding is a fixed
+// 128 bytes on each side of a shard's state, so two shards' states are at
+// least 256 bytes apart and never share a line of up to 256 bytes; a
+// shard's first or last words may share a line with an unrelated heap
+// object if a CPU reports lines longer than 128 bytes. That costs speed,
+// never correctness. Scratch buffers follow the reported line (see
+// [scratch.Align]).
+func CacheLine() int { return cacheLine }
+
+// ID names an algorithm's entry in a pool: the table index.
+type ID int
+
+// Config configures a [Pool].
+type Config struct {
+	// Shards is the number of shards; 0 means runtime.GOMAXPROCS(0) at
+	// New. More goroutines than shards inside Start..End at once only
+	// means some wait.
+	Shards int
+	// Backend is the keying backend for every algorithm that can clone.
+	Backend Backend
+}
+
+// Request is one shard's request for one algorithm, held exclusively
+// between [Pool.Start] and [Request.End]. Its fields must not be used
+// after End.
+type Request struct {
+	// MAC is the shard's working context for the algorithm. Put it into
+	// the keyed state with Key before writing.
+	MAC *mac.Context
+	// Scratch is the shard's scratch buffer, len >= every reservation made
+	// before Start; shared by every algorithm of the shard.
+	Scratch []byte
+
+	sh      *shard
+	backend Backend
+	held    bool
+}
+
+// shard is one stand-in CPU: a lock and the requests of every table
+// slot, written under the lock (or, at Alloc, before the ID is
+// published), padded so that two shards never write the same line.
+type shard struct {
+	_    [cachePad]byte
+	mu   sync.Mutex
+	idx  int
+	reqs [tableSize]Request
+	_    [cachePad]byte
+}
+
+type entry struct {
+	alg      *mac.Algorithm
+	refs     int
+	backend  Backend
+	cleaning bool // released, some shard's context not yet wiped
+}
+
+// Pool is a sharded pool of MAC requests. Its methods are safe for
+// concurrent use.
+type Pool struct {
+	_       [cachePad]byte
+	shards  []shard // read-only after New
+	scratch *scratch.Scratch
+	backend Backend
+	_       [cachePad]byte
+
+	mu      sync.Mutex // the slow path: Alloc, Get, Release (cpool_mutex)
+	limit   int        // slots in use, tableSize but for tests
+	entries [tableSize]entry
+	cleanup sync.WaitGroup // background wipes started by Release
+}
+
+// New returns a pool with cfg.Shards shards (GOMAXPROCS if 0) and no
+// algorithms.
+func New(cfg Config) *Pool {
+	n := cfg.Shards
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Backend > Rekey {
+		cfg.Backend = Clone
+	}
+	p := &Pool{
+		shards:  make([]shard, n),
+		scratch: scratch.New(n),
+		backend: cfg.Backend,
+		limit:   tableSize,
+	}
+	for i := range p.shards {
+		sh := &p.shards[i]
+		sh.idx = i
+		for j := range sh.reqs {
+			sh.reqs[j].sh = sh
+		}
+	}
+	return p
+}
+
+// Default is the pool that tcpsig's ao and md5sig use unless given
+// another: GOMAXPROCS shards at program start, Clone backend.
+var Default = New(Config{})
+
+// Shards returns the number of shards.
+func (p *Pool) Shards() int { return len(p.shards) }
+
+// Alloc makes alg available in the pool and reserves at least scratchSize
+// bytes of scratch per shard, like tcp_sigpool_alloc_ahash(). If alg is
+// already held, its entry is shared and its refcount incremented;
+// otherwise the first free slot gets one pre-allocated context per shard.
+// Every successful Alloc needs one Release. It returns an error wrapping
+// [ErrPoolFull] if no slot is free.
+//
+// Alloc never waits for a user of the pool, so it may be called between
+// Start and End.
+func (p *Pool) Alloc(alg *mac.Algorithm, scratchSize int) (ID, error) {
+	if alg == nil {
+		return -1, errors.New("sigpool: Alloc of a nil algorithm")
+	}
+	if scratchSize < 0 {
+		return -1, fmt.Errorf("sigpool: negative scratch size %d", scratchSize)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	free := -1
+	for i := 0; i < p.limit; i++ {
+		e := &p.entries[i]
+		if e.alg == alg && e.refs > 0 {
+			p.scratch.Reserve(scratchSize)
+			e.refs++
+			return ID(i), nil
+		}
+		if e.alg == nil && free < 0 {
+			free = i
+		}
+	}
+	if free < 0 {
+		return -1, fmt.Errorf("%w: %d algorithms held or being released", ErrPoolFull, p.limit)
+	}
+	b := p.backend
+	if !alg.CanClone() {
+		b = Rekey
+	}
+	// The slot is free: no shard's request for it is in use, and none
+	// can be until the ID is handed out, which happens after these writes.
+	for i := range p.shards {
+		r := &p.shards[i].reqs[free]
+		r.MAC = alg.NewContext()
+		r.backend = b
+	}
+	p.scratch.Reserve(scratchSize)
+	p.entries[free] = entry{alg: alg, refs: 1, backend: b}
+	return ID(free), nil
+}
+
+// held returns id's entry, panicking if id is not held; p.mu must be held.
+func (p *Pool) held(id ID, op string) *entry {
+	if id < 0 || int(id) >= tableSize || p.entries[id].refs == 0 {
+		panic(fmt.Sprintf("sigpool: %s of ID %d, which is not allocated", op, id))
+	}
+	return &p.entries[id]
+}
+
+// Get takes one more reference on a held ID, like tcp_sigpool_get(). It
+// panics if id is not held.
+func (p *Pool) Get(id ID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held(id, "Get").refs++
+}
+
+// Release drops one reference, like tcp_sigpool_release(). When the last
+// one goes, every shard's context for the algorithm is wiped and the slot
+// freed. A shard whose request is in use at that moment (a Start whose
+// End has not come yet) is not disturbed: its context is wiped right after
+// that End, by a background goroutine, and the slot becomes free only
+// then. Release itself never waits, so it may be called between Start and
+// End. It panics if id is not held.
+func (p *Pool) Release(id ID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.held(id, "Release")
+	if e.refs--; e.refs > 0 {
+		return
+	}
+	var busy []*shard
+	for i := range p.shards {
+		sh := &p.shards[i]
+		if sh.mu.TryLock() {
+			sh.drop(id)
+			sh.mu.Unlock()
+		} else {
+			busy = append(busy, sh)
+		}
+	}
+	if len(busy) == 0 {
+		*e = entry{}
+		return
+	}
+	e.cleaning = true
+	p.cleanup.Add(1)
+	go p.wipeLater(id, busy)
+}
+
+// wipeLater wipes the contexts that Release found in use, waiting for each
+// shard's current holder to End, then frees the slot.
+func (p *Pool) wipeLater(id ID, busy []*shard) {
+	defer p.cleanup.Done()
+	for _, sh := range busy {
+		sh.mu.Lock()
+		sh.drop(id)
+		sh.mu.Unlock()
+	}
+	p.mu.Lock()
+	p.entries[id] = entry{}
+	p.mu.Unlock()
+}
+
+// drop wipes and forgets the shard's context for id; sh.mu must be held.
+func (sh *shard) drop(id ID) {
+	r := &sh.reqs[id]
+	if r.MAC != nil {
+		r.MAC.Wipe()
+	}
+	r.MAC, r.Scratch = nil, nil
+}
+
+// Algorithm returns the algorithm of a held ID, nil if id is not held.
+func (p *Pool) Algorithm(id ID) *mac.Algorithm {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id < 0 || int(id) >= tableSize || p.entries[id].refs == 0 {
+		return nil
+	}
+	return p.entries[id].alg
+}
+
+// Backend returns the backend that Request.Key uses for id: the pool's,
+// except [Rekey] for an algorithm that cannot clone. It panics if id is
+// not held.
+func (p *Pool) Backend(id ID) Backend {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held(id, "Backend").backend
+}
+
+// Start returns a request for id that the caller uses exclusively until it
+// calls End, like tcp_sigpool_start(). The request's context is in an
+// unspecified state: call Key first. Start may wait only if every shard is
+// in use. It allocates nothing. It panics if id is not held; a goroutine
+// must not Start again before its End (it could wait for itself).
+func (p *Pool) Start(id ID) *Request {
+	if uint(id) >= tableSize {
+		panic(fmt.Sprintf("sigpool: Start of ID %d, which is not allocated", id))
+	}
+	n := uint32(len(p.shards))
+	i := uint32(uint64(rand.Uint32()) * uint64(n) >> 32) // Lemire's reduction: no division
+	for range n {
+		sh := &p.shards[i]
+		if sh.mu.TryLock() {
+			return p.take(sh, id)
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	sh := &p.shards[i] // back where we began: wait for it
+	sh.mu.Lock()
+	return p.take(sh, id)
+}
+
+func (p *Pool) take(sh *shard, id ID) *Request {
+	r := &sh.reqs[id]
+	if r.MAC == nil {
+		sh.mu.Unlock()
+		panic(fmt.Sprintf("sigpool: Start of ID %d, which is not allocated", id))
+	}
+	r.held = true
+	r.Scratch = p.scratch.Buf(sh.idx)
+	return r
+}
+
+// Key puts the request's context into the keyed state for one use: with
+// the Clone backend it loads the template tmpl ([mac.Context.Load], no key
+// schedule); with the Rekey backend it runs the key schedule for raw
+// ([mac.Context.SetKey]). Callers keep both the template and the raw key
+// bytes, since the backend is per algorithm. It returns an error wrapping
+// [ErrKeyMismatch] if the template is nil (Clone) or of another algorithm,
+// and the error of SetKey (a bad key size) otherwise.
+func (r *Request) Key(tmpl *mac.Key, raw []byte) error {
+	if r.backend == Clone {
+		if tmpl == nil || tmpl.Algorithm() != r.MAC.Algorithm() {
+			return ErrKeyMismatch
+		}
+		r.MAC.Load(tmpl)
+		return nil
+	}
+	if tmpl != nil && tmpl.Algorithm() != r.MAC.Algorithm() {
+		return ErrKeyMismatch
+	}
+	return r.MAC.SetKey(raw)
+}
+
+// Backend returns the backend Key uses.
+func (r *Request) Backend() Backend { return r.backend }
+
+// End hands the request back, like tcp_sigpool_end(). The request and its
+// Scratch must not be used afterwards. It panics if the request is not
+// held.
+func (r *Request) End() {
+	if !r.held {
+		panic("sigpool: End of a request that is not held")
+	}
+	r.held = false
+	r.sh.mu.Unlock()
+}

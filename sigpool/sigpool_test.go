@@ -1,0 +1,554 @@
+package sigpool
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"unsafe"
+
+	"github.com/tcpsig/tcpsig/mac"
+)
+
+func lookup(t testing.TB, name string) *mac.Algorithm {
+	t.Helper()
+	a, err := mac.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// allAlgorithms is every TCP-AO algorithm plus TCP-MD5's keyed MD5.
+func allAlgorithms() []*mac.Algorithm { return append(mac.Algorithms(), mac.TCPMD5) }
+
+// keyFor returns a traffic key suited to a: the digest length, as TCP-AO
+// uses (16 bytes for AES-CMAC).
+func keyFor(a *mac.Algorithm, seed byte) []byte {
+	k := make([]byte, a.Size())
+	for i := range k {
+		k[i] = seed + byte(i)*7
+	}
+	return k
+}
+
+func template(t testing.TB, a *mac.Algorithm, raw []byte) *mac.Key {
+	t.Helper()
+	k := new(mac.Key)
+	if err := k.Init(a, raw); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// direct computes the MAC with the mac package alone.
+func direct(t testing.TB, a *mac.Algorithm, raw, msg []byte) []byte {
+	t.Helper()
+	c := a.NewContext()
+	if err := c.SetKey(raw); err != nil {
+		t.Fatal(err)
+	}
+	c.Write(msg)
+	return c.Sum(nil)
+}
+
+// sign computes the MAC through the pool.
+func sign(t testing.TB, p *Pool, id ID, tmpl *mac.Key, raw, msg []byte) []byte {
+	t.Helper()
+	r := p.Start(id)
+	defer r.End()
+	if err := r.Key(tmpl, raw); err != nil {
+		t.Fatal(err)
+	}
+	r.MAC.Write(msg)
+	return r.MAC.Sum(nil)
+}
+
+func TestRefcount(t *testing.T) {
+	p := New(Config{Shards: 3})
+	sha256 := lookup(t, "hmac(sha256)")
+	sha1 := lookup(t, "hmac(sha1)")
+	id, err := p.Alloc(sha256, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id2, err := p.Alloc(sha256, 20)
+	if err != nil || id2 != id {
+		t.Fatalf("second Alloc of the same algorithm: %v, %v; want shared ID %v", id2, err, id)
+	}
+	id3, err := p.Alloc(lookup(t, "HMAC-SHA-1-96"), 0) // alias: same *Algorithm as hmac(sha1)
+	if err != nil || id3 == id {
+		t.Fatalf("Alloc of another algorithm: %v, %v", id3, err)
+	}
+	if id4, _ := p.Alloc(sha1, 0); id4 != id3 {
+		t.Fatalf("alias and name got different IDs %v %v", id3, id4)
+	}
+	p.Get(id) // refs: 3
+	if p.Algorithm(id) != sha256 || p.Algorithm(id3) != sha1 {
+		t.Fatal("Algorithm does not match")
+	}
+	for i := 0; i < 2; i++ {
+		p.Release(id)
+		if p.Algorithm(id) != sha256 {
+			t.Fatalf("after %d of 3 Releases the entry is gone", i+1)
+		}
+		sign(t, p, id, template(t, sha256, []byte("k")), []byte("k"), nil) // still usable
+	}
+	p.Release(id)
+	if p.Algorithm(id) != nil {
+		t.Fatal("entry still held after the last Release")
+	}
+	for i := range p.shards {
+		if p.shards[i].reqs[id].MAC != nil {
+			t.Fatalf("shard %d still has a context after the last Release", i)
+		}
+	}
+	// Release to zero, then Alloc again: a fresh entry that works.
+	id5, err := p.Alloc(sha256, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := []byte("key")
+	if got, want := sign(t, p, id5, template(t, sha256, raw), raw, []byte("m")), direct(t, sha256, raw, []byte("m")); !bytes.Equal(got, want) {
+		t.Fatalf("after re-Alloc: %x want %x", got, want)
+	}
+	if r := p.Start(id5); len(r.Scratch) < 60 {
+		t.Fatalf("scratch %d bytes, want >= 60 (grow-only across Release)", len(r.Scratch))
+	} else {
+		r.End()
+	}
+	p.Release(id5)
+	p.Release(id3)
+	p.Release(id3)
+	for i, e := range p.entries {
+		if e != (entry{}) {
+			t.Fatalf("slot %d not free at the end: %+v", i, e)
+		}
+	}
+}
+
+func TestPoolFull(t *testing.T) {
+	p := New(Config{Shards: 2})
+	p.limit = 3
+	var ids []ID
+	for _, name := range []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)"} {
+		id, err := p.Alloc(lookup(t, name), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	_, err := p.Alloc(lookup(t, "hmac(md5)"), 0)
+	if !errors.Is(err, ErrPoolFull) {
+		t.Fatalf("Alloc into a full table: %v, want ErrPoolFull", err)
+	}
+	if id, err := p.Alloc(lookup(t, "hmac(sha256)"), 0); err != nil || id != ids[1] {
+		t.Fatalf("sharing a held entry in a full table: %v %v", id, err)
+	}
+	p.Release(ids[1])
+	p.Release(ids[1])
+	if _, err := p.Alloc(lookup(t, "hmac(md5)"), 0); err != nil {
+		t.Fatalf("Alloc after a slot was freed: %v", err)
+	}
+	t.Logf("full-table error: %v", err)
+}
+
+// TestTableFull fills the real table. There are fewer algorithms than
+// slots, so it fills the slots with entries whose cleanup is pending
+// (released while a request was in use): they are neither shared nor free.
+func TestTableFull(t *testing.T) {
+	p := New(Config{Shards: 1})
+	a := lookup(t, "hmac(sha1)")
+	keep, err := p.Alloc(a, 0) // the request we hold blocks every cleanup
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Start(keep)
+	for i := 1; i < tableSize; i++ {
+		id, err := p.Alloc(lookup(t, "hmac(md5)"), 0)
+		if err != nil {
+			t.Fatalf("slot %d: %v", i, err)
+		}
+		p.Release(id) // cleanup waits for our End: the slot stays taken
+	}
+	if _, err := p.Alloc(lookup(t, "hmac(md5)"), 0); !errors.Is(err, ErrPoolFull) {
+		t.Fatalf("got %v, want ErrPoolFull", err)
+	}
+	if id, err := p.Alloc(a, 0); err != nil || id != keep {
+		t.Fatalf("a held entry must still be shared: %v %v", id, err)
+	}
+	r.End()
+	p.cleanup.Wait()
+	if _, err := p.Alloc(lookup(t, "hmac(md5)"), 0); err != nil {
+		t.Fatalf("after the cleanups: %v", err)
+	}
+}
+
+func TestBackend(t *testing.T) {
+	for _, cfg := range []Backend{Clone, Rekey} {
+		p := New(Config{Shards: 2, Backend: cfg})
+		for _, a := range allAlgorithms() {
+			id, err := p.Alloc(a, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := cfg
+			if !a.CanClone() {
+				want = Rekey
+			}
+			if got := p.Backend(id); got != want {
+				t.Errorf("pool %v, %s: backend %v, want %v", cfg, a, got, want)
+			}
+			r := p.Start(id)
+			if r.Backend() != want {
+				t.Errorf("pool %v, %s: request backend %v, want %v", cfg, a, r.Backend(), want)
+			}
+			r.End()
+		}
+	}
+	if a := lookup(t, "hmac(rmd160)"); a.CanClone() {
+		t.Fatal("hmac(rmd160) is expected not to clone")
+	}
+	if Clone.String() != "clone" || Rekey.String() != "rekey" || Backend(7).String() != "Backend(7)" {
+		t.Fatal("Backend.String")
+	}
+}
+
+// TestRFC4231 runs RFC 4231 test case 2's HMAC-SHA-256 (key 0x0b*20,
+// "Hi There") through both backends and the mac package directly.
+func TestRFC4231(t *testing.T) {
+	want, _ := hex.DecodeString("b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7")
+	raw := bytes.Repeat([]byte{0x0b}, 20)
+	msg := []byte("Hi There")
+	a := lookup(t, "hmac(sha256)")
+	if got := direct(t, a, raw, msg); !bytes.Equal(got, want) {
+		t.Fatalf("mac directly: %x", got)
+	}
+	tmpl := template(t, a, raw)
+	for _, b := range []Backend{Clone, Rekey} {
+		p := New(Config{Shards: 2, Backend: b})
+		id, err := p.Alloc(a, 60)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ { // each use starts from the key, not from the last message
+			if got := sign(t, p, id, tmpl, raw, msg); !bytes.Equal(got, want) {
+				t.Fatalf("%v backend, use %d: %x want %x", b, i, got, want)
+			}
+		}
+	}
+}
+
+// TestBackendsAgree checks every algorithm, both backends, against the mac
+// package on random messages, switching keys between uses.
+func TestBackendsAgree(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pools := []*Pool{New(Config{Shards: 2, Backend: Clone}), New(Config{Shards: 2, Backend: Rekey})}
+	for _, a := range allAlgorithms() {
+		ids := make([]ID, len(pools))
+		for i, p := range pools {
+			var err error
+			if ids[i], err = p.Alloc(a, 60); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for n := 0; n < 40; n++ {
+			raw := keyFor(a, byte(n))
+			tmpl := template(t, a, raw)
+			msg := make([]byte, rng.IntN(300))
+			for i := range msg {
+				msg[i] = byte(rng.Uint32())
+			}
+			want := direct(t, a, raw, msg)
+			for i, p := range pools {
+				if got := sign(t, p, ids[i], tmpl, raw, msg); !bytes.Equal(got, want) {
+					t.Fatalf("%s %v, %d-byte message: %x want %x", a, p.Backend(ids[i]), len(msg), got, want)
+				}
+			}
+		}
+	}
+}
+
+func TestKeyMismatch(t *testing.T) {
+	sha1, sha256 := lookup(t, "hmac(sha1)"), lookup(t, "hmac(sha256)")
+	for _, b := range []Backend{Clone, Rekey} {
+		p := New(Config{Shards: 1, Backend: b})
+		id, _ := p.Alloc(sha256, 0)
+		r := p.Start(id)
+		if err := r.Key(template(t, sha1, []byte("k")), []byte("k")); !errors.Is(err, ErrKeyMismatch) {
+			t.Errorf("%v: template of another algorithm: %v", b, err)
+		}
+		err := r.Key(nil, []byte("k"))
+		if b == Clone && !errors.Is(err, ErrKeyMismatch) {
+			t.Errorf("clone without a template: %v", err)
+		}
+		if b == Rekey && err != nil {
+			t.Errorf("rekey needs no template: %v", err)
+		}
+		r.End()
+	}
+	p := New(Config{Shards: 1, Backend: Rekey})
+	id, _ := p.Alloc(lookup(t, "cmac(aes128)"), 0)
+	r := p.Start(id)
+	if err := r.Key(nil, make([]byte, 15)); !errors.Is(err, mac.ErrKeySize) {
+		t.Errorf("15-byte AES key: %v", err)
+	}
+	r.End()
+}
+
+func TestScratchReservation(t *testing.T) {
+	p := New(Config{Shards: 2})
+	id, _ := p.Alloc(lookup(t, "hmac(sha1)"), 60)
+	for i := 0; i < 10; i++ {
+		r := p.Start(id)
+		if len(r.Scratch) < 60 {
+			t.Fatalf("scratch %d", len(r.Scratch))
+		}
+		r.End()
+	}
+	id2, _ := p.Alloc(mac.TCPMD5, 200) // another user's larger reservation is every shard's
+	_ = id2
+	for i := 0; i < 10; i++ {
+		r := p.Start(id)
+		if len(r.Scratch) < 200 {
+			t.Fatalf("scratch %d after a 200-byte reservation", len(r.Scratch))
+		}
+		r.End()
+	}
+}
+
+// TestExclusive has more goroutines than shards Start, write their marker
+// over the whole scratch, yield, check nobody else wrote it, and End (run
+// with -race, which also sees any two users of one context). It also
+// counts holders per shard.
+func TestExclusive(t *testing.T) {
+	const shards, workers, iters = 3, 16, 2000
+	p := New(Config{Shards: shards})
+	a := lookup(t, "hmac(sha256)")
+	id, _ := p.Alloc(a, 64)
+	raw := []byte("traffic key")
+	tmpl := template(t, a, raw)
+	want := direct(t, a, raw, []byte("segment"))
+	var holders [shards]atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(marker byte) {
+			defer wg.Done()
+			sum := make([]byte, 0, mac.MaxSize)
+			for i := 0; i < iters; i++ {
+				r := p.Start(id)
+				if n := holders[r.sh.idx].Add(1); n != 1 {
+					errs <- fmt.Errorf("shard %d has %d holders", r.sh.idx, n)
+					return
+				}
+				for k := range r.Scratch {
+					r.Scratch[k] = marker
+				}
+				if err := r.Key(tmpl, raw); err != nil {
+					errs <- err
+					return
+				}
+				r.MAC.Write([]byte("seg"))
+				if i%8 == 0 {
+					runtime.Gosched() // let others try this shard while we hold it
+				}
+				r.MAC.Write([]byte("ment"))
+				sum = r.MAC.Sum(sum[:0])
+				for k := range r.Scratch {
+					if r.Scratch[k] != marker {
+						errs <- fmt.Errorf("scratch byte %d: %d wrote while %d held the shard", k, r.Scratch[k], marker)
+						return
+					}
+				}
+				holders[r.sh.idx].Add(-1)
+				r.End()
+				if !bytes.Equal(sum, want) {
+					errs <- fmt.Errorf("MAC %x want %x", sum, want)
+					return
+				}
+			}
+		}(byte(w + 1))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestReleaseWhileInUse drops the last reference while another goroutine
+// is between Start and End: Release must return at once, the holder must
+// finish its MAC undisturbed, and the context is wiped only after its End.
+func TestReleaseWhileInUse(t *testing.T) {
+	p := New(Config{Shards: 2})
+	a := lookup(t, "hmac(sha256)")
+	id, _ := p.Alloc(a, 0)
+	raw := []byte("key")
+	tmpl := template(t, a, raw)
+	want := direct(t, a, raw, []byte("before and after"))
+
+	started, released, done := make(chan *Request), make(chan struct{}), make(chan []byte)
+	go func() {
+		r := p.Start(id)
+		r.Key(tmpl, raw)
+		r.MAC.Write([]byte("before "))
+		started <- r
+		<-released
+		r.MAC.Write([]byte("and after"))
+		sum := r.MAC.Sum(nil)
+		r.End()
+		done <- sum
+	}()
+	r := <-started
+	p.Release(id) // must not wait for the holder: it only continues after this
+	if p.Algorithm(id) != nil {
+		t.Fatal("released ID still reported held")
+	}
+	if r.MAC == nil {
+		t.Fatal("the held request was dropped under its holder")
+	}
+	if _, err := p.Alloc(lookup(t, "hmac(sha1)"), 0); err != nil { // the slot being cleaned is not reused
+		t.Fatal(err)
+	}
+	if p.Algorithm(id) != nil {
+		t.Fatal("a slot still being cleaned was handed out again")
+	}
+	close(released)
+	if sum := <-done; !bytes.Equal(sum, want) {
+		t.Fatalf("holder's MAC %x want %x", sum, want)
+	}
+	p.cleanup.Wait()
+	for i := range p.shards {
+		if p.shards[i].reqs[id].MAC != nil {
+			t.Fatalf("shard %d context not dropped after End", i)
+		}
+	}
+	if e := p.entries[id]; e != (entry{}) {
+		t.Fatalf("slot not freed after cleanup: %+v", e)
+	}
+}
+
+// TestReleaseByHolder releases the last reference from the goroutine that
+// holds a request of the same shard: it must not deadlock.
+func TestReleaseByHolder(t *testing.T) {
+	p := New(Config{Shards: 1})
+	a, b := lookup(t, "hmac(sha1)"), lookup(t, "hmac(md5)")
+	ia, _ := p.Alloc(a, 0)
+	ib, _ := p.Alloc(b, 0)
+	r := p.Start(ia)
+	p.Release(ib)
+	if _, err := p.Alloc(b, 0); err != nil {
+		t.Fatal(err)
+	}
+	p.Release(ia)
+	r.End()
+	p.cleanup.Wait()
+	if p.shards[0].reqs[ia].MAC != nil {
+		t.Fatal("context not dropped")
+	}
+}
+
+func TestMisusePanics(t *testing.T) {
+	p := New(Config{Shards: 2})
+	id, _ := p.Alloc(lookup(t, "hmac(sha1)"), 0)
+	r := p.Start(id)
+	r.End()
+	for name, f := range map[string]func(){
+		"Start of a free slot":   func() { p.Start(id + 1) },
+		"Start of a negative ID": func() { p.Start(-1) },
+		"Start beyond the table": func() { p.Start(tableSize) },
+		"Get of a free slot":     func() { p.Get(id + 1) },
+		"Release of a free slot": func() { p.Release(id + 1) },
+		"Backend of a free slot": func() { p.Backend(id + 1) },
+		"End twice":              func() { r.End() },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+	if p.Algorithm(-1) != nil || p.Algorithm(tableSize) != nil || p.Algorithm(id+1) != nil {
+		t.Error("Algorithm of a free slot")
+	}
+	if _, err := p.Alloc(nil, 0); err == nil {
+		t.Error("Alloc(nil)")
+	}
+	if _, err := p.Alloc(lookup(t, "hmac(sha1)"), -1); err == nil {
+		t.Error("negative scratch size")
+	}
+	// The pool still works after the panics: no shard was left locked.
+	for i := 0; i < 10; i++ {
+		p.Start(id).End()
+	}
+}
+
+// TestAllocs: Start, Key, Write, Sum into a reused buffer and End allocate
+// nothing, with both backends, except Rekey for AES-CMAC (crypto/aes
+// allocates its key schedule).
+func TestAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts are meaningless under the race detector")
+	}
+	msg := make([]byte, 1496)
+	sum := make([]byte, 0, mac.MaxSize)
+	for _, b := range []Backend{Clone, Rekey} {
+		p := New(Config{Shards: 2, Backend: b})
+		for _, a := range allAlgorithms() {
+			id, _ := p.Alloc(a, 60)
+			raw := keyFor(a, 1)
+			tmpl := template(t, a, raw)
+			n := testing.AllocsPerRun(200, func() {
+				r := p.Start(id)
+				if err := r.Key(tmpl, raw); err != nil {
+					panic(err)
+				}
+				r.MAC.Write(r.Scratch[:60])
+				r.MAC.Write(msg)
+				sum = r.MAC.Sum(sum[:0])
+				r.End()
+			})
+			switch {
+			case a.IsCMAC() && p.Backend(id) == Rekey:
+				t.Logf("%s %v: %v allocs per use (the AES key schedule)", a, b, n)
+			case n != 0:
+				t.Errorf("%s %v: %v allocs per use, want 0", a, p.Backend(id), n)
+			}
+		}
+	}
+}
+
+// TestLayout checks the padding that keeps shards off each other's lines.
+func TestLayout(t *testing.T) {
+	var sh shard
+	if off := unsafe.Offsetof(sh.mu); off < cachePad {
+		t.Fatalf("shard state starts %d bytes in", off)
+	}
+	end := unsafe.Offsetof(sh.reqs) + unsafe.Sizeof(sh.reqs)
+	if tail := unsafe.Sizeof(sh) - end; tail < cachePad {
+		t.Fatalf("only %d bytes after the shard state", tail)
+	}
+	t.Logf("shard: %d bytes; cache line %d (cpuid)", unsafe.Sizeof(sh), CacheLine())
+	if CacheLine() <= 0 {
+		t.Fatal("CacheLine")
+	}
+}
+
+func TestDefault(t *testing.T) {
+	if Default.Shards() < 1 || Default.Shards() != runtime.GOMAXPROCS(0) {
+		t.Logf("Default: %d shards, GOMAXPROCS %d", Default.Shards(), runtime.GOMAXPROCS(0))
+	}
+	if Default.Shards() < 1 {
+		t.Fatal("no shards")
+	}
+}
