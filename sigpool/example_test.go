@@ -17,7 +17,7 @@ func Example() {
 		panic(err)
 	}
 	pool := sigpool.New(sigpool.Config{Shards: 4}) // or sigpool.Default
-	id, err := pool.Alloc(alg, 60)                  // a full TCP header fits in scratch
+	id, err := pool.Alloc(alg, 60)                 // a full TCP header fits in scratch
 	if err != nil {
 		panic(err)
 	}
