@@ -1,0 +1,173 @@
+package ao
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+
+	"github.com/tcpsig/tcpsig/internal/prefixmap"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// scratchSize is what one segment needs of the pool's scratch: the MAC
+// input (SNE 4 + IPv6 pseudo-header 40 + TCP header 60) at 0, the MAC at
+// 128, a traffic key at 192 (Linux reserves 60 bytes, for the header only).
+const (
+	scratchSize = 256
+	sumOff      = 128
+	keyOff      = 192
+)
+
+// Keyring holds the MKTs of a listener and its connections. Lookups by
+// (peer address, KeyID, L3 index) take no lock and cost the same at 16
+// and at a million keys; adds and deletes serialise on a mutex and never
+// wait for readers of other keys. Safe for concurrent use.
+type Keyring struct {
+	mu     sync.Mutex
+	pool   *sigpool.Pool
+	byRecv prefixmap.Map[*MKT] // tag: RecvID
+	bySend prefixmap.Map[*MKT] // tag: SendID
+	byPeer prefixmap.Map[*MKT] // tag: 0, every MKT
+}
+
+// NewKeyring returns an empty keyring whose MKTs compute through pool
+// (sigpool.Default when nil).
+func NewKeyring(pool *sigpool.Pool) *Keyring {
+	if pool == nil {
+		pool = sigpool.Default
+	}
+	return &Keyring{pool: pool}
+}
+
+// Add validates cfg like Linux's TCP_AO_ADD_KEY and adds the MKT. An MKT
+// whose SendID or RecvID equals that of an MKT with an overlapping peer
+// prefix (in an overlapping L3 domain) is refused with [ErrKeyExists]
+// (RFC 5925 §3.1: IDs must not overlap where connection identifiers do).
+func (r *Keyring) Add(cfg Config) (*MKT, error) {
+	m, err := newMKT(&cfg, r.pool)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clash := false
+	check := func(_ netip.Prefix, o *MKT) bool {
+		if !m.hasIfIndex || !o.hasIfIndex || m.ifindex == o.ifindex {
+			clash = true
+		}
+		return !clash
+	}
+	r.bySend.Overlaps(m.peer, uint32(m.sendID), check)
+	if !clash {
+		r.byRecv.Overlaps(m.peer, uint32(m.recvID), check)
+	}
+	if clash {
+		m.guard.Retire(m.wipe)
+		return nil, fmt.Errorf("%w: %v", ErrKeyExists, m)
+	}
+	// newMKT validated the prefix, so the inserts cannot fail.
+	_ = r.byRecv.Insert(m.peer, uint32(m.recvID), m)
+	_ = r.bySend.Insert(m.peer, uint32(m.sendID), m)
+	_ = r.byPeer.Insert(m.peer, 0, m)
+	return m, nil
+}
+
+// DeleteOptions says how to delete an MKT.
+type DeleteOptions struct {
+	// Async returns at once and wipes the key once its last reader is
+	// done (Linux del_async); otherwise Delete returns after the wipe.
+	Async bool
+	// Current and RNext replace the MKT on connections that use it as
+	// their current or RNext key (Linux's set_current/set_rnext in
+	// TCP_AO_DEL_KEY). Without them such a delete fails with ErrKeyBusy.
+	Current, RNext *MKT
+}
+
+// Delete removes m. A synchronous delete returns once no reader can still
+// use m and its key bytes (and the traffic keys derived from them) are
+// wiped; neither kind makes other keys' readers or writers wait.
+func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
+	r.mu.Lock()
+	if m == nil || m.guard.Retired() || m.deleting.Load() {
+		r.mu.Unlock()
+		return ErrNoSuchKey
+	}
+	// Dekker with Conn.pin: set deleting, then read the pins.
+	m.deleting.Store(true)
+	if (m.pinsCur.Load() > 0 && opts.Current == nil) || (m.pinsNext.Load() > 0 && opts.RNext == nil) {
+		m.deleting.Store(false)
+		r.mu.Unlock()
+		return ErrKeyBusy
+	}
+	for _, rep := range []*MKT{opts.Current, opts.RNext} {
+		if rep != nil && (rep == m || rep.guard.Retired() || rep.deleting.Load()) {
+			m.deleting.Store(false)
+			r.mu.Unlock()
+			return fmt.Errorf("%w: replacement %v", ErrNoSuchKey, rep)
+		}
+	}
+	m.nextCur.Store(opts.Current)
+	m.nextRNext.Store(opts.RNext)
+	is := func(o *MKT) bool { return o == m }
+	r.byRecv.Delete(m.peer, uint32(m.recvID), is)
+	r.bySend.Delete(m.peer, uint32(m.sendID), is)
+	r.byPeer.Delete(m.peer, 0, is)
+	r.mu.Unlock()
+	if opts.Async {
+		m.guard.Retire(m.wipe)
+	} else {
+		m.guard.RetireWait(m.wipe)
+	}
+	return nil
+}
+
+// Find returns the MKT added with exactly this peer prefix, SendID and
+// RecvID (for deleting by description, as TCP_AO_DEL_KEY matches).
+func (r *Keyring) Find(peer netip.Prefix, sendID, recvID uint8) *MKT {
+	var found *MKT
+	if peer.Addr().Is4In6() && peer.Bits() >= 96 {
+		peer = netip.PrefixFrom(peer.Addr().Unmap(), peer.Bits()-96)
+	}
+	r.byRecv.Lookup(peer.Addr(), uint32(recvID), func(p netip.Prefix, m *MKT) bool {
+		if p == peer.Masked() && m.sendID == sendID {
+			found = m
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// LookupRecv returns the MKT that verifies segments from addr with this
+// KeyID in L3 domain l3 (its RecvID is keyID), or nil.
+func (r *Keyring) LookupRecv(addr netip.Addr, keyID uint8, l3 int) *MKT {
+	return lookup(&r.byRecv, addr, keyID, l3)
+}
+
+// LookupSend returns the MKT whose SendID is sendID for peer addr, or nil.
+func (r *Keyring) LookupSend(addr netip.Addr, sendID uint8, l3 int) *MKT {
+	return lookup(&r.bySend, addr, sendID, l3)
+}
+
+// Covers reports whether any MKT applies to peer addr in L3 domain l3:
+// then unsigned segments from it are refused (Linux tcp_ao_required).
+func (r *Keyring) Covers(addr netip.Addr, l3 int) bool { return r.first(addr, l3) != nil }
+
+// first returns the best MKT for a peer regardless of IDs: the default
+// current key of a new outgoing connection.
+func (r *Keyring) first(addr netip.Addr, l3 int) *MKT { return lookup(&r.byPeer, addr, 0, l3) }
+
+func lookup(idx *prefixmap.Map[*MKT], addr netip.Addr, tag uint8, l3 int) *MKT {
+	var found *MKT
+	idx.Lookup(addr, uint32(tag), func(_ netip.Prefix, m *MKT) bool {
+		if m.matchesL3(l3) && !m.deleting.Load() {
+			found = m
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// Len returns the number of MKTs.
+func (r *Keyring) Len() int { return r.byPeer.Len() }

@@ -1,0 +1,138 @@
+package ao
+
+import (
+	"crypto/subtle"
+
+	"github.com/tcpsig/tcpsig/internal/segment"
+)
+
+// Listener verifies incoming SYNs against a keyring and starts
+// connections (Linux's listening socket with TCP-AO keys; it never uses
+// current or RNext keys itself). Safe for concurrent use.
+type Listener struct {
+	ring   *Keyring
+	policy Policy
+	l3     int
+	counters
+}
+
+// NewListener returns a listener over ring in L3 domain l3 (0: default).
+func NewListener(ring *Keyring, p Policy, l3 int) *Listener {
+	return &Listener{ring: ring, policy: p, l3: l3}
+}
+
+// Counters returns the listener's counters.
+func (l *Listener) Counters() Counters { return l.counters.snapshot() }
+
+// Accept verifies an incoming SYN with the Receive_SYN traffic key of the
+// MKT its KeyID names, and on success prepares conn for the connection:
+// both ISNs known (localISN is the one the stack chose for its SYN-ACK),
+// current key = the MKT whose SendID is the SYN's RNextKeyID, RNext key =
+// the MKT that verified the SYN (Linux tcp_ao_copy_all_matching). The
+// stack then signs its SYN-ACK, which may carry payload, with conn.Sign.
+//
+// signed is false, with a nil error, for an unsigned SYN from a peer no
+// MKT covers: the connection then runs without TCP-AO.
+func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (signed bool, err error) {
+	h := syn.Header
+	if h.Flags()&(segment.SYN|segment.ACK) != segment.SYN {
+		return false, ErrNotSYN
+	}
+	if syn.Auth.MD5 >= 0 {
+		return false, ErrUnexpected
+	}
+	src := syn.Src.Unmap()
+	opt, off, ok := findOption(syn)
+	if !ok {
+		if l.policy.AORequired || l.ring.Covers(src, l.l3) {
+			l.aoRequired.Add(1)
+			return false, ErrAORequired
+		}
+		return false, nil
+	}
+	m := l.ring.LookupRecv(src, opt.KeyID, l.l3)
+	if m == nil {
+		l.keyNotFound.Add(1)
+		return false, ErrKeyNotFound
+	}
+	p, ok := m.acquire()
+	if !ok {
+		l.keyNotFound.Add(1)
+		return false, ErrKeyNotFound
+	}
+	defer m.release(p)
+	if len(opt.MAC) != int(m.maclen) {
+		l.bad.Add(1)
+		m.bad.Add(1)
+		return true, ErrMACLength
+	}
+	ep := Endpoint{
+		Local:    netipAddrPort(syn.Dst, h.DstPort()),
+		Remote:   netipAddrPort(src, h.SrcPort()),
+		L3Index:  l.l3,
+		LocalISN: localISN,
+	}
+	conn.Close()
+	conn.reset(l.ring, ep, l.policy)
+	tk, err := conn.trafficKeyFor(m, recvSYN, h.Seq())
+	if err != nil {
+		return true, err
+	}
+	req := m.pool.Start(m.poolID)
+	sum, err := segmentMAC(req, tk, syn, off, int(m.maclen), m.exclude, 0)
+	good := err == nil && subtle.ConstantTimeCompare(sum, opt.MAC) == 1
+	req.End()
+	if !good {
+		conn.Close()
+		l.bad.Add(1)
+		m.bad.Add(1)
+		return true, ErrBadMAC
+	}
+	l.good.Add(1)
+	m.good.Add(1)
+	conn.setRISN(h.Seq())
+	cur := l.ring.LookupSend(src, opt.RNextKeyID, l.l3)
+	if cur == nil || !conn.setCurrent(cur) {
+		conn.setCurrent(m)
+	}
+	conn.setRNext(m)
+	return true, nil
+}
+
+// SignReset signs a RST the stack built in reply to segment in when no
+// connection state exists for it, given the two ISNs the stack can name
+// (from a TIME-WAIT record, or a syncookie ACK: see [SyncookieISNs]).
+// As Linux does, the RST's KeyID is the one the peer asked for with its
+// RNextKeyID and its RNextKeyID is that MKT's RecvID. With no ISNs at all
+// a RST cannot be signed (RFC 5925 §7.7); Linux then sends none.
+func (l *Listener) SignReset(in, rst *segment.Segment, localISN, remoteISN uint32) error {
+	src := in.Src.Unmap()
+	m := (*MKT)(nil)
+	if opt, _, ok := findOption(in); ok {
+		if m = l.ring.LookupSend(src, opt.RNextKeyID, l.l3); m == nil {
+			m = l.ring.LookupRecv(src, opt.KeyID, l.l3)
+		}
+	} else {
+		m = l.ring.first(src, l.l3)
+	}
+	if m == nil {
+		return ErrKeyNotFound
+	}
+	var c Conn
+	c.reset(l.ring, Endpoint{Local: netipAddrPort(rst.Src, rst.Header.SrcPort()), Remote: netipAddrPort(rst.Dst, rst.Header.DstPort()),
+		L3Index: l.l3, LocalISN: localISN}, l.policy)
+	c.setRISN(remoteISN)
+	if !c.setCurrent(m) {
+		return ErrKeyNotFound
+	}
+	c.setRNext(m)
+	defer c.Close()
+	return c.Sign(rst)
+}
+
+// SyncookieISNs returns the ISNs a listener infers from an ACK that
+// completes a syncookie handshake (Linux tcp_inbound_ao_hash): the peer's
+// is seq−1, ours ack−1.
+func SyncookieISNs(ack *segment.Segment) (localISN, remoteISN uint32) {
+	return ack.Header.Ack() - 1, ack.Header.Seq() - 1
+}

@@ -1,0 +1,245 @@
+package ao
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tcpsig/tcpsig/internal/reclaim"
+	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// Limits Linux enforces on MKTs (include/uapi/linux/tcp.h, tcp_ao_add_cmd).
+const (
+	MaxKeyLen     = 80 // TCP_AO_MAXKEYLEN
+	DefaultMACLen = 12 // RFC 5926 §3.2: 96-bit MACs; Linux's default for maclen 0
+	// MaxMACLen is the longest MAC whose option still fits a SYN that
+	// carries MSS, timestamps and window scale: round_up(4+maclen, 4) ≤ 20.
+	MaxMACLen = 16
+)
+
+// Errors of key management, with the errno Linux returns for the same case.
+var (
+	ErrInvalidKey = errors.New("ao: invalid MKT")                                               // EINVAL
+	ErrMACTooLong = errors.New("ao: MAC length does not fit the SYN option space")              // EMSGSIZE
+	ErrKeyExists  = errors.New("ao: an MKT with this SendID or RecvID already covers the peer") // EEXIST
+	ErrNoSuchKey  = errors.New("ao: no such MKT")                                               // ENOENT
+	ErrKeyBusy    = errors.New("ao: MKT is a connection's current or RNext key")                // EBUSY
+)
+
+// Config describes an MKT as Linux's TCP_AO_ADD_KEY takes it.
+type Config struct {
+	Peer           netip.Prefix // the peer's address prefix; /32 or /128 for one host; 0.0.0.0/0 or ::/0 for any
+	SendID, RecvID uint8        // KeyID sent, KeyID expected on receive
+	Algorithm      string       // Linux name, e.g. "hmac(sha1)", "cmac(aes128)", or RFC 5926 "HMAC-SHA-1-96"
+	Key            []byte       // master key, 1..80 bytes; copied
+	MACLen         int          // 0 means 12
+	ExcludeOptions bool         // TCP_AO_KEYF_EXCLUDE_OPT: options other than TCP-AO are not covered
+	IfIndex        int          // L3 (VRF) interface index; with HasIfIndex the MKT matches only that L3 domain
+	HasIfIndex     bool         // TCP_AO_KEYF_IFINDEX
+}
+
+// MKT is a Master Key Tuple (RFC 5925 §3.1). It is immutable once added
+// to a [Keyring]; its key material is wiped after deletion, once no reader
+// can still use it. Printing an MKT never shows key bytes.
+type MKT struct {
+	peer           netip.Prefix
+	sendID, recvID uint8
+	maclen         uint8
+	exclude        bool
+	hasIfIndex     bool
+	ifindex        int
+	alg            *mac.Algorithm
+	master         kdf.Master
+	pool           *sigpool.Pool
+	poolID         sigpool.ID
+
+	guard reclaim.Guard
+	good  atomic.Uint64
+	bad   atomic.Uint64
+
+	// Connections that use the MKT as current (pinsCur) or RNext key
+	// (pinsNext); a delete that would leave them without one is refused.
+	pinsCur, pinsNext atomic.Int64
+	// deleting is set before a delete checks the pins, so a connection
+	// that switches to the MKT concurrently sees it and backs off.
+	deleting atomic.Bool
+	// Replacements a forced delete named for connections that still use
+	// this MKT: they switch on their next segment.
+	nextCur, nextRNext atomic.Pointer[MKT]
+
+	mu      sync.Mutex // guards derived and wiped
+	derived *connKey   // traffic keys derived from this MKT (intrusive list)
+	wiped   bool
+}
+
+func newMKT(cfg *Config, pool *sigpool.Pool) (*MKT, error) {
+	alg, err := mac.Lookup(cfg.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+	}
+	if alg == mac.TCPMD5 {
+		return nil, fmt.Errorf("%w: %s is not keyed", ErrInvalidKey, alg)
+	}
+	if len(cfg.Key) == 0 || len(cfg.Key) > MaxKeyLen {
+		return nil, fmt.Errorf("%w: key length %d not in 1..%d", ErrInvalidKey, len(cfg.Key), MaxKeyLen)
+	}
+	maclen := cfg.MACLen
+	if maclen == 0 {
+		maclen = DefaultMACLen
+	}
+	if maclen < 0 || OptionSpace(maclen) > OptionSpace(MaxMACLen) {
+		return nil, fmt.Errorf("%w: maclen %d", ErrMACTooLong, maclen)
+	}
+	if maclen > alg.Size() {
+		return nil, fmt.Errorf("%w: maclen %d exceeds the %d-byte digest of %s", ErrInvalidKey, maclen, alg.Size(), alg)
+	}
+	peer := cfg.Peer
+	if !peer.IsValid() {
+		return nil, fmt.Errorf("%w: peer prefix %v", ErrInvalidKey, peer)
+	}
+	if peer.Addr().Is4In6() && peer.Bits() >= 96 {
+		peer = netip.PrefixFrom(peer.Addr().Unmap(), peer.Bits()-96)
+	}
+	if peer.Masked() != peer {
+		return nil, fmt.Errorf("%w: peer prefix %v has host bits set", ErrInvalidKey, cfg.Peer)
+	}
+	if cfg.IfIndex != 0 && !cfg.HasIfIndex {
+		return nil, fmt.Errorf("%w: ifindex without HasIfIndex", ErrInvalidKey)
+	}
+	m := &MKT{peer: peer, sendID: cfg.SendID, recvID: cfg.RecvID, maclen: uint8(maclen),
+		exclude: cfg.ExcludeOptions, hasIfIndex: cfg.HasIfIndex, ifindex: cfg.IfIndex, alg: alg, pool: pool}
+	if err := m.master.Init(alg, cfg.Key); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
+	}
+	id, err := pool.Alloc(alg, scratchSize)
+	if err != nil {
+		m.master.Wipe()
+		return nil, err
+	}
+	m.poolID = id
+	return m, nil
+}
+
+// Peer returns the MKT's peer prefix.
+func (m *MKT) Peer() netip.Prefix { return m.peer }
+
+// SendID returns the KeyID this MKT puts in segments it signs.
+func (m *MKT) SendID() uint8 { return m.sendID }
+
+// RecvID returns the KeyID of segments this MKT verifies.
+func (m *MKT) RecvID() uint8 { return m.recvID }
+
+// MACLen returns the MAC length in bytes.
+func (m *MKT) MACLen() int { return int(m.maclen) }
+
+// Algorithm returns the MKT's algorithm.
+func (m *MKT) Algorithm() *mac.Algorithm { return m.alg }
+
+// ExcludeOptions reports whether TCP options other than TCP-AO are left
+// out of the MAC.
+func (m *MKT) ExcludeOptions() bool { return m.exclude }
+
+// IfIndex returns the L3 index and whether the MKT is bound to it.
+func (m *MKT) IfIndex() (int, bool) { return m.ifindex, m.hasIfIndex }
+
+// Counters returns the MKT's good and bad segment counts (Linux's per-key
+// pkt_good and pkt_bad).
+func (m *MKT) Counters() (good, bad uint64) { return m.good.Load(), m.bad.Load() }
+
+// String describes the MKT without key material.
+func (m *MKT) String() string {
+	if m == nil {
+		return "ao.MKT(nil)"
+	}
+	s := fmt.Sprintf("ao.MKT{peer %v, SendID %d, RecvID %d, %s, maclen %d", m.peer, m.sendID, m.recvID, m.alg, m.maclen)
+	if m.exclude {
+		s += ", options excluded"
+	}
+	if m.hasIfIndex {
+		s += fmt.Sprintf(", ifindex %d", m.ifindex)
+	}
+	return s + ", key [redacted]}"
+}
+
+// GoString is String, so %#v does not print key material.
+func (m *MKT) GoString() string { return m.String() }
+
+// Format prints the redacted form for every verb.
+func (m *MKT) Format(f fmt.State, _ rune) { fmt.Fprint(f, m.String()) }
+
+// String redacts the key of a Config.
+func (c Config) String() string {
+	return fmt.Sprintf("ao.Config{peer %v, SendID %d, RecvID %d, %s, maclen %d, exclude %v, ifindex %d/%v, key [redacted]}",
+		c.Peer, c.SendID, c.RecvID, c.Algorithm, c.MACLen, c.ExcludeOptions, c.IfIndex, c.HasIfIndex)
+}
+
+// GoString redacts the key of a Config.
+func (c Config) GoString() string { return c.String() }
+
+// Format prints the redacted form for every verb.
+func (c Config) Format(f fmt.State, _ rune) { fmt.Fprint(f, c.String()) }
+
+// matchesL3 reports whether the MKT applies in L3 domain l3 (Linux: a key
+// without TCP_AO_KEYF_IFINDEX matches every VRF).
+func (m *MKT) matchesL3(l3 int) bool { return !m.hasIfIndex || m.ifindex == l3 }
+
+// pinToken is a reader's pin on an MKT.
+type pinToken = reclaim.Pin
+
+// acquire pins the MKT for a reader; false once it is deleted.
+func (m *MKT) acquire() (reclaim.Pin, bool) { return m.guard.Acquire() }
+
+func (m *MKT) release(p reclaim.Pin) { m.guard.Release(p) }
+
+// wipe clears the master key and every traffic key derived from it. It
+// runs once, when no reader can still use them.
+func (m *MKT) wipe() {
+	m.mu.Lock()
+	m.wiped = true
+	for k := m.derived; k != nil; k = k.next {
+		k.wipe()
+	}
+	m.derived = nil
+	m.mu.Unlock()
+	m.master.Wipe()
+	m.pool.Release(m.poolID)
+}
+
+// register links a connection's traffic keys to the MKT so that deleting
+// the MKT wipes them too. It fails once the MKT is wiped.
+func (m *MKT) register(k *connKey) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.wiped {
+		return false
+	}
+	k.prev, k.next = nil, m.derived
+	if m.derived != nil {
+		m.derived.prev = k
+	}
+	m.derived = k
+	return true
+}
+
+// unregister unlinks k (a closing connection's keys).
+func (m *MKT) unregister(k *connKey) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.wiped {
+		return
+	}
+	if k.prev != nil {
+		k.prev.next = k.next
+	} else if m.derived == k {
+		m.derived = k.next
+	}
+	if k.next != nil {
+		k.next.prev = k.prev
+	}
+	k.prev, k.next = nil, nil
+}

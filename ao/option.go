@@ -1,0 +1,71 @@
+package ao
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tcpsig/tcpsig/internal/segment"
+)
+
+// OptionKind is the TCP option kind of TCP-AO (RFC 5925 §2.2).
+const OptionKind = segment.OptionKindAO
+
+// OptionHeaderLen is the option's kind, length, KeyID and RNextKeyID.
+const OptionHeaderLen = 4
+
+// ErrOption reports a malformed TCP-AO option.
+var ErrOption = errors.New("ao: malformed TCP-AO option")
+
+// Option is a parsed TCP-AO option. MAC aliases the segment's bytes.
+type Option struct {
+	KeyID      uint8
+	RNextKeyID uint8
+	MAC        []byte
+}
+
+// OptionLen returns the option's length byte for a MAC of maclen bytes:
+// 4 + maclen, unpadded, as Linux writes it.
+func OptionLen(maclen int) int { return OptionHeaderLen + maclen }
+
+// OptionSpace returns the header space the option takes with the NOPs
+// that pad it to a 4-byte boundary: what a stack laying out headers
+// reserves (Linux tcp_ao_len_aligned).
+func OptionSpace(maclen int) int { return (OptionLen(maclen) + 3) &^ 3 }
+
+// ParseOption parses the TCP-AO option at the start of opt.
+func ParseOption(opt []byte) (Option, error) {
+	if len(opt) < 2 || opt[0] != OptionKind {
+		return Option{}, ErrOption
+	}
+	n := int(opt[1])
+	if n <= OptionHeaderLen || n > len(opt) {
+		return Option{}, fmt.Errorf("%w: length %d", ErrOption, n)
+	}
+	return Option{KeyID: opt[2], RNextKeyID: opt[3], MAC: opt[4:n:n]}, nil
+}
+
+// AppendOption appends a TCP-AO option with a zero MAC of maclen bytes,
+// followed by NOPs up to a 4-byte boundary (Linux tcp_options_write).
+func AppendOption(dst []byte, keyID, rnextKeyID uint8, maclen int) []byte {
+	dst = append(dst, OptionKind, byte(OptionLen(maclen)), keyID, rnextKeyID)
+	for i := 0; i < maclen; i++ {
+		dst = append(dst, 0)
+	}
+	for i := OptionLen(maclen); i < OptionSpace(maclen); i++ {
+		dst = append(dst, segment.OptionKindNOP)
+	}
+	return dst
+}
+
+// findOption returns the AO option of seg, parsed.
+func findOption(seg *segment.Segment) (Option, int, bool) {
+	off := seg.Auth.AO
+	if off < 0 || seg.Auth.AOLen == 0 {
+		return Option{}, -1, false
+	}
+	o, err := ParseOption(seg.Header[off:])
+	if err != nil {
+		return Option{}, -1, false
+	}
+	return o, off, true
+}

@@ -1,0 +1,56 @@
+package ao
+
+import "sync/atomic"
+
+// computeSNE returns the sequence number extension of seq, given the SNE
+// of a basis sequence number: RFC 5925 §6.2 as Linux computes it
+// (tcp_ao_compute_sne): a seq "before" the basis in serial arithmetic but
+// numerically larger is in the previous wrap, one "after" it but
+// numerically smaller in the next. Valid within ±2^31 of the basis.
+func computeSNE(sne, basis, seq uint32) uint32 {
+	if before(seq, basis) {
+		if seq > basis {
+			sne--
+		}
+	} else if seq < basis {
+		sne++
+	}
+	return sne
+}
+
+// before is Linux's before(): a precedes b in 32-bit serial arithmetic.
+func before(a, b uint32) bool { return int32(a-b) < 0 }
+
+// sneState is one direction's (SNE, basis) pair in one word, so readers
+// always see a consistent pair without a lock (the pair Linux's proposed
+// sne_lock protected).
+type sneState struct{ v atomic.Uint64 }
+
+func (s *sneState) load() (sne, basis uint32) {
+	v := s.v.Load()
+	return uint32(v >> 32), uint32(v)
+}
+
+func (s *sneState) store(sne, basis uint32) { s.v.Store(uint64(sne)<<32 | uint64(basis)) }
+
+// of returns the SNE of seq.
+func (s *sneState) of(seq uint32) uint32 {
+	sne, basis := s.load()
+	return computeSNE(sne, basis, seq)
+}
+
+// advance moves the basis to seq if seq is after it, carrying the SNE over
+// a wrap; it never moves the basis backwards.
+func (s *sneState) advance(seq uint32) {
+	for {
+		old := s.v.Load()
+		sne, basis := uint32(old>>32), uint32(old)
+		if !before(basis, seq) {
+			return
+		}
+		n := uint64(computeSNE(sne, basis, seq))<<32 | uint64(seq)
+		if s.v.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
