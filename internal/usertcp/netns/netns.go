@@ -1,0 +1,215 @@
+//go:build linux
+
+// Package netns runs test code inside a fresh Linux network namespace and
+// configures that namespace's interfaces over rtnetlink, without iproute2.
+//
+// A network namespace belongs to an OS thread, not to a goroutine. [Run]
+// therefore locks a new goroutine to its thread, moves the thread into a new
+// namespace with unshare(CLONE_NEWNET), brings lo up and calls the given
+// function on that goroutine. Sockets, packet sockets, TUN devices and
+// netlink sockets created by that goroutine live in the namespace and stay
+// there whichever thread later uses them, so the function may hand them to
+// other goroutines; but a socket created by another goroutine is created in
+// that goroutine's namespace, usually the host's. When the function returns,
+// the thread is left locked and the runtime destroys it, so no other
+// goroutine ever runs in the namespace; the namespace disappears with its
+// last socket.
+//
+// The configuration helpers ([LinkUp], [SetMTU], [AddAddr], [AddRoute])
+// act on the namespace of the calling thread: call them from the function
+// given to Run.
+package netns
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"syscall"
+)
+
+// Run runs f on a goroutine locked to an OS thread in a new network
+// namespace whose lo is up, and returns f's error. Creating the namespace
+// needs CAP_SYS_ADMIN; without it Run returns an error wrapping
+// [syscall.EPERM].
+func Run(f func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread dies with this goroutine, taking the
+		// namespace membership with it.
+		runtime.LockOSThread()
+		if err := syscall.Unshare(syscall.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("netns: unshare(CLONE_NEWNET): %w", err)
+			return
+		}
+		if err := LinkUp("lo"); err != nil {
+			errc <- err
+			return
+		}
+		errc <- f()
+	}()
+	return <-errc
+}
+
+// LinkUp sets the interface named name up.
+func LinkUp(name string) error {
+	return setLink(name, syscall.IFF_UP, 0)
+}
+
+// SetMTU sets the MTU of the interface named name.
+func SetMTU(name string, mtu int) error {
+	return setLink(name, 0, mtu)
+}
+
+func setLink(name string, up uint32, mtu int) error {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return fmt.Errorf("netns: %w", err)
+	}
+	var m msg
+	m.header(syscall.RTM_NEWLINK, 0)
+	// struct ifinfomsg
+	m.u8(syscall.AF_UNSPEC)
+	m.u8(0)
+	m.u16(0)
+	m.u32(uint32(ifi.Index))
+	m.u32(up) // ifi_flags
+	m.u32(up) // ifi_change
+	if mtu > 0 {
+		m.attr(syscall.IFLA_MTU, binary.NativeEndian.AppendUint32(nil, uint32(mtu)))
+	}
+	if err := m.do(); err != nil {
+		return fmt.Errorf("netns: set link %s: %w", name, err)
+	}
+	return nil
+}
+
+// AddAddr adds the address p.Addr() with prefix length p.Bits() to the
+// interface named name. The kernel then routes p.Masked() to the interface.
+// IPv6 addresses are added without duplicate address detection, so they
+// can be used at once.
+func AddAddr(name string, p netip.Prefix) error {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return fmt.Errorf("netns: %w", err)
+	}
+	a := p.Addr().Unmap()
+	family, flags := uint8(syscall.AF_INET), uint32(0)
+	if a.Is6() {
+		family, flags = syscall.AF_INET6, syscall.IFA_F_NODAD
+	}
+	var m msg
+	m.header(syscall.RTM_NEWADDR, syscall.NLM_F_CREATE|syscall.NLM_F_EXCL)
+	// struct ifaddrmsg
+	m.u8(family)
+	m.u8(uint8(p.Bits()))
+	m.u8(uint8(flags))
+	m.u8(syscall.RT_SCOPE_UNIVERSE)
+	m.u32(uint32(ifi.Index))
+	m.attr(syscall.IFA_LOCAL, a.AsSlice())
+	m.attr(syscall.IFA_ADDRESS, a.AsSlice())
+	const ifaFlags = 8 // IFA_FLAGS
+	m.attr(ifaFlags, binary.NativeEndian.AppendUint32(nil, flags))
+	if err := m.do(); err != nil {
+		return fmt.Errorf("netns: add address %v to %s: %w", p, name, err)
+	}
+	return nil
+}
+
+// AddRoute routes the prefix p (masked) to the interface named name, as
+// "ip route add p dev name" does.
+func AddRoute(p netip.Prefix, name string) error {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return fmt.Errorf("netns: %w", err)
+	}
+	p = p.Masked()
+	family := uint8(syscall.AF_INET)
+	if p.Addr().Is6() {
+		family = syscall.AF_INET6
+	}
+	var m msg
+	m.header(syscall.RTM_NEWROUTE, syscall.NLM_F_CREATE|syscall.NLM_F_EXCL)
+	// struct rtmsg
+	m.u8(family)
+	m.u8(uint8(p.Bits()))
+	m.u8(0) // src_len
+	m.u8(0) // tos
+	m.u8(syscall.RT_TABLE_MAIN)
+	m.u8(syscall.RTPROT_BOOT)
+	m.u8(syscall.RT_SCOPE_LINK)
+	m.u8(syscall.RTN_UNICAST)
+	m.u32(0) // flags
+	m.attr(syscall.RTA_DST, p.Addr().AsSlice())
+	m.attr(syscall.RTA_OIF, binary.NativeEndian.AppendUint32(nil, uint32(ifi.Index)))
+	if err := m.do(); err != nil {
+		return fmt.Errorf("netns: add route %v dev %s: %w", p, name, err)
+	}
+	return nil
+}
+
+// msg builds one rtnetlink request.
+type msg struct{ b []byte }
+
+func (m *msg) u8(v uint8)   { m.b = append(m.b, v) }
+func (m *msg) u16(v uint16) { m.b = binary.NativeEndian.AppendUint16(m.b, v) }
+func (m *msg) u32(v uint32) { m.b = binary.NativeEndian.AppendUint32(m.b, v) }
+
+func (m *msg) header(typ uint16, flags uint16) {
+	m.u32(0) // length, set by do
+	m.u16(typ)
+	m.u16(syscall.NLM_F_REQUEST | syscall.NLM_F_ACK | flags)
+	m.u32(1) // seq
+	m.u32(0) // pid: the kernel
+}
+
+func (m *msg) attr(typ uint16, data []byte) {
+	m.u16(uint16(4 + len(data)))
+	m.u16(typ)
+	m.b = append(m.b, data...)
+	for len(m.b)%4 != 0 {
+		m.b = append(m.b, 0)
+	}
+}
+
+// do sends the request on a new NETLINK_ROUTE socket and waits for the
+// kernel's acknowledgement.
+func (m *msg) do() error {
+	binary.NativeEndian.PutUint32(m.b[0:], uint32(len(m.b)))
+	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_ROUTE)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Sendto(fd, m.b, 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+		return err
+	}
+	buf := make([]byte, 8192)
+	for {
+		n, _, err := syscall.Recvfrom(fd, buf, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return err
+		}
+		for _, r := range msgs {
+			if r.Header.Type != syscall.NLMSG_ERROR {
+				continue
+			}
+			if len(r.Data) < 4 {
+				return errors.New("short netlink error message")
+			}
+			if code := int32(binary.NativeEndian.Uint32(r.Data)); code != 0 {
+				return syscall.Errno(-code)
+			}
+			return nil
+		}
+	}
+}

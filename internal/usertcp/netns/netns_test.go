@@ -1,0 +1,87 @@
+package netns
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: creating a network namespace needs CAP_SYS_ADMIN")
+	}
+}
+
+func TestRunIsolatesAndConfigures(t *testing.T) {
+	needRoot(t)
+	// A listener in the host namespace must not be reachable from inside.
+	host, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+
+	addr := netip.MustParsePrefix("2001:db8:5::1/128")
+	err = Run(func() error {
+		if err := SetMTU("lo", 1500); err != nil {
+			return err
+		}
+		if err := AddAddr("lo", addr); err != nil {
+			return err
+		}
+		if err := AddAddr("lo", netip.MustParsePrefix("10.77.0.1/24")); err != nil {
+			return err
+		}
+		if err := AddRoute(netip.MustParsePrefix("10.78.0.0/16"), "lo"); err != nil {
+			return err
+		}
+		lo, err := net.InterfaceByName("lo")
+		if err != nil {
+			return err
+		}
+		if lo.MTU != 1500 || lo.Flags&net.FlagUp == 0 {
+			t.Errorf("lo: mtu %d flags %v", lo.MTU, lo.Flags)
+		}
+		// The new address is usable at once (no DAD).
+		ln, err := net.Listen("tcp6", netip.AddrPortFrom(addr.Addr(), 0).String())
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		c, err := net.Dial("tcp6", ln.Addr().String())
+		if err != nil {
+			return err
+		}
+		c.Close()
+		if c, err := net.Dial("tcp4", host.Addr().String()); err == nil {
+			c.Close()
+			t.Error("reached the host namespace's listener from inside")
+		}
+		// Adding the same address twice is refused (the request is checked).
+		if err := AddAddr("lo", addr); err == nil {
+			t.Error("duplicate address accepted")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Back outside, the address does not exist.
+	if _, err := net.Listen("tcp6", netip.AddrPortFrom(addr.Addr(), 0).String()); err == nil {
+		t.Error("namespace address visible in the host namespace")
+	}
+}
+
+func TestRunReturnsError(t *testing.T) {
+	needRoot(t)
+	want := errors.New("from f")
+	if err := Run(func() error { return want }); err != want {
+		t.Errorf("Run = %v, want %v", err, want)
+	}
+	if err := Run(func() error { return LinkUp("no-such-if0") }); err == nil {
+		t.Error("LinkUp on a missing interface succeeded")
+	}
+}
