@@ -1,0 +1,366 @@
+// Package prefixmap is the read index of tcpsig's keyrings: values (MKTs,
+// TCP-MD5 keys) indexed by (peer prefix, tag), looked up on every segment
+// without a lock.
+//
+// It promises:
+//   - [Map.Lookup] takes no lock and does not allocate, and its cost does not
+//     grow with the number of entries: for each prefix length present in the
+//     address's family, longest first, it makes one lookup in a lock-free
+//     hash (sync.Map, a hash-trie since Go 1.24) keyed by (masked address,
+//     length, tag);
+//   - [Map.Insert] and [Map.Delete] change only the entries they touch: no
+//     rebuild and no copy of the index, so they cost the same at ten entries
+//     and at a million;
+//   - prefixes are matched as Linux matches TCP-AO and TCP-MD5 keys
+//     (linux-notes §5.2, §8): host bits are ignored, a 0-length prefix
+//     matches every address of its family and none of the other, and
+//     IPv4-mapped IPv6 prefixes and addresses are IPv4.
+//
+// The tag is for the user: TCP-AO indexes its MKTs by RecvID in one Map and
+// by SendID in another, TCP-MD5 uses tag 0 or the L3 index.
+//
+// Lookup may visit a value that a concurrent Delete is removing, as a Linux
+// RCU reader may; the keyrings pin values with package reclaim before using
+// them.
+package prefixmap
+
+import (
+	"cmp"
+	"encoding/binary"
+	"errors"
+	"math/bits"
+	"math/rand/v2"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrPrefix is returned by [Map.Insert] for an invalid prefix: the zero
+// Prefix, or an IPv4-mapped IPv6 prefix shorter than /96 (Linux refuses it
+// with EINVAL).
+var ErrPrefix = errors.New("prefixmap: invalid prefix")
+
+// Map indexes values of type V by (prefix, tag). Several values may share
+// one (prefix, tag).
+//
+// The zero Map is empty and ready to use. A Map must not be copied after
+// first use.
+type Map[V any] struct {
+	idx  sync.Map            // key -> *node[V]
+	lens [2][3]atomic.Uint64 // per family, bit b set if a prefix of length b is present (any tag)
+	n    atomic.Int64        // number of values
+
+	mu    sync.Mutex        // serialises writers; guards the fields below
+	count [2][129]int32     // per family and length, number of nodes
+	trees map[tree]*node[V] // per family and tag, the nodes ordered by (address, length)
+}
+
+// node holds the values of one (prefix, tag). The key never changes; vals
+// is replaced, never modified, so readers need no lock. The treap fields
+// belong to the writers.
+type node[V any] struct {
+	key  key
+	vals atomic.Pointer[[]V] // newest first
+
+	pri         uint32 // treap priority
+	left, right *node[V]
+}
+
+// Insert adds v under (p, tag). p is masked; an IPv4-mapped IPv6 prefix of
+// length 96 or more is stored as the IPv4 prefix it maps. Values sharing a
+// (prefix, tag) are visited newest first. Insert does not check for
+// duplicates: keyrings call [Map.Overlaps] first.
+func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
+	k, ok := keyOf(p, tag)
+	if !ok {
+		return ErrPrefix
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if x, ok := m.idx.Load(k); ok {
+		n := x.(*node[V])
+		old := *n.vals.Load()
+		vs := make([]V, 0, len(old)+1)
+		vs = append(append(vs, v), old...)
+		n.vals.Store(&vs)
+	} else {
+		n := &node[V]{key: k, pri: rand.Uint32()}
+		vs := []V{v}
+		n.vals.Store(&vs)
+		m.idx.Store(k, n)
+		if m.trees == nil {
+			m.trees = make(map[tree]*node[V])
+		}
+		t := k.tree()
+		m.trees[t] = insert(m.trees[t], n)
+		fam, b := k.family(), k.bits()
+		if m.count[fam][b]++; m.count[fam][b] == 1 {
+			m.lens[fam][b/64].Or(1 << (b % 64))
+		}
+	}
+	m.n.Add(1)
+	return nil
+}
+
+// Delete removes the newest value under (p, tag) for which match returns
+// true (any value if match is nil) and returns it. p is normalised as in
+// [Map.Insert]. A Lookup already running may still visit the value.
+func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool) {
+	var zero V
+	k, ok := keyOf(p, tag)
+	if !ok {
+		return zero, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	x, ok := m.idx.Load(k)
+	if !ok {
+		return zero, false
+	}
+	n := x.(*node[V])
+	old := *n.vals.Load()
+	i := 0
+	if match != nil {
+		i = slices.IndexFunc(old, match)
+		if i < 0 {
+			return zero, false
+		}
+	}
+	v := old[i]
+	if len(old) > 1 {
+		vs := slices.Delete(slices.Clone(old), i, i+1)
+		n.vals.Store(&vs)
+	} else {
+		m.idx.Delete(k)
+		t := k.tree()
+		if root := remove(m.trees[t], n); root != nil {
+			m.trees[t] = root
+		} else {
+			delete(m.trees, t)
+		}
+		fam, b := k.family(), k.bits()
+		if m.count[fam][b]--; m.count[fam][b] == 0 {
+			m.lens[fam][b/64].And(^(1 << (b % 64)))
+		}
+	}
+	m.n.Add(-1)
+	return v, true
+}
+
+// Lookup calls fn for every value whose prefix contains addr and whose tag
+// is tag, longest prefix first (newest first within one prefix), until fn
+// returns false. An IPv4-mapped addr is looked up as IPv4; a zone is
+// ignored. Lookup takes no lock and does not allocate; it may run
+// concurrently with writers, and then sees each (prefix, tag) either before
+// or after a write.
+func (m *Map[V]) Lookup(addr netip.Addr, tag uint32, fn func(p netip.Prefix, v V) bool) {
+	addr = addr.Unmap()
+	if !addr.IsValid() {
+		return
+	}
+	k := key{tag: tag}
+	k.setAddr(addr)
+	m.containing(k, maxBits(k.family()), fn)
+}
+
+// containing visits the values under (prefix of k's address, k's tag) for
+// every present prefix length up to maxLen, longest first. It reports
+// whether fn asked to go on.
+func (m *Map[V]) containing(k key, maxLen int, fn func(netip.Prefix, V) bool) bool {
+	fam := k.family()
+	hi, lo := k.hi, k.lo
+	for w := maxLen / 64; w >= 0; w-- {
+		set := m.lens[fam][w].Load()
+		if w == maxLen/64 {
+			set &= 2<<(maxLen%64) - 1 // lengths <= maxLen
+		}
+		for set != 0 {
+			i := bits.Len64(set) - 1
+			set &^= 1 << i
+			k.setMasked(hi, lo, fam, w*64+i)
+			x, ok := m.idx.Load(k)
+			if !ok {
+				continue
+			}
+			n := x.(*node[V])
+			p := n.key.prefix()
+			for _, v := range *n.vals.Load() {
+				if !fn(p, v) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// Overlaps calls fn for every value with tag tag whose prefix overlaps p:
+// first those whose prefix contains p (p itself included), longest first,
+// then those whose prefix lies strictly inside p, in address order; until fn
+// returns false. It is the check Linux makes before adding a key (RFC 5925
+// §3.1: IDs of MKTs must not overlap where their connection identifiers
+// do). It costs one hash lookup per present prefix length plus a walk of an
+// ordered tree that visits only the entries inside p.
+//
+// Overlaps holds the Map's writer lock while it runs: fn must not call
+// Insert or Delete on the same Map.
+func (m *Map[V]) Overlaps(p netip.Prefix, tag uint32, fn func(p netip.Prefix, v V) bool) {
+	k, ok := keyOf(p, tag)
+	if !ok {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.containing(k, k.bits(), fn) {
+		return
+	}
+	last := k // the highest address in p
+	if k.family() == ipv4 {
+		last.lo |= uint64(^uint32(0) >> k.bits())
+	} else {
+		last.hi, last.lo = k.hi|^maskHi(ipv6, k.bits()), k.lo|^maskLo(ipv6, k.bits())
+	}
+	inside(m.trees[k.tree()], k, last, func(n *node[V]) bool {
+		if n.key.bits() == k.bits() { // p itself was visited above
+			return true
+		}
+		p := n.key.prefix()
+		for _, v := range *n.vals.Load() {
+			if !fn(p, v) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// Len returns the number of values in the Map.
+func (m *Map[V]) Len() int {
+	return int(m.n.Load())
+}
+
+// Range calls fn for every value, until fn returns false: IPv4 before IPv6,
+// tags in increasing order, prefixes in address order and shorter first,
+// newest first within one (prefix, tag). It holds the Map's writer lock
+// while it runs: fn must not call Insert or Delete on the same Map.
+func (m *Map[V]) Range(fn func(p netip.Prefix, tag uint32, v V) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ts := make([]tree, 0, len(m.trees))
+	for t := range m.trees {
+		ts = append(ts, t)
+	}
+	slices.SortFunc(ts, func(a, b tree) int {
+		return cmp.Or(cmp.Compare(a.fam, b.fam), cmp.Compare(a.tag, b.tag))
+	})
+	for _, t := range ts {
+		first, last := key{}, key{hi: ^uint64(0), lo: ^uint64(0), meta: ^uint32(0)}
+		ok := inside(m.trees[t], first, last, func(n *node[V]) bool {
+			p := n.key.prefix()
+			for _, v := range *n.vals.Load() {
+				if !fn(p, t.tag, v) {
+					return false
+				}
+			}
+			return true
+		})
+		if !ok {
+			return
+		}
+	}
+}
+
+// keyOf normalises p as Linux does when it stores a key and returns the
+// index key of (p, tag).
+func keyOf(p netip.Prefix, tag uint32) (key, bool) {
+	if !p.IsValid() {
+		return key{}, false
+	}
+	a, b := p.Addr(), p.Bits()
+	if a.Is4In6() {
+		if b < 96 {
+			return key{}, false
+		}
+		a, b = a.Unmap(), b-96
+	}
+	k := key{tag: tag}
+	k.setAddr(a)
+	k.setMasked(k.hi, k.lo, k.family(), b)
+	return k, true
+}
+
+// key is what the hash is keyed by: a masked address, its prefix length,
+// family and tag. It is a fixed-size comparable struct with no padding and
+// no pointers, so sync.Map hashes its 24 bytes and Load does not allocate.
+type key struct {
+	hi, lo uint64 // the address; IPv4 in the low 32 bits of lo
+	tag    uint32
+	meta   uint32 // prefix length | family<<8
+}
+
+const (
+	ipv4 = 0
+	ipv6 = 1
+)
+
+func maxBits(fam int) int { return 32 + 96*fam }
+
+func (k key) family() int { return int(k.meta >> 8) }
+func (k key) bits() int   { return int(k.meta & 0xff) }
+
+// tree identifies one ordered tree: the nodes of one family and tag.
+type tree struct {
+	tag uint32
+	fam int
+}
+
+func (k key) tree() tree { return tree{k.tag, k.family()} }
+
+// setAddr stores a (IPv4, or IPv6 that is not IPv4-mapped) as a full-length
+// prefix.
+func (k *key) setAddr(a netip.Addr) {
+	if a.Is4() {
+		b := a.As4()
+		k.hi, k.lo, k.meta = 0, uint64(binary.BigEndian.Uint32(b[:])), 32|ipv4<<8
+		return
+	}
+	b := a.As16()
+	k.hi, k.lo, k.meta = binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:]), 128|ipv6<<8
+}
+
+// setMasked stores the address (hi, lo) of family fam masked to its first
+// length bits.
+func (k *key) setMasked(hi, lo uint64, fam, length int) {
+	k.hi, k.lo = hi&maskHi(fam, length), lo&maskLo(fam, length)
+	k.meta = uint32(length) | uint32(fam)<<8
+}
+
+// maskHi and maskLo return the network mask of a prefix of the given length,
+// in the layout of key.hi and key.lo. Go defines shifts by 64 or more as
+// giving 0, which the lengths 0, 64 and 128 rely on.
+func maskHi(fam, length int) uint64 {
+	if fam == ipv4 {
+		return 0
+	}
+	return ^uint64(0) << max(64-length, 0)
+}
+
+func maskLo(fam, length int) uint64 {
+	if fam == ipv4 {
+		return uint64(^uint32(0) << (32 - length))
+	}
+	return ^uint64(0) << (128 - max(length, 64))
+}
+
+func (k key) prefix() netip.Prefix {
+	if k.family() == ipv4 {
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(k.lo))
+		return netip.PrefixFrom(netip.AddrFrom4(b), k.bits())
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], k.hi)
+	binary.BigEndian.PutUint64(b[8:], k.lo)
+	return netip.PrefixFrom(netip.AddrFrom16(b), k.bits())
+}
