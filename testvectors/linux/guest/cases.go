@@ -1,0 +1,289 @@
+//go:build linux
+
+package main
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Case is one entry of the case table. Run gets a fresh *T; it records its
+// captures with T.addCapture and reports problems with T.Errorf/T.Fatalf.
+type Case struct {
+	Name string
+	Kind string // "kernel-kernel" for captures; other files may add other kinds
+	Run  func(t *T)
+}
+
+var registry []Case
+
+// register adds cases to the table (call it from an init function).
+func register(cs ...Case) { registry = append(registry, cs...) }
+
+// T is the per-case context.
+type T struct {
+	name     string
+	errs     []string
+	log      *bytes.Buffer
+	captures []capturedFile
+}
+
+type capturedFile struct {
+	entry ManifestCapture
+	pcap  []byte
+}
+
+type fatal struct{}
+
+func (t *T) Logf(format string, a ...any) {
+	fmt.Fprintf(t.log, "  [%s] %s\n", t.name, fmt.Sprintf(format, a...))
+}
+
+// Errorf records a failure and continues.
+func (t *T) Errorf(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	t.errs = append(t.errs, msg)
+	fmt.Fprintf(t.log, "  [%s] ERROR %s\n", t.name, msg)
+}
+
+// Fatalf records a failure and ends the case.
+func (t *T) Fatalf(format string, a ...any) {
+	t.Errorf(format, a...)
+	panic(fatal{})
+}
+
+// check ends the case on a non-nil error.
+func (t *T) check(err error, what string) {
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (t *T) addCapture(e ManifestCapture, pkts []packet) {
+	var b bytes.Buffer
+	if err := writePcap(&b, pkts); err != nil {
+		t.Fatalf("pcap: %v", err)
+	}
+	t.captures = append(t.captures, capturedFile{entry: e, pcap: b.Bytes()})
+}
+
+func runCase(c Case, log *bytes.Buffer) (res CaseResult, files []capturedFile) {
+	t := &T{name: c.Name, log: log}
+	start := time.Now()
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(fatal); !ok {
+					t.Errorf("panic: %v\n%s", r, debug.Stack())
+				}
+			}
+		}()
+		c.Run(t)
+	}()
+	res = CaseResult{Name: c.Name, Kind: c.Kind, Pass: len(t.errs) == 0, Errors: t.errs, Seconds: time.Since(start).Seconds()}
+	for _, f := range t.captures {
+		res.Captures = append(res.Captures, f.entry.Name)
+	}
+	return res, t.captures
+}
+
+func uptime() float64 {
+	b, _ := os.ReadFile("/proc/uptime")
+	f, _ := strconv.ParseFloat(strings.Fields(string(b) + " 0")[0], 64)
+	return f
+}
+
+func kernelRelease() string {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return "unknown"
+	}
+	var b []byte
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b = append(b, byte(c))
+	}
+	return string(b)
+}
+
+// runGuest is "guest run": set up lo, run the cases, write the tar.
+func runGuest(args []string) int {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	out := fs.String("out", "/dev/vda", "where to write the result tar")
+	only := fs.String("cases", "", "comma-separated case names or name prefixes (default all)")
+	fs.Parse(args)
+
+	log := &bytes.Buffer{}
+	res := Results{Kernel: kernelRelease(), BootSeconds: uptime()}
+	fmt.Printf("guest: kernel %s, up %.1fs, %d cases registered\n", res.Kernel, res.BootSeconds, len(registry))
+	for _, err := range setupNetwork() {
+		res.SetupFailures = append(res.SetupFailures, err.Error())
+		fmt.Printf("guest: setup: %v\n", err)
+	}
+	man := Manifest{Kernel: strings.SplitN(res.Kernel, "-", 2)[0], GeneratedBy: "testvectors/linux/run-qemu.sh", LinkType: "EN10MB"}
+	var files []capturedFile
+	t0 := time.Now()
+	for _, c := range registry {
+		if !selected(c.Name, *only) {
+			continue
+		}
+		n := log.Len()
+		r, fs := runCase(c, log)
+		res.Cases = append(res.Cases, r)
+		files = append(files, fs...)
+		verdict := "PASS"
+		if !r.Pass {
+			verdict = "FAIL"
+		}
+		fmt.Printf("CASE %-40s %s %.2fs\n", c.Name, verdict, r.Seconds)
+		if !r.Pass {
+			os.Stdout.Write(log.Bytes()[n:])
+		}
+	}
+	res.CasesSeconds = time.Since(t0).Seconds()
+	for _, f := range files {
+		man.Captures = append(man.Captures, f.entry)
+	}
+	if err := writeTar(*out, man, res, files, log.Bytes()); err != nil {
+		fmt.Printf("guest: writing results: %v\n", err)
+		return 1
+	}
+	fmt.Printf("guest: %d cases in %.1fs, %d captures written to %s\n", len(res.Cases), res.CasesSeconds, len(files), *out)
+	for _, r := range res.Cases {
+		if !r.Pass {
+			return 1
+		}
+	}
+	return 0
+}
+
+func selected(name, only string) bool {
+	if only == "" {
+		return true
+	}
+	for _, p := range strings.Split(only, ",") {
+		if p != "" && strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func writeTar(path string, man Manifest, res Results, files []capturedFile, log []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		f, err = os.Create(path)
+		if err != nil {
+			return err
+		}
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	tw := tar.NewWriter(w)
+	add := func(name string, b []byte) error {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(b)), ModTime: time.Now()}); err != nil {
+			return err
+		}
+		_, err := tw.Write(b)
+		return err
+	}
+	for _, c := range files {
+		if err := add(c.entry.File, c.pcap); err != nil {
+			return err
+		}
+	}
+	mj, _ := json.MarshalIndent(man, "", "  ")
+	rj, _ := json.MarshalIndent(res, "", "  ")
+	for _, e := range []struct {
+		n string
+		b []byte
+	}{{"manifest.json", append(mj, '\n')}, {"results.json", append(rj, '\n')}, {"guest.log", log}} {
+		if err := add(e.n, e.b); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// setupNetwork prepares lo: MTU 1500 (realistic segment sizes), the IPv6
+// addresses fd00::1 and fd00::2, timestamps on, SACK off (with SACK Linux
+// drops TS from an AO SYN-ACK and, without TS there, from every segment).
+func setupNetwork() []error {
+	var errs []error
+	run := func(args ...string) {
+		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out)))
+		}
+	}
+	run("ip", "link", "set", "lo", "mtu", "1500")
+	run("ip", "link", "set", "lo", "up")
+	run("ip", "-6", "addr", "add", "fd00::1/128", "dev", "lo")
+	run("ip", "-6", "addr", "add", "fd00::2/128", "dev", "lo")
+	for k, v := range map[string]string{
+		"net/ipv4/tcp_sack":       "0",
+		"net/ipv4/tcp_timestamps": "1",
+		"net/ipv4/tcp_ecn":        "0",
+		"net/ipv4/tcp_syncookies": "1",
+	} {
+		if err := sysctl(k, v); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// wait until the IPv6 addresses are usable (lo does no DAD, but be sure)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile("/proc/net/if_inet6")
+		if strings.Contains(string(b), "fd000000000000000000000000000001") && strings.Contains(string(b), "fd000000000000000000000000000002") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return errs
+}
+
+func sysctl(key, val string) error {
+	if err := os.WriteFile("/proc/sys/"+key, []byte(val), 0o644); err != nil {
+		return fmt.Errorf("sysctl %s=%s: %w", key, val, err)
+	}
+	return nil
+}
+
+// netstat reads the TcpExt counters of /proc/net/netstat.
+func netstat() map[string]uint64 {
+	b, err := os.ReadFile("/proc/net/netstat")
+	if err != nil {
+		return nil
+	}
+	m := map[string]uint64{}
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i+1 < len(lines); i += 2 {
+		h, v := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		if len(h) != len(v) || len(h) == 0 {
+			continue
+		}
+		for j := 1; j < len(h); j++ {
+			n, _ := strconv.ParseUint(v[j], 10, 64)
+			m[strings.TrimSuffix(h[0], ":")+"."+h[j]] = n
+		}
+	}
+	return m
+}
