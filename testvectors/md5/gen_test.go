@@ -40,7 +40,7 @@ var update = flag.Bool("update", false, "rewrite the pcap files and manifest.jso
 var sizes = []int{1, 100, 1000, 1448, 4000}
 
 const (
-	port = 179   // BGP's port, the classic TCP-MD5 user
+	port = 179  // BGP's port, the classic TCP-MD5 user
 	mss  = 1468 // TCP_MAXSEG on both ends: 1468 - 20 (MD5 option) = 1448 payload
 )
 
