@@ -100,6 +100,9 @@ const tableSize = 64
 // adjacent-line prefetcher and 128-byte lines.
 const cachePad = 128
 
+// useSpacers: see Alloc; a variable for BenchmarkSpacers.
+var useSpacers = true
+
 // ErrPoolFull is returned by [Pool.Alloc] when every slot of the table is
 // taken (Linux: -ENOSPC).
 var ErrPoolFull = errors.New("sigpool: table full")
@@ -150,6 +153,7 @@ type Request struct {
 	Scratch []byte
 
 	sh      *shard
+	spacer  *mac.Context // see Alloc
 	backend Backend
 	held    bool
 }
@@ -259,9 +263,21 @@ func (p *Pool) Alloc(alg *mac.Algorithm, scratchSize int) (ID, error) {
 	}
 	// The slot is free: no shard's request for it is in use, and none
 	// can be until the ID is handed out, which happens after these writes.
+	//
+	// A context is several heap objects (the Context, and for HMAC two
+	// hash states of 100-200 bytes), and the allocator hands out objects
+	// of one size class back to back, so the contexts of neighbouring
+	// shards would share cache lines: the tail of one shard's context and
+	// the head of the next are both written on every use. An unused
+	// spacer context allocated after each shard's own puts one object of
+	// every class in between (best effort: the allocator may reuse freed
+	// slots out of order).
 	for i := range p.shards {
 		r := &p.shards[i].reqs[free]
 		r.MAC = alg.NewContext()
+		if useSpacers {
+			r.spacer = alg.NewContext()
+		}
 		r.backend = b
 	}
 	p.scratch.Reserve(scratchSize)
@@ -338,7 +354,7 @@ func (sh *shard) drop(id ID) {
 	if r.MAC != nil {
 		r.MAC.Wipe()
 	}
-	r.MAC, r.Scratch = nil, nil
+	r.MAC, r.Scratch, r.spacer = nil, nil, nil
 }
 
 // Algorithm returns the algorithm of a held ID, nil if id is not held.
@@ -371,6 +387,11 @@ func (p *Pool) Start(id ID) *Request {
 	}
 	n := uint32(len(p.shards))
 	i := uint32(uint64(rand.Uint32()) * uint64(n) >> 32) // Lemire's reduction: no division
+	return p.startAt(id, i, n)
+}
+
+// startAt tries shards i, i+1, ... in turn, then waits for shard i.
+func (p *Pool) startAt(id ID, i, n uint32) *Request {
 	for range n {
 		sh := &p.shards[i]
 		if sh.mu.TryLock() {
