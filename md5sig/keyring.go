@@ -1,0 +1,193 @@
+package md5sig
+
+import (
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/tcpsig/tcpsig/internal/prefixmap"
+	"github.com/tcpsig/tcpsig/internal/reclaim"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// Keyring holds the TCP-MD5 keys of a socket (a listener and the
+// connections it accepts, or one connection): Linux's tcp_md5sig_info.
+// Lookups by (peer address, L3 index) take no lock and cost the same at ten
+// and at a million keys; adds and deletes serialise on a mutex and never
+// wait for readers of other keys. Safe for concurrent use.
+type Keyring struct {
+	mu   sync.Mutex
+	pool *sigpool.Pool
+	// keys is indexed by peer prefix and tag: the L3 index of a bound key,
+	// 0 for unbound keys and for keys bound to the default domain (both
+	// have Linux l3index 0, so neither wins over the other; the longer
+	// prefix does, then the newer key).
+	keys prefixmap.Map[*Key]
+
+	counters
+}
+
+// Counters are a keyring's segment counts. Bad, Missing and Unexpected
+// count what Linux counts in TcpExt TCPMD5Failure, TCPMD5NotFound and
+// TCPMD5Unexpected.
+type Counters struct {
+	Good        uint64 // segments verified
+	Bad         uint64 // signature mismatch: ErrBadMAC (TCPMD5Failure)
+	KeyNotFound uint64 // Sign found no key for the peer: ErrNoKey
+	Unexpected  uint64 // signed segment, no key for the peer: ErrUnexpected (TCPMD5Unexpected)
+	Missing     uint64 // unsigned segment, a key for the peer: ErrMissing (TCPMD5NotFound)
+}
+
+type counters struct {
+	good, bad, keyNotFound, unexpected, missing atomic.Uint64
+}
+
+// Counters returns the keyring's counters.
+func (r *Keyring) Counters() Counters {
+	return Counters{r.good.Load(), r.bad.Load(), r.keyNotFound.Load(), r.unexpected.Load(), r.missing.Load()}
+}
+
+// NewKeyring returns an empty keyring whose keys compute through pool
+// (sigpool.Default when nil).
+func NewKeyring(pool *sigpool.Pool) *Keyring {
+	if pool == nil {
+		pool = sigpool.Default
+	}
+	return &Keyring{pool: pool}
+}
+
+// tag is the index tag of keys of L3 index l3.
+func tag(l3 int) uint32 { return uint32(l3) }
+
+// Add validates cfg as Linux's TCP_MD5SIG / TCP_MD5SIG_EXT does and adds the
+// key. A key with the same peer prefix, the same binding and the same L3
+// index replaces the old one, as setsockopt does in Linux; unlike Linux,
+// which overwrites the bytes in place under its readers, the replacement
+// is atomic: a concurrent Sign or Verify uses either the old key or the new
+// one, never a mix. The old key is deleted asynchronously (wiped once its
+// last reader is done) and its handle becomes stale.
+func (r *Keyring) Add(cfg Config) (*Key, error) {
+	k, err := newKey(&cfg, r)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if err := r.keys.Insert(k.peer, tag(k.ifindex), k); err != nil {
+		r.mu.Unlock()
+		k.guard.Retire(k.wipe)
+		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
+	}
+	old, replaced := r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool {
+		return o != k && o.same(k.peer, k.ifindex, k.bound)
+	})
+	if replaced {
+		old.deleted = true
+	}
+	r.mu.Unlock()
+	if replaced {
+		old.guard.Retire(old.wipe)
+	}
+	return k, nil
+}
+
+// DeleteOptions says how to delete a key.
+type DeleteOptions struct {
+	// Async returns at once and wipes the key once its last reader is
+	// done (like Linux's call_rcu); otherwise Delete waits for the
+	// readers that hold the key and returns after the wipe.
+	Async bool
+}
+
+// Delete removes k. From the moment Delete is called no new Sign or
+// Verify uses k. A synchronous delete returns once no reader can still use
+// k and its bytes are wiped; neither kind makes readers of other keys wait.
+// A goroutine must not delete synchronously a key it is itself using (it
+// would wait for itself); Sign and Verify never hold a key on return.
+func (r *Keyring) Delete(k *Key, opts DeleteOptions) error {
+	r.mu.Lock()
+	if k == nil || k.ring != r || k.deleted {
+		r.mu.Unlock()
+		return ErrNoSuchKey
+	}
+	k.deleted = true
+	r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool { return o == k })
+	r.mu.Unlock()
+	if opts.Async {
+		k.guard.Retire(k.wipe)
+	} else {
+		k.guard.RetireWait(k.wipe)
+	}
+	return nil
+}
+
+// Find returns the key added with exactly this peer prefix and binding,
+// the one Linux's setsockopt with a zero key length would delete, or nil.
+func (r *Keyring) Find(peer netip.Prefix, ifindex int, hasIfIndex bool) *Key {
+	p, err := normalise(peer)
+	if err != nil || ifindex < 0 {
+		return nil
+	}
+	var found *Key
+	r.keys.Lookup(p.Addr(), tag(ifindex), func(q netip.Prefix, k *Key) bool {
+		if q.Bits() < p.Bits() {
+			return false
+		}
+		if k.same(p, ifindex, hasIfIndex) {
+			found = k
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// Lookup returns the key Sign and Verify use for peer addr in L3 domain
+// l3index, or nil: Linux's tcp_md5_do_lookup. Of the keys whose prefix
+// contains addr and that apply in the domain, a key bound to a non-zero L3
+// index wins over the others, then the longest prefix wins.
+func (r *Keyring) Lookup(addr netip.Addr, l3index int) *Key {
+	return r.lookup(addr, l3index)
+}
+
+func (r *Keyring) lookup(addr netip.Addr, l3 int) *Key {
+	var found *Key
+	if l3 > 0 {
+		r.keys.Lookup(addr, tag(l3), func(_ netip.Prefix, k *Key) bool {
+			found = k
+			return false
+		})
+		if found != nil {
+			return found
+		}
+	}
+	r.keys.Lookup(addr, 0, func(_ netip.Prefix, k *Key) bool {
+		if k.matchesL3(l3) {
+			found = k
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// acquire returns the key for a peer, pinned, or nil. A key that is
+// retired between the lookup and the pin has already left the index, so
+// looking up again finds what replaced it, if anything.
+func (r *Keyring) acquire(addr netip.Addr, l3 int) (*Key, reclaim.Pin) {
+	for {
+		k := r.lookup(addr, l3)
+		if k == nil {
+			return nil, reclaim.Pin{}
+		}
+		if pin, ok := k.guard.Acquire(); ok {
+			return k, pin
+		}
+	}
+}
+
+// Len returns the number of keys.
+func (r *Keyring) Len() int { return r.keys.Len() }
+
+// String describes the keyring without key material.
+func (r *Keyring) String() string { return fmt.Sprintf("md5sig.Keyring(%d keys)", r.Len()) }

@@ -1,0 +1,128 @@
+package md5sig
+
+import (
+	"errors"
+
+	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// Errors of the per-segment calls. Every forged or damaged signature is
+// ErrBadMAC; details go to the counters only. A segment whose options are
+// malformed gets the error of package segment instead (segment.ErrBothAuth,
+// segment.ErrDuplicateAuth, segment.ErrAuthOption, segment.ErrOptionLength:
+// Linux's SKB_DROP_REASON_TCP_AUTH_HDR).
+var (
+	ErrBadMAC     = errors.New("md5sig: signature mismatch")                          // TCPMD5Failure
+	ErrMissing    = errors.New("md5sig: unsigned segment from a peer that has a key") // TCPMD5NotFound
+	ErrUnexpected = errors.New("md5sig: signed segment from a peer that has no key")  // TCPMD5Unexpected
+	ErrAOOption   = errors.New("md5sig: segment carries TCP-AO, not TCP-MD5")         // TCP_AOUNEXPECTED
+	ErrNoOption   = errors.New("md5sig: segment has no MD5 option to sign")           // the stack did not reserve it
+	ErrNoKey      = errors.New("md5sig: no key for the peer")                         // nothing to sign with
+)
+
+// Sign computes the signature of an outgoing segment with the key for its
+// destination in L3 domain l3index (0 outside any VRF) and writes it into
+// the MD5 option the stack reserved (see [AppendOption]). It returns
+// [ErrNoOption] if the header has none and [ErrNoKey] (counted as
+// KeyNotFound) if no key covers the destination.
+func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
+	auth, err := seg.Header.AuthOptions()
+	if err != nil {
+		return err
+	}
+	if auth.MD5 < 0 {
+		return ErrNoOption
+	}
+	k, pin := r.acquire(seg.Dst, l3index)
+	if k == nil {
+		r.keyNotFound.Add(1)
+		return ErrNoKey
+	}
+	req := k.pool.Start(k.poolID)
+	sum, err := k.digest(req, seg)
+	if err == nil {
+		copy(seg.Header[auth.MD5+2:auth.MD5+OptionLen], sum)
+	}
+	req.End()
+	k.guard.Release(pin)
+	return err
+}
+
+// Verify checks a received segment with the key for its source in L3
+// domain l3index (0 outside any VRF), deciding as Linux's tcp_inbound_hash
+// and tcp_inbound_md5_hash do:
+//
+//	no key, no option   nil: the segment may be processed
+//	key, no option      ErrMissing     (TCPMD5NotFound)
+//	option, no key      ErrUnexpected  (TCPMD5Unexpected)
+//	wrong signature     ErrBadMAC      (TCPMD5Failure)
+//	TCP-AO option       ErrAOOption
+//
+// Malformed options are refused first, with the errors of package
+// segment. The options are walked again here rather than taken from
+// seg.Auth, so a header changed after parsing is judged as it is now.
+func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
+	auth, err := seg.Header.AuthOptions()
+	if err != nil {
+		return err
+	}
+	if auth.AO >= 0 {
+		return ErrAOOption
+	}
+	k, pin := r.acquire(seg.Src, l3index)
+	if auth.MD5 < 0 {
+		if k == nil {
+			return nil
+		}
+		k.guard.Release(pin)
+		r.missing.Add(1)
+		return ErrMissing
+	}
+	if k == nil {
+		r.unexpected.Add(1)
+		return ErrUnexpected
+	}
+	req := k.pool.Start(k.poolID)
+	sum, err := k.digest(req, seg)
+	off := auth.MD5 + 2
+	good := err == nil && mac.Equal(sum, seg.Header[off:off+DigestSize])
+	req.End()
+	k.guard.Release(pin)
+	if err != nil {
+		return err
+	}
+	if !good {
+		r.bad.Add(1)
+		k.bad.Add(1)
+		return ErrBadMAC
+	}
+	r.good.Add(1)
+	k.good.Add(1)
+	return nil
+}
+
+// digest computes the RFC 2385 signature of seg as Linux's
+// tcp_v4_md5_hash_skb / tcp_v6_md5_hash_skb do: MD5 over the pseudo-header
+// with the segment's real length, the 20-byte TCP header with the checksum
+// zeroed (data offset unchanged, options not covered), the payload, then
+// the key (mac.TCPMD5 appends it in Sum). The result aliases the
+// request's scratch. k must be pinned.
+func (k *Key) digest(req *sigpool.Request, seg *segment.Segment) ([]byte, error) {
+	s := k.secret
+	if err := req.Key(&s.tmpl, s.raw[:s.n]); err != nil {
+		return nil, err
+	}
+	sc := req.Scratch
+	b := segment.AppendPseudoHeader(sc[:0], seg.Src, seg.Dst, seg.Len())
+	n := len(b)
+	b = append(b, seg.Header[:segment.TCPMinimumSize]...)
+	b[n+segment.TCPChecksumOffset], b[n+segment.TCPChecksumOffset+1] = 0, 0
+	req.MAC.Write(b)
+	req.MAC.Write(seg.Payload)
+	for _, f := range seg.Frags {
+		req.MAC.Write(f)
+	}
+	return req.MAC.Sum(sc[sumOff:sumOff]), nil
+}
