@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	//lint:ignore SA1019 hmac(rmd160) is one of the algorithms Linux accepts for TCP-AO; interop needs it.
 	"golang.org/x/crypto/ripemd160"
 )
 
