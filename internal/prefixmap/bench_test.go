@@ -52,6 +52,7 @@ func BenchmarkLookup(b *testing.B) {
 func BenchmarkLookupParallel(b *testing.B) {
 	m := filled(16384)
 	b.ReportAllocs()
+	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		x := uint32(1)
 		for pb.Next() {

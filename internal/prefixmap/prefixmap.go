@@ -56,15 +56,27 @@ type Map[V any] struct {
 	trees map[tree]*node[V] // per family and tag, the nodes ordered by (address, length)
 }
 
-// node holds the values of one (prefix, tag). The key never changes; vals
-// is replaced, never modified, so readers need no lock. The treap fields
-// belong to the writers.
+// node holds the values of one (prefix, tag). Readers see only key and
+// vals, which never change once the node is published: a writer that
+// changes the values of a (prefix, tag) publishes a new node in place of the
+// old one. The treap fields belong to the writers.
 type node[V any] struct {
 	key  key
-	vals atomic.Pointer[[]V] // newest first
+	vals []V  // newest first
+	one  [1]V // vals' backing array when it holds one value: one allocation, one cache miss less
 
 	pri         uint32 // treap priority
 	left, right *node[V]
+}
+
+func newNode[V any](k key, vals []V) *node[V] {
+	n := &node[V]{key: k}
+	if len(vals) == 1 {
+		n.one[0] = vals[0]
+		vals = n.one[:]
+	}
+	n.vals = vals
+	return n
 }
 
 // Insert adds v under (p, tag). p is masked; an IPv4-mapped IPv6 prefix of
@@ -79,15 +91,12 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if x, ok := m.idx.Load(k); ok {
-		n := x.(*node[V])
-		old := *n.vals.Load()
-		vs := make([]V, 0, len(old)+1)
-		vs = append(append(vs, v), old...)
-		n.vals.Store(&vs)
+		old := x.(*node[V])
+		vs := make([]V, 0, len(old.vals)+1)
+		m.replace(old, newNode(k, append(append(vs, v), old.vals...)))
 	} else {
-		n := &node[V]{key: k, pri: rand.Uint32()}
-		vs := []V{v}
-		n.vals.Store(&vs)
+		n := newNode(k, []V{v})
+		n.pri = rand.Uint32()
 		m.idx.Store(k, n)
 		if m.trees == nil {
 			m.trees = make(map[tree]*node[V])
@@ -119,18 +128,16 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 		return zero, false
 	}
 	n := x.(*node[V])
-	old := *n.vals.Load()
 	i := 0
 	if match != nil {
-		i = slices.IndexFunc(old, match)
+		i = slices.IndexFunc(n.vals, match)
 		if i < 0 {
 			return zero, false
 		}
 	}
-	v := old[i]
-	if len(old) > 1 {
-		vs := slices.Delete(slices.Clone(old), i, i+1)
-		n.vals.Store(&vs)
+	v := n.vals[i]
+	if len(n.vals) > 1 {
+		m.replace(n, newNode(k, slices.Delete(slices.Clone(n.vals), i, i+1)))
 	} else {
 		m.idx.Delete(k)
 		t := k.tree()
@@ -146,6 +153,13 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 	}
 	m.n.Add(-1)
 	return v, true
+}
+
+// replace publishes n, which has old's key and new values, in old's place.
+func (m *Map[V]) replace(old, n *node[V]) {
+	t := n.key.tree()
+	m.trees[t] = replaceNode(m.trees[t], old, n)
+	m.idx.Store(n.key, n)
 }
 
 // Lookup calls fn for every value whose prefix contains addr and whose tag
@@ -185,7 +199,7 @@ func (m *Map[V]) containing(k key, maxLen int, fn func(netip.Prefix, V) bool) bo
 			}
 			n := x.(*node[V])
 			p := n.key.prefix()
-			for _, v := range *n.vals.Load() {
+			for _, v := range n.vals {
 				if !fn(p, v) {
 					return false
 				}
@@ -226,7 +240,7 @@ func (m *Map[V]) Overlaps(p netip.Prefix, tag uint32, fn func(p netip.Prefix, v 
 			return true
 		}
 		p := n.key.prefix()
-		for _, v := range *n.vals.Load() {
+		for _, v := range n.vals {
 			if !fn(p, v) {
 				return false
 			}
@@ -258,7 +272,7 @@ func (m *Map[V]) Range(fn func(p netip.Prefix, tag uint32, v V) bool) {
 		first, last := key{}, key{hi: ^uint64(0), lo: ^uint64(0), meta: ^uint32(0)}
 		ok := inside(m.trees[t], first, last, func(n *node[V]) bool {
 			p := n.key.prefix()
-			for _, v := range *n.vals.Load() {
+			for _, v := range n.vals {
 				if !fn(p, t.tag, v) {
 					return false
 				}

@@ -306,7 +306,7 @@ func TestAgainstNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var m Map[string]
 	var es []entry
-	for i := range 4000 {
+	for i := range 1500 {
 		p, tag := randPrefix(r), uint32(r.IntN(2))
 		if r.IntN(3) > 0 || len(es) == 0 {
 			v := fmt.Sprint(i)

@@ -57,6 +57,22 @@ func remove[V any](t, n *node[V]) *node[V] {
 	return t
 }
 
+// replaceNode puts n, which has old's key, in the place of old, which is in
+// t, and returns the new root.
+func replaceNode[V any](t, old, n *node[V]) *node[V] {
+	if t == old {
+		n.pri, n.left, n.right = old.pri, old.left, old.right
+		old.left, old.right = nil, nil
+		return n
+	}
+	if compare(&n.key, &t.key) < 0 {
+		t.left = replaceNode(t.left, old, n)
+	} else {
+		t.right = replaceNode(t.right, old, n)
+	}
+	return t
+}
+
 // join returns the treap of the nodes of a and b; every key of a is less
 // than every key of b.
 func join[V any](a, b *node[V]) *node[V] {

@@ -99,8 +99,11 @@ type Pin struct {
 // Release(pin), exactly once. A pinned reader must not call
 // [Guard.RetireWait] on the same Guard (it would wait for itself).
 //
-// Acquire does not lock and, after the Guard's first Acquire, does not
-// allocate.
+// Acquire does not lock and does not allocate, except the first Acquire of
+// a Guard, which takes a global lock to give the Guard its counts (4 bytes
+// per shard, carved from blocks shared by 32 Guards). A writer that wants
+// the data path never to allocate does one Acquire and Release before it
+// publishes the object.
 func (g *Guard) Acquire() (Pin, bool) {
 	if g.state.Load() != live {
 		return Pin{}, false
@@ -132,9 +135,10 @@ func (g *Guard) Release(p Pin) {
 // Retire marks the object deleted and returns at once, as Linux's del_async
 // (call_rcu) does. From now on Acquire returns false. wipe runs exactly once,
 // as soon as no reader holds a pin: before Retire returns if none does, and
-// otherwise inside the [Guard.Release] that drops the last pin — on that
-// reader's goroutine, on the data path. wipe must therefore be quick and must
-// not block: clear() of a few arrays.
+// otherwise on the goroutine of the reader that lets go last, inside its
+// [Guard.Release] (or inside an Acquire that was failing at that moment) —
+// on the data path. wipe must therefore be quick and must not block: clear()
+// of a few arrays. Use [Guard.RetireWait] for anything slower.
 //
 // A Guard is retired once: a second call of Retire or RetireWait panics.
 func (g *Guard) Retire(wipe func()) {

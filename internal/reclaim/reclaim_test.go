@@ -153,24 +153,34 @@ func TestRetireWaitWaitsForReader(t *testing.T) {
 // property keyrings rely on (no reader computes with wiped key bytes). Fresh
 // Guards also exercise the race between a first Acquire and the retire.
 func TestStress(t *testing.T) {
-	rounds := 300
+	rounds := 200
 	if testing.Short() {
-		rounds = 30
+		rounds = 20
 	}
 	readers := max(4, 2*runtime.GOMAXPROCS(0))
 	for round := range rounds {
 		for _, how := range []string{"Retire", "RetireWait"} {
-			stressOnce(t, readers, how, round%3 == 0)
+			// Every third round retires before any reader has pinned (the
+			// first Acquire races the retire); the others once the readers
+			// have pinned and released many times.
+			busy := 0
+			if round%3 != 0 {
+				busy = readers * (1 + round%50)
+			}
+			stressOnce(t, readers, how, busy)
 		}
 	}
 }
 
-func stressOnce(t *testing.T, readers int, how string, retireFirst bool) {
+// stressOnce starts readers on a fresh object and retires it once they have
+// pinned it busy times in all.
+func stressOnce(t *testing.T, readers int, how string, busy int) {
 	type object struct {
 		g      Guard
 		secret [16]byte
 		wiped  atomic.Bool
 		wipes  atomic.Int32
+		pins   atomic.Int64
 	}
 	o := new(object)
 	for i := range o.secret {
@@ -178,43 +188,35 @@ func stressOnce(t *testing.T, readers int, how string, retireFirst bool) {
 	}
 	wipe := func() {
 		o.wiped.Store(true)
-		clear(o.secret[:])
+		clear(o.secret[:]) // a plain write: -race reports it if a reader still reads
 		o.wipes.Add(1)
 	}
-	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for range readers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			<-start
 			for {
 				p, ok := o.g.Acquire()
 				if !ok {
 					return
 				}
-				if o.wiped.Load() {
+				if o.wiped.Load() || o.secret[15] != 16 {
 					t.Error("a reader holding a pin saw the object wiped")
 				}
-				if o.secret[15] != 16 {
-					t.Error("a reader holding a pin saw wiped key bytes")
-				}
+				o.pins.Add(1)
 				runtime.Gosched()
-				if o.wiped.Load() {
+				if o.wiped.Load() || o.secret[0] != 1 {
 					t.Error("a reader holding a pin saw the object wiped")
 				}
 				o.g.Release(p)
 			}
 		}()
 	}
-	if retireFirst {
-		retire(&o.g, how, wipe)
-		close(start)
-	} else {
-		close(start)
+	for o.pins.Load() < int64(busy) {
 		runtime.Gosched()
-		retire(&o.g, how, wipe)
 	}
+	retire(&o.g, how, wipe)
 	wg.Wait()
 	if n := o.wipes.Load(); n != 1 {
 		t.Fatalf("%s: wipe ran %d times, want 1", how, n)
