@@ -133,9 +133,12 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	if m == nil {
 		return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
 	}
+	c.Close() // drop a previous connection's pins and traffic keys
 	c.reset(ring, ep, p)
-	c.setCurrent(m)
-	c.setRNext(m)
+	if !c.setCurrent(m) || !c.setRNext(m) { // m is being deleted
+		c.Close()
+		return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
+	}
 	return nil
 }
 
