@@ -88,7 +88,7 @@ type DeleteOptions struct {
 // wiped; neither kind makes other keys' readers or writers wait.
 func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	r.mu.Lock()
-	if m == nil || m.guard.Retired() || m.deleting.Load() {
+	if m == nil || !r.has(m) || m.guard.Retired() || m.deleting.Load() {
 		r.mu.Unlock()
 		return ErrNoSuchKey
 	}
@@ -100,7 +100,7 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 		return ErrKeyBusy
 	}
 	for _, rep := range []*MKT{opts.Current, opts.RNext} {
-		if rep != nil && (rep == m || rep.guard.Retired() || rep.deleting.Load()) {
+		if rep != nil && (rep == m || !r.has(rep) || rep.guard.Retired() || rep.deleting.Load()) {
 			m.deleting.Store(false)
 			r.mu.Unlock()
 			return fmt.Errorf("%w: replacement %v", ErrNoSuchKey, rep)
@@ -119,6 +119,16 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 		m.guard.RetireWait(m.wipe)
 	}
 	return nil
+}
+
+// has reports whether m is in r (and not deleted); under r.mu.
+func (r *Keyring) has(m *MKT) bool {
+	found := false
+	r.byPeer.Lookup(m.peer.Addr(), 0, func(p netip.Prefix, o *MKT) bool {
+		found = o == m
+		return !found
+	})
+	return found
 }
 
 // Find returns the MKT added with exactly this peer prefix, SendID and
