@@ -1,0 +1,240 @@
+package usertcp
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/netip"
+)
+
+// TCP header flags.
+const (
+	flagFIN = 0x01
+	flagSYN = 0x02
+	flagRST = 0x04
+	flagPSH = 0x08
+	flagACK = 0x10
+)
+
+const (
+	tcpHeaderLen  = 20
+	maxOptionLen  = 40
+	mssOptionLen  = 4
+	defaultMSSRFC = 536 // RFC 9293 §3.7.1: the MSS when the peer sends none
+)
+
+var errMalformed = errors.New("usertcp: malformed packet")
+
+// segment is an incoming TCP segment, parsed.
+type segment struct {
+	src, dst     netip.AddrPort
+	seq, ack     uint32
+	flags        uint8
+	wnd          uint32
+	mss          int // from the MSS option, 0 if absent
+	payload      []byte
+	headerLength int // IP header + TCP header with options
+}
+
+// parse checks an IPv4 or IPv6 packet carrying TCP (lengths, IPv4 header
+// checksum, TCP checksum) and returns its segment. IPv4 fragments and IPv6
+// extension headers are not supported and are rejected.
+func parse(pkt []byte) (segment, error) {
+	var s segment
+	if len(pkt) < 1 {
+		return s, errMalformed
+	}
+	var src, dst netip.Addr
+	var tcp []byte
+	switch pkt[0] >> 4 {
+	case 4:
+		if len(pkt) < 20 {
+			return s, errMalformed
+		}
+		ihl := int(pkt[0]&0x0f) * 4
+		total := int(binary.BigEndian.Uint16(pkt[2:]))
+		if ihl < 20 || total < ihl || total > len(pkt) || pkt[9] != 6 ||
+			binary.BigEndian.Uint16(pkt[6:])&0x3fff != 0 || // MF or a fragment offset
+			checksum(pkt[:ihl], 0) != 0 {
+			return s, errMalformed
+		}
+		src = netip.AddrFrom4([4]byte(pkt[12:16]))
+		dst = netip.AddrFrom4([4]byte(pkt[16:20]))
+		tcp = pkt[ihl:total]
+		s.headerLength = ihl
+	case 6:
+		if len(pkt) < 40 {
+			return s, errMalformed
+		}
+		plen := int(binary.BigEndian.Uint16(pkt[4:]))
+		if pkt[6] != 6 || 40+plen > len(pkt) {
+			return s, errMalformed
+		}
+		src = netip.AddrFrom16([16]byte(pkt[8:24]))
+		dst = netip.AddrFrom16([16]byte(pkt[24:40]))
+		tcp = pkt[40 : 40+plen]
+		s.headerLength = 40
+	default:
+		return s, errMalformed
+	}
+	if len(tcp) < tcpHeaderLen {
+		return s, errMalformed
+	}
+	doff := int(tcp[12]>>4) * 4
+	if doff < tcpHeaderLen || doff > len(tcp) {
+		return s, errMalformed
+	}
+	if checksum(tcp, pseudoHeaderSum(src, dst, len(tcp))) != 0 {
+		return s, errMalformed
+	}
+	s.src = netip.AddrPortFrom(src, binary.BigEndian.Uint16(tcp[0:]))
+	s.dst = netip.AddrPortFrom(dst, binary.BigEndian.Uint16(tcp[2:]))
+	s.seq = binary.BigEndian.Uint32(tcp[4:])
+	s.ack = binary.BigEndian.Uint32(tcp[8:])
+	s.flags = tcp[13]
+	s.wnd = uint32(binary.BigEndian.Uint16(tcp[14:]))
+	s.payload = tcp[doff:]
+	s.headerLength += doff
+	opts := tcp[tcpHeaderLen:doff]
+	for i := 0; i < len(opts); {
+		switch opts[i] {
+		case 0:
+			i = len(opts)
+			continue
+		case 1:
+			i++
+			continue
+		}
+		if i+1 >= len(opts) || opts[i+1] < 2 || i+int(opts[i+1]) > len(opts) {
+			return s, errMalformed
+		}
+		if opts[i] == 2 && opts[i+1] == 4 {
+			s.mss = int(binary.BigEndian.Uint16(opts[i+2:]))
+		}
+		i += int(opts[i+1])
+	}
+	return s, nil
+}
+
+// header describes an outgoing segment.
+type header struct {
+	src, dst netip.AddrPort
+	seq, ack uint32
+	flags    uint8
+	wnd      uint16
+	authLen  int // bytes of options reserved for the Auth, a multiple of 4
+	mss      int // MSS option value; 0 = no MSS option
+	ipID     uint16
+}
+
+// build writes the packet for h and payload into buf, which must be large
+// enough, and returns it; checksums are left zero. It returns the offset of
+// the TCP header too.
+func build(buf []byte, h header, payload []byte) (pkt []byte, tcpOff int) {
+	optLen := h.authLen
+	if h.mss != 0 {
+		optLen += mssOptionLen
+	}
+	tcpLen := tcpHeaderLen + optLen + len(payload)
+	v4 := h.src.Addr().Is4()
+	if v4 {
+		tcpOff = 20
+	} else {
+		tcpOff = 40
+	}
+	pkt = buf[:tcpOff+tcpLen]
+	clear(pkt[:tcpOff+tcpHeaderLen])
+	be := binary.BigEndian
+	if v4 {
+		pkt[0] = 0x45
+		be.PutUint16(pkt[2:], uint16(len(pkt)))
+		be.PutUint16(pkt[4:], h.ipID)
+		be.PutUint16(pkt[6:], 0x4000) // don't fragment
+		pkt[8] = 64                   // TTL
+		pkt[9] = 6
+		s, d := h.src.Addr().As4(), h.dst.Addr().As4()
+		copy(pkt[12:], s[:])
+		copy(pkt[16:], d[:])
+	} else {
+		pkt[0] = 0x60
+		be.PutUint16(pkt[4:], uint16(tcpLen))
+		pkt[6] = 6
+		pkt[7] = 64 // hop limit
+		s, d := h.src.Addr().As16(), h.dst.Addr().As16()
+		copy(pkt[8:], s[:])
+		copy(pkt[24:], d[:])
+	}
+	tcp := pkt[tcpOff:]
+	be.PutUint16(tcp[0:], h.src.Port())
+	be.PutUint16(tcp[2:], h.dst.Port())
+	be.PutUint32(tcp[4:], h.seq)
+	if h.flags&flagACK != 0 {
+		be.PutUint32(tcp[8:], h.ack)
+	}
+	tcp[12] = uint8((tcpHeaderLen+optLen)/4) << 4
+	tcp[13] = h.flags
+	be.PutUint16(tcp[14:], h.wnd)
+	opts := tcp[tcpHeaderLen : tcpHeaderLen+optLen]
+	for i := range h.authLen {
+		opts[i] = 1 // NOP, for the Auth to overwrite
+	}
+	if h.mss != 0 {
+		o := opts[h.authLen:]
+		o[0], o[1] = 2, 4
+		be.PutUint16(o[2:], uint16(h.mss))
+	}
+	copy(tcp[tcpHeaderLen+optLen:], payload)
+	return pkt, tcpOff
+}
+
+// finish computes the TCP checksum and, for IPv4, the header checksum.
+func finish(pkt []byte, tcpOff int) {
+	tcp := pkt[tcpOff:]
+	tcp[16], tcp[17] = 0, 0
+	var src, dst netip.Addr
+	if tcpOff == 20 {
+		src, dst = netip.AddrFrom4([4]byte(pkt[12:16])), netip.AddrFrom4([4]byte(pkt[16:20]))
+		pkt[10], pkt[11] = 0, 0
+		binary.BigEndian.PutUint16(pkt[10:], checksum(pkt[:20], 0))
+	} else {
+		src, dst = netip.AddrFrom16([16]byte(pkt[8:24])), netip.AddrFrom16([16]byte(pkt[24:40]))
+	}
+	binary.BigEndian.PutUint16(tcp[16:], checksum(tcp, pseudoHeaderSum(src, dst, len(tcp))))
+}
+
+// pseudoHeaderSum is the unfolded one's-complement sum of the TCP
+// pseudo-header (RFC 9293 §3.1, RFC 8200 §8.1).
+func pseudoHeaderSum(src, dst netip.Addr, tcpLen int) uint32 {
+	var sum uint32
+	add := func(b []byte) {
+		for i := 0; i+1 < len(b); i += 2 {
+			sum += uint32(b[i])<<8 | uint32(b[i+1])
+		}
+	}
+	add(src.AsSlice())
+	add(dst.AsSlice())
+	sum += 6
+	sum += uint32(tcpLen>>16) + uint32(tcpLen&0xffff)
+	return sum
+}
+
+// checksum returns the Internet checksum (RFC 1071) of b, starting from
+// the partial sum initial. Over data that contains a correct checksum it
+// returns 0.
+func checksum(b []byte, initial uint32) uint16 {
+	sum := uint64(initial)
+	for len(b) >= 2 {
+		sum += uint64(b[0])<<8 | uint64(b[1])
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		sum += uint64(b[0]) << 8
+	}
+	for sum>>16 != 0 {
+		sum = sum&0xffff + sum>>16
+	}
+	return ^uint16(sum)
+}
+
+// Sequence-number comparisons modulo 2^32 (RFC 9293 §3.4).
+func seqLT(a, b uint32) bool  { return int32(a-b) < 0 }
+func seqLEQ(a, b uint32) bool { return int32(a-b) <= 0 }
