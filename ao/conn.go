@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -188,10 +189,10 @@ func (c *Conn) Close() {
 }
 
 // Current returns the connection's current MKT (the one it signs with).
-func (c *Conn) Current() *MKT { return c.current.Load() }
+func (c *Conn) Current() *MKT { return resolve(c.current.Load(), nextCur) }
 
 // RNext returns the MKT whose RecvID the connection asks the peer to use.
-func (c *Conn) RNext() *MKT { return c.rnext.Load() }
+func (c *Conn) RNext() *MKT { return resolve(c.rnext.Load(), nextRNext) }
 
 // SetCurrent makes the MKT with this SendID the current key (Linux
 // TCP_AO_INFO set_current).
@@ -256,8 +257,14 @@ func (c *Conn) sendKey() (*MKT, pinned, error) {
 			return m, pinned{p}, nil
 		}
 		next := m.nextCur.Load()
-		if next == nil || !pin(next, &next.pinsCur) {
+		if next == nil {
 			return nil, pinned{}, ErrNoCurrentKey
+		}
+		if !pin(next, &next.pinsCur) {
+			// A delete of next is deciding: it backs off (next is busy,
+			// being m's replacement) or forwards m to next's replacement.
+			runtime.Gosched()
+			continue
 		}
 		if c.current.CompareAndSwap(m, next) {
 			m.pinsCur.Add(-1)
@@ -271,21 +278,41 @@ func (c *Conn) sendKey() (*MKT, pinned, error) {
 // rnextID returns the RecvID to advertise as RNextKeyID.
 func (c *Conn) rnextID(cur *MKT) uint8 {
 	m := c.rnext.Load()
-	if m != nil && m.guard.Retired() {
-		if n := m.nextRNext.Load(); n != nil && pin(n, &n.pinsNext) {
-			if c.rnext.CompareAndSwap(m, n) {
-				m.pinsNext.Add(-1)
-			} else {
-				n.pinsNext.Add(-1)
-			}
-			m = c.rnext.Load()
+	for i := 0; i < 8 && m != nil && m.guard.Retired(); i++ {
+		n := m.nextRNext.Load()
+		if n == nil {
+			break
 		}
+		if !pin(n, &n.pinsNext) { // see sendKey
+			runtime.Gosched()
+		} else if c.rnext.CompareAndSwap(m, n) {
+			m.pinsNext.Add(-1)
+		} else {
+			n.pinsNext.Add(-1)
+		}
+		m = c.rnext.Load()
 	}
 	if m == nil {
 		return cur.recvID
 	}
 	return m.recvID
 }
+
+// resolve follows the replacements that forced deletes named for a
+// connection's key it has not switched away from yet.
+func resolve(m *MKT, next func(*MKT) *MKT) *MKT {
+	for i := 0; i < 8 && m != nil && m.guard.Retired(); i++ {
+		n := next(m)
+		if n == nil {
+			break
+		}
+		m = n
+	}
+	return m
+}
+
+func nextCur(m *MKT) *MKT   { return m.nextCur.Load() }
+func nextRNext(m *MKT) *MKT { return m.nextRNext.Load() }
 
 // keysFor returns the connection's derived-key holder for m, creating it.
 func (c *Conn) keysFor(m *MKT) (*connKey, error) {

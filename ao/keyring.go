@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
 	"github.com/tcpsig/tcpsig/sigpool"
@@ -92,9 +93,13 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 		r.mu.Unlock()
 		return ErrNoSuchKey
 	}
-	// Dekker with Conn.pin: set deleting, then read the pins.
+	// Dekker with Conn.pin: set deleting, then read the pins: first those
+	// of the MKTs forwarding to m, then m's own (a connection switching
+	// from one of them to m pins m before it unpins the old one).
 	m.deleting.Store(true)
-	if (m.pinsCur.Load() > 0 && opts.Current == nil) || (m.pinsNext.Load() > 0 && opts.RNext == nil) {
+	busyCur := forwarding(&m.fwdCur, curPins) || m.pinsCur.Load() > 0
+	busyNext := forwarding(&m.fwdNext, nextPins) || m.pinsNext.Load() > 0
+	if (busyCur && opts.Current == nil) || (busyNext && opts.RNext == nil) {
 		m.deleting.Store(false)
 		r.mu.Unlock()
 		return ErrKeyBusy
@@ -108,6 +113,8 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	}
 	m.nextCur.Store(opts.Current)
 	m.nextRNext.Store(opts.RNext)
+	forward(m, opts.Current, &m.fwdCur, func(o *MKT) *[]*MKT { return &o.fwdCur }, func(o *MKT) *atomic.Pointer[MKT] { return &o.nextCur })
+	forward(m, opts.RNext, &m.fwdNext, func(o *MKT) *[]*MKT { return &o.fwdNext }, func(o *MKT) *atomic.Pointer[MKT] { return &o.nextRNext })
 	is := func(o *MKT) bool { return o == m }
 	r.byRecv.Delete(m.peer, uint32(m.recvID), is)
 	r.bySend.Delete(m.peer, uint32(m.sendID), is)
@@ -119,6 +126,36 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 		m.guard.RetireWait(m.wipe)
 	}
 	return nil
+}
+
+func curPins(m *MKT) *atomic.Int64  { return &m.pinsCur }
+func nextPins(m *MKT) *atomic.Int64 { return &m.pinsNext }
+
+// forwarding drops from fwd the MKTs no connection uses any more (a
+// deleted MKT's pins never grow again) and reports whether any remain.
+func forwarding(fwd *[]*MKT, pins func(*MKT) *atomic.Int64) bool {
+	live := (*fwd)[:0]
+	for _, g := range *fwd {
+		if pins(g).Load() > 0 {
+			live = append(live, g)
+		}
+	}
+	clear((*fwd)[len(live):])
+	*fwd = live
+	return len(live) > 0
+}
+
+// forward makes the deleted m, and every MKT that forwarded to it, forward
+// to its replacement rep (nil: none needed, m's forwarders are all gone).
+func forward(m, rep *MKT, fwd *[]*MKT, repFwd func(*MKT) *[]*MKT, next func(*MKT) *atomic.Pointer[MKT]) {
+	if rep != nil {
+		for _, g := range *fwd {
+			next(g).Store(rep)
+		}
+		f := repFwd(rep)
+		*f = append(append(*f, *fwd...), m)
+	}
+	*fwd = nil
 }
 
 // has reports whether m is in r (and not deleted); under r.mu.

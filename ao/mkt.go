@@ -71,6 +71,11 @@ type MKT struct {
 	// Replacements a forced delete named for connections that still use
 	// this MKT: they switch on their next segment.
 	nextCur, nextRNext atomic.Pointer[MKT]
+	// Under the keyring's mu: deleted MKTs that named this one as their
+	// replacement (directly or through a chain of forced deletes), whose
+	// connections may not have switched yet. Until they have, this MKT is
+	// their current or RNext key, as Linux sets it at once.
+	fwdCur, fwdNext []*MKT
 
 	mu      sync.Mutex // guards derived and wiped
 	derived *connKey   // traffic keys derived from this MKT (intrusive list)

@@ -19,10 +19,10 @@ func (c *Conn) Export() RepairState {
 	s := RepairState{LocalISN: c.lisn, RemoteISN: c.risn}
 	s.SendSNE, s.SendSeq = c.snd.load()
 	s.RecvSNE, s.RecvSeq = c.rcv.load()
-	if m := c.current.Load(); m != nil {
+	if m := c.Current(); m != nil {
 		s.CurrentSendID = m.sendID
 	}
-	if m := c.rnext.Load(); m != nil {
+	if m := c.RNext(); m != nil {
 		s.RNextRecvID = m.recvID
 	}
 	return s
