@@ -1,0 +1,665 @@
+package tcpsig_test
+
+// The engine's benchmarks: what one MAC costs in each way of keying it
+// (BenchmarkMAC), through the sharded pool (BenchmarkPool), as TCP-AO
+// Sign/Verify on an established connection (BenchmarkAO against
+// BenchmarkAOBareRestore), and per new connection on a listener
+// (BenchmarkNewConnection). BENCHMARKS.md has the results and the
+// requirement ratios read from one run.
+//
+// Every benchmark sets b.SetBytes to the bytes the MAC covers, so MB/s of
+// two benchmarks over the same bytes can be compared directly; ratios in
+// BENCHMARKS.md are computed from ns/op.
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha3"
+	"crypto/sha512"
+	"encoding/binary"
+	"fmt"
+	"hash"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ripemd160"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// macSizes are the bytes a TCP-AO MAC covers for IPv4 with a 32-byte TCP
+// header (4 SNE + 12 pseudo-header + 32 header) and payloads of 0, 64,
+// 536, 1448 and 8948 bytes.
+var macSizes = []int{48, 112, 584, 1496, 8996}
+
+// aoPayloads are the payloads of BenchmarkAO.
+var aoPayloads = []int{0, 64, 536, 1448, 8948}
+
+// The segments of BenchmarkAO and BenchmarkNewConnection: IPv4, a 20-byte
+// base header and a TCP-AO option with a 12-byte MAC (16 bytes, no NOPs).
+const (
+	aoMACLen    = 12
+	aoHeaderLen = segment.TCPMinimumSize + 4 + aoMACLen
+)
+
+// aoCovered is what the TCP-AO MAC of such a segment covers: SNE, IPv4
+// pseudo-header, header, payload.
+func aoCovered(payload int) int { return 4 + 12 + aoHeaderLen + payload }
+
+var (
+	client = netip.MustParseAddrPort("192.0.2.1:40000")
+	server = netip.MustParseAddrPort("192.0.2.2:179")
+)
+
+// sink keeps results live.
+var sink []byte
+
+// benchName makes a Linux algorithm name usable in a benchmark path:
+// "hmac(sha3-512)" becomes "hmac-sha3-512".
+func benchName(name string) string {
+	return strings.NewReplacer("(", "-", ")", "").Replace(name)
+}
+
+// bytesOf returns n deterministic pseudo-random bytes.
+func bytesOf(n int, seed uint64) []byte {
+	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8)})
+	p := make([]byte, n)
+	r.Read(p)
+	return p
+}
+
+func lookup(tb testing.TB, name string) *mac.Algorithm {
+	tb.Helper()
+	a, err := mac.Lookup(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
+
+// bareHash is the bare hash under each HMAC algorithm: the reference its
+// restore mode is held to. The CMAC algorithms' reference is AES-CBC-MAC
+// (cbcMAC). TestBareReferences checks that this covers mac.Algorithms().
+var bareHash = map[string]func() hash.Hash{
+	"hmac(sha1)":     sha1.New,
+	"hmac(sha224)":   sha256.New224,
+	"hmac(sha256)":   sha256.New,
+	"hmac(sha384)":   sha512.New384,
+	"hmac(sha512)":   sha512.New,
+	"hmac(sha3-224)": func() hash.Hash { return sha3.New224() },
+	"hmac(sha3-256)": func() hash.Hash { return sha3.New256() },
+	"hmac(sha3-384)": func() hash.Hash { return sha3.New384() },
+	"hmac(sha3-512)": func() hash.Hash { return sha3.New512() },
+	"hmac(md5)":      md5.New,
+	"hmac(rmd160)":   ripemd160.New,
+}
+
+// cbcMAC is the AES work of a CMAC alone: AES-CBC with a zero IV over the
+// message zero-padded to whole blocks, the last ciphertext block being the
+// MAC. It uses crypto/cipher's CBC encrypter, which calls the AES block
+// function directly (no per-block interface call), into a reused buffer.
+type cbcMAC struct {
+	mode  cipher.BlockMode
+	setIV interface{ SetIV([]byte) }
+	src   []byte // the message, zero-padded
+	dst   []byte
+}
+
+var zeroIV [aes.BlockSize]byte
+
+func newCBCMAC(tb testing.TB, key, msg []byte) *cbcMAC {
+	tb.Helper()
+	blk, err := aes.NewCipher(key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	n := max(aes.BlockSize, (len(msg)+aes.BlockSize-1)/aes.BlockSize*aes.BlockSize)
+	m := &cbcMAC{mode: cipher.NewCBCEncrypter(blk, zeroIV[:]), src: make([]byte, n), dst: make([]byte, n)}
+	copy(m.src, msg)
+	var ok bool
+	if m.setIV, ok = m.mode.(interface{ SetIV([]byte) }); !ok {
+		tb.Fatalf("%T has no SetIV", m.mode)
+	}
+	return m
+}
+
+func (m *cbcMAC) sum(out []byte) []byte {
+	m.setIV.SetIV(zeroIV[:])
+	m.mode.CryptBlocks(m.dst, m.src)
+	return append(out, m.dst[len(m.dst)-aes.BlockSize:]...)
+}
+
+// TestBareReferences checks that every algorithm has a bare reference and
+// that it is the right one: HMAC over the bare hash gives the MAC of the
+// engine's context, and the CBC-MAC is the chain of AES blocks it claims.
+func TestBareReferences(t *testing.T) {
+	msg := bytesOf(1000, 2)
+	for _, a := range mac.Algorithms() {
+		key := bytesOf(a.Size(), 1)
+		c := a.NewContext()
+		if err := c.SetKey(key); err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		c.Write(msg)
+		got := c.Sum(nil)
+		if a.IsCMAC() {
+			m := newCBCMAC(t, key, msg)
+			blk, _ := aes.NewCipher(key)
+			var x [aes.BlockSize]byte
+			for p := m.src; len(p) > 0; p = p[aes.BlockSize:] {
+				for i := range x {
+					x[i] ^= p[i]
+				}
+				blk.Encrypt(x[:], x[:])
+			}
+			if s := m.sum(nil); !bytes.Equal(s, x[:]) {
+				t.Errorf("%s: CBC-MAC %x, block chain %x", a, s, x)
+			}
+			continue
+		}
+		newHash, ok := bareHash[a.Name()]
+		if !ok {
+			t.Errorf("%s: no bare hash in bareHash", a)
+			continue
+		}
+		h := hmac.New(newHash, key)
+		h.Write(msg)
+		if want := h.Sum(nil); !bytes.Equal(got, want) {
+			t.Errorf("%s: context MAC %x, crypto/hmac over the bare hash %x", a, got, want)
+		}
+	}
+}
+
+// BenchmarkMAC is one MAC over the bytes TCP-AO covers, per algorithm and
+// per way of getting the keyed state:
+//
+//   - keyschedule: Context.SetKey (a fresh key schedule) per message;
+//   - restore: Context.Reset to the keyed state per message;
+//   - clone: Context.Load of a shared keyed template (mac.Key) per message
+//     (not for hmac(rmd160), whose state cannot be copied: there the pool
+//     re-keys instead);
+//   - bare: the bare hash (Reset, Write, Sum), or for CMAC the AES-CBC-MAC
+//     over the same bytes: the floor a keyed state is held to.
+//
+// Keys are as long as the algorithm's digest: a TCP-AO traffic key. The
+// four modes of one size run one after the other (the names still read
+// alg/mode/size), so that the ratios between them come from measurements
+// taken close together on a noisy machine.
+func BenchmarkMAC(b *testing.B) {
+	for _, a := range mac.Algorithms() {
+		key := bytesOf(a.Size(), 1)
+		for _, n := range macSizes {
+			msg := bytesOf(n, 2)
+			for _, mode := range []string{"keyschedule", "restore", "clone", "bare"} {
+				if mode == "clone" && !a.CanClone() {
+					continue
+				}
+				b.Run(fmt.Sprintf("%s/%s/%d", benchName(a.Name()), mode, n), func(b *testing.B) {
+					benchMAC(b, a, mode, key, msg)
+				})
+			}
+		}
+	}
+}
+
+func benchMAC(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) {
+	out := make([]byte, 0, mac.MaxSize)
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	switch mode {
+	case "keyschedule":
+		c := a.NewContext()
+		for b.Loop() {
+			if err := c.SetKey(key); err != nil {
+				b.Fatal(err)
+			}
+			c.Write(msg)
+			out = c.Sum(out[:0])
+		}
+	case "restore":
+		c := a.NewContext()
+		if err := c.SetKey(key); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			c.Reset()
+			c.Write(msg)
+			out = c.Sum(out[:0])
+		}
+	case "clone":
+		var tmpl mac.Key
+		if err := tmpl.Init(a, key); err != nil {
+			b.Fatal(err)
+		}
+		c := a.NewContext()
+		for b.Loop() {
+			c.Load(&tmpl)
+			c.Write(msg)
+			out = c.Sum(out[:0])
+		}
+	case "bare":
+		if a.IsCMAC() {
+			m := newCBCMAC(b, key, msg)
+			for b.Loop() {
+				out = m.sum(out[:0])
+			}
+			break
+		}
+		h := bareHash[a.Name()]()
+		for b.Loop() {
+			h.Reset()
+			h.Write(msg)
+			out = h.Sum(out[:0])
+		}
+	default:
+		b.Fatalf("unknown mode %q", mode)
+	}
+	sink = out
+}
+
+// BenchmarkPool is one 1496-byte MAC through a sigpool.Pool from every P
+// at once: Start, Key (a template load with the clone backend, a key
+// schedule with the rekey backend), Write, Sum into a reused buffer, End.
+func BenchmarkPool(b *testing.B) {
+	for _, backend := range []sigpool.Backend{sigpool.Clone, sigpool.Rekey} {
+		for _, name := range []string{"hmac(sha1)", "cmac(aes128)"} {
+			b.Run(backend.String()+"/"+benchName(name), func(b *testing.B) {
+				a := lookup(b, name)
+				p := sigpool.New(sigpool.Config{Backend: backend})
+				id, err := p.Alloc(a, 256)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer p.Release(id)
+				raw := bytesOf(a.Size(), 1)
+				var tmpl mac.Key
+				if err := tmpl.Init(a, raw); err != nil {
+					b.Fatal(err)
+				}
+				msg := bytesOf(1496, 2)
+				b.SetBytes(int64(len(msg)))
+				b.ReportAllocs()
+				b.RunParallel(func(pb *testing.PB) {
+					out := make([]byte, 0, mac.MaxSize)
+					for pb.Next() {
+						r := p.Start(id)
+						if err := r.Key(&tmpl, raw); err != nil {
+							panic(err)
+						}
+						r.MAC.Write(msg)
+						out = r.MAC.Sum(out[:0])
+						r.End()
+					}
+				})
+			})
+		}
+	}
+}
+
+// tcpHeader lays out a TCP header with a TCP-AO option as a stack would,
+// followed by payload.
+func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, payload []byte) []byte {
+	opts := ao.AppendOption(nil, 0, 0, aoMACLen)
+	h := make([]byte, segment.TCPMinimumSize, segment.TCPMinimumSize+len(opts)+len(payload))
+	binary.BigEndian.PutUint16(h[0:], sport)
+	binary.BigEndian.PutUint16(h[2:], dport)
+	binary.BigEndian.PutUint32(h[4:], seq)
+	binary.BigEndian.PutUint32(h[8:], ack)
+	h[12] = byte((segment.TCPMinimumSize + len(opts)) / 4 << 4)
+	h[13] = byte(flags)
+	binary.BigEndian.PutUint16(h[14:], 65535)
+	h = append(h, opts...)
+	return append(h, payload...)
+}
+
+func fromTCP(tb testing.TB, src, dst netip.Addr, tcp []byte) segment.Segment {
+	tb.Helper()
+	seg, err := segment.FromTCP(src, dst, tcp)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return seg
+}
+
+// masterKey returns the master key of a benchmark MKT: 16 bytes, or 32 for
+// cmac(aes), which exists for AES-256 master keys.
+func masterKey(alg string) []byte {
+	if alg == "cmac(aes)" {
+		return bytesOf(32, 3)
+	}
+	return bytesOf(16, 3)
+}
+
+// rings returns a client and a server keyring with one MKT each for alg:
+// the client sends KeyID 1 and receives 2, the server the other way round.
+func rings(tb testing.TB, alg string) (cring, sring *ao.Keyring) {
+	tb.Helper()
+	mkt := func(peer netip.Addr, send, recv uint8) ao.Config {
+		return ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
+			Algorithm: alg, Key: masterKey(alg), MACLen: aoMACLen}
+	}
+	cring, sring = ao.NewKeyring(nil), ao.NewKeyring(nil)
+	if _, err := cring.Add(mkt(server.Addr(), 1, 2)); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := sring.Add(mkt(client.Addr(), 2, 1)); err != nil {
+		tb.Fatal(err)
+	}
+	return cring, sring
+}
+
+// established returns the two ends of a TCP-AO connection after its
+// handshake: the client signed its SYN, the server accepted it and signed
+// a SYN-ACK, the client verified that (and so learnt the server's ISN).
+func established(tb testing.TB, alg string) (c, s *ao.Conn) {
+	tb.Helper()
+	cring, sring := rings(tb, alg)
+	c, s = new(ao.Conn), new(ao.Conn)
+	if err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 1000}, ao.Policy{}); err != nil {
+		tb.Fatal(err)
+	}
+	syn := fromTCP(tb, client.Addr(), server.Addr(), tcpHeader(client.Port(), server.Port(), 1000, 0, segment.SYN, nil))
+	if err := c.Sign(&syn); err != nil {
+		tb.Fatal(err)
+	}
+	if signed, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, 5000, s); !signed || err != nil {
+		tb.Fatalf("accept: %v %v", signed, err)
+	}
+	synack := fromTCP(tb, server.Addr(), client.Addr(), tcpHeader(server.Port(), client.Port(), 5000, 1001, segment.SYN|segment.ACK, nil))
+	if err := s.Sign(&synack); err != nil {
+		tb.Fatal(err)
+	}
+	if err := c.Verify(&synack); err != nil {
+		tb.Fatal(err)
+	}
+	return c, s
+}
+
+// BenchmarkAO is Conn.Sign and Conn.Verify of a data segment of an
+// established connection (IPv4, 36-byte header, maclen 12), per algorithm
+// and payload; SetBytes is what the MAC covers (SNE, pseudo-header,
+// header, payload), as in BenchmarkAOBareRestore.
+func BenchmarkAO(b *testing.B) {
+	for _, a := range mac.Algorithms() {
+		for _, op := range []string{"sign", "verify"} {
+			for _, n := range aoPayloads {
+				b.Run(fmt.Sprintf("%s/%s/%d", benchName(a.Name()), op, n), func(b *testing.B) {
+					c, s := established(b, a.Name())
+					defer c.Close()
+					defer s.Close()
+					tcp := tcpHeader(client.Port(), server.Port(), 1001, 5001, segment.ACK|segment.PSH, bytesOf(n, 4))
+					seg := fromTCP(b, client.Addr(), server.Addr(), tcp)
+					if err := c.Sign(&seg); err != nil {
+						b.Fatal(err)
+					}
+					if err := s.Verify(&seg); err != nil {
+						b.Fatal(err)
+					}
+					b.SetBytes(int64(aoCovered(n)))
+					b.ReportAllocs()
+					if op == "sign" {
+						for b.Loop() {
+							if err := c.Sign(&seg); err != nil {
+								b.Fatal(err)
+							}
+						}
+					} else {
+						for b.Loop() {
+							if err := s.Verify(&seg); err != nil {
+								b.Fatal(err)
+							}
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkAOBareRestore is the restore-to-keyed-state MAC (Reset, one
+// Write, Sum) over as many bytes as BenchmarkAO's MAC covers at a
+// 1448-byte payload: the throughput Sign and Verify are held to.
+func BenchmarkAOBareRestore(b *testing.B) {
+	const payload = 1448
+	for _, a := range mac.Algorithms() {
+		b.Run(fmt.Sprintf("%s/%d", benchName(a.Name()), payload), func(b *testing.B) {
+			c := a.NewContext()
+			if err := c.SetKey(bytesOf(a.Size(), 1)); err != nil {
+				b.Fatal(err)
+			}
+			msg := bytesOf(aoCovered(payload), 2)
+			out := make([]byte, 0, mac.MaxSize)
+			b.SetBytes(int64(len(msg)))
+			b.ReportAllocs()
+			for b.Loop() {
+				c.Reset()
+				c.Write(msg)
+				out = c.Sum(out[:0])
+			}
+			sink = out
+		})
+	}
+}
+
+// BenchmarkNewConnection is what a new connection costs a listener: per
+// iteration a SYN it has not seen (its own port and ISN, signed by a
+// client beforehand) is accepted into a reused Conn (Accept closes and
+// resets it: derive the Receive_SYN key from the MKT's prepared KDF state,
+// verify the SYN), and the SYN-ACK, carrying an 11-byte greeting, is
+// signed (derive Send_other, MAC). SetBytes is what the two MACs cover.
+func BenchmarkNewConnection(b *testing.B) {
+	for _, a := range mac.Algorithms() {
+		b.Run(benchName(a.Name()), func(b *testing.B) { benchNewConnection(b, a.Name()) })
+	}
+}
+
+func benchNewConnection(b *testing.B, alg string) {
+	cring, sring := rings(b, alg)
+	l := ao.NewListener(sring, ao.Policy{}, 0)
+	isn := func(i int) uint32 { return uint32(i)*2654435761 + 12345 }
+
+	// The SYNs, each of a connection of its own. The client Conn of the
+	// first stays open to check the SYN-ACK.
+	syns := make([]segment.Segment, 256)
+	var c0 ao.Conn
+	for i := range syns {
+		local := netip.AddrPortFrom(client.Addr(), uint16(33000+i))
+		var c ao.Conn
+		cc := &c
+		if i == 0 {
+			cc = &c0
+		}
+		if err := cc.Init(cring, ao.Endpoint{Local: local, Remote: server, LocalISN: isn(i)}, ao.Policy{}); err != nil {
+			b.Fatal(err)
+		}
+		syns[i] = fromTCP(b, client.Addr(), server.Addr(), tcpHeader(local.Port(), server.Port(), isn(i), 0, segment.SYN, nil))
+		if err := cc.Sign(&syns[i]); err != nil {
+			b.Fatal(err)
+		}
+		if i != 0 {
+			c.Close()
+		}
+	}
+	defer c0.Close()
+
+	synack := fromTCP(b, server.Addr(), client.Addr(), tcpHeader(server.Port(), 0, 0, 0, segment.SYN|segment.ACK, []byte("220 ready\r\n")))
+	var s ao.Conn
+	defer s.Close()
+	accept := func(i int) {
+		syn := &syns[i%len(syns)]
+		localISN := isn(i) ^ 0x5a5a5a5a
+		if signed, err := l.Accept(syn, localISN, &s); !signed || err != nil {
+			b.Fatalf("accept: %v %v", signed, err)
+		}
+		h := synack.Header
+		binary.BigEndian.PutUint16(h[2:], syn.Header.SrcPort())
+		binary.BigEndian.PutUint32(h[4:], localISN)
+		binary.BigEndian.PutUint32(h[8:], syn.Header.Seq()+1)
+		if err := s.Sign(&synack); err != nil {
+			b.Fatal(err)
+		}
+	}
+	accept(0)
+	if err := c0.Verify(&synack); err != nil {
+		b.Fatalf("client cannot verify the SYN-ACK: %v", err)
+	}
+
+	b.SetBytes(int64(aoCovered(0) + aoCovered(len(synack.Payload))))
+	b.ReportAllocs()
+	i := 1
+	for b.Loop() {
+		accept(i)
+		i++
+	}
+}
+
+// Example shows the three ways a context gets its keyed state, which
+// BenchmarkMAC times: a key schedule, a restore, a clone of a template.
+func Example() {
+	alg, err := mac.Lookup("hmac(sha256)")
+	if err != nil {
+		panic(err)
+	}
+	key := []byte("a traffic key")
+	msg := []byte("SNE | pseudo-header | TCP header | payload")
+
+	c := alg.NewContext()
+	if err := c.SetKey(key); err != nil { // key schedule
+		panic(err)
+	}
+	c.Write(msg)
+	fresh := c.Sum(nil)
+
+	c.Reset() // restore: no key schedule
+	c.Write(msg)
+	restored := c.Sum(nil)
+
+	var tmpl mac.Key // a template, shared by any number of contexts
+	if err := tmpl.Init(alg, key); err != nil {
+		panic(err)
+	}
+	d := alg.NewContext()
+	d.Load(&tmpl) // clone
+	d.Write(msg)
+	cloned := d.Sum(nil)
+
+	fmt.Println(mac.Equal(fresh, restored), mac.Equal(fresh, cloned))
+	// Output: true true
+}
+
+// keyringPeer is the i-th peer of the keyring benchmarks: one /32 each,
+// under 10.0.0.0/8 (keyring entries only; nothing is sent).
+func keyringPeer(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+}
+
+// keyringConfig is the MKT of peer i: hmac(sha1) with a 16-byte master
+// key, KeyIDs taken from i so that not all MKTs share them.
+func keyringConfig(i int) ao.Config {
+	return ao.Config{Peer: netip.PrefixFrom(keyringPeer(i), 32), SendID: byte(i), RecvID: byte(i >> 8),
+		Algorithm: "hmac(sha1)", Key: masterKey("hmac(sha1)")}
+}
+
+// keyrings caches the filled keyrings of BenchmarkKeyring across its runs
+// (a million MKTs take a while to add).
+var keyrings = map[int]*ao.Keyring{}
+
+func keyringOf(tb testing.TB, n int) *ao.Keyring {
+	if r, ok := keyrings[n]; ok {
+		return r
+	}
+	r := ao.NewKeyring(nil)
+	for i := range n {
+		if _, err := r.Add(keyringConfig(i)); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	keyrings[n] = r
+	return r
+}
+
+// BenchmarkKeyring is key management on a keyring of 16384 MKTs (one per
+// peer, as a BGP route server has): Add, synchronous Delete (no readers in
+// flight) and asynchronous Delete of one more MKT, each timed alone (the
+// keyring is brought back to 16384 MKTs every 1024 operations, untimed);
+// and LookupRecv of a random peer's MKT at 16 to a million MKTs.
+func BenchmarkKeyring(b *testing.B) {
+	const n, batch = 16384, 1024
+	extra := func(i int) ao.Config { return keyringConfig(1<<22 + i%batch) }
+	b.Run(fmt.Sprintf("add/%d", n), func(b *testing.B) {
+		r := keyringOf(b, n)
+		added := make([]*ao.MKT, 0, batch)
+		b.ReportAllocs()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			m, err := r.Add(extra(i))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if added = append(added, m); len(added) == batch || i == b.N-1 {
+				b.StopTimer()
+				for _, m := range added {
+					if err := r.Delete(m, ao.DeleteOptions{}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				added = added[:0]
+				b.StartTimer()
+			}
+		}
+	})
+	for _, async := range []bool{false, true} {
+		name := "delete-sync"
+		if async {
+			name = "delete-async"
+		}
+		b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) {
+			r := keyringOf(b, n)
+			added := make([]*ao.MKT, 0, batch)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; {
+				b.StopTimer()
+				for j := 0; j < batch && i+j < b.N; j++ {
+					m, err := r.Add(extra(j))
+					if err != nil {
+						b.Fatal(err)
+					}
+					added = append(added, m)
+				}
+				b.StartTimer()
+				for _, m := range added {
+					if err := r.Delete(m, ao.DeleteOptions{Async: async}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				i += len(added)
+				added = added[:0]
+			}
+		})
+	}
+	for _, size := range []int{16, 1024, 16384, 1000000} {
+		b.Run(fmt.Sprintf("lookup/%d", size), func(b *testing.B) {
+			r := keyringOf(b, size)
+			b.ReportAllocs()
+			x := uint32(1)
+			for b.Loop() {
+				x = x*1664525 + 1013904223 // random order: at a million MKTs, cache misses
+				i := int(x>>8) % size
+				if r.LookupRecv(keyringPeer(i), byte(i>>8), 0) == nil {
+					b.Fatal("MKT not found")
+				}
+			}
+		})
+	}
+}
