@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -261,9 +260,12 @@ func (c *Conn) sendKey() (*MKT, pinned, error) {
 			return nil, pinned{}, ErrNoCurrentKey
 		}
 		if !pin(next, &next.pinsCur) {
-			// A delete of next is deciding: it backs off (next is busy,
-			// being m's replacement) or forwards m to next's replacement.
-			runtime.Gosched()
+			// A delete of next is deciding, under the keyring's lock: it
+			// backs off (next is busy, being m's replacement) or forwards
+			// m to next's replacement. Wait for it and look again.
+			//lint:ignore SA2001 an empty critical section: waiting is the point
+			c.ring.mu.Lock()
+			c.ring.mu.Unlock()
 			continue
 		}
 		if c.current.CompareAndSwap(m, next) {
@@ -284,7 +286,9 @@ func (c *Conn) rnextID(cur *MKT) uint8 {
 			break
 		}
 		if !pin(n, &n.pinsNext) { // see sendKey
-			runtime.Gosched()
+			//lint:ignore SA2001 waiting for the delete's decision, as in sendKey
+			c.ring.mu.Lock()
+			c.ring.mu.Unlock()
 		} else if c.rnext.CompareAndSwap(m, n) {
 			m.pinsNext.Add(-1)
 		} else {
