@@ -263,9 +263,7 @@ func (c *Conn) sendKey() (*MKT, pinned, error) {
 			// A delete of next is deciding, under the keyring's lock: it
 			// backs off (next is busy, being m's replacement) or forwards
 			// m to next's replacement. Wait for it and look again.
-			//lint:ignore SA2001 an empty critical section: waiting is the point
-			c.ring.mu.Lock()
-			c.ring.mu.Unlock()
+			c.ring.settle()
 			continue
 		}
 		if c.current.CompareAndSwap(m, next) {
@@ -286,9 +284,7 @@ func (c *Conn) rnextID(cur *MKT) uint8 {
 			break
 		}
 		if !pin(n, &n.pinsNext) { // see sendKey
-			//lint:ignore SA2001 waiting for the delete's decision, as in sendKey
-			c.ring.mu.Lock()
-			c.ring.mu.Unlock()
+			c.ring.settle()
 		} else if c.rnext.CompareAndSwap(m, n) {
 			m.pinsNext.Add(-1)
 		} else {

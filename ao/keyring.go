@@ -158,6 +158,13 @@ func forward(m, rep *MKT, fwd *[]*MKT, repFwd func(*MKT) *[]*MKT, next func(*MKT
 	*fwd = nil
 }
 
+// settle waits until no add or delete is in progress (a delete that is
+// deciding whether a key is busy has it marked deleting meanwhile).
+func (r *Keyring) settle() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+}
+
 // has reports whether m is in r (and not deleted); under r.mu.
 func (r *Keyring) has(m *MKT) bool {
 	found := false
