@@ -124,12 +124,16 @@ func newKey(cfg *Config, r *Keyring) (*Key, error) {
 	if cfg.IfIndex < 0 || cfg.IfIndex > math.MaxInt32 || (cfg.IfIndex != 0 && !cfg.HasIfIndex) {
 		return nil, fmt.Errorf("%w: ifindex %d (bound %v)", ErrInvalidKey, cfg.IfIndex, cfg.HasIfIndex)
 	}
-	k := &Key{peer: peer, ifindex: cfg.IfIndex, bound: cfg.HasIfIndex, ring: r, pool: r.pool, secret: new(secret)}
+	pool := r.pool
+	if pool == nil {
+		pool = sigpool.Default
+	}
+	k := &Key{peer: peer, ifindex: cfg.IfIndex, bound: cfg.HasIfIndex, ring: r, pool: pool, secret: new(secret)}
 	if err := k.secret.init(cfg.Key); err != nil {
 		k.secret.wipe()
 		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
 	}
-	id, err := r.pool.Alloc(mac.TCPMD5, scratchSize)
+	id, err := pool.Alloc(mac.TCPMD5, scratchSize)
 	if err != nil {
 		k.secret.wipe()
 		return nil, err

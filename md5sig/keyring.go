@@ -15,10 +15,12 @@ import (
 // connections it accepts, or one connection): Linux's tcp_md5sig_info.
 // Lookups by (peer address, L3 index) take no lock and cost the same at ten
 // and at a million keys; adds and deletes serialise on a mutex and never
-// wait for readers of other keys. Safe for concurrent use.
+// wait for readers of other keys. Safe for concurrent use. The zero
+// Keyring is empty and computes through sigpool.Default; a Keyring must
+// not be copied after first use.
 type Keyring struct {
 	mu   sync.Mutex
-	pool *sigpool.Pool
+	pool *sigpool.Pool // nil: sigpool.Default; set only by NewKeyring
 	// keys is indexed by peer prefix and tag: the L3 index of a bound key,
 	// 0 for unbound keys and for keys bound to the default domain (both
 	// have Linux l3index 0, so neither wins over the other; the longer
