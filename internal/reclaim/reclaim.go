@@ -63,11 +63,13 @@ const (
 // Why the drain always happens. A failed Acquire increments a shard too, for
 // a moment, so a tryDrain may see a non-zero shard that no pinned reader
 // holds. Every goroutine that decrements after the store of retired runs
-// tryDrain after its decrement; take the last decrement in the total order:
-// every increment before it has been matched, so its tryDrain sees all
-// shards at zero. Only readers that loaded live in their first check before
-// the store can still increment, so the number of such transient increments
-// is bounded and the drain is not postponed by a stream of late readers.
+// tryDrain after its decrement. If none does, the retirer's own tryDrain
+// sees every shard at zero. Otherwise take the last such decrement in the
+// total order: every increment has been matched by then (a pin still held,
+// or an increment after it, would mean a later decrement), so its tryDrain
+// sees every shard at zero. Only readers whose first check ran before Retire
+// claimed the Guard can still increment, so such transient increments are
+// few and a stream of late readers cannot postpone the drain.
 // The same Dekker argument covers Release: it either sees a state other than
 // live and runs tryDrain itself, or its decrement comes before the store of
 // retired and therefore before the retirer's own tryDrain reads the shards.
