@@ -20,8 +20,8 @@
 //     of package segment (Linux's SKB_DROP_REASON_TCP_AUTH_HDR).
 //   - Linux's key selection (__tcp_md5_do_lookup, better_md5_match): keys
 //     by peer prefix, the longest prefix wins, a key bound to an L3 domain
-//     (TCP_MD5SIG_FLAG_IFINDEX, a VRF) matches only that domain and wins
-//     over every key that is not; keys are 1 to 80 bytes.
+//     (TCP_MD5SIG_FLAG_IFINDEX) matches only that domain, and one bound to
+//     a VRF wins over every key that is not; keys are 1 to 80 bytes.
 //   - Digests are compared in constant time ([mac.Equal]).
 //   - [Keyring.Sign] and [Keyring.Verify] take no lock on the keyring,
 //     allocate nothing and go through a [sigpool.Pool], as Linux goes

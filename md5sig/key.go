@@ -39,7 +39,10 @@ type Config struct {
 	// IfIndex is the L3 domain (the ifindex of a VRF master device, 0
 	// for the default VRF) the key is bound to when HasIfIndex is set
 	// (TCP_MD5SIG_FLAG_IFINDEX). A bound key matches only segments of
-	// that domain and wins over every unbound key.
+	// that domain; bound to a VRF (IfIndex > 0) it wins over every key
+	// that is not, whatever the prefix lengths. Bound to 0 it competes
+	// with unbound keys by prefix length, as in Linux (both have
+	// l3index 0 there).
 	IfIndex    int
 	HasIfIndex bool
 }

@@ -68,7 +68,13 @@ func tag(l3 int) uint32 { return uint32(l3) }
 // which overwrites the bytes in place under its readers, the replacement
 // is atomic: a concurrent Sign or Verify uses either the old key or the new
 // one, never a mix. The old key is deleted asynchronously (wiped once its
-// last reader is done) and its handle becomes stale.
+// last reader is done) and its handle becomes stale. Prefixes are compared
+// masked, so 10.0.0.9/24 replaces 10.0.0.0/24 (Linux compares the address
+// as given and would keep both, matching the same peers, the newer first).
+//
+// Linux also refuses (EKEYREJECTED) a TCP-MD5 key for a peer that has a
+// TCP-AO key on the same socket; a Keyring does not know the socket's AO
+// keys, so a stack holding both kinds must make that check itself.
 func (r *Keyring) Add(cfg Config) (*Key, error) {
 	k, err := newKey(&cfg, r)
 	if err != nil {
