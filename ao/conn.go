@@ -402,7 +402,14 @@ func (c *Conn) trafficKey(m *MKT, which int) (*trafficKey, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if !k.ready[which].Load() {
-		in := c.input(which, c.risn)
+		// Only Send_SYN does without the peer's ISN; for it c.risn must
+		// not even be read: a SYN retransmitted while the SYN-ACK that
+		// sets it is verified would race.
+		var peerISN uint32
+		if which != sendSYN {
+			peerISN = c.risn // risnKnown was seen true: Sign, Verify
+		}
+		in := c.input(which, peerISN)
 		if err := derive(m, &in, &k.keys[which]); err != nil {
 			return nil, err
 		}
