@@ -22,12 +22,16 @@ package netns
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"runtime"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // Run runs f on a goroutine locked to an OS thread in a new network
@@ -88,8 +92,11 @@ func setLink(name string, up uint32, mtu int) error {
 
 // AddAddr adds the address p.Addr() with prefix length p.Bits() to the
 // interface named name. The kernel then routes p.Masked() to the interface.
-// IPv6 addresses are added without duplicate address detection, so they
-// can be used at once.
+// IPv6 addresses are added without duplicate address detection, and
+// AddAddr returns once the kernel accepts packets to the address: even
+// without DAD, the local route of an IPv6 address is installed by a work
+// queue, and a packet that arrives before it is dropped (Ip6InAddrErrors).
+// For that wait, an interface given an IPv6 address must already be up.
 func AddAddr(name string, p netip.Prefix) error {
 	ifi, err := net.InterfaceByName(name)
 	if err != nil {
@@ -115,7 +122,32 @@ func AddAddr(name string, p netip.Prefix) error {
 	if err := m.do(); err != nil {
 		return fmt.Errorf("netns: add address %v to %s: %w", p, name, err)
 	}
+	if a.Is6() {
+		return waitLocalRoute6(a)
+	}
 	return nil
+}
+
+// waitLocalRoute6 polls /proc/thread-self/net/ipv6_route until the local
+// route of a (a /128 entry) is there.
+func waitLocalRoute6(a netip.Addr) error {
+	want := hex.EncodeToString(a.AsSlice()) + " 80 "
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, err := os.ReadFile("/proc/thread-self/net/ipv6_route")
+		if err != nil {
+			return fmt.Errorf("netns: %w", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, want) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("netns: the local route of %v did not appear", a)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // AddRoute routes the prefix p (masked) to the interface named name, as
