@@ -1,0 +1,309 @@
+package main
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/cpuid/v2"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// benchPayloads are the payload sizes measured: a bare ACK, a small
+// write, the IPv4 default MSS, a full 1500-byte-MTU segment and a full
+// 9000-byte-jumbo one.
+var benchPayloads = []int{0, 64, 536, 1448, 8948}
+
+var benchBackends = []sigpool.Backend{sigpool.Clone, sigpool.Rekey}
+
+// benchRow is one measurement: an algorithm, backend, operation and
+// payload size, on one core and on all.
+type benchRow struct {
+	Alg          string  `json:"alg"`
+	Backend      string  `json:"backend"`
+	Op           string  `json:"op"`
+	Payload      int     `json:"payload"`
+	SegmentBytes int     `json:"segment_bytes"`
+	NsPerSegment float64 `json:"ns_per_segment"`
+	Gbps1        float64 `json:"gbit_s_one_core"`
+	GbpsAll      float64 `json:"gbit_s_all_cores"`
+	Cores        int     `json:"cores"`
+}
+
+// cpuInfo is the machine the numbers belong to.
+type cpuInfo struct {
+	Model      string   `json:"model"`
+	Logical    int      `json:"logical_cores"`
+	GOMAXPROCS int      `json:"gomaxprocs"`
+	Features   []string `json:"features"` // the SHA and AES ones present
+	Missing    []string `json:"missing"`  // the SHA and AES ones absent
+	GOARCH     string   `json:"goarch"`
+}
+
+func cpuOf() cpuInfo {
+	c := cpuInfo{Model: cpuid.CPU.BrandName, Logical: cpuid.CPU.LogicalCores, GOMAXPROCS: runtime.GOMAXPROCS(0), GOARCH: runtime.GOARCH,
+		Features: []string{}, Missing: []string{}}
+	if c.Model == "" {
+		c.Model = "unknown"
+	}
+	feats := []cpuid.FeatureID{cpuid.SHA, cpuid.AESNI, cpuid.VAES, cpuid.CLMUL, cpuid.AVX2, cpuid.AVX512F}
+	if runtime.GOARCH == "arm64" {
+		feats = []cpuid.FeatureID{cpuid.SHA1, cpuid.SHA2, cpuid.SHA3, cpuid.SHA512, cpuid.AESARM, cpuid.PMULL}
+	}
+	for _, f := range feats {
+		if cpuid.CPU.Supports(f) {
+			c.Features = append(c.Features, f.String())
+		} else {
+			c.Missing = append(c.Missing, f.String())
+		}
+	}
+	return c
+}
+
+// algList is the repeatable -alg flag.
+type algList []string
+
+func (a *algList) String() string { return strings.Join(*a, ",") }
+func (a *algList) Set(s string) error {
+	if strings.EqualFold(s, "md5") {
+		*a = append(*a, "md5")
+		return nil
+	}
+	alg, err := mac.Lookup(s)
+	if err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), "mac: "))
+	}
+	*a = append(*a, alg.Name())
+	return nil
+}
+
+// runBench is "tcpsig bench".
+func runBench(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	asJSON := fs.Bool("json", false, "")
+	d := fs.Duration("time", 30*time.Millisecond, "")
+	var algs algList
+	fs.Var(&algs, "alg", "")
+	rest, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if err != nil {
+		return failf(stderr, "bench: %v (see tcpsig help)", err)
+	}
+	if len(rest) > 0 {
+		return failf(stderr, "bench: unexpected argument %q (see tcpsig help)", rest[0])
+	}
+	if *d <= 0 {
+		return failf(stderr, "bench: -time must be positive")
+	}
+	if len(algs) == 0 {
+		algs = append(mac.Names(), "md5")
+	}
+	cpu := cpuOf()
+	var emit func(benchRow)
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		_ = enc.Encode(map[string]cpuInfo{"cpu": cpu})
+		emit = func(r benchRow) { _ = enc.Encode(r) }
+	} else {
+		fmt.Fprintf(stdout, "CPU: %s, %d logical cores, GOMAXPROCS %d (%s)\n", cpu.Model, cpu.Logical, cpu.GOMAXPROCS, cpu.GOARCH)
+		fmt.Fprintf(stdout, "SHA/AES features: %s; absent: %s\n", orNone(cpu.Features), orNone(cpu.Missing))
+		fmt.Fprintf(stdout, "Each cell ran for %v; segment = TCP header (timestamps + auth option) + payload.\n\n", *d)
+		const row = "%-14s  %-7s  %-6s  %7s  %10s  %13s  %14s\n"
+		fmt.Fprintf(stdout, row, "ALGORITHM", "BACKEND", "OP", "PAYLOAD", "NS/SEGMENT", "GBIT/S 1 CORE", fmt.Sprintf("GBIT/S %d CORES", cpu.GOMAXPROCS))
+		emit = func(r benchRow) {
+			fmt.Fprintf(stdout, row, r.Alg, r.Backend, r.Op, fmt.Sprint(r.Payload), fmt.Sprintf("%.0f", r.NsPerSegment),
+				fmt.Sprintf("%.2f", r.Gbps1), fmt.Sprintf("%.2f", r.GbpsAll))
+		}
+	}
+	for _, alg := range algs {
+		for _, b := range benchBackends {
+			for _, p := range benchPayloads {
+				for _, op := range []string{"sign", "verify"} {
+					r, err := measure(alg, b, op, p, *d)
+					if err != nil {
+						return failf(stderr, "bench: %s %v %s: %v", alg, b, op, err)
+					}
+					emit(r)
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, " ")
+}
+
+// measure runs one cell: op on one goroutine for d, then on GOMAXPROCS
+// goroutines (each with its own connection and segment, one shared pool
+// and keyring, as a server's connections share them) for d.
+func measure(alg string, b sigpool.Backend, op string, payload int, d time.Duration) (benchRow, error) {
+	pool := sigpool.New(sigpool.Config{Backend: b})
+	newWorker, err := benchSetup(alg, pool)
+	if err != nil {
+		return benchRow{}, err
+	}
+	w, err := newWorker(op, payload)
+	if err != nil {
+		return benchRow{}, err
+	}
+	r := benchRow{Alg: alg, Backend: b.String(), Op: op, Payload: payload, SegmentBytes: w.bytes, Cores: runtime.GOMAXPROCS(0)}
+	n, el := runFor(w.step, d)
+	r.NsPerSegment = float64(el.Nanoseconds()) / float64(n)
+	r.Gbps1 = float64(n*int64(w.bytes)*8) / float64(el.Nanoseconds())
+
+	workers := make([]*benchWorker, r.Cores)
+	for i := range workers {
+		if workers[i], err = newWorker(op, payload); err != nil {
+			return r, err
+		}
+	}
+	var total atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, w := range workers {
+		wg.Go(func() {
+			n, _ := runFor(w.step, d)
+			total.Add(n)
+		})
+	}
+	wg.Wait()
+	r.GbpsAll = float64(total.Load()*int64(w.bytes)*8) / float64(time.Since(start).Nanoseconds())
+	return r, nil
+}
+
+// runFor calls step in growing batches until d has passed.
+func runFor(step func() error, d time.Duration) (n int64, elapsed time.Duration) {
+	start := time.Now()
+	for batch := int64(1); ; batch *= 2 {
+		for range batch {
+			if step() != nil {
+				panic("tcpsig bench: a segment failed to sign or verify")
+			}
+		}
+		n += batch
+		if elapsed = time.Since(start); elapsed >= d {
+			return n, elapsed
+		}
+	}
+}
+
+// benchWorker signs or verifies one segment over and over.
+type benchWorker struct {
+	step  func() error
+	bytes int
+}
+
+var (
+	benchA = netip.MustParseAddrPort("10.0.0.1:40000")
+	benchB = netip.MustParseAddrPort("10.0.0.2:179")
+)
+
+// benchSetup adds the keys of both ends to one keyring over pool and
+// returns a maker of workers.
+func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*benchWorker, error), error) {
+	host := func(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, 32) }
+	if alg == "md5" {
+		ring := md5sig.NewKeyring(pool)
+		for _, p := range []netip.Addr{benchA.Addr(), benchB.Addr()} {
+			if _, err := ring.Add(md5sig.Config{Peer: host(p), Key: []byte("bgp-session-secret")}); err != nil {
+				return nil, err
+			}
+		}
+		return func(op string, payload int) (*benchWorker, error) {
+			seg, err := benchSegment(payload, []byte{segment.OptionKindMD5, segment.MD5OptionLen, 15: 0, 17: 0})
+			if err != nil {
+				return nil, err
+			}
+			if err := ring.Sign(&seg, 0); err != nil {
+				return nil, err
+			}
+			if op == "sign" {
+				return &benchWorker{step: func() error { return ring.Sign(&seg, 0) }, bytes: seg.Len()}, nil
+			}
+			return &benchWorker{step: func() error { return ring.Verify(&seg, 0) }, bytes: seg.Len()}, nil
+		}, nil
+	}
+	keyLen := 20
+	switch alg {
+	case "cmac(aes128)":
+		keyLen = 16
+	case "cmac(aes)":
+		keyLen = 32
+	}
+	key := []byte(strings.Repeat("k", keyLen))
+	ring := ao.NewKeyring(pool)
+	if _, err := ring.Add(ao.Config{Peer: host(benchB.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key}); err != nil {
+		return nil, err
+	}
+	if _, err := ring.Add(ao.Config{Peer: host(benchA.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
+		return nil, err
+	}
+	const isnA, isnB = 1000, 5000
+	return func(op string, payload int) (*benchWorker, error) {
+		var snd, rcv ao.Conn
+		if err := snd.Import(ring, ao.Endpoint{Local: benchA, Remote: benchB}, ao.Policy{},
+			ao.RepairState{LocalISN: isnA, RemoteISN: isnB, SendSeq: isnA, RecvSeq: isnB, CurrentSendID: 1, RNextRecvID: 2}); err != nil {
+			return nil, err
+		}
+		if err := rcv.Import(ring, ao.Endpoint{Local: benchB, Remote: benchA}, ao.Policy{},
+			ao.RepairState{LocalISN: isnB, RemoteISN: isnA, SendSeq: isnB, RecvSeq: isnA, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
+			return nil, err
+		}
+		seg, err := benchSegment(payload, ao.AppendOption(nil, 1, 2, ao.DefaultMACLen))
+		if err != nil {
+			return nil, err
+		}
+		if err := snd.Sign(&seg); err != nil {
+			return nil, err
+		}
+		if op == "sign" {
+			return &benchWorker{step: func() error { return snd.Sign(&seg) }, bytes: seg.Len()}, nil
+		}
+		return &benchWorker{step: func() error { return rcv.Verify(&seg) }, bytes: seg.Len()}, nil
+	}, nil
+}
+
+// benchSegment lays out an IPv4 data segment from A to B: a TCP header
+// with timestamps and the authentication option auth, and a payload.
+func benchSegment(payload int, auth []byte) (segment.Segment, error) {
+	opts := append([]byte{segment.OptionKindNOP, segment.OptionKindNOP, 8, 10, 0, 0, 1, 0, 0, 0, 2, 0}, auth...)
+	for len(opts)%4 != 0 {
+		opts = append(opts, segment.OptionKindNOP)
+	}
+	tcp := make([]byte, 20+len(opts)+payload)
+	binary.BigEndian.PutUint16(tcp[0:], benchA.Port())
+	binary.BigEndian.PutUint16(tcp[2:], benchB.Port())
+	binary.BigEndian.PutUint32(tcp[4:], 1001)
+	binary.BigEndian.PutUint32(tcp[8:], 5001)
+	tcp[12] = byte((20 + len(opts)) / 4 << 4)
+	tcp[13] = byte(segment.ACK | segment.PSH)
+	binary.BigEndian.PutUint16(tcp[14:], 512)
+	copy(tcp[20:], opts)
+	for i := range payload {
+		tcp[20+len(opts)+i] = byte(i)
+	}
+	return segment.FromTCP(benchA.Addr(), benchB.Addr(), tcp)
+}

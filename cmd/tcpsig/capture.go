@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+)
+
+// captureReader reads the frames of a pcap or pcapng file (gzipped or
+// not), one at a time into a reused buffer, and finds the IP packet in
+// each: memory does not grow with the file.
+type captureReader struct {
+	next func() (frame, error)
+	link linkDecoder
+}
+
+// openCapture recognises the file format from its first bytes.
+func openCapture(r io.Reader) (*captureReader, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %v", err)
+		}
+		br = bufio.NewReaderSize(zr, 1<<16)
+	}
+	magic, err := br.Peek(4)
+	if err != nil {
+		if len(magic) == 0 {
+			return nil, errors.New("empty file, not a pcap or pcapng capture")
+		}
+		return nil, errors.New("not a pcap or pcapng capture (too short)")
+	}
+	if binary.LittleEndian.Uint32(magic) == pcapngSHB {
+		return &captureReader{next: newPcapngReader(br).next}, nil
+	}
+	pr, err := newPcapReader(br)
+	if err != nil {
+		return nil, err
+	}
+	if lt := layers.LinkType(pr.linkType); !supportedLink(lt) {
+		return nil, unsupportedLink(pr.linkType)
+	}
+	return &captureReader{next: pr.next}, nil
+}
+
+// read returns the next frame's IP packet (nil when it carries none) and
+// whether the capture truncated the frame; io.EOF at the end.
+func (c *captureReader) read() (ip []byte, truncated bool, err error) {
+	f, err := c.next()
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, false, errors.New("the file ends in the middle of a packet (truncated capture)")
+		}
+		return nil, false, err
+	}
+	lt := layers.LinkType(f.linkType)
+	if uint32(lt) != f.linkType || !supportedLink(lt) {
+		return nil, false, unsupportedLink(f.linkType)
+	}
+	return c.link.ip(lt, f.data), len(f.data) < f.origLen, nil
+}
+
+func unsupportedLink(lt uint32) error {
+	name := "unknown"
+	if lt < 1<<16 {
+		name = layers.LinkType(lt).String()
+	}
+	return fmt.Errorf("link type %d (%s) is not supported: %s", lt, name, supportedLinks)
+}
+
+const supportedLinks = "Ethernet, Linux cooked (SLL, SLL2), raw IPv4/IPv6 and BSD loopback/null are"
+
+// Link types of raw IP: LINKTYPE_RAW, and the DLT_RAW values some
+// systems write (12, 14), LINKTYPE_IPV4, LINKTYPE_IPV6.
+func supportedLink(lt layers.LinkType) bool {
+	switch lt {
+	case layers.LinkTypeEthernet, layers.LinkTypeLinuxSLL, layers.LinkTypeLinuxSLL2,
+		layers.LinkTypeNull, layers.LinkTypeLoop,
+		layers.LinkTypeRaw, 12, 14, layers.LinkTypeIPv4, layers.LinkTypeIPv6:
+		return true
+	}
+	return false
+}
+
+// linkDecoder strips link-layer headers with gopacket's decoders into
+// reused layer values (no allocation per frame).
+type linkDecoder struct {
+	eth   layers.Ethernet
+	dot1q layers.Dot1Q
+	sll   layers.LinuxSLL
+	sll2  layers.LinuxSLL2
+	loop  layers.Loopback
+}
+
+// ip returns the IPv4 or IPv6 packet in frame, or nil.
+func (d *linkDecoder) ip(lt layers.LinkType, frame []byte) []byte {
+	nf := gopacket.NilDecodeFeedback
+	var et layers.EthernetType
+	var payload []byte
+	switch lt {
+	case layers.LinkTypeEthernet:
+		if d.eth.DecodeFromBytes(frame, nf) != nil {
+			return nil
+		}
+		et, payload = d.eth.EthernetType, d.eth.Payload
+		for range 2 { // 802.1Q, QinQ
+			if et != layers.EthernetTypeDot1Q && et != layers.EthernetTypeQinQ {
+				break
+			}
+			if d.dot1q.DecodeFromBytes(payload, nf) != nil {
+				return nil
+			}
+			et, payload = d.dot1q.Type, d.dot1q.Payload
+		}
+	case layers.LinkTypeLinuxSLL:
+		if d.sll.DecodeFromBytes(frame, nf) != nil {
+			return nil
+		}
+		et, payload = d.sll.EthernetType, d.sll.Payload
+	case layers.LinkTypeLinuxSLL2:
+		if d.sll2.DecodeFromBytes(frame, nf) != nil {
+			return nil
+		}
+		et, payload = d.sll2.ProtocolType, d.sll2.Payload
+	case layers.LinkTypeNull, layers.LinkTypeLoop:
+		if d.loop.DecodeFromBytes(frame, nf) != nil {
+			return nil
+		}
+		switch d.loop.Family {
+		case layers.ProtocolFamilyIPv4:
+			et = layers.EthernetTypeIPv4
+		case layers.ProtocolFamilyIPv6BSD, layers.ProtocolFamilyIPv6FreeBSD, layers.ProtocolFamilyIPv6Darwin, layers.ProtocolFamilyIPv6Linux:
+			et = layers.EthernetTypeIPv6
+		}
+		payload = d.loop.Payload
+	default: // raw IP
+		return ipVersion(frame)
+	}
+	if et != layers.EthernetTypeIPv4 && et != layers.EthernetTypeIPv6 {
+		return nil
+	}
+	return payload
+}
+
+func ipVersion(b []byte) []byte {
+	if len(b) > 0 && (b[0]>>4 == 4 || b[0]>>4 == 6) {
+		return b
+	}
+	return nil
+}
+
+// peekEndpoints reads the addresses and ports of a packet that did not
+// parse, as far as its bytes allow: enough to attribute it to a flow.
+func peekEndpoints(ip []byte) (src, dst netip.AddrPort, ok bool) {
+	var s, d netip.Addr
+	var l4 []byte
+	switch {
+	case len(ip) >= 20 && ip[0]>>4 == 4 && ip[9] == 6:
+		s, d = netip.AddrFrom4([4]byte(ip[12:16])), netip.AddrFrom4([4]byte(ip[16:20]))
+		if ihl := int(ip[0]&0x0f) * 4; ihl >= 20 && ihl <= len(ip) {
+			l4 = ip[ihl:]
+		}
+	case len(ip) >= 40 && ip[0]>>4 == 6 && ip[6] == 6:
+		s, d = netip.AddrFrom16([16]byte(ip[8:24])).Unmap(), netip.AddrFrom16([16]byte(ip[24:40])).Unmap()
+		l4 = ip[40:]
+	default:
+		return src, dst, false
+	}
+	if len(l4) < 4 {
+		return src, dst, false
+	}
+	return netip.AddrPortFrom(s, binary.BigEndian.Uint16(l4[0:])), netip.AddrPortFrom(d, binary.BigEndian.Uint16(l4[2:])), true
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+)
+
+// The built-in sample that "tcpsig verify" checks without arguments: a
+// capture and its description, in the shape of a capture entry of
+// testvectors/linux/manifest.json (keys in the keys-file format).
+var (
+	//go:embed testdata/demo.pcap
+	demoPcap []byte
+	//go:embed testdata/demo.json
+	demoJSON []byte
+)
+
+// demoEntry is testdata/demo.json.
+type demoEntry struct {
+	Name   string            `json:"name"`
+	Source string            `json:"source"`
+	Notes  string            `json:"notes"`
+	Keys   json.RawMessage   `json:"keys"`
+	ISN    map[string]uint32 `json:"isn"`
+	SNE    map[string]uint32 `json:"sne"`
+}
+
+type demo struct {
+	input    input
+	keys     *keySet
+	isn, sne map[netip.AddrPort]uint32
+}
+
+func loadDemo() (*demo, error) {
+	var e demoEntry
+	if err := json.Unmarshal(demoJSON, &e); err != nil {
+		return nil, err
+	}
+	kf, err := parseKeys("demo.json", e.Keys)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := loadKeys(kf)
+	if err != nil {
+		return nil, err
+	}
+	d := &demo{keys: ks}
+	if d.isn, err = endpointMap(e.ISN); err != nil {
+		return nil, err
+	}
+	if d.sne, err = endpointMap(e.SNE); err != nil {
+		return nil, err
+	}
+	title := fmt.Sprintf("No capture given: verifying the built-in sample %q\n(%s):\n%s", e.Name, e.Source, e.Notes)
+	d.input = input{name: "built-in sample", title: title, open: func() (io.ReadCloser, int64, error) {
+		return io.NopCloser(bytes.NewReader(demoPcap)), int64(len(demoPcap)), nil
+	}}
+	return d, nil
+}
+
+func endpointMap(m map[string]uint32) (map[netip.AddrPort]uint32, error) {
+	out := map[netip.AddrPort]uint32{}
+	for s, n := range m {
+		ap, err := netip.ParseAddrPort(s)
+		if err != nil {
+			return nil, err
+		}
+		out[ap] = n
+	}
+	return out, nil
+}

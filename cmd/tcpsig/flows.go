@@ -1,0 +1,201 @@
+package main
+
+import (
+	"net/netip"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/segment"
+)
+
+// flowKey names a TCP flow by its two endpoints in a fixed order, so both
+// directions find the same flow.
+type flowKey struct{ a, b netip.AddrPort }
+
+func keyOf(src, dst netip.AddrPort) (k flowKey, sender int) {
+	if less(dst, src) {
+		return flowKey{dst, src}, 1
+	}
+	return flowKey{src, dst}, 0
+}
+
+func less(x, y netip.AddrPort) bool {
+	if c := x.Addr().Compare(y.Addr()); c != 0 {
+		return c < 0
+	}
+	return x.Port() < y.Port()
+}
+
+// isnSource says where an endpoint's ISN came from.
+type isnSource uint8
+
+const (
+	isnUnknown isnSource = iota
+	isnFromSYN
+	isnFromSYNACK
+	isnFromFlag
+)
+
+func (s isnSource) String() string {
+	return [...]string{"unknown", "SYN", "SYN-ACK", "-isn"}[s]
+}
+
+// endState is what the capture tells about one endpoint of a flow: its
+// ISN and the SNE of its send direction.
+type endState struct {
+	addr    netip.AddrPort
+	isn     uint32
+	isnFrom isnSource
+	// The SNE of the endpoint's send direction as of sequence number
+	// basis (RFC 5925 §6.2); moved forward only by segments that verify,
+	// as the receiver's kernel does.
+	sne, basis uint32
+	sneSet     bool
+}
+
+func (e *endState) isnKnown() bool { return e.isnFrom != isnUnknown }
+
+// sneOf returns the SNE of sequence number seq.
+func (e *endState) sneOf(seq uint32) uint32 { return computeSNE(e.sne, e.basis, seq) }
+
+// advance moves the SNE basis to seq if seq is after it.
+func (e *endState) advance(seq uint32) {
+	if before(e.basis, seq) {
+		e.sne, e.basis = e.sneOf(seq), seq
+	}
+}
+
+// computeSNE mirrors tcp_ao_compute_sne() (net/ipv4/tcp_ao.c): a seq
+// before the basis in serial arithmetic but numerically larger is in the
+// previous wrap, one after it but numerically smaller in the next.
+func computeSNE(sne, basis, seq uint32) uint32 {
+	if before(seq, basis) {
+		if seq > basis {
+			sne--
+		}
+	} else if seq < basis {
+		sne++
+	}
+	return sne
+}
+
+// before is Linux's before(): a precedes b in 32-bit serial arithmetic.
+func before(a, b uint32) bool { return int32(a-b) < 0 }
+
+// aoJudge is one TCP-AO reading of a direction: a keyring, and the
+// receiver's connection state over it, used only to Verify what the
+// receiver gets.
+type aoJudge struct {
+	ring     *ao.Keyring
+	conn     ao.Conn
+	imported bool
+}
+
+// dirState is one direction of a flow: the readings it is judged under
+// and what was found.
+type dirState struct {
+	ready     bool // readings below are set
+	ao        []*aoJudge
+	aoSender  bool // ao holds the sender's keys, mirrored
+	md5       *md5Keys
+	md5Sender bool
+
+	counts [numVerdicts]uint64
+	keyIDs [4]uint64 // TCP-AO KeyIDs seen, a bit each
+	kinds  [numKinds]bool
+	algs   []string
+	sne    uint32 // the last SNE judged with
+	sneHi  uint32 // the largest
+}
+
+func (d *dirState) covered() bool {
+	return len(d.ao) > 0 || len(d.md5.rings) > 0
+}
+
+func (d *dirState) noteAlg(alg string) {
+	for _, a := range d.algs {
+		if a == alg {
+			return
+		}
+	}
+	d.algs = append(d.algs, alg)
+}
+
+// flow is one TCP flow, both directions; ends[i] sends dirs[i].
+type flow struct {
+	id    int
+	ends  [2]endState
+	dirs  [2]dirState
+	conns int // connections seen (SYNs with a new ISN)
+}
+
+// flows is the flow table of one capture.
+type flows struct {
+	byKey map[flowKey]*flow
+	order []*flow
+}
+
+func newFlows() *flows { return &flows{byKey: map[flowKey]*flow{}} }
+
+// get returns the flow of a segment from src to dst and the sender's index,
+// creating it with the ISNs and SNEs given on the command line.
+func (t *flows) get(src, dst netip.AddrPort, opts *verifyOptions) (*flow, int) {
+	k, i := keyOf(src, dst)
+	if f, ok := t.byKey[k]; ok {
+		return f, i
+	}
+	f := &flow{id: len(t.order) + 1}
+	f.ends[0].addr, f.ends[1].addr = k.a, k.b
+	for j := range f.ends {
+		e := &f.ends[j]
+		if isn, ok := opts.isn[e.addr]; ok {
+			e.isn, e.isnFrom = isn, isnFromFlag
+		}
+	}
+	t.byKey[k] = f
+	t.order = append(t.order, f)
+	return f, i
+}
+
+// close releases the TCP-AO state of every flow.
+func (t *flows) close() {
+	for _, f := range t.order {
+		for i := range f.dirs {
+			for _, j := range f.dirs[i].ao {
+				j.conn.Close()
+			}
+		}
+	}
+}
+
+// learn takes what a segment sent by ends[i] tells about the connection,
+// before (and whatever) its verdict: a SYN or SYN-ACK gives the sender's
+// ISN and starts its SNE at 0; the first segment of a flow captured
+// without its handshake starts the SNE at the -sne value (default 0).
+func (f *flow) learn(i int, h segment.TCP, opts *verifyOptions) {
+	e, o := &f.ends[i], &f.ends[1-i]
+	seq := h.Seq()
+	switch h.Flags() & (segment.SYN | segment.ACK) {
+	case segment.SYN:
+		if e.isnFrom == isnFromSYN && e.isn == seq {
+			return // a retransmitted SYN
+		}
+		if e.isnFrom == isnFromSYN || e.isnFrom == isnFromSYNACK {
+			// A new connection on the same ports: what was learnt
+			// about the peer belongs to the old one.
+			*o = endState{addr: o.addr}
+		}
+		f.conns++
+		*e = endState{addr: e.addr, isn: seq, isnFrom: isnFromSYN, basis: seq, sneSet: true}
+		return
+	case segment.SYN | segment.ACK:
+		// A simultaneous open keeps the ISN of the endpoint's SYN.
+		if e.isnFrom == isnFromSYN || (e.isnFrom == isnFromSYNACK && e.isn == seq) {
+			return
+		}
+		*e = endState{addr: e.addr, isn: seq, isnFrom: isnFromSYNACK, basis: seq, sneSet: true}
+		return
+	}
+	if !e.sneSet {
+		e.sne, e.basis, e.sneSet = opts.sne[e.addr], seq, true
+	}
+}

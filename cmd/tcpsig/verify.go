@@ -1,0 +1,376 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/segment"
+)
+
+// verdict is the judgement of one segment.
+type verdict uint8
+
+const (
+	good       verdict = iota // the MAC verifies
+	bad                       // the MAC does not verify
+	noKey                     // no key with the segment's KeyID (TCP-AO) or for its peer
+	unsigned                  // no option, though a key covers the peer
+	malformed                 // the segment cannot be parsed as the kernel would
+	unknownISN                // TCP-AO, but an ISN the MAC depends on is unknown
+	numVerdicts
+)
+
+var verdictNames = [numVerdicts]string{"good", "bad", "no-key", "unsigned", "malformed", "unknown-isn"}
+
+func (v verdict) String() string { return verdictNames[v] }
+
+// failing reports whether the verdict makes the exit status 1.
+func (v verdict) failing() bool { return v != good && v != unknownISN }
+
+// kind is the authentication option a segment carries.
+type kind uint8
+
+const (
+	kindNone kind = iota
+	kindAO
+	kindMD5
+	numKinds
+)
+
+func (k kind) String() string { return [...]string{"none", "ao", "md5"}[k] }
+
+// result is the judgement of one segment, as reported.
+type result struct {
+	frame        int
+	src, dst     netip.AddrPort // invalid when the packet is too broken to tell
+	flags        segment.Flags
+	seq          uint32
+	kind         kind
+	keyID, rnext uint8  // TCP-AO only
+	sne          uint32 // TCP-AO only
+	verdict      verdict
+	key          string // the keys-file entry that judged it
+	alg          string
+	sender       bool // judged with the sender's keys, mirrored
+	reason       string
+	flow         int // 0 when it belongs to no flow
+}
+
+// verifyOptions are the command line's settings that shape verification.
+type verifyOptions struct {
+	isn map[netip.AddrPort]uint32 // -isn
+	sne map[netip.AddrPort]uint32 // -sne
+}
+
+// totals counts a capture's packets and verdicts.
+type totals struct {
+	packets uint64
+	skipped uint64 // not TCP over IP, or TCP that no key concerns
+	counts  [numVerdicts]uint64
+}
+
+func (t *totals) add(o *totals) {
+	t.packets += o.packets
+	t.skipped += o.skipped
+	for i := range t.counts {
+		t.counts[i] += o.counts[i]
+	}
+}
+
+func (t *totals) checked() (n uint64) {
+	for _, c := range t.counts {
+		n += c
+	}
+	return n
+}
+
+// verifier judges the packets of one capture, in order, and hands every
+// judged segment to emit. Its memory grows with the number of flows that
+// keys concern, not with the number of packets.
+type verifier struct {
+	keys   *keySet
+	opts   *verifyOptions
+	flows  *flows
+	totals totals
+	emit   func(*result)
+}
+
+func newVerifier(ks *keySet, opts *verifyOptions, emit func(*result)) *verifier {
+	return &verifier{keys: ks, opts: opts, flows: newFlows(), emit: emit}
+}
+
+// packet judges one IP packet (nil if the frame carries none). truncated
+// says the capture kept only part of the frame.
+func (v *verifier) packet(frame int, ip []byte, truncated bool) {
+	v.totals.packets++
+	if ip == nil {
+		v.totals.skipped++
+		return
+	}
+	seg, err := segment.ParsePacket(ip)
+	if err != nil {
+		v.broken(frame, ip, truncated, err)
+		return
+	}
+	h := seg.Header
+	src := netip.AddrPortFrom(seg.Src.Unmap(), h.SrcPort())
+	dst := netip.AddrPortFrom(seg.Dst.Unmap(), h.DstPort())
+	signed := seg.Auth.AO >= 0 || seg.Auth.MD5 >= 0
+	if !signed && !v.keys.relevant(src.Addr(), dst.Addr()) {
+		v.totals.skipped++
+		return
+	}
+	f, i := v.flows.get(src, dst, v.opts)
+	f.learn(i, h, v.opts)
+	d := v.direction(f, i)
+	r := result{frame: frame, src: src, dst: dst, flags: h.Flags(), seq: h.Seq(), flow: f.id}
+	switch {
+	case seg.Auth.AO >= 0:
+		v.judgeAO(f, i, d, &seg, &r)
+	case seg.Auth.MD5 >= 0:
+		v.judgeMD5(d, &seg, &r)
+	default:
+		r.verdict = unsigned
+		r.reason = "no TCP-AO or TCP-MD5 option, but " + v.coverage(d, src.Addr(), dst.Addr())
+	}
+	v.record(d, &r)
+}
+
+// broken reports a packet that does not parse, if it concerns a key.
+func (v *verifier) broken(frame int, ip []byte, truncated bool, err error) {
+	if errors.Is(err, segment.ErrNotTCP) || errors.Is(err, segment.ErrFragment) {
+		v.totals.skipped++
+		return
+	}
+	r := result{frame: frame, verdict: malformed, reason: strings.TrimPrefix(err.Error(), "segment: ")}
+	if truncated && errors.Is(err, segment.ErrShortPacket) {
+		r.reason = "the capture kept only part of the packet (snap length): cannot check it"
+	}
+	var d *dirState
+	src, dst, ok := peekEndpoints(ip)
+	if ok {
+		r.src, r.dst = src, dst
+	}
+	switch {
+	case ok && v.keys.relevant(src.Addr(), dst.Addr()):
+		f, i := v.flows.get(src, dst, v.opts)
+		d, r.flow = v.direction(f, i), f.id
+	case errors.Is(err, segment.ErrAuthOption), errors.Is(err, segment.ErrDuplicateAuth), errors.Is(err, segment.ErrBothAuth):
+		// A broken signature option is reported whoever it is for.
+	default:
+		v.totals.skipped++
+		return
+	}
+	v.record(d, &r)
+}
+
+// record counts a result and hands it on.
+func (v *verifier) record(d *dirState, r *result) {
+	v.totals.counts[r.verdict]++
+	if d != nil {
+		d.counts[r.verdict]++
+		d.kinds[r.kind] = true
+		if r.kind == kindAO {
+			d.keyIDs[r.keyID/64] |= 1 << (r.keyID % 64)
+			d.sne = r.sne
+			d.sneHi = max(d.sneHi, r.sne)
+		}
+		if r.alg != "" {
+			d.noteAlg(r.alg)
+		}
+	}
+	v.emit(r)
+}
+
+// direction returns the state of the direction ends[i] sends, with its
+// readings set up on first use.
+func (v *verifier) direction(f *flow, i int) *dirState {
+	d := &f.dirs[i]
+	if !d.ready {
+		src, dst := f.ends[i].addr.Addr(), f.ends[1-i].addr.Addr()
+		rings, sender := v.keys.aoReadings(src, dst)
+		for _, r := range rings {
+			d.ao = append(d.ao, &aoJudge{ring: r})
+		}
+		d.aoSender = sender
+		d.md5, d.md5Sender = v.keys.md5Readings(src, dst)
+		d.ready = true
+	}
+	return d
+}
+
+// judgeAO judges a segment with a TCP-AO option, sent by ends[i].
+func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r *result) {
+	h := seg.Header
+	opt, err := ao.ParseOption(h[seg.Auth.AO:])
+	if err != nil { // segment.ParsePacket checked it already
+		r.verdict, r.reason = malformed, err.Error()
+		return
+	}
+	r.kind, r.keyID, r.rnext, r.sender = kindAO, opt.KeyID, opt.RNextKeyID, d.aoSender
+	e, o := &f.ends[i], &f.ends[1-i]
+	flags, seq := h.Flags(), h.Seq()
+	if flags&segment.SYN == 0 {
+		r.sne = e.sneOf(seq)
+	}
+	type candidate struct {
+		j *aoJudge
+		m *ao.MKT
+	}
+	var buf [4]candidate
+	cands := buf[:0]
+	for _, j := range d.ao {
+		if m := j.ring.LookupRecv(r.src.Addr(), opt.KeyID, 0); m != nil {
+			cands = append(cands, candidate{j, m})
+		}
+	}
+	if len(cands) == 0 {
+		r.verdict, r.reason = noKey, v.aoNoKey(d, r)
+		return
+	}
+	r.key, r.alg = v.keys.aoName(cands[0].m), cands[0].m.Algorithm().Name()
+	if missing := missingISNs(flags, e, o); missing != "" {
+		r.verdict, r.reason = unknownISN, missing
+		return
+	}
+	r.verdict = noKey
+	for _, c := range cands {
+		if err := c.j.sync(f, i, c.m); err != nil {
+			r.verdict, r.reason = malformed, err.Error()
+			continue
+		}
+		err := c.j.conn.Verify(seg)
+		switch {
+		case err == nil:
+			r.verdict, r.reason = good, ""
+			r.key, r.alg = v.keys.aoName(c.m), c.m.Algorithm().Name()
+			if flags&segment.SYN == 0 {
+				e.advance(seq)
+			}
+			return
+		case errors.Is(err, ao.ErrMACLength):
+			if r.verdict != bad {
+				r.verdict, r.reason = bad, fmt.Sprintf("MAC is %d bytes, %s has maclen %d", len(opt.MAC), v.keys.aoName(c.m), c.m.MACLen())
+			}
+		case errors.Is(err, ao.ErrBadMAC):
+			if r.verdict != bad {
+				r.verdict, r.reason = bad, "MAC does not match"
+				r.key, r.alg = v.keys.aoName(c.m), c.m.Algorithm().Name()
+			}
+		case r.verdict == noKey:
+			r.verdict, r.reason = malformed, strings.TrimPrefix(err.Error(), "ao: ")
+		}
+	}
+}
+
+// missingISNs says which ISNs a segment's traffic key needs and the
+// capture has not given: a SYN needs its own only (its sequence number),
+// anything else both.
+func missingISNs(flags segment.Flags, e, o *endState) string {
+	var miss []string
+	if !e.isnKnown() && flags&segment.SYN == 0 {
+		miss = append(miss, e.addr.String())
+	}
+	if !o.isnKnown() && flags&(segment.SYN|segment.ACK) != segment.SYN {
+		miss = append(miss, o.addr.String())
+	}
+	if len(miss) == 0 {
+		return ""
+	}
+	flag := make([]string, len(miss))
+	for k, a := range miss {
+		flag[k] = "-isn " + a + "=ISN"
+	}
+	return fmt.Sprintf("ISN of %s unknown (handshake not in the capture): give %s", strings.Join(miss, " and "), strings.Join(flag, " "))
+}
+
+// sync makes the judge's connection state match what the capture says:
+// the receiver's (local) and sender's (remote) ISNs and the sender's SNE
+// basis. It re-imports only when they differ: once the handshake is
+// complete, and after another reading verified a segment this one did not.
+func (j *aoJudge) sync(f *flow, i int, m *ao.MKT) error {
+	e, o := &f.ends[i], &f.ends[1-i]
+	want := ao.RepairState{LocalISN: o.isn, RemoteISN: e.isn, RecvSNE: e.sne, RecvSeq: e.basis,
+		CurrentSendID: m.SendID(), RNextRecvID: m.RecvID()}
+	if j.imported {
+		got := j.conn.Export()
+		if got.LocalISN == want.LocalISN && got.RemoteISN == want.RemoteISN && got.RecvSNE == want.RecvSNE && got.RecvSeq == want.RecvSeq {
+			return nil
+		}
+	}
+	if err := j.conn.Import(j.ring, ao.Endpoint{Local: o.addr, Remote: e.addr}, ao.Policy{}, want); err != nil {
+		return err
+	}
+	j.imported = true
+	return nil
+}
+
+// aoNoKey explains a no-key verdict for a TCP-AO segment.
+func (v *verifier) aoNoKey(d *dirState, r *result) string {
+	if len(d.ao) == 0 {
+		return fmt.Sprintf("no TCP-AO key in the keys file for %v (as receiver's peer) or %v (as sender's)", r.src.Addr(), r.dst.Addr())
+	}
+	rings := make([]*ao.Keyring, len(d.ao))
+	for k, j := range d.ao {
+		rings[k] = j.ring
+	}
+	names, ids := v.keys.aoCovering(rings, r.src.Addr())
+	whose := "receiver"
+	if d.aoSender {
+		whose = "sender (mirrored)"
+	}
+	return fmt.Sprintf("no MKT with RecvID %d for peer %v; the %s's MKTs for it (%s) have RecvID %s",
+		r.keyID, r.src.Addr(), whose, strings.Join(names, ", "), joinInts(ids))
+}
+
+// judgeMD5 judges a segment with a TCP-MD5 option.
+func (v *verifier) judgeMD5(d *dirState, seg *segment.Segment, r *result) {
+	r.kind, r.sender = kindMD5, d.md5Sender
+	var err error
+	r.verdict, r.key, err = d.md5.verify(seg)
+	switch r.verdict {
+	case good:
+	case noKey:
+		r.reason = fmt.Sprintf("no TCP-MD5 key in the keys file for %v (as receiver's peer) or %v (as sender's)", r.src.Addr(), r.dst.Addr())
+		if len(d.ao) > 0 {
+			r.reason += "; the keys for this peer are TCP-AO"
+		}
+	case bad:
+		r.reason, r.alg = "MD5 signature does not match", "md5"
+	default:
+		r.reason = err.Error()
+	}
+	if r.verdict == good {
+		r.alg = "md5"
+	}
+}
+
+// coverage names the keys that make an unsigned segment an offence.
+func (v *verifier) coverage(d *dirState, src, dst netip.Addr) string {
+	var names []string
+	if len(d.ao) > 0 {
+		rings := make([]*ao.Keyring, len(d.ao))
+		for k, j := range d.ao {
+			rings[k] = j.ring
+		}
+		names, _ = v.keys.aoCovering(rings, src)
+	}
+	if d.md5.covers(src) {
+		names = append(names, d.md5.names(src)...)
+	}
+	if d.aoSender || d.md5Sender {
+		return fmt.Sprintf("the sender has keys for %v (%s)", dst, strings.Join(names, ", "))
+	}
+	return fmt.Sprintf("the receiver has keys for %v (%s)", src, strings.Join(names, ", "))
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// input is one capture to verify.
+type input struct {
+	name  string // as reported
+	title string // the heading of the text report
+	open  func() (io.ReadCloser, int64, error)
+}
+
+// runVerify is "tcpsig verify".
+func runVerify(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	keysPath := fs.String("keys", "", "")
+	asJSON := fs.Bool("json", false, "")
+	verbose := fs.Bool("v", false, "")
+	var isn, sne endpointValues
+	fs.Var(&isn, "isn", "")
+	fs.Var(&sne, "sne", "")
+	files, err := parseArgs(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	if err != nil {
+		return failf(stderr, "verify: %v (see tcpsig help)", err)
+	}
+
+	var ks *keySet
+	var inputs []input
+	switch {
+	case len(files) == 0 && *keysPath != "":
+		return failf(stderr, `verify: -keys given but no CAPTURE to verify ("-" for standard input)`)
+	case len(files) == 0:
+		d, err := loadDemo()
+		if err != nil { // the binary is broken
+			return failf(stderr, "verify: built-in sample: %v", err)
+		}
+		ks = d.keys
+		for ap, n := range d.isn {
+			if _, given := isn.m[ap]; !given {
+				_ = isn.Set(fmt.Sprintf("%v=%d", ap, n))
+			}
+		}
+		for ap, n := range d.sne {
+			if _, given := sne.m[ap]; !given {
+				_ = sne.Set(fmt.Sprintf("%v=%d", ap, n))
+			}
+		}
+		inputs = append(inputs, d.input)
+	default:
+		if *keysPath == "" {
+			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help)")
+		}
+		b, err := os.ReadFile(*keysPath)
+		if err != nil {
+			return failf(stderr, "verify: %v", unwrapPath(err))
+		}
+		kf, err := parseKeys(*keysPath, b)
+		if err != nil {
+			return failf(stderr, "verify: %v", err)
+		}
+		if ks, err = loadKeys(kf); err != nil {
+			return failf(stderr, "verify: %s: %v", *keysPath, err)
+		}
+		for _, f := range files {
+			inputs = append(inputs, fileInput(f))
+		}
+	}
+
+	var rep reporter
+	if *asJSON {
+		rep = newJSONReporter(stdout, len(inputs) > 1)
+	} else {
+		rep = &textReporter{w: stdout, verbose: *verbose, multi: len(inputs) > 1}
+	}
+	opts := &verifyOptions{isn: isn.m, sne: sne.m}
+	var all totals
+	for _, in := range inputs {
+		t, err := verifyOne(in, ks, opts, rep, stderr)
+		all.add(t)
+		if err != nil {
+			exit := 2
+			rep.summary(&all, len(inputs), exit)
+			return failf(stderr, "verify: %s: %v", in.name, err)
+		}
+	}
+	exit := 0
+	for v := range numVerdicts {
+		if v.failing() && all.counts[v] > 0 {
+			exit = 1
+		}
+	}
+	rep.summary(&all, len(inputs), exit)
+	return exit
+}
+
+// verifyOne verifies one capture, streaming its frames.
+func verifyOne(in input, ks *keySet, opts *verifyOptions, rep reporter, stderr io.Writer) (*totals, error) {
+	rc, size, err := in.open()
+	if err != nil {
+		return &totals{}, err
+	}
+	defer rc.Close()
+	cr := &countingReader{r: rc}
+	c, err := openCapture(cr)
+	if err != nil {
+		return &totals{}, err
+	}
+	rep.begin(in.name, in.title)
+	v := newVerifier(ks, opts, func(r *result) { rep.segment(in.name, r) })
+	defer v.flows.close()
+	prog := newProgress(stderr, in.name, size, cr)
+	var capErr error
+	for frame := 1; ; frame++ {
+		ip, truncated, err := c.read()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			capErr = fmt.Errorf("frame %d: %v", frame, err)
+			break
+		}
+		v.packet(frame, ip, truncated)
+		prog.tick(frame)
+	}
+	prog.done()
+	rep.end(in.name, &v.totals, summarize(v.flows), capErr)
+	return &v.totals, capErr
+}
+
+// fileInput is a capture file, or standard input for "-".
+func fileInput(path string) input {
+	if path == "-" {
+		return input{name: "(stdin)", title: "(stdin)", open: func() (io.ReadCloser, int64, error) {
+			return io.NopCloser(os.Stdin), 0, nil
+		}}
+	}
+	return input{name: path, title: path, open: func() (io.ReadCloser, int64, error) {
+		f, err := os.Open(path)
+		if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+			return nil, 0, pe.Err
+		} else if err != nil {
+			return nil, 0, err
+		}
+		var size int64
+		if st, err := f.Stat(); err == nil {
+			if st.IsDir() {
+				f.Close()
+				return nil, 0, errors.New("is a directory")
+			}
+			size = st.Size()
+		}
+		return f, size, nil
+	}}
+}
+
+// unwrapPath drops the path from an *os.PathError, which the caller names.
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %v", pe.Path, strings.TrimPrefix(pe.Err.Error(), pe.Op+" "))
+	}
+	return err
+}
