@@ -21,6 +21,8 @@ func BenchmarkStartEnd(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	cpu0 := cpuTime()
+	defer reportCPU(b, cpu0)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			p.Start(id).End()
@@ -59,6 +61,8 @@ func benchSign(b *testing.B, p *Pool, a *mac.Algorithm, size int) {
 	msg := make([]byte, size)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
+	cpu0 := cpuTime()
+	defer reportCPU(b, cpu0)
 	b.RunParallel(func(pb *testing.PB) {
 		sum := make([]byte, 0, mac.MaxSize)
 		for pb.Next() {
@@ -72,6 +76,15 @@ func benchSign(b *testing.B, p *Pool, a *mac.Algorithm, size int) {
 		}
 		sink = sum
 	})
+}
+
+// reportCPU reports the process CPU time per op since cpu0 ("cpu-ns/op"):
+// the sum over all Ps, so with RunParallel it is the cost of one op on
+// one core, whatever else runs on the machine.
+func reportCPU(b *testing.B, cpu0 int64) {
+	if cpu1 := cpuTime(); cpu0 >= 0 && cpu1 >= 0 && b.N > 0 {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+	}
 }
 
 // BenchmarkPick compares ways of choosing the first shard to try, each
