@@ -27,7 +27,7 @@ func allZero(p unsafe.Pointer, n uintptr) bool {
 }
 
 // masterWiped reports whether m's prepared master key is all zero.
-func masterWiped(m *MKT) bool { return allZero(unsafe.Pointer(&m.master), unsafe.Sizeof(m.master)) }
+func masterWiped(m *MKT) bool { return allZero(unsafe.Pointer(m.master), unsafe.Sizeof(*m.master)) }
 
 // connKeyWiped reports whether every traffic key of k is all zero.
 func connKeyWiped(k *connKey) bool {

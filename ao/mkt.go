@@ -54,9 +54,12 @@ type MKT struct {
 	hasIfIndex     bool
 	ifindex        int
 	alg            *mac.Algorithm
-	master         kdf.Master
-	pool           *sigpool.Pool
-	poolID         sigpool.ID
+	// Behind a pointer so that fmt, walking a copied MKT's fields
+	// without its methods, prints an address and not the keyed state
+	// (for hmac(rmd160) that is key⊕ipad and key⊕opad).
+	master *kdf.Master
+	pool   *sigpool.Pool
+	poolID sigpool.ID
 
 	guard reclaim.Guard
 	good  atomic.Uint64
@@ -117,7 +120,8 @@ func newMKT(cfg *Config, pool *sigpool.Pool) (*MKT, error) {
 		return nil, fmt.Errorf("%w: ifindex without HasIfIndex", ErrInvalidKey)
 	}
 	m := &MKT{peer: peer, sendID: cfg.SendID, recvID: cfg.RecvID, maclen: uint8(maclen),
-		exclude: cfg.ExcludeOptions, hasIfIndex: cfg.HasIfIndex, ifindex: cfg.IfIndex, alg: alg, pool: pool}
+		exclude: cfg.ExcludeOptions, hasIfIndex: cfg.HasIfIndex, ifindex: cfg.IfIndex, alg: alg, pool: pool,
+		master: new(kdf.Master)}
 	if err := m.master.Init(alg, cfg.Key); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
 	}
