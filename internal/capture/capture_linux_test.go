@@ -3,12 +3,15 @@ package capture
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tcpsig/tcpsig/internal/usertcp/netns"
 )
 
 // TestCaptureLoopback captures a small TCP exchange on the host's lo and
@@ -18,19 +21,27 @@ func TestCaptureLoopback(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: AF_PACKET capture needs CAP_NET_RAW")
 	}
+	// In a fresh namespace: proves the capture follows the thread's
+	// namespace, and keeps other tests' loopback traffic away.
+	if err := netns.Run(func() error { return captureLoopback(t) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func captureLoopback(t *testing.T) error {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer ln.Close()
 	port := uint16(ln.Addr().(*net.TCPAddr).Port)
 	c, err := Start(Options{Filter: TCPPorts(port)})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer c.Stop()
 	if c.LinkType() != LinkTypeEthernet {
-		t.Fatalf("lo link type %v", c.LinkType())
+		return fmt.Errorf("lo link type %v", c.LinkType())
 	}
 
 	greeting := []byte("unique-greeting-7f3a")
@@ -47,19 +58,19 @@ func TestCaptureLoopback(t *testing.T) {
 	}()
 	cl, err := net.Dial("tcp4", ln.Addr().String())
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	got, err := io.ReadAll(cl)
 	cl.Close()
 	if err != nil || !bytes.Equal(got, greeting) {
-		t.Fatalf("read %q, %v", got, err)
+		return fmt.Errorf("read %q, %v", got, err)
 	}
 	if err := <-errc; err != nil {
-		t.Fatal(err)
+		return err
 	}
 	c.WaitIdle(200*time.Millisecond, 5*time.Second)
 	if err := c.Stop(); err != nil {
-		t.Fatal(err)
+		return err
 	}
 
 	pkts := c.Packets()
@@ -68,7 +79,7 @@ func TestCaptureLoopback(t *testing.T) {
 		ip := c.LinkType().IP(p.Data)
 		tcp := tcpOf(ip)
 		if tcp == nil || len(tcp) < 20 {
-			t.Fatalf("not TCP: %x", p.Data)
+			return fmt.Errorf("not TCP: %x", p.Data)
 		}
 		if binary.BigEndian.Uint16(tcp[0:]) != port && binary.BigEndian.Uint16(tcp[2:]) != port {
 			t.Errorf("filter let through %x", tcp[:4])
@@ -98,17 +109,18 @@ func TestCaptureLoopback(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "lo.pcap")
 	if err := c.WriteFile(path); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	lt, back, err := ReadFile(path)
 	if err != nil || lt != LinkTypeEthernet || len(back) != len(pkts) {
-		t.Fatalf("read back: %v %v %d packets, want %d", err, lt, len(back), len(pkts))
+		return fmt.Errorf("read back: %v %v %d packets, want %d", err, lt, len(back), len(pkts))
 	}
 	for i := range back {
 		if !bytes.Equal(back[i].Data, pkts[i].Data) {
 			t.Errorf("packet %d differs after round trip", i)
 		}
 	}
+	return nil
 }
 
 func TestStartErrors(t *testing.T) {
