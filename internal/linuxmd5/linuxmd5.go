@@ -29,9 +29,15 @@ import (
 // Socket option numbers and struct tcp_md5sig constants from
 // include/uapi/linux/tcp.h.
 const (
-	TCP_MD5SIG              = 14
-	TCP_MD5SIG_EXT          = 32
-	TCP_MD5SIG_FLAG_PREFIX  = 0x1
+	// TCP_MD5SIG sets a key for one exact peer address.
+	TCP_MD5SIG = 14
+	// TCP_MD5SIG_EXT sets a key with the flags below.
+	TCP_MD5SIG_EXT = 32
+	// TCP_MD5SIG_FLAG_PREFIX makes tcpm_prefixlen count: a key for a
+	// prefix of peers.
+	TCP_MD5SIG_FLAG_PREFIX = 0x1
+	// TCP_MD5SIG_FLAG_IFINDEX makes tcpm_ifindex count: a key bound to an
+	// L3 master device (VRF).
 	TCP_MD5SIG_FLAG_IFINDEX = 0x2
 	// MaxKeyLen is TCP_MD5SIG_MAXKEYLEN.
 	MaxKeyLen = 80
@@ -68,12 +74,20 @@ func (k Key) String() string {
 }
 
 // Marshal returns the struct tcp_md5sig for k and the socket option to
-// pass it with (TCP_MD5SIG or TCP_MD5SIG_EXT).
+// pass it with (TCP_MD5SIG or TCP_MD5SIG_EXT), for a socket of the peer's
+// address family.
 func (k Key) Marshal() (opt int, b []byte, err error) {
+	return k.marshal(false)
+}
+
+// marshal encodes k; for6 encodes an IPv4 peer as an IPv4-mapped IPv6
+// address, which is how an AF_INET6 socket (a dual-stack listener) takes
+// keys for IPv4 peers.
+func (k Key) marshal(for6 bool) (opt int, b []byte, err error) {
 	if len(k.Key) == 0 || len(k.Key) > MaxKeyLen {
 		return 0, nil, fmt.Errorf("linuxmd5: key length %d, want 1..%d", len(k.Key), MaxKeyLen)
 	}
-	b, opt, err = marshal(k.Peer, k.Ifindex, k.Ext)
+	b, opt, err = marshal(k.Peer, k.Ifindex, k.Ext, for6)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -82,7 +96,7 @@ func (k Key) Marshal() (opt int, b []byte, err error) {
 	return opt, b, nil
 }
 
-func marshal(peer netip.Prefix, ifindex int, ext bool) ([]byte, int, error) {
+func marshal(peer netip.Prefix, ifindex int, ext, for6 bool) ([]byte, int, error) {
 	if !peer.IsValid() {
 		return nil, 0, errors.New("linuxmd5: invalid peer prefix")
 	}
@@ -92,7 +106,13 @@ func marshal(peer netip.Prefix, ifindex int, ext bool) ([]byte, int, error) {
 		a, bits = a.Unmap(), max(bits-96, 0)
 	}
 	b := make([]byte, structLen)
-	if a.Is4() {
+	if a.Is4() && for6 {
+		// ::ffff:a.b.c.d with the IPv4 prefix length, as
+		// tcp_v6_parse_md5_keys expects.
+		binary.NativeEndian.PutUint16(b[0:], syscall.AF_INET6)
+		a16 := netip.AddrFrom16(a.As16()).As16()
+		copy(b[8:24], a16[:])
+	} else if a.Is4() {
 		binary.NativeEndian.PutUint16(b[0:], syscall.AF_INET)
 		a4 := a.As4()
 		copy(b[4:8], a4[:]) // sin_addr
@@ -114,9 +134,14 @@ func marshal(peer netip.Prefix, ifindex int, ext bool) ([]byte, int, error) {
 	return b, opt, nil
 }
 
-// Set installs k on the TCP socket fd.
+// Set installs k on the TCP socket fd. On an AF_INET6 socket an IPv4
+// peer is passed as an IPv4-mapped address, as the kernel requires.
 func Set(fd int, k Key) error {
-	opt, b, err := k.Marshal()
+	domain, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_DOMAIN)
+	if err != nil {
+		return fmt.Errorf("linuxmd5: SO_DOMAIN: %w", err)
+	}
+	opt, b, err := k.marshal(domain == syscall.AF_INET6)
 	if err != nil {
 		return err
 	}
@@ -125,7 +150,11 @@ func Set(fd int, k Key) error {
 
 // Delete removes the key for peer (and ifindex) from the TCP socket fd.
 func Delete(fd int, peer netip.Prefix, ifindex int) error {
-	b, opt, err := marshal(peer, ifindex, false)
+	domain, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_DOMAIN)
+	if err != nil {
+		return fmt.Errorf("linuxmd5: SO_DOMAIN: %w", err)
+	}
+	b, opt, err := marshal(peer, ifindex, false, domain == syscall.AF_INET6)
 	if err != nil {
 		return err
 	}

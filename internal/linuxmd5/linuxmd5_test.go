@@ -119,6 +119,11 @@ func TestKernelKeys(t *testing.T) {
 			{"v4 server only", []Key{{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: good}},
 				nil, false,
 				func(b, a Counters) bool { return a.NotFound > b.NotFound }, "127.0.0.1:0", "127.0.0.2:0"},
+			{"v4 peer of a dual-stack listener", []Key{{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: good}},
+				[]Key{{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: good}}, true, nil, ":0", "127.0.0.2:0"},
+			{"v4 peer of a dual-stack listener, wrong key", []Key{{Peer: netip.MustParsePrefix("127.0.0.2/32"), Key: good}},
+				[]Key{{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: bad}}, false,
+				func(b, a Counters) bool { return a.Failure > b.Failure }, ":0", "127.0.0.2:0"},
 			{"v6", []Key{{Peer: netip.MustParsePrefix("::1/128"), Key: good, Ext: true}},
 				[]Key{{Peer: netip.MustParsePrefix("::1/128"), Key: good}}, true, nil, "[::1]:0", "[::1]:0"},
 		} {
@@ -175,7 +180,11 @@ func tryConnect(listen, local string, srv, cli []Key, bound time.Duration) (bool
 		}
 	}()
 	d := net.Dialer{Control: Control(cli...), LocalAddr: la, Timeout: bound}
-	c, err := d.Dial("tcp", ln.Addr().String())
+	target := ln.Addr().(*net.TCPAddr)
+	if target.IP.IsUnspecified() { // a dual-stack listener, reached over IPv4
+		target = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: target.Port}
+	}
+	c, err := d.Dial("tcp", target.String())
 	if err != nil {
 		return false, nil
 	}
