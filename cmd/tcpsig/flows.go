@@ -11,11 +11,11 @@ import (
 // directions find the same flow.
 type flowKey struct{ a, b netip.AddrPort }
 
-func keyOf(src, dst netip.AddrPort) (k flowKey, sender int) {
+func keyOf(src, dst netip.AddrPort) flowKey {
 	if less(dst, src) {
-		return flowKey{dst, src}, 1
+		return flowKey{dst, src}
 	}
-	return flowKey{src, dst}, 0
+	return flowKey{src, dst}
 }
 
 func less(x, y netip.AddrPort) bool {
@@ -139,12 +139,16 @@ func newFlows() *flows { return &flows{byKey: map[flowKey]*flow{}} }
 // get returns the flow of a segment from src to dst and the sender's index,
 // creating it with the ISNs and SNEs given on the command line.
 func (t *flows) get(src, dst netip.AddrPort, opts *verifyOptions) (*flow, int) {
-	k, i := keyOf(src, dst)
+	k := keyOf(src, dst)
 	if f, ok := t.byKey[k]; ok {
-		return f, i
+		if f.ends[0].addr == src {
+			return f, 0
+		}
+		return f, 1
 	}
+	// ends[0] is the sender of the first segment seen.
 	f := &flow{id: len(t.order) + 1}
-	f.ends[0].addr, f.ends[1].addr = k.a, k.b
+	f.ends[0].addr, f.ends[1].addr = src, dst
 	for j := range f.ends {
 		e := &f.ends[j]
 		if isn, ok := opts.isn[e.addr]; ok {
@@ -153,7 +157,7 @@ func (t *flows) get(src, dst netip.AddrPort, opts *verifyOptions) (*flow, int) {
 	}
 	t.byKey[k] = f
 	t.order = append(t.order, f)
-	return f, i
+	return f, 0
 }
 
 // close releases the TCP-AO state of every flow.

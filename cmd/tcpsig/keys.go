@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/tcpsig/tcpsig/ao"
@@ -73,8 +74,8 @@ type fileJSON struct {
 // the file.
 func parseKeys(name string, b []byte) (*keysFile, error) {
 	var f fileJSON
-	if err := strictDecode(b, &f); err != nil {
-		return nil, fmt.Errorf("%s: %s", name, jsonError(b, err, "top level"))
+	if err := strictDecode(b, &f, "ao", "md5"); err != nil {
+		return nil, fmt.Errorf("%s%s", name, jsonError(b, err, "top level"))
 	}
 	if len(f.AO) == 0 && len(f.MD5) == 0 {
 		return nil, fmt.Errorf(`%s: no keys: want "ao" and/or "md5" entries`, name)
@@ -100,7 +101,7 @@ func parseKeys(name string, b []byte) (*keysFile, error) {
 func parseAO(raw json.RawMessage, i int) (aoEntry, error) {
 	where := fmt.Sprintf("ao[%d]", i)
 	var j aoJSON
-	if err := strictDecode(raw, &j); err != nil {
+	if err := strictDecode(raw, &j, "name", "alg", "key", "sndid", "rcvid", "peer", "maclen", "exclude_options"); err != nil {
 		return aoEntry{}, fmt.Errorf("%s%s", where, jsonError(raw, err, ""))
 	}
 	e := aoEntry{Name: where}
@@ -123,6 +124,15 @@ func parseAO(raw json.RawMessage, i int) (aoEntry, error) {
 	e.Algorithm = alg.Name()
 	if e.Key, err = parseSecret(*j.Key, ao.MaxKeyLen); err != nil {
 		return e, fmt.Errorf("%s.key: %v", where, err)
+	}
+	if alg.IsCMAC() && !alg.ReducesMasterKey() && !alg.KeySizeOK(len(e.Key)) {
+		var ok []string
+		for n := 1; n <= ao.MaxKeyLen; n++ {
+			if alg.KeySizeOK(n) {
+				ok = append(ok, fmt.Sprint(n))
+			}
+		}
+		return e, fmt.Errorf("%s.key: %d bytes, %s takes %s", where, len(e.Key), alg, strings.Join(ok, " or "))
 	}
 	for _, id := range []struct {
 		name string
@@ -153,7 +163,7 @@ func parseAO(raw json.RawMessage, i int) (aoEntry, error) {
 func parseMD5(raw json.RawMessage, i int) (md5Entry, error) {
 	where := fmt.Sprintf("md5[%d]", i)
 	var j md5JSON
-	if err := strictDecode(raw, &j); err != nil {
+	if err := strictDecode(raw, &j, "name", "peer", "key"); err != nil {
 		return md5Entry{}, fmt.Errorf("%s%s", where, jsonError(raw, err, ""))
 	}
 	e := md5Entry{Name: where}
@@ -226,11 +236,26 @@ func parsePeer(s string) (netip.Prefix, error) {
 	return p, nil
 }
 
-// strictDecode decodes one JSON value, refusing unknown fields and
-// trailing data.
-func strictDecode(b []byte, v any) error {
+// strictDecode decodes one JSON value, refusing trailing data and fields
+// other than the given ones: encoding/json would match "sndId" to
+// "sndid", and ignore "sndi".
+func strictDecode(b []byte, v any, fields ...string) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
+	var obj map[string]json.RawMessage
+	if err := dec.Decode(&obj); err == nil {
+		for k := range obj {
+			if slices.Contains(fields, k) {
+				continue
+			}
+			for _, f := range fields {
+				if strings.EqualFold(f, k) {
+					return fmt.Errorf("json: unknown field %q (did you mean %q?)", k, f)
+				}
+			}
+			return fmt.Errorf("json: unknown field %q", k)
+		}
+	}
+	dec = json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(v); err != nil {
 		return err
 	}
@@ -280,10 +305,14 @@ func jsonType(kind string) string {
 	return kind
 }
 
-// position returns the 1-based line and column of byte offset off.
+// position returns the 1-based line and column of the byte before
+// offset off, where a json.SyntaxError points.
 func position(b []byte, off int64) (line, col int) {
 	if off > int64(len(b)) {
 		off = int64(len(b))
+	}
+	if off > 0 {
+		off-- // the offset is just past the offending byte
 	}
 	pre := b[:off]
 	line = bytes.Count(pre, []byte{'\n'}) + 1

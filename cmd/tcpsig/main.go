@@ -65,8 +65,7 @@ func main() {
 // run is the command: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
+		return failf(stderr, "needs a command: verify, bench or help (tcpsig help for usage)")
 	}
 	switch args[0] {
 	case "verify":

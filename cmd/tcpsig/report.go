@@ -59,8 +59,13 @@ type dirSummary struct {
 func summarize(t *flows) []flowSummary {
 	var out []flowSummary
 	for _, f := range t.order {
-		fs := flowSummary{Flow: f.id, Endpoints: [2]string{f.ends[0].addr.String(), f.ends[1].addr.String()}, Connections: f.conns}
-		for i := range f.dirs {
+		// The client first: the end that sent a SYN, else the first seen.
+		order := [2]int{0, 1}
+		if f.ends[1].isnFrom == isnFromSYN && f.ends[0].isnFrom != isnFromSYN {
+			order = [2]int{1, 0}
+		}
+		fs := flowSummary{Flow: f.id, Endpoints: [2]string{f.ends[order[0]].addr.String(), f.ends[order[1]].addr.String()}, Connections: f.conns}
+		for _, i := range order {
 			d, e := &f.dirs[i], &f.ends[i]
 			var n uint64
 			for _, c := range d.counts {

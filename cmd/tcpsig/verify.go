@@ -88,14 +88,16 @@ func (t *totals) checked() (n uint64) {
 }
 
 // verifier judges the packets of one capture, in order, and hands every
-// judged segment to emit. Its memory grows with the number of flows that
-// keys concern, not with the number of packets.
+// judged segment to emit, which must not keep the result. Its memory
+// grows with the number of flows that keys concern, not with the number
+// of packets.
 type verifier struct {
 	keys   *keySet
 	opts   *verifyOptions
 	flows  *flows
 	totals totals
 	emit   func(*result)
+	r      result // the result being made, reused
 }
 
 func newVerifier(ks *keySet, opts *verifyOptions, emit func(*result)) *verifier {
@@ -126,17 +128,18 @@ func (v *verifier) packet(frame int, ip []byte, truncated bool) {
 	f, i := v.flows.get(src, dst, v.opts)
 	f.learn(i, h, v.opts)
 	d := v.direction(f, i)
-	r := result{frame: frame, src: src, dst: dst, flags: h.Flags(), seq: h.Seq(), flow: f.id}
+	r := &v.r
+	*r = result{frame: frame, src: src, dst: dst, flags: h.Flags(), seq: h.Seq(), flow: f.id}
 	switch {
 	case seg.Auth.AO >= 0:
-		v.judgeAO(f, i, d, &seg, &r)
+		v.judgeAO(f, i, d, &seg, r)
 	case seg.Auth.MD5 >= 0:
-		v.judgeMD5(d, &seg, &r)
+		v.judgeMD5(d, &seg, r)
 	default:
 		r.verdict = unsigned
 		r.reason = "no TCP-AO or TCP-MD5 option, but " + v.coverage(d, src.Addr(), dst.Addr())
 	}
-	v.record(d, &r)
+	v.record(d, r)
 }
 
 // broken reports a packet that does not parse, if it concerns a key.
@@ -145,7 +148,8 @@ func (v *verifier) broken(frame int, ip []byte, truncated bool, err error) {
 		v.totals.skipped++
 		return
 	}
-	r := result{frame: frame, verdict: malformed, reason: strings.TrimPrefix(err.Error(), "segment: ")}
+	r := &v.r
+	*r = result{frame: frame, verdict: malformed, reason: strings.TrimPrefix(err.Error(), "segment: ")}
 	if truncated && errors.Is(err, segment.ErrShortPacket) {
 		r.reason = "the capture kept only part of the packet (snap length): cannot check it"
 	}
@@ -164,7 +168,7 @@ func (v *verifier) broken(frame int, ip []byte, truncated bool, err error) {
 		v.totals.skipped++
 		return
 	}
-	v.record(d, &r)
+	v.record(d, r)
 }
 
 // record counts a result and hands it on.

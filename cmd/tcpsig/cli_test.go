@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// demoKeys is the built-in sample's keys file.
+func demoKeys(t testing.TB) []byte {
+	t.Helper()
+	var e demoEntry
+	if err := json.Unmarshal(demoJSON, &e); err != nil {
+		t.Fatal(err)
+	}
+	return e.Keys
+}
+
+// Garbage instead of a capture: exit 2 and one line naming the file.
+func TestGarbageCaptures(t *testing.T) {
+	good := pcapFile(ltEthernet, false, [][]byte{make([]byte, 60)})
+	badRecord := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(badRecord[24+8:], 1<<30)
+	wifi := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(wifi[20:], 105)
+	shortNG := pcapngFile(ltEthernet, [][]byte{make([]byte, 60)})
+	badNG := bytes.Clone(shortNG)
+	binary.LittleEndian.PutUint32(badNG[28+4:], 13) // the IDB's length
+	noIface := pcapngFile(ltEthernet, [][]byte{make([]byte, 60)})
+	binary.LittleEndian.PutUint32(noIface[len(noIface)-len(make([]byte, 60))-32+8:], 3) // EPB interface 3
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		file []byte
+		path string
+		want string
+	}{
+		{name: "empty", file: []byte{}, want: "empty file"},
+		{name: "text", file: []byte("this is not a capture at all\n"), want: "not a pcap or pcapng capture"},
+		{name: "short", file: []byte{0xd4, 0xc3}, want: "not a pcap or pcapng capture"},
+		{name: "header-only-half", file: good[:12], want: "file header truncated"},
+		{name: "truncated-record", file: good[:len(good)-7], want: "frame 1: the file ends in the middle of a packet"},
+		{name: "huge-record", file: badRecord, want: "frame 1: pcap: record of 1073741824 bytes"},
+		{name: "linktype", file: wifi, want: "link type 105"},
+		{name: "pcapng-block", file: badNG, want: "pcapng: block of length 13"},
+		{name: "pcapng-truncated", file: shortNG[:len(shortNG)-3], want: "truncated capture"},
+		{name: "pcapng-no-interface", file: noIface, want: "interface 3"},
+		{name: "gzip", file: []byte{0x1f, 0x8b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, want: "gzip"},
+		{name: "missing", path: filepath.Join(dir, "nope.pcap"), want: "no such file"},
+		{name: "directory", path: dir, want: "is a directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := tc.path
+			if p == "" {
+				p = writeFile(t, tc.name+".pcap", tc.file)
+			}
+			code, _, errOut := cli(t, "verify", "-keys", writeFile(t, "k.json", demoKeys(t)), p)
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			oneLine(t, errOut)
+			if !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, p) {
+				t.Errorf("stderr %q lacks %q or the file name", errOut, tc.want)
+			}
+		})
+	}
+}
+
+// Bad keys files: exit 2, one line naming the entry and the field, never
+// the key.
+func TestBadKeysFiles(t *testing.T) {
+	const ok = `"alg": "hmac(sha1)", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1/32"`
+	for _, tc := range []struct{ keys, want string }{
+		{`not json`, "line 1, column 2: invalid character 'o'"},
+		{"{\n  \"ao\": [\n    {\"alg\": }\n]}", "line 3, column"},
+		{`{}`, `no keys`},
+		{`{"a0": []}`, `unknown top level field "a0"`},
+		{`{"ao": {}}`, `.ao: want a list, got object`},
+		{`{"ao": [{}]}`, `ao[0].alg: missing`},
+		{`{"ao": [{` + ok + `}]}`, `ao[0].key: missing`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha9)", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, `ao[0].alg: mac: unknown algorithm "hmac(sha9)"`},
+		{`{"ao": [{"key": "s3cr3t", ` + ok + `}]}`, `ao[0].key: want "hex:…" or "text:…"`},
+		{`{"ao": [{"key": "hex:5333cr3t", ` + ok + `}]}`, `ao[0].key: not hex: invalid character at offset 5`},
+		{`{"ao": [{"key": "hex:533", ` + ok + `}]}`, `ao[0].key: not hex: odd number of digits`},
+		{`{"ao": [{"key": "text:", ` + ok + `}]}`, `ao[0].key: 0 bytes, want 1..80`},
+		{`{"ao": [{"key": "text:` + strings.Repeat("s3cr3t", 14) + `", ` + ok + `}]}`, `ao[0].key: 84 bytes, want 1..80`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "cmac(aes)", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].key: 6 bytes, cmac(aes) takes 16 or 32`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 256, "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].sndid: 256 is not a KeyID`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": "1", "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].sndid: want a number, got string`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 1.5, "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].sndid: want a number, got number 1.5`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1/24"}]}`, `ao[0].peer: "192.0.2.1/24" has host bits set (did you mean 192.0.2.0/24?)`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 1, "rcvid": 2, "peer": "router"}]}`, `ao[0].peer: "router" is not an address or prefix`},
+		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "maclen": 20}]}`, `ao[0].maclen: 20 is not in 1..16 for hmac(sha1)`},
+		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "exclude_options": "yes"}]}`, `ao[0].exclude_options: want true or false, got string`},
+		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "sndId": 3}]}`, `ao[0]: unknown field "sndId" (did you mean "sndid"?)`},
+		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "comment": "x"}]}`, `ao[0]: unknown field "comment"`},
+		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `}, {"name": "router-b", "key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 1, "peer": "192.0.2.1"}]}`, `ao[1] ("router-b").rcvid: missing`},
+		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `}, 7]}`, `ao[1]: want a JSON object, got number`},
+		{`{"md5": [{"peer": "192.0.2.1"}]}`, `md5[0].key: missing`},
+		{`{"md5": [{"key": "text:s3cr3t"}]}`, `md5[0].peer: missing`},
+		{`{"md5": [{"peer": "192.0.2.1", "key": "text:` + strings.Repeat("s3cr3t", 14) + `"}]}`, `md5[0].key: 84 bytes, want 1..80`},
+		{`{"md5": [{"peer": "192.0.2.1", "key": "text:s3cr3t", "flags": 1}]}`, `md5[0]: unknown field "flags"`},
+		{`{"ao": [], "md5": []} {}`, `trailing data`},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			code, _, errOut := cli(t, "verify", "-keys", writeFile(t, "keys.json", []byte(tc.keys)), writeFile(t, "c.pcap", demoPcap))
+			if code != 2 {
+				t.Errorf("exit %d, want 2", code)
+			}
+			oneLine(t, errOut)
+			if !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "keys.json") {
+				t.Errorf("stderr %q\nwant %q", errOut, tc.want)
+			}
+			if strings.Contains(errOut, "s3cr3t") || strings.Contains(errOut, "5333") {
+				t.Errorf("stderr shows key material: %q", errOut)
+			}
+		})
+	}
+}
+
+// Command-line mistakes: exit 2, one line.
+func TestUsageErrors(t *testing.T) {
+	k := writeFile(t, "k.json", demoKeys(t))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "tcpsig help"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"verify", "-bogus"}, "flag provided but not defined: -bogus"},
+		{[]string{"verify", "-isn", "10.0.0.1=5"}, "endpoint is not ip:port"},
+		{[]string{"verify", "-isn", "10.0.0.1:179"}, "want ENDPOINT=N"},
+		{[]string{"verify", "-isn", "10.0.0.1:179=0x1ffffffff"}, "not a 32-bit number"},
+		{[]string{"verify", "-isn", "10.0.0.1:179=1", "-isn", "10.0.0.1:179=2"}, "10.0.0.1:179 given twice"},
+		{[]string{"verify", "-sne", "[2001:db8::1]:179=x"}, `"x" is not a 32-bit number`},
+		{[]string{"verify", "c.pcap"}, "-keys FILE is required"},
+		{[]string{"verify", "-keys", k}, "no CAPTURE"},
+		{[]string{"verify", "-keys", filepath.Join(t.TempDir(), "none.json"), "c.pcap"}, "none.json: no such file"},
+		{[]string{"bench", "extra"}, `unexpected argument "extra"`},
+		{[]string{"bench", "-time", "0s"}, "-time must be positive"},
+		{[]string{"bench", "-alg", "sha1"}, `unknown algorithm "sha1"`},
+	} {
+		code, _, errOut := cli(t, tc.args...)
+		if code != 2 {
+			t.Errorf("%q: exit %d, want 2", tc.args, code)
+		}
+		oneLine(t, errOut)
+		if !strings.Contains(errOut, tc.want) {
+			t.Errorf("%q: stderr %q lacks %q", tc.args, errOut, tc.want)
+		}
+	}
+	for _, args := range [][]string{{"help"}, {"verify", "-h"}, {"bench", "-help"}} {
+		code, out, _ := cli(t, args...)
+		if code != 0 || !strings.Contains(out, "tcpsig verify [-keys FILE]") {
+			t.Errorf("%q: exit %d", args, code)
+		}
+	}
+}
+
+// Flags may follow the capture, "-" reads standard input, "--" ends flags.
+func TestArgumentOrderAndStdin(t *testing.T) {
+	k := writeFile(t, "k.json", demoKeys(t))
+	c := writeFile(t, "c.pcap", demoPcap)
+	if code, out, errOut := cli(t, "verify", c, "-keys", k); code != 0 {
+		t.Fatalf("exit %d %s %s", code, errOut, out)
+	}
+	if code, _, errOut := cli(t, "verify", "-keys", k, "--", c); code != 0 {
+		t.Fatalf("--: exit %d %s", code, errOut)
+	}
+	f, err := os.Open(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	old := os.Stdin
+	os.Stdin = f
+	defer func() { os.Stdin = old }()
+	code, out, errOut := cli(t, "verify", "-keys", k, "-json", "-")
+	if _, sum := jsonLines(t, out); code != 0 || sum.Summary.Checked == 0 {
+		t.Fatalf("stdin: exit %d %s", code, errOut)
+	}
+}
+
+// Several captures: frames numbered per file, "file" in each JSON object,
+// one summary.
+func TestSeveralCaptures(t *testing.T) {
+	k := writeFile(t, "k.json", demoKeys(t))
+	a, b := writeFile(t, "a.pcap", demoPcap), writeFile(t, "b.pcap", demoPcap)
+	code, out, _ := cli(t, "verify", "-json", "-keys", k, a, b)
+	segs, sum := jsonLines(t, out)
+	if code != 0 || len(sum.Summary.Files) != 2 || segs[0].File != a || segs[len(segs)-1].File != b || segs[len(segs)-1].Frame != len(segs)/2 {
+		t.Fatalf("exit %d, %d files, first %+v last %+v", code, len(sum.Summary.Files), segs[0], segs[len(segs)-1])
+	}
+}
+
+// The benchmark table's shape (numbers are the machine's).
+func TestBench(t *testing.T) {
+	code, out, errOut := cli(t, "bench", "-json", "-time", "1ms", "-alg", "hmac(sha1)", "-alg", "md5")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Scan()
+	var cpu map[string]cpuInfo
+	if err := json.Unmarshal(sc.Bytes(), &cpu); err != nil || cpu["cpu"].GOMAXPROCS == 0 {
+		t.Fatalf("cpu line %q: %v", sc.Text(), err)
+	}
+	rows := 0
+	for sc.Scan() {
+		var r benchRow
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.NsPerSegment <= 0 || r.Gbps1 <= 0 || r.GbpsAll <= 0 || r.SegmentBytes < 20+r.Payload {
+			t.Errorf("row %+v", r)
+		}
+		rows++
+	}
+	if want := 2 * len(benchBackends) * len(benchPayloads) * 2; rows != want {
+		t.Errorf("%d rows, want %d", rows, want)
+	}
+	code, out, _ = cli(t, "bench", "-time", "1ms", "-alg", "cmac(aes128)")
+	if code != 0 || !strings.Contains(out, "CPU: ") || !strings.Contains(out, "cmac(aes128)    rekey    verify     8948") {
+		t.Errorf("text table:\n%s", out)
+	}
+}
