@@ -7,5 +7,6 @@ require (
 	github.com/gopacket/gopacket v1.7.7 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.2 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
