@@ -10,44 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
 	"github.com/tcpsig/tcpsig/internal/usertcp"
 )
 
-// usertcpAuth is the md5sig-backed usertcp.Auth: usertcp reserves
-// OptionSpace bytes of NOPs at the start of the options, Sign lays the
-// MD5 option out there as Linux does and fills in the digest; Verify
-// applies Linux's decision table. usertcp depends on nothing in md5sig, so
-// its tests (or the engine → kernel test) can copy this adapter as is.
-type usertcpAuth struct {
-	ring *Keyring
-	l3   int
-}
-
-var _ usertcp.Auth = usertcpAuth{}
-
-func (a usertcpAuth) OptionLen(syn bool) int { return OptionSpace }
-
-func (a usertcpAuth) Sign(pkt []byte) error {
-	seg, err := segment.ParsePacket(pkt)
-	if err != nil {
-		return err
-	}
-	if len(seg.Header) < segment.TCPMinimumSize+OptionSpace {
-		return ErrNoOption
-	}
-	var opt [OptionSpace]byte
-	copy(seg.Header[segment.TCPMinimumSize:], AppendOption(opt[:0]))
-	return a.ring.Sign(&seg, a.l3)
-}
-
-func (a usertcpAuth) Verify(pkt []byte) error {
-	seg, err := segment.ParsePacket(pkt)
-	if err != nil {
-		return err
-	}
-	return a.ring.Verify(&seg, a.l3)
-}
+var _ usertcp.Auth = PacketAuth{}
 
 // Two usertcp endpoints over an in-memory link, each signing with md5sig
 // and verifying the other: the handshake, data both ways in segments up to
@@ -77,7 +43,7 @@ func TestUsertcpAuth(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				serr = func() error {
-					c, err := usertcp.Accept(ctx, b, usertcp.Config{Local: tc.server, Auth: usertcpAuth{ring: sring}})
+					c, err := usertcp.Accept(ctx, b, usertcp.Config{Local: tc.server, Auth: PacketAuth{Ring: sring}})
 					if err != nil {
 						return err
 					}
@@ -94,7 +60,7 @@ func TestUsertcpAuth(t *testing.T) {
 					return c.Close()
 				}()
 			}()
-			c, err := usertcp.Dial(ctx, a, usertcp.Config{Local: tc.client, Remote: tc.server, Auth: usertcpAuth{ring: cring}})
+			c, err := usertcp.Dial(ctx, a, usertcp.Config{Local: tc.client, Remote: tc.server, Auth: PacketAuth{Ring: cring}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,11 +98,11 @@ func TestUsertcpAuth(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			_, err := usertcp.Accept(ctx, b, usertcp.Config{Local: server, Auth: usertcpAuth{ring: sring}})
+			_, err := usertcp.Accept(ctx, b, usertcp.Config{Local: server, Auth: PacketAuth{Ring: sring}})
 			done <- err
 		}()
 		_, err := usertcp.Dial(context.Background(), a, usertcp.Config{Local: client, Remote: server,
-			Auth: usertcpAuth{ring: cring}, RTO: 5 * time.Millisecond, MaxRetries: 2})
+			Auth: PacketAuth{Ring: cring}, RTO: 5 * time.Millisecond, MaxRetries: 2})
 		if !errors.Is(err, usertcp.ErrTimeout) {
 			t.Errorf("Dial with the wrong key = %v, want ErrTimeout", err)
 		}

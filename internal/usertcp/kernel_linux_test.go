@@ -3,7 +3,7 @@ package usertcp
 // Engine → kernel: the endpoint against ordinary kernel sockets across a
 // TUN device, inside a network namespace the test creates. Plain TCP in
 // both directions and both address families proves the endpoint; TCP-MD5
-// with the test-only md5Auth proves that the kernel accepts what the
+// with md5sig (md5sig.PacketAuth) proves that the kernel accepts what the
 // engine signs and that the engine accepts what the kernel signs — and,
 // with a wrong key, that the kernel really checks (TCPMD5Failure moves,
 // nothing is delivered).
@@ -313,7 +313,7 @@ func TestKernelPlain(t *testing.T) {
 const md5Key = "bgp-secret-42"
 
 // TestKernelMD5 is the engine → kernel proof for TCP-MD5: every segment
-// the endpoint sends is signed by md5Auth and every one it receives is
+// the endpoint sends is signed by md5sig and every one it receives is
 // verified, the kernel's TCP-MD5 counters do not move, and the data gets
 // through both ways.
 func TestKernelMD5(t *testing.T) {
