@@ -95,6 +95,7 @@ func BenchmarkPick(b *testing.B) {
 	n := uint32(len(p.shards))
 	b.Run("rand", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, cpuTime())
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				p.Start(id).End()
@@ -103,6 +104,7 @@ func BenchmarkPick(b *testing.B) {
 	})
 	b.Run("cheaprand", func(b *testing.B) {
 		b.ReportAllocs()
+		defer reportCPU(b, cpuTime())
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := uint32(uint64(cheaprand()) * uint64(n) >> 32)
@@ -113,6 +115,7 @@ func BenchmarkPick(b *testing.B) {
 	b.Run("counter", func(b *testing.B) {
 		var ctr atomic.Uint32
 		b.ReportAllocs()
+		defer reportCPU(b, cpuTime())
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				i := ctr.Add(1) % n
@@ -131,6 +134,7 @@ func BenchmarkPick(b *testing.B) {
 		var sp sync.Pool
 		sp.New = func() any { return &hints[next.Add(1)%n] }
 		b.ReportAllocs()
+		defer reportCPU(b, cpuTime())
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				h := sp.Get().(*uint32)
@@ -144,6 +148,7 @@ func BenchmarkPick(b *testing.B) {
 		// The upper bound: each goroutine always starts at "its" shard.
 		var g atomic.Uint32
 		b.ReportAllocs()
+		defer reportCPU(b, cpuTime())
 		b.RunParallel(func(pb *testing.PB) {
 			i := (g.Add(1) - 1) % n
 			for pb.Next() {

@@ -468,6 +468,7 @@ func TestMisusePanics(t *testing.T) {
 		"Release of a free slot": func() { p.Release(id + 1) },
 		"Backend of a free slot": func() { p.Backend(id + 1) },
 		"End twice":              func() { r.End() },
+		"New with a bad backend": func() { New(Config{Backend: 7}) },
 	} {
 		func() {
 			defer func() {
