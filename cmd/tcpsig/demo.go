@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"strings"
 )
 
 // The built-in sample that "tcpsig verify" checks without arguments: a
@@ -55,11 +56,32 @@ func loadDemo() (*demo, error) {
 	if d.sne, err = endpointMap(e.SNE); err != nil {
 		return nil, err
 	}
-	title := fmt.Sprintf("No capture given: verifying the built-in sample %q\n(%s):\n%s", e.Name, e.Source, e.Notes)
+	title := wrap(fmt.Sprintf("No capture given: verifying the built-in sample %q (%s). %s", e.Name, e.Source, e.Notes), 78)
 	d.input = input{name: "built-in sample", title: title, open: func() (io.ReadCloser, int64, error) {
 		return io.NopCloser(bytes.NewReader(demoPcap)), int64(len(demoPcap)), nil
 	}}
 	return d, nil
+}
+
+// demoHint ends the text report of the built-in sample.
+const demoHint = "\nVerify your own capture: tcpsig verify -keys KEYS.json CAPTURE.pcap (tcpsig help\nfor the keys format; the sample's keys are cmd/tcpsig/testdata/demo.json)."
+
+// wrap breaks s into lines of at most width columns, at spaces.
+func wrap(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for i, w := range strings.Fields(s) {
+		if i > 0 && n+1+len(w) > width {
+			b.WriteByte('\n')
+			n = 0
+		} else if i > 0 {
+			b.WriteByte(' ')
+			n++
+		}
+		b.WriteString(w)
+		n += len(w)
+	}
+	return b.String()
 }
 
 func endpointMap(m map[string]uint32) (map[netip.AddrPort]uint32, error) {

@@ -80,7 +80,7 @@ func (f fixture) args(t *testing.T, pcap string) []string {
 	return append(args, pcap)
 }
 
-func TestMD5Fixtures(t *testing.T)   { testFixtures(t, "md5") }
+func TestMD5Fixtures(t *testing.T)     { testFixtures(t, "md5") }
 func TestLinuxAOFixtures(t *testing.T) { testFixtures(t, "linux") }
 
 // testFixtures: every capture verifies, every signed segment good (exit

@@ -164,7 +164,7 @@ func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) 
 		}
 		fmt.Fprintf(p.w, "\nflow %d: %s <-> %s%s\n", f.Flow, f.Endpoints[0], f.Endpoints[1], conn)
 		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  FROM\tISN FROM\tAUTH\tKEYIDS\tSNE\tGOOD\tBAD\tNO-KEY\tUNSIGNED\tMALFORMED\tUNKNOWN-ISN")
+		fmt.Fprintln(tw, "  FROM\tISN\tAUTH\tKEYIDS\tSNE\tGOOD\tBAD\tNO-KEY\tUNSIGNED\tMALFORMED\tUNKNOWN-ISN")
 		for _, d := range f.Directions {
 			auth := strings.Join(d.Auth, "+")
 			if len(d.Algs) > 0 && !(len(d.Algs) == 1 && d.Algs[0] == "md5") {

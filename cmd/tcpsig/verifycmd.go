@@ -37,6 +37,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 
 	var ks *keySet
 	var inputs []input
+	hint := ""
 	switch {
 	case len(files) == 0 && *keysPath != "":
 		return failf(stderr, `verify: -keys given but no CAPTURE to verify ("-" for standard input)`)
@@ -57,6 +58,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 		inputs = append(inputs, d.input)
+		hint = demoHint
 	default:
 		if *keysPath == "" {
 			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help)")
@@ -101,6 +103,9 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	rep.summary(&all, len(inputs), exit)
+	if hint != "" && !*asJSON {
+		fmt.Fprintln(stdout, hint)
+	}
 	return exit
 }
 

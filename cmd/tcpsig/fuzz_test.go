@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/tcpsig/tcpsig/internal/segment"
+)
+
+// FuzzKeysFile: any bytes as a keys file either load or give one line
+// that names the file, never a panic.
+func FuzzKeysFile(f *testing.F) {
+	f.Add(demoKeys(f))
+	f.Add([]byte(`{"md5": [{"peer": "192.0.2.1/32", "key": "text:secret"}, {"peer": "2001:db8::/64", "key": "hex:0a0b"}]}`))
+	f.Add([]byte(`{"ao": [{"alg": "cmac(aes128)", "key": "hex:00", "sndid": 0, "rcvid": 255, "peer": "0.0.0.0/0", "maclen": 4, "exclude_options": true, "name": "x"},
+		{"alg": "cmac(aes128)", "key": "hex:01", "sndid": 0, "rcvid": 255, "peer": "0.0.0.0/0"}]}`))
+	f.Add([]byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 1, "peer": "::ffff:10.0.0.1"}]}`))
+	f.Add([]byte(`{"ao": [{}], "md5": [1]}`))
+	f.Add([]byte("{\"ao\": [{\"alg\": \"hmac(sha1)\",\n \"key\": \"hex:zz\"}]}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		kf, err := parseKeys("keys.json", b)
+		if err == nil {
+			_, err = loadKeys(kf)
+		}
+		if err != nil {
+			msg := err.Error()
+			if strings.ContainsAny(msg, "\n\r") {
+				t.Fatalf("error is not one line: %q", msg)
+			}
+		}
+	})
+}
+
+// fuzzKeys are the keys FuzzCapture verifies with: the built-in sample's,
+// TCP-MD5 keys for the synthetic flows, and a wide MKT so that segments
+// from anywhere meet a key.
+const fuzzKeys = `{"ao": [
+	{"alg": "hmac(sha1)", "key": "text:bgp-ao-key-2024", "sndid": 100, "rcvid": 200, "peer": "192.0.2.2/32"},
+	{"alg": "hmac(sha1)", "key": "text:bgp-ao-key-2024", "sndid": 200, "rcvid": 100, "peer": "192.0.2.1/32"},
+	{"alg": "cmac(aes128)", "key": "text:any", "sndid": 1, "rcvid": 1, "peer": "0.0.0.0/0"},
+	{"alg": "hmac(sha256)", "key": "text:any", "sndid": 2, "rcvid": 2, "peer": "::/0", "maclen": 16}],
+ "md5": [{"peer": "198.51.100.0/24", "key": "text:md5-secret"}]}`
+
+// FuzzCapture: any bytes as a capture are verified or refused with one
+// line, never a panic, whatever the verdicts.
+func FuzzCapture(f *testing.F) {
+	f.Add(demoPcap)
+	cv := newConvo(f, demoConfig())
+	cv.session(1, 0)
+	f.Add(pcapngFile(ltLoop, framed(ltLoop, cv.pkts)))
+	md := newConvo(f, convoConfig{client: netip.MustParseAddrPort("198.51.100.1:1"), server: netip.MustParseAddrPort("198.51.100.2:2"), md5Key: []byte("md5-secret")})
+	md.session(1, 0)
+	f.Add(pcapFile(ltSLL, true, framed(ltSLL, md.pkts)))
+	v6 := newConvo(f, convoConfig{client: netip.MustParseAddrPort("[::1]:1"), server: netip.MustParseAddrPort("[::1]:2"),
+		mkts: []mktSpec{{alg: "hmac(sha256)", key: []byte("any"), sndID: 2, rcvID: 2, maclen: 16}}})
+	v6.send(v6.c, segment.SYN, nil)
+	v6.send(v6.s, segment.SYN|segment.ACK, nil)
+	f.Add(pcapFile(ltRaw, false, v6.pkts))
+	f.Add([]byte{0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a})
+
+	kf, err := parseKeys("fuzz", []byte(fuzzKeys))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ks, err := loadKeys(kf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := openCapture(bytes.NewReader(b))
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\n\r") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+			return
+		}
+		var txt textReporter
+		txt.w = io.Discard
+		v := newVerifier(ks, &verifyOptions{}, func(r *result) { txt.segment("f", r) })
+		defer v.flows.close()
+		for frame := 1; frame < 10000; frame++ {
+			ip, truncated, err := c.read()
+			if err != nil {
+				if err != io.EOF && strings.ContainsAny(err.Error(), "\n\r") {
+					t.Fatalf("error is not one line: %q", err)
+				}
+				break
+			}
+			v.packet(frame, ip, truncated)
+		}
+		txt.end("f", &v.totals, summarize(v.flows), nil)
+	})
+}
