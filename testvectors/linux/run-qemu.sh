@@ -51,6 +51,7 @@ SUDO=
 # ---------------------------------------------------------------- packages
 BUILD_PKGS=(build-essential flex bison bc libelf-dev libssl-dev xz-utils cpio gzip)
 RUN_PKGS=(qemu-system-x86 busybox-static)
+OPT_PKGS=(python3 python3-cryptography) # only for the independent crosscheck.py
 missing_pkgs() {
 	local p
 	for p in "$@"; do
@@ -59,7 +60,7 @@ missing_pkgs() {
 }
 install_pkgs() {
 	local miss
-	miss=$(missing_pkgs "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")
+	miss=$(missing_pkgs "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}" "${OPT_PKGS[@]}")
 	[ -z "$miss" ] && return 0
 	log "installing: $(echo $miss)"
 	if [ -n "$SUDO" ] && ! command -v sudo >/dev/null; then
@@ -137,6 +138,9 @@ else
 	log "kernel cached: $BZ"
 fi
 [ "$KERNEL_ONLY" = 1 ] && { log "kernel ready: $BZ"; exit 0; }
+if [ "$UPDATE" = 1 ] && [ -n "${TCPSIG_CASES:-}" ]; then
+	die "--update rewrites the whole capture set: run it without TCPSIG_CASES"
+fi
 
 # -------------------------------------------------------------- initramfs
 GT0=$(date +%s)
@@ -193,6 +197,12 @@ set +e
 (cd "$ROOT" && go run ./testvectors/linux/guest check -dir "$WORK/results" -console "$WORK/console.log" \
 	-kernel-build "$KERNEL_BUILD_SECS" -qemu "$QEMU_SECS" -guest-build "$GUEST_BUILD_SECS")
 CRC=$?
+# independent MAC check of the fresh captures (crosscheck.py, not the Go engine)
+if python3 -c 'import cryptography' 2>/dev/null; then
+	python3 "$HERE/crosscheck.py" "$WORK/results" || CRC=1
+else
+	echo "crosscheck: skipped (python3-cryptography not installed)"
+fi
 set -e
 if [ "$UPDATE" = 1 ]; then
 	if [ $CRC -ne 0 ]; then

@@ -83,15 +83,21 @@ func startCapture(ports ...uint16) (*capturer, error) {
 
 func (c *capturer) loop() {
 	buf := make([]byte, snapLen)
+	stopping := false
 	for {
-		select {
-		case <-c.stopc:
-			c.done <- nil
-			return
-		default:
+		if !stopping {
+			select {
+			case <-c.stopc:
+				stopping = true // drain what is queued, then end
+			default:
+			}
 		}
 		n, from, err := syscall.Recvfrom(c.fd, buf, 0)
 		if err != nil {
+			if err == syscall.EAGAIN && stopping {
+				c.done <- nil
+				return
+			}
 			if err == syscall.EAGAIN || err == syscall.EINTR {
 				continue
 			}

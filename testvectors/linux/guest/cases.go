@@ -119,6 +119,13 @@ func kernelRelease() string {
 	return string(b)
 }
 
+const manifestNotes = "Kernel<->kernel TCP-AO on lo inside a qemu guest (Linux built from Debian's linux-source-6.12 with CONFIG_TCP_AO). " +
+	"Link type Ethernet (EN10MB; lo frames carry zero MACs); each segment recorded once (AF_PACKET, PACKET_OUTGOING only). " +
+	"TCP checksums are not filled in (CHECKSUM_PARTIAL on lo); both TCP-AO and TCP-MD5 zero the checksum field before MACing. " +
+	"keys.ao lists the MKTs of both endpoints; an entry's peer is the address of the other end. " +
+	"Segments sent by full sockets put the AO option first; ACKs sent from TIME-WAIT put it after TS (feature ao-after-ts). " +
+	"isn/sne are given only for captures without a handshake (TCP_REPAIR pairs)."
+
 // runGuest is "guest run": set up lo, run the cases, write the tar.
 func runGuest(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
@@ -133,7 +140,7 @@ func runGuest(args []string) int {
 		res.SetupFailures = append(res.SetupFailures, err.Error())
 		fmt.Printf("guest: setup: %v\n", err)
 	}
-	man := Manifest{Kernel: strings.SplitN(res.Kernel, "-", 2)[0], GeneratedBy: "testvectors/linux/run-qemu.sh", LinkType: "EN10MB"}
+	man := Manifest{Kernel: strings.SplitN(res.Kernel, "-", 2)[0], GeneratedBy: "testvectors/linux/run-qemu.sh", LinkType: "EN10MB", Notes: manifestNotes}
 	var files []capturedFile
 	t0 := time.Now()
 	for _, c := range registry {

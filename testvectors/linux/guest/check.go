@@ -181,7 +181,7 @@ func runCheck(args []string) int {
 		entry[c.Name] = c
 	}
 	fmt.Printf("\nTCP-AO kernel<->kernel cases (kernel %s)\n", man.Kernel)
-	fmt.Printf("%-44s %-6s %-6s %5s %5s %7s  %s\n", "case", "guest", "host", "pkts", "ao", "secs", "features")
+	fmt.Printf("%-48s %-6s %-6s %5s %5s %7s  %s\n", "case", "guest", "host", "pkts", "ao", "secs", "features")
 	seen := map[string]bool{}
 	pass, total := 0, 0
 	for _, r := range res.Cases {
@@ -208,7 +208,7 @@ func runCheck(args []string) int {
 		if ok {
 			pass++
 		}
-		fmt.Printf("%-44s %-6s %-6s %5s %5s %7.2f  %s\n", r.Name, g, h, pk, ao, r.Seconds, feats)
+		fmt.Printf("%-48s %-6s %-6s %5s %5s %7.2f  %s\n", r.Name, g, h, pk, ao, r.Seconds, feats)
 		for _, e := range r.Errors {
 			fmt.Printf("    guest: %s\n", firstLine(e))
 		}
@@ -229,7 +229,7 @@ func runCheck(args []string) int {
 		} else {
 			pass++
 		}
-		fmt.Printf("%-44s %-6s %-6s %5d %5d %7s  %s\n", c.name, "-", h, c.pkts, c.signed, "", strings.Join(entry[c.name].Features, ","))
+		fmt.Printf("%-48s %-6s %-6s %5d %5d %7s  %s\n", c.name, "-", h, c.pkts, c.signed, "", strings.Join(entry[c.name].Features, ","))
 		for _, e := range c.errs {
 			fmt.Printf("    host: %s\n", e)
 		}
@@ -240,7 +240,10 @@ func runCheck(args []string) int {
 	}
 	fmt.Printf("\n%d/%d cases passed\n", pass, total)
 	if *kb != "" {
-		fmt.Printf("timing: kernel build %ss, guest+initramfs build %ss, qemu %ss (kernel boot to first case %.1fs, cases %.1fs)\n",
+		if *kb != "cached" {
+			*kb += "s"
+		}
+		fmt.Printf("timing: kernel build %s, guest+initramfs build %ss, qemu %ss (kernel boot to first case %.1fs, cases %.1fs)\n",
 			*kb, *gb, *qs, res.BootSeconds, res.CasesSeconds)
 	}
 	if failed || total == 0 {

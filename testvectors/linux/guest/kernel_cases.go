@@ -522,8 +522,13 @@ func (cs aoCase) run(t *T) {
 			t.Errorf("netstat %s rose by %d", k, d)
 		}
 	}
-	if d := delta("TCPAOGood"); d != int64(entry.AOSigned) {
-		t.Errorf("netstat TCPAOGood rose by %d, but %d signed segments were captured", d, entry.AOSigned)
+	// Every segment the kernel verified must be in the capture (more would
+	// mean the capture lost some). Fewer is normal: segments that reach a
+	// TIME-WAIT or already closed socket are not verified.
+	if d := delta("TCPAOGood"); d > int64(entry.AOSigned) {
+		t.Errorf("netstat TCPAOGood rose by %d, but only %d signed segments were captured", d, entry.AOSigned)
+	} else if d < int64(entry.AOSigned) {
+		t.Logf("netstat TCPAOGood rose by %d for %d signed segments (the rest reached TIME-WAIT or closed sockets)", d, entry.AOSigned)
 	}
 	t.addCapture(entry, pkts)
 }
@@ -704,6 +709,7 @@ func (cs aoCase) analyse(t *T, pkts []packet, cn conns, e *ManifestCapture) {
 	}
 	c2s, s2c := &dir{keyIDs: map[uint8]bool{}, rnext: map[uint8]bool{}}, &dir{keyIDs: map[uint8]bool{}, rnext: map[uint8]bool{}}
 	allTS := true
+	aoNotFirst := false
 	var segs []seg
 	for i, p := range pkts {
 		s, err := parseFrame(p.data)
@@ -739,6 +745,11 @@ func (cs aoCase) analyse(t *T, pkts []packet, cn conns, e *ManifestCapture) {
 		d.rnext[s.rnextID] = true
 		if !s.hasTS {
 			allTS = false
+		}
+		if len(s.opts) > 0 && s.opts[0] != 29 {
+			// full sockets write AO first; TIME-WAIT and reset replies
+			// (tcp_v4_send_ack / tcp_v6_send_response) put TS first
+			aoNotFirst = true
 		}
 		if s.payload > 0 {
 			d.data++
@@ -849,6 +860,9 @@ func (cs aoCase) analyse(t *T, pkts []packet, cn conns, e *ManifestCapture) {
 	if maclen%4 != 0 {
 		feats = append(feats, "maclen-unaligned")
 	}
+	if aoNotFirst {
+		feats = append(feats, "ao-after-ts")
+	}
 	e.Features = feats
 	e.Notes = cs.describe(c2s.n, s2c.n)
 }
@@ -872,7 +886,7 @@ func (cs aoCase) describe(nc, ns int) string {
 		b.WriteString("kernel connect/accept; ")
 	}
 	if cs.repair {
-		b.WriteString("data both ways 100, 100, 1000 (crosses the wrap), 100, 3000 bytes; ")
+		b.WriteString("data both ways 100, 100, 1000, 100, 3000 bytes: the server's 1000-byte and the client's 3000-byte sends cross 2^32 (a segment that starts below the wrap keeps the old SNE); ")
 	} else {
 		b.WriteString("data both ways 1, 100, 1000, 3000, 8000 bytes (lo MTU 1500); ")
 	}

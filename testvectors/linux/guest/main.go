@@ -10,6 +10,7 @@
 //	    of DIR's manifest with gopacket, checks it against the manifest and
 //	    prints the case table.
 //	guest list                             prints the case names.
+//	guest dump FILE.pcap...                prints one line per segment.
 //
 // Cases live in a table (see cases.go); each is a function, so that other
 // kinds of case (a userspace endpoint built on the ao package talking to the
@@ -31,6 +32,8 @@ func main() {
 		os.Exit(runGuest(os.Args[2:]))
 	case "check":
 		os.Exit(runCheck(os.Args[2:]))
+	case "dump":
+		os.Exit(runDump(os.Args[2:]))
 	case "list":
 		for _, c := range registry {
 			fmt.Printf("%-40s %s\n", c.Name, c.Kind)

@@ -8,6 +8,7 @@ type Manifest struct {
 	GeneratedBy string `json:"generated_by"`
 	// LinkType of every pcap: "EN10MB" (Ethernet; lo gives zero MACs).
 	LinkType string            `json:"link_type"`
+	Notes    string            `json:"notes"`
 	Captures []ManifestCapture `json:"captures"`
 }
 
