@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,37 +27,29 @@ func demoConfig() convoConfig {
 	}
 }
 
+// demoKernelCapture is the kernel capture the built-in sample is copied
+// from, when testvectors/linux has it.
+const demoKernelCapture = "hmac-sha1-v4-maclen12"
+
 // TestDemoGenerate rewrites the built-in sample (go test -run
-// TestDemoGenerate -update-demo).
+// TestDemoGenerate -update-demo): a copy of a kernel capture of
+// testvectors/linux, or, without one, a session signed by package ao.
 func TestDemoGenerate(t *testing.T) {
 	if !*updateDemo {
 		t.Skip("run with -update-demo to regenerate testdata/demo.pcap")
 	}
-	cv := newConvo(t, demoConfig())
-	cv.session(4, 2)
-	if err := os.WriteFile("testdata/demo.pcap", pcapFile(ltEthernet, false, framed(ltEthernet, cv.pkts)), 0o644); err != nil {
-		t.Fatal(err)
+	entry, pcap := kernelDemo(t)
+	if entry == nil {
+		entry, pcap = engineDemo(t)
 	}
-	var keys map[string]any
-	if err := json.Unmarshal(cv.keys(), &keys); err != nil {
-		t.Fatal(err)
-	}
-	// Text keys read better in the README than their hex.
-	for _, k := range keys["ao"].([]any) {
+	// Printable keys read better in the README as text than as hex.
+	for _, k := range entry["keys"].(map[string]any)["ao"].([]any) {
 		e := k.(map[string]any)
-		switch e["key"] {
-		case "hex:6267702d616f2d6b65792d32303234":
-			e["key"] = "text:bgp-ao-key-2024"
-		case "hex:6267702d616f2d6b65792d32303235":
-			e["key"] = "text:bgp-ao-key-2025"
+		if h, ok := strings.CutPrefix(e["key"].(string), "hex:"); ok {
+			if b, err := hex.DecodeString(h); err == nil && printable(b) {
+				e["key"] = "text:" + string(b)
+			}
 		}
-	}
-	entry := map[string]any{
-		"name":   "bgp-hmac-sha1-rotation",
-		"source": "engine-generated: tcpsig's ao package signing both ends, not a kernel capture",
-		"notes": "A BGP session 192.0.2.1:50179 -> 192.0.2.2:179 with TCP-AO HMAC-SHA-1-96: handshake, " +
-			"4 exchanges, a key rotation from KeyIDs 100/200 to 101/201 driven by the client, FIN close.",
-		"keys": keys,
 	}
 	var b strings.Builder
 	enc := json.NewEncoder(&b)
@@ -64,9 +58,72 @@ func TestDemoGenerate(t *testing.T) {
 	if err := enc.Encode(entry); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile("testdata/demo.pcap", pcap, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile("testdata/demo.json", []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func printable(b []byte) bool {
+	for _, c := range b {
+		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// kernelDemo is the kernel capture demoKernelCapture and its manifest
+// entry, or nil.
+func kernelDemo(t *testing.T) (map[string]any, []byte) {
+	dir := filepath.Join("..", "..", "testvectors", "linux")
+	b, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
+	if err != nil {
+		return nil, nil
+	}
+	var m struct {
+		Kernel   string           `json:"kernel"`
+		Captures []map[string]any `json:"captures"`
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range m.Captures {
+		if c["name"] != demoKernelCapture {
+			continue
+		}
+		pcap, err := os.ReadFile(filepath.Join(dir, c["file"].(string)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]any{
+			"name":   c["name"],
+			"source": "captured from Linux " + m.Kernel + ", kernel to kernel on lo under qemu: testvectors/linux",
+			"notes": "TCP-AO between two Linux sockets, HMAC-SHA-1-96: handshake, data both ways, " +
+				"a key rotation driven from both ends (MKT 100/200, then 101/201), FIN close.",
+			"keys":   c["keys"],
+		}, pcap
+	}
+	return nil, nil
+}
+
+// engineDemo is a session between two endpoints signing with package ao.
+func engineDemo(t *testing.T) (map[string]any, []byte) {
+	cv := newConvo(t, demoConfig())
+	cv.session(4, 2)
+	var keys map[string]any
+	if err := json.Unmarshal(cv.keys(), &keys); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]any{
+		"name":   "bgp-hmac-sha1-rotation",
+		"source": "engine-generated: tcpsig's ao package signing both ends, not a kernel capture",
+		"notes": "A BGP session 192.0.2.1:50179 -> 192.0.2.2:179 with TCP-AO HMAC-SHA-1-96: handshake, " +
+			"4 exchanges, a key rotation from KeyIDs 100/200 to 101/201 driven by the client, FIN close.",
+		"keys": keys,
+	}, pcapFile(ltEthernet, false, framed(ltEthernet, cv.pkts))
 }
 
 // TestDemo is "go run ./cmd/tcpsig verify" on a fresh clone.

@@ -62,18 +62,24 @@ func fixtures(t *testing.T, dir string) []fixture {
 	return fs
 }
 
-// args is the command line that verifies the fixture (or pcap instead of
-// its file) with -json.
-func (f fixture) args(t *testing.T, pcap string) []string {
-	args := []string{"verify", "-json", "-keys", writeFile(t, "keys.json", f.keys)}
+// flags are the fixture's -isn and -sne flags.
+func (f fixture) flags() []string {
+	var flags []string
 	for _, m := range []struct {
 		flag string
 		v    map[string]uint32
 	}{{"-isn", f.isn}, {"-sne", f.sne}} {
 		for ep, n := range m.v {
-			args = append(args, m.flag, fmt.Sprintf("%s=%d", ep, n))
+			flags = append(flags, m.flag, fmt.Sprintf("%s=%d", ep, n))
 		}
 	}
+	return flags
+}
+
+// args is the command line that verifies the fixture (or pcap instead of
+// its file) with -json.
+func (f fixture) args(t *testing.T, pcap string) []string {
+	args := append([]string{"verify", "-json", "-keys", writeFile(t, "keys.json", f.keys)}, f.flags()...)
 	if pcap == "" {
 		pcap = f.file
 	}
@@ -207,4 +213,57 @@ func withoutHandshake(t testing.TB, b []byte) ([]byte, map[string]uint32) {
 		out = append(out, b[r.off-16:r.off+r.n]...)
 	}
 	return out, isn
+}
+
+// The built-in kernel capture with its handshake cut: every segment is
+// unknown-isn (exit 0: nothing failed, nothing checked), then good with
+// the two ISNs on the command line.
+func TestKernelCaptureWithoutHandshake(t *testing.T) {
+	pcap, isn := withoutHandshake(t, demoPcap)
+	if len(isn) != 2 {
+		t.Fatalf("handshake ISNs %v", isn)
+	}
+	code, segs, sum, _ := verifyPcap(t, pcap, demoKeys(t))
+	if code != 0 || sum.Summary.Verdicts.UnknownISN == 0 || sum.Summary.Verdicts.UnknownISN != sum.Summary.Checked {
+		t.Fatalf("exit %d, verdicts %+v", code, sum.Summary.Verdicts)
+	}
+	var flags []string
+	for ep, n := range isn {
+		flags = append(flags, "-isn", fmt.Sprintf("%s=%d", ep, n))
+	}
+	code, segs2, _, _ := verifyPcap(t, pcap, demoKeys(t), flags...)
+	if code != 0 {
+		t.Fatalf("with -isn: exit %d", code)
+	}
+	wantVerdicts(t, segs2, map[string]int{"good": len(segs)})
+}
+
+// The kernel's TCP_REPAIR pairs restored at SNE 3: without -sne every
+// segment is bad, without -isn unknown-isn.
+func TestKernelSNEFlags(t *testing.T) {
+	for _, f := range fixtures(t, "linux") {
+		if f.name != "hmac-sha1-v6-maclen12-snewrap-sne3-rst-client" {
+			continue
+		}
+		noSNE := f
+		noSNE.sne = nil
+		code, _, sum, _ := verifyPcap(t, mustRead(t, f.file), f.keys, noSNE.flags()...)
+		if code != 1 || sum.Summary.Verdicts.Bad == 0 {
+			t.Errorf("without -sne: exit %d, verdicts %+v", code, sum.Summary.Verdicts)
+		}
+		code, _, sum, _ = verifyPcap(t, mustRead(t, f.file), f.keys)
+		if code != 0 || sum.Summary.Verdicts.UnknownISN != sum.Summary.Checked {
+			t.Errorf("without -isn: exit %d, verdicts %+v", code, sum.Summary.Verdicts)
+		}
+		return
+	}
+	t.Skip("the sne3 capture is not in testvectors/linux")
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net/netip"
 	"strings"
@@ -35,14 +36,34 @@ func FuzzKeysFile(f *testing.F) {
 }
 
 // fuzzKeys are the keys FuzzCapture verifies with: the built-in sample's,
-// TCP-MD5 keys for the synthetic flows, and a wide MKT so that segments
-// from anywhere meet a key.
-const fuzzKeys = `{"ao": [
-	{"alg": "hmac(sha1)", "key": "text:bgp-ao-key-2024", "sndid": 100, "rcvid": 200, "peer": "192.0.2.2/32"},
-	{"alg": "hmac(sha1)", "key": "text:bgp-ao-key-2024", "sndid": 200, "rcvid": 100, "peer": "192.0.2.1/32"},
-	{"alg": "cmac(aes128)", "key": "text:any", "sndid": 1, "rcvid": 1, "peer": "0.0.0.0/0"},
-	{"alg": "hmac(sha256)", "key": "text:any", "sndid": 2, "rcvid": 2, "peer": "::/0", "maclen": 16}],
- "md5": [{"peer": "198.51.100.0/24", "key": "text:md5-secret"}]}`
+// TCP-MD5 keys for the synthetic flows, the engine-generated session's,
+// and wide MKTs so that segments from anywhere meet a key.
+func fuzzKeys(f *testing.F) []byte {
+	var k struct {
+		AO  []map[string]any `json:"ao"`
+		MD5 []map[string]any `json:"md5"`
+	}
+	if err := json.Unmarshal(demoKeys(f), &k); err != nil {
+		f.Fatal(err)
+	}
+	var eng struct {
+		AO []map[string]any `json:"ao"`
+	}
+	cv := newConvo(f, demoConfig())
+	if err := json.Unmarshal(cv.keys(), &eng); err != nil {
+		f.Fatal(err)
+	}
+	k.AO = append(k.AO, eng.AO...)
+	k.AO = append(k.AO,
+		map[string]any{"alg": "cmac(aes128)", "key": "text:any", "sndid": 1, "rcvid": 1, "peer": "0.0.0.0/0"},
+		map[string]any{"alg": "hmac(sha256)", "key": "text:any", "sndid": 2, "rcvid": 2, "peer": "::/0", "maclen": 16})
+	k.MD5 = append(k.MD5, map[string]any{"peer": "198.51.100.0/24", "key": "text:md5-secret"})
+	b, err := json.Marshal(k)
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
+}
 
 // FuzzCapture: any bytes as a capture are verified or refused with one
 // line, never a panic, whatever the verdicts.
@@ -61,7 +82,7 @@ func FuzzCapture(f *testing.F) {
 	f.Add(pcapFile(ltRaw, false, v6.pkts))
 	f.Add([]byte{0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a})
 
-	kf, err := parseKeys("fuzz", []byte(fuzzKeys))
+	kf, err := parseKeys("fuzz", fuzzKeys(f))
 	if err != nil {
 		f.Fatal(err)
 	}
