@@ -103,7 +103,7 @@ func kernelDemo(t *testing.T) (map[string]any, []byte) {
 			"source": "captured from Linux " + m.Kernel + ", kernel to kernel on lo under qemu: testvectors/linux",
 			"notes": "TCP-AO between two Linux sockets, HMAC-SHA-1-96: handshake, data both ways, " +
 				"a key rotation driven from both ends (MKT 100/200, then 101/201), FIN close.",
-			"keys":   c["keys"],
+			"keys": c["keys"],
 		}, pcap
 	}
 	return nil, nil
