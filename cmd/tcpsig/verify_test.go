@@ -375,6 +375,11 @@ func TestTextReport(t *testing.T) {
 	if strings.Count(out, "  frame ") != 1 {
 		t.Errorf("want one segment line:\n%s", out)
 	}
+	// -v lists the good segments too.
+	_, out, _ = cli(t, "verify", "-v", "-keys", writeFile(t, "k.json", cv.keys()), writeFile(t, "c.pcap", bad))
+	if n := strings.Count(out, "  frame "); n != len(cv.pkts) || !strings.Contains(out, "[S] seq 1016732935 ao keyid 100 rnext 200 sne 0 GOOD (ao[2], hmac(sha1))") {
+		t.Errorf("-v: %d segment lines, want %d:\n%s", n, len(cv.pkts), out)
+	}
 }
 
 // Verifying a data segment in steady state allocates nothing: memory
