@@ -18,7 +18,7 @@ func Example_verify() {
 	//   127.0.0.2:40001  SYN      ao hmac(sha1)  100,101  0    26    0    0       0         0          0
 	//   127.0.0.1:40002  SYN-ACK  ao hmac(sha1)  200,201  0    23    0    0       0         0          0
 	//
-	// built-in sample: 49 packets, 49 segments checked: 49 good
+	// built-in sample: 49 packets, 49 segments judged: 49 good
 	// result: every checked segment is good
 	//
 	// Verify your own capture: tcpsig verify -keys KEYS.json CAPTURE.pcap (tcpsig help

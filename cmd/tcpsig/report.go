@@ -112,6 +112,7 @@ type textReporter struct {
 	w       io.Writer
 	verbose bool // a line for good segments too
 	multi   bool // more than one file: name it on each line
+	said    map[string]bool
 }
 
 func (p *textReporter) begin(file, title string) {
@@ -151,12 +152,24 @@ func (p *textReporter) segment(file string, r *result) {
 		b.WriteString(")")
 	}
 	if r.reason != "" {
-		b.WriteString(": " + r.reason)
+		// A reason is given once per file and direction: the ISN hint of
+		// a capture without its handshake would fill the screen.
+		k := fmt.Sprint(r.src, r.dst, r.reason)
+		if !p.said[k] {
+			if p.said == nil {
+				p.said = map[string]bool{}
+			}
+			if len(p.said) < 10000 {
+				p.said[k] = true
+			}
+			b.WriteString(": " + r.reason)
+		}
 	}
 	fmt.Fprintln(p.w, b.String())
 }
 
 func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) {
+	clear(p.said)
 	for _, f := range fs {
 		conn := ""
 		if f.Connections > 1 {
@@ -202,7 +215,7 @@ func (p *textReporter) summary(t *totals, files int, exit int) {
 	case exit == 0 && t.counts[unknownISN] > 0:
 		fmt.Fprintln(p.w, "result: nothing failed, but some segments could not be checked (unknown-isn)")
 	case exit == 0 && t.checked() == 0:
-		fmt.Fprintln(p.w, "result: no segment was checked: none carries TCP-AO or TCP-MD5 or is covered by a key")
+		fmt.Fprintln(p.w, "result: no segment was judged: none carries TCP-AO or TCP-MD5 or is covered by a key")
 	case exit == 0:
 		fmt.Fprintln(p.w, "result: every checked segment is good")
 	case exit == 1:
@@ -218,7 +231,7 @@ func describe(t *totals) string {
 			parts = append(parts, fmt.Sprintf("%d %s", c, v))
 		}
 	}
-	s := fmt.Sprintf("%d packets, %d segments checked", t.packets, t.checked())
+	s := fmt.Sprintf("%d packets, %d segments judged", t.packets, t.checked())
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}
@@ -257,7 +270,7 @@ type segmentJSON struct {
 type fileSummary struct {
 	File     string        `json:"file"`
 	Packets  uint64        `json:"packets"`
-	Checked  uint64        `json:"checked"`
+	Checked  uint64        `json:"segments"`
 	Skipped  uint64        `json:"skipped"`
 	Verdicts verdictCounts `json:"verdicts"`
 	Flows    []flowSummary `json:"flows"`
@@ -267,7 +280,7 @@ type fileSummary struct {
 type summaryJSON struct {
 	Summary struct {
 		Packets  uint64        `json:"packets"`
-		Checked  uint64        `json:"checked"`
+		Checked  uint64        `json:"segments"`
 		Skipped  uint64        `json:"skipped"`
 		Verdicts verdictCounts `json:"verdicts"`
 		Files    []fileSummary `json:"files"`
