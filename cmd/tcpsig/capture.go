@@ -157,9 +157,10 @@ func ipVersion(b []byte) []byte {
 	return nil
 }
 
-// peekEndpoints reads the addresses and ports of a packet that did not
-// parse, as far as its bytes allow: enough to attribute it to a flow.
-func peekEndpoints(ip []byte) (src, dst netip.AddrPort, ok bool) {
+// peekTCP reads the addresses and ports of a packet that did not parse,
+// as far as its bytes allow: enough to attribute it to a flow. tcp is what
+// there is of the TCP header and after.
+func peekTCP(ip []byte) (src, dst netip.AddrPort, tcp []byte, ok bool) {
 	var s, d netip.Addr
 	var l4 []byte
 	switch {
@@ -172,10 +173,10 @@ func peekEndpoints(ip []byte) (src, dst netip.AddrPort, ok bool) {
 		s, d = netip.AddrFrom16([16]byte(ip[8:24])).Unmap(), netip.AddrFrom16([16]byte(ip[24:40])).Unmap()
 		l4 = ip[40:]
 	default:
-		return src, dst, false
+		return src, dst, nil, false
 	}
 	if len(l4) < 4 {
-		return src, dst, false
+		return src, dst, nil, false
 	}
-	return netip.AddrPortFrom(s, binary.BigEndian.Uint16(l4[0:])), netip.AddrPortFrom(d, binary.BigEndian.Uint16(l4[2:])), true
+	return netip.AddrPortFrom(s, binary.BigEndian.Uint16(l4[0:])), netip.AddrPortFrom(d, binary.BigEndian.Uint16(l4[2:])), l4, true
 }

@@ -80,10 +80,14 @@ func summarize(t *flows) []flowSummary {
 				isn := e.isn
 				ds.ISN = &isn
 			}
-			for k := range numKinds {
+			// "none" only when no segment carried an option.
+			for k := kindAO; k < numKinds; k++ {
 				if d.kinds[k] {
 					ds.Auth = append(ds.Auth, k.String())
 				}
+			}
+			if len(ds.Auth) == 0 {
+				ds.Auth = append(ds.Auth, kindNone.String())
 			}
 			for id := range 256 {
 				if d.keyIDs[id/64]&(1<<(id%64)) != 0 {
@@ -130,7 +134,7 @@ func (p *textReporter) segment(file string, r *result) {
 	fmt.Fprintf(&b, "  frame %d: ", r.frame)
 	if r.src.IsValid() {
 		fmt.Fprintf(&b, "%v > %v ", r.src, r.dst)
-		if r.verdict != malformed || r.flow != 0 {
+		if r.hasTCP {
 			fmt.Fprintf(&b, "[%v] seq %d ", r.flags, r.seq)
 		}
 	}
@@ -304,7 +308,7 @@ func (p *jsonReporter) segment(file string, r *result) {
 	if r.src.IsValid() {
 		j.Src, j.Dst = r.src.String(), r.dst.String()
 	}
-	if r.flow != 0 {
+	if r.hasTCP {
 		seq := r.seq
 		j.Flags, j.Seq = r.flags.String(), &seq
 	}

@@ -46,6 +46,7 @@ func (k kind) String() string { return [...]string{"none", "ao", "md5"}[k] }
 type result struct {
 	frame        int
 	src, dst     netip.AddrPort // invalid when the packet is too broken to tell
+	hasTCP       bool           // flags and seq are known
 	flags        segment.Flags
 	seq          uint32
 	kind         kind
@@ -129,7 +130,7 @@ func (v *verifier) packet(frame int, ip []byte, truncated bool) {
 	f.learn(i, h, v.opts)
 	d := v.direction(f, i)
 	r := &v.r
-	*r = result{frame: frame, src: src, dst: dst, flags: h.Flags(), seq: h.Seq(), flow: f.id}
+	*r = result{frame: frame, src: src, dst: dst, hasTCP: true, flags: h.Flags(), seq: h.Seq(), flow: f.id}
 	switch {
 	case seg.Auth.AO >= 0:
 		v.judgeAO(f, i, d, &seg, r)
@@ -154,9 +155,13 @@ func (v *verifier) broken(frame int, ip []byte, truncated bool, err error) {
 		r.reason = "the capture kept only part of the packet (snap length): cannot check it"
 	}
 	var d *dirState
-	src, dst, ok := peekEndpoints(ip)
+	src, dst, tcp, ok := peekTCP(ip)
 	if ok {
 		r.src, r.dst = src, dst
+	}
+	if len(tcp) >= segment.TCPChecksumOffset {
+		h := segment.TCP(tcp)
+		r.hasTCP, r.flags, r.seq = true, h.Flags(), h.Seq()
 	}
 	switch {
 	case ok && v.keys.relevant(src.Addr(), dst.Addr()):
