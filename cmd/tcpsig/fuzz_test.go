@@ -86,11 +86,11 @@ func FuzzCapture(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	ks, err := loadKeys(kf) // shared by the inputs, as by the files of one run
+	if err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ks, err := loadKeys(kf)
-		if err != nil {
-			t.Fatal(err)
-		}
 		c, err := openCapture(bytes.NewReader(b))
 		if err != nil {
 			if strings.ContainsAny(err.Error(), "\n\r") {
