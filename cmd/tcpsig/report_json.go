@@ -1,0 +1,104 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+)
+
+// jsonReporter writes one JSON object per line.
+type jsonReporter struct {
+	enc   *json.Encoder
+	multi bool
+	files []fileSummary
+}
+
+type segmentJSON struct {
+	File       string  `json:"file,omitempty"`
+	Frame      int     `json:"frame"`
+	Src        string  `json:"src"`
+	Dst        string  `json:"dst"`
+	Flags      string  `json:"flags,omitempty"`
+	Seq        *uint32 `json:"seq,omitempty"`
+	Kind       string  `json:"kind"`
+	KeyID      *uint8  `json:"keyid"`
+	RNextKeyID *uint8  `json:"rnextkeyid"`
+	SNE        *uint32 `json:"sne"`
+	Verdict    string  `json:"verdict"`
+	Key        string  `json:"key,omitempty"`
+	Alg        string  `json:"alg,omitempty"`
+	Reading    string  `json:"reading,omitempty"`
+	Reason     string  `json:"reason,omitempty"`
+	Flow       int     `json:"flow,omitempty"`
+}
+
+type fileSummary struct {
+	File     string        `json:"file"`
+	Packets  uint64        `json:"packets"`
+	Checked  uint64        `json:"segments"`
+	Skipped  uint64        `json:"skipped"`
+	Verdicts verdictCounts `json:"verdicts"`
+	Flows    []flowSummary `json:"flows"`
+	Error    string        `json:"error,omitempty"`
+}
+
+type summaryJSON struct {
+	Summary struct {
+		Packets  uint64        `json:"packets"`
+		Checked  uint64        `json:"segments"`
+		Skipped  uint64        `json:"skipped"`
+		Verdicts verdictCounts `json:"verdicts"`
+		Files    []fileSummary `json:"files"`
+		Exit     int           `json:"exit"`
+	} `json:"summary"`
+}
+
+func newJSONReporter(w io.Writer, multi bool) *jsonReporter {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return &jsonReporter{enc: enc, multi: multi}
+}
+
+func (p *jsonReporter) begin(file, title string) {}
+
+func (p *jsonReporter) segment(file string, r *result) {
+	j := segmentJSON{Frame: r.frame, Kind: r.kind.String(), Verdict: r.verdict.String(), Key: r.key, Alg: r.alg, Reason: r.reason, Flow: r.flow}
+	if p.multi {
+		j.File = file
+	}
+	if r.src.IsValid() {
+		j.Src, j.Dst = r.src.String(), r.dst.String()
+	}
+	if r.hasTCP {
+		seq := r.seq
+		j.Flags, j.Seq = r.flags.String(), &seq
+	}
+	if r.kind == kindAO {
+		k, n, s := r.keyID, r.rnext, r.sne
+		j.KeyID, j.RNextKeyID, j.SNE = &k, &n, &s
+	}
+	if r.key != "" {
+		j.Reading = "receiver"
+		if r.sender {
+			j.Reading = "sender"
+		}
+	}
+	_ = p.enc.Encode(&j)
+}
+
+func (p *jsonReporter) end(file string, t *totals, fs []flowSummary, err error) {
+	s := fileSummary{File: file, Packets: t.packets, Checked: t.checked(), Skipped: t.skipped, Verdicts: countsOf(&t.counts), Flows: fs}
+	if s.Flows == nil {
+		s.Flows = []flowSummary{}
+	}
+	if err != nil {
+		s.Error = err.Error()
+	}
+	p.files = append(p.files, s)
+}
+
+func (p *jsonReporter) summary(t *totals, files int, exit int) {
+	var s summaryJSON
+	s.Summary.Packets, s.Summary.Checked, s.Summary.Skipped = t.packets, t.checked(), t.skipped
+	s.Summary.Verdicts, s.Summary.Files, s.Summary.Exit = countsOf(&t.counts), p.files, exit
+	_ = p.enc.Encode(&s)
+}

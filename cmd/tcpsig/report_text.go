@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// textReporter writes for people.
+type textReporter struct {
+	w       io.Writer
+	verbose bool // a line for good segments too
+	multi   bool // more than one file: name it on each line
+	said    map[string]bool
+}
+
+func (p *textReporter) begin(file, title string) {
+	fmt.Fprintf(p.w, "%s\n", title)
+}
+
+func (p *textReporter) segment(file string, r *result) {
+	if r.verdict == good && !p.verbose {
+		return
+	}
+	var b strings.Builder
+	if p.multi {
+		b.WriteString(file + ": ")
+	}
+	fmt.Fprintf(&b, "  frame %d: ", r.frame)
+	if r.src.IsValid() {
+		fmt.Fprintf(&b, "%v > %v ", r.src, r.dst)
+		if r.hasTCP {
+			fmt.Fprintf(&b, "[%v] seq %d ", r.flags, r.seq)
+		}
+	}
+	switch r.kind {
+	case kindAO:
+		fmt.Fprintf(&b, "ao keyid %d rnext %d sne %d ", r.keyID, r.rnext, r.sne)
+	case kindMD5:
+		b.WriteString("md5 ")
+	}
+	b.WriteString(strings.ToUpper(r.verdict.String()))
+	if r.key != "" {
+		fmt.Fprintf(&b, " (%s", r.key)
+		if r.alg != "" && r.alg != "md5" {
+			fmt.Fprintf(&b, ", %s", r.alg)
+		}
+		if r.sender {
+			b.WriteString(", sender's key")
+		}
+		b.WriteString(")")
+	}
+	if r.reason != "" {
+		// A reason is given once per file and direction: the ISN hint of
+		// a capture without its handshake would fill the screen.
+		k := fmt.Sprint(r.src, r.dst, r.reason)
+		if !p.said[k] {
+			if p.said == nil {
+				p.said = map[string]bool{}
+			}
+			if len(p.said) < 10000 {
+				p.said[k] = true
+			}
+			b.WriteString(": " + r.reason)
+		}
+	}
+	fmt.Fprintln(p.w, b.String())
+}
+
+func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) {
+	clear(p.said)
+	for _, f := range fs {
+		conn := ""
+		if f.Connections > 1 {
+			conn = fmt.Sprintf(", %d connections", f.Connections)
+		}
+		fmt.Fprintf(p.w, "\nflow %d: %s <-> %s%s\n", f.Flow, f.Endpoints[0], f.Endpoints[1], conn)
+		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  FROM\tISN\tAUTH\tKEYIDS\tSNE\tGOOD\tBAD\tNO-KEY\tUNSIGNED\tMALFORMED\tUNKNOWN-ISN")
+		for _, d := range f.Directions {
+			auth := strings.Join(d.Auth, "+")
+			if len(d.Algs) > 0 && !(len(d.Algs) == 1 && d.Algs[0] == "md5") {
+				auth += " " + strings.Join(d.Algs, ",")
+			}
+			if d.Reading == "sender" {
+				auth += " (sender's keys)"
+			}
+			ids := "-"
+			if len(d.KeyIDs) > 0 {
+				ids = joinInts(d.KeyIDs)
+				ids = strings.ReplaceAll(ids, " ", "")
+			}
+			sne := "-"
+			if slices.Contains(d.Auth, "ao") {
+				sne = strconv.FormatUint(uint64(d.SNE), 10)
+			}
+			v := d.Verdicts
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", d.From, d.ISNFrom, auth, ids, sne,
+				v.Good, v.Bad, v.NoKey, v.Unsigned, v.Malformed, v.UnknownISN)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(p.w, "\n%s: %s\n", file, describe(t))
+	if err != nil {
+		fmt.Fprintf(p.w, "%s: stopped at an error: %v\n", file, err)
+	}
+}
+
+func (p *textReporter) summary(t *totals, files int, exit int) {
+	if files > 1 {
+		fmt.Fprintf(p.w, "all %d captures: %s\n", files, describe(t))
+	}
+	switch {
+	case exit == 0 && t.counts[unknownISN] > 0:
+		fmt.Fprintln(p.w, "result: nothing failed, but some segments could not be checked (unknown-isn)")
+	case exit == 0 && t.checked() == 0:
+		fmt.Fprintln(p.w, "result: no segment was judged: none carries TCP-AO or TCP-MD5 or is covered by a key")
+	case exit == 0:
+		fmt.Fprintln(p.w, "result: every checked segment is good")
+	case exit == 1:
+		fmt.Fprintln(p.w, "result: FAILED (see the segments above)")
+	}
+}
+
+// describe is a one-line account of totals.
+func describe(t *totals) string {
+	var parts []string
+	for v := range numVerdicts {
+		if c := t.counts[v]; c > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c, v))
+		}
+	}
+	s := fmt.Sprintf("%d packets, %d segments judged", t.packets, t.checked())
+	if len(parts) > 0 {
+		s += ": " + strings.Join(parts, ", ")
+	}
+	if t.skipped > 0 {
+		s += fmt.Sprintf("; %d packets not concerned by any key", t.skipped)
+	}
+	return s
+}
