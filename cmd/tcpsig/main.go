@@ -47,14 +47,15 @@ Verdicts: good, bad (MAC mismatch), no-key (no key with that KeyID for the
 peer), unsigned (no option though a key covers the peer), malformed,
 unknown-isn (TCP-AO without the handshake and no -isn).
 Exit status: 0 when every checked segment is good, 1 when any is bad, no-key,
-unsigned or malformed, 2 on a usage, keys-file or capture error.
+unsigned or malformed, 2 on a usage, keys-file or capture error. An
+unknown-isn segment was not checked: it does not change the status.
 
 bench measures signing and verifying per algorithm, payload size (0, 64,
 536, 1448, 8948 bytes) and pool backend (clone, rekey), on one core and on
 all cores.
 
   -json        one JSON object per measurement, then the CPU
-  -time D      how long to run each measurement (default 50ms)
+  -time D      how long to run each measurement (default 30ms)
   -alg NAME    only this algorithm (repeatable)
 `
 
