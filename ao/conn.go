@@ -109,10 +109,11 @@ type Conn struct {
 	current, rnext atomic.Pointer[MKT]
 	snd, rcv       sneState
 
-	mu    sync.Mutex                 // slow paths: deriving, adding connKeys
-	slots [4]atomic.Pointer[connKey] // derived keys, per MKT; more in extra
-	extra atomic.Pointer[[]*connKey]
-	spare []*connKey
+	mu        sync.Mutex                 // slow paths: deriving, adding connKeys, handshakes
+	handshake trafficKey                 // a key for an ISN not yet committed, under mu
+	slots     [4]atomic.Pointer[connKey] // derived keys, per MKT; more in extra
+	extra     atomic.Pointer[[]*connKey]
+	spare     []*connKey
 	counters
 }
 
@@ -507,33 +508,23 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	h := seg.Header
 	flags, seq := h.Flags(), h.Seq()
 	var (
-		tk      *trafficKey
-		tmp     *trafficKey
-		sne     uint32
-		learnt  bool
-		err     error
-		scratch trafficKey
+		tk  *trafficKey
+		sne uint32
+		err error
 	)
 	switch {
 	case flags&segment.SYN != 0 && flags&segment.ACK == 0:
 		// A (retransmitted) SYN: Receive_SYN key with the SYN's own ISN.
-		if c.risnKnown.Load() && seq == c.risn {
-			tk, err = c.trafficKey(m, recvSYN)
-		} else {
-			in := c.input(recvSYN, seq)
-			tmp = &scratch
-			err = derive(m, &in, tmp)
-			tk = tmp
+		if !c.risnKnown.Load() || seq != c.risn {
+			return c.verifyHandshake(m, seg, opt, off, recvSYN, seq)
 		}
+		tk, err = c.trafficKey(m, recvSYN)
 	case !c.risnKnown.Load():
 		if flags&segment.SYN == 0 {
 			return ErrNoISN
 		}
 		// The SYN-ACK teaches the peer's ISN, but only once it verifies.
-		in := c.input(recvOther, seq)
-		tmp = &scratch
-		err = derive(m, &in, tmp)
-		tk, learnt = tmp, true
+		return c.verifyHandshake(m, seg, opt, off, recvOther, seq)
 	default:
 		tk, err = c.trafficKey(m, recvOther)
 		sne = c.rcv.of(seq)
@@ -541,36 +532,68 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	if err != nil {
 		return err
 	}
+	if !c.check(m, tk, seg, opt, off, sne) {
+		return ErrBadMAC
+	}
+	if flags&segment.SYN == 0 {
+		c.rcv.advance(seq)
+	}
+	c.rotate(opt)
+	return nil
+}
+
+// check computes the segment's MAC under tk, compares it in constant time
+// and counts the result.
+func (c *Conn) check(m *MKT, tk *trafficKey, seg *segment.Segment, opt Option, off int, sne uint32) bool {
 	req := m.pool.Start(m.poolID)
 	sum, err := segmentMAC(req, tk, seg, off, int(m.maclen), m.exclude, sne)
 	good := err == nil && subtle.ConstantTimeCompare(sum, opt.MAC) == 1
 	req.End()
-	if tmp != nil {
-		tmp.tmpl.Wipe()
-		clear(tmp.raw[:])
-	}
 	if !good {
 		c.bad.Add(1)
 		m.bad.Add(1)
-		return ErrBadMAC
+		return false
 	}
 	c.good.Add(1)
 	m.good.Add(1)
-	if learnt {
-		c.mu.Lock()
-		if !c.risnKnown.Load() {
-			c.setRISN(seq)
-		}
-		c.mu.Unlock()
-	} else if flags&segment.SYN == 0 {
-		c.rcv.advance(seq)
+	return true
+}
+
+// verifyHandshake verifies a SYN or SYN-ACK whose traffic key depends on
+// an ISN the connection has not committed to: the key is derived into the
+// connection's spare slot under its lock (handshakes are rare and
+// serialised), and a SYN-ACK's ISN is learnt only once it verifies.
+func (c *Conn) verifyHandshake(m *MKT, seg *segment.Segment, opt Option, off, which int, seq uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tk := &c.handshake
+	in := c.input(which, seq)
+	err := derive(m, &in, tk)
+	good := err == nil && c.check(m, tk, seg, opt, off, 0)
+	tk.tmpl.Wipe()
+	clear(tk.raw[:])
+	if err != nil {
+		return err
 	}
+	if !good {
+		return ErrBadMAC
+	}
+	if which == recvOther && !c.risnKnown.Load() {
+		c.setRISN(seq)
+	}
+	c.rotate(opt)
+	return nil
+}
+
+// rotate follows a verified segment's RNextKeyID: if it names another of
+// our SendIDs, that MKT becomes the current key (Linux
+// tcp_inbound_ao_hash: "If the key is not found we do nothing").
+func (c *Conn) rotate(opt Option) {
 	if cur := c.current.Load(); cur == nil || opt.RNextKeyID != cur.sendID {
 		if n := c.ring.LookupSend(c.remote.Addr(), opt.RNextKeyID, c.l3); n != nil {
-			c.setCurrent(n) // "If the key is not found we do nothing."
+			c.setCurrent(n)
 		}
 	}
-	return nil
 }
 
 // segmentMAC computes the MAC of seg (RFC 5925 §5.1, Linux

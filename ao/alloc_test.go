@@ -1,0 +1,64 @@
+package ao
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/tcpsig/tcpsig/internal/segment"
+)
+
+// TestSteadyStateAllocs: once a connection's traffic keys are derived,
+// signing and verifying a segment allocate nothing, for every algorithm
+// whose key schedule is allocation-free (HMAC; CMAC's crypto/aes schedule
+// allocates only when a traffic key is derived).
+var allocAlgs = []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)", "hmac(rmd160)"}
+
+func TestSteadyStateAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
+	for _, alg := range allocAlgs {
+		cring, sring := NewKeyring(nil), NewKeyring(nil)
+		if _, err := cring.Add(Config{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: []byte("k")}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sring.Add(Config{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: alg, Key: []byte("k")}); err != nil {
+			t.Fatal(err)
+		}
+		var c, s Conn
+		st := RepairState{LocalISN: 100, RemoteISN: 200, SendSeq: 101, RecvSeq: 201, CurrentSendID: 1, RNextRecvID: 2}
+		if err := c.Import(cring, Endpoint{Local: cli, Remote: srv}, Policy{}, st); err != nil {
+			t.Fatal(err)
+		}
+		st = RepairState{LocalISN: 200, RemoteISN: 100, SendSeq: 201, RecvSeq: 101, CurrentSendID: 2, RNextRecvID: 1}
+		if err := s.Import(sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
+			t.Fatal(err)
+		}
+		opts := AppendOption(nil, 0, 0, DefaultMACLen)
+		hdr := make([]byte, 20+len(opts))
+		copy(hdr[20:], opts)
+		hdr[12] = byte(len(hdr) / 4 << 4)
+		hdr[13] = byte(segment.ACK)
+		tcp := append(hdr, make([]byte, 1448)...) // header and payload contiguous
+		seq := uint32(101)
+		round := func() {
+			tcp[4], tcp[5], tcp[6], tcp[7] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
+			seg, err := segment.FromTCP(cli.Addr(), srv.Addr(), tcp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Sign(&seg); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Verify(&seg); err != nil {
+				t.Fatal(err)
+			}
+			seq += 1448
+		}
+		round() // derive the traffic keys
+		if n := testing.AllocsPerRun(100, round); n != 0 {
+			t.Errorf("%s: %v allocs per Sign+Verify", alg, n)
+		}
+	}
+}
