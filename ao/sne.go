@@ -2,12 +2,13 @@ package ao
 
 import "sync/atomic"
 
-// computeSNE returns the sequence number extension of seq, given the SNE
-// of a basis sequence number: RFC 5925 §6.2 as Linux computes it
+// ComputeSNE returns the sequence number extension of seq, given the SNE
+// of a basis sequence number (for stacks and tools that track their own
+// basis, e.g. snd_una and rcv_nxt as Linux does): RFC 5925 §6.2 as Linux computes it
 // (tcp_ao_compute_sne): a seq "before" the basis in serial arithmetic but
 // numerically larger is in the previous wrap, one "after" it but
 // numerically smaller in the next. Valid within ±2^31 of the basis.
-func computeSNE(sne, basis, seq uint32) uint32 {
+func ComputeSNE(sne, basis, seq uint32) uint32 {
 	if before(seq, basis) {
 		if seq > basis {
 			sne--
@@ -36,7 +37,7 @@ func (s *sneState) store(sne, basis uint32) { s.v.Store(uint64(sne)<<32 | uint64
 // of returns the SNE of seq.
 func (s *sneState) of(seq uint32) uint32 {
 	sne, basis := s.load()
-	return computeSNE(sne, basis, seq)
+	return ComputeSNE(sne, basis, seq)
 }
 
 // advance moves the basis to seq if seq is after it, carrying the SNE over
@@ -48,7 +49,7 @@ func (s *sneState) advance(seq uint32) {
 		if !before(basis, seq) {
 			return
 		}
-		n := uint64(computeSNE(sne, basis, seq))<<32 | uint64(seq)
+		n := uint64(ComputeSNE(sne, basis, seq))<<32 | uint64(seq)
 		if s.v.CompareAndSwap(old, n) {
 			return
 		}

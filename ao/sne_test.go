@@ -195,7 +195,7 @@ func newPair(t testing.TB, cring, sring *Keyring, cli, srv netip.AddrPort, cisn,
 
 // ---- SNE ----
 
-// TestComputeSNE checks computeSNE against the cases of Linux's
+// TestComputeSNE checks ComputeSNE against the cases of Linux's
 // tcp_ao_compute_sne (linux-notes §4.1): a seq before or after the basis,
 // numerically smaller or larger, with and without a wrap between them,
 // and the ±2^31 edges.
@@ -220,13 +220,13 @@ func TestComputeSNE(t *testing.T) {
 		{"and unwraps", 0, 5, 0xfffffff0, 0xffffffff},
 		{"SNE 0 at the ISN", 0, 0x12345678, 0x12345679, 0},
 	} {
-		if got := computeSNE(c.sne, c.basis, c.seq); got != c.want {
-			t.Errorf("%s: computeSNE(%d, %#x, %#x) = %d, want %d", c.name, c.sne, c.basis, c.seq, got, c.want)
+		if got := ComputeSNE(c.sne, c.basis, c.seq); got != c.want {
+			t.Errorf("%s: ComputeSNE(%d, %#x, %#x) = %d, want %d", c.name, c.sne, c.basis, c.seq, got, c.want)
 		}
 	}
 }
 
-// TestComputeSNEOracle checks computeSNE on random inputs against a 64-bit
+// TestComputeSNEOracle checks ComputeSNE on random inputs against a 64-bit
 // oracle: the extended sequence number of seq is the one of
 // (SNE-1, seq), (SNE, seq), (SNE+1, seq) that lies in [basis-2^31,
 // basis+2^31) of the extended basis.
@@ -256,8 +256,8 @@ func TestComputeSNEOracle(t *testing.T) {
 		if !found {
 			t.Fatalf("oracle found no SNE for %d %#x %#x", sne, basis, seq)
 		}
-		if got := computeSNE(sne, basis, seq); got != want {
-			t.Fatalf("computeSNE(%d, %#x, %#x) = %d, oracle %d", sne, basis, seq, got, want)
+		if got := ComputeSNE(sne, basis, seq); got != want {
+			t.Fatalf("ComputeSNE(%d, %#x, %#x) = %d, oracle %d", sne, basis, seq, got, want)
 		}
 	}
 }
@@ -446,7 +446,7 @@ func TestSNEForged(t *testing.T) {
 			{"right KeyID, wrong key", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 12, []byte("forged"))
 				seg.Header[seg.Auth.AO+2] = 1
-				sne := computeSNE(0, start+0x100, seq)
+				sne := ComputeSNE(0, start+0x100, seq)
 				copy(aoOpt(t, seg).MAC, refMAC(t, "hmac(sha256)", other, sendOtherInput(cli4, srv4, 11, 22), seg, sne, 12, false))
 				return seg
 			}},

@@ -55,31 +55,14 @@ type endState struct {
 func (e *endState) isnKnown() bool { return e.isnFrom != isnUnknown }
 
 // sneOf returns the SNE of sequence number seq.
-func (e *endState) sneOf(seq uint32) uint32 { return computeSNE(e.sne, e.basis, seq) }
+func (e *endState) sneOf(seq uint32) uint32 { return ao.ComputeSNE(e.sne, e.basis, seq) }
 
 // advance moves the SNE basis to seq if seq is after it.
 func (e *endState) advance(seq uint32) {
-	if before(e.basis, seq) {
+	if int32(seq-e.basis) > 0 { // seq is after the basis (serial arithmetic)
 		e.sne, e.basis = e.sneOf(seq), seq
 	}
 }
-
-// computeSNE mirrors tcp_ao_compute_sne() (net/ipv4/tcp_ao.c): a seq
-// before the basis in serial arithmetic but numerically larger is in the
-// previous wrap, one after it but numerically smaller in the next.
-func computeSNE(sne, basis, seq uint32) uint32 {
-	if before(seq, basis) {
-		if seq > basis {
-			sne--
-		}
-	} else if seq < basis {
-		sne++
-	}
-	return sne
-}
-
-// before is Linux's before(): a precedes b in 32-bit serial arithmetic.
-func before(a, b uint32) bool { return int32(a-b) < 0 }
 
 // aoJudge is one TCP-AO reading of a direction: a keyring, and the
 // receiver's connection state over it, used only to Verify what the
