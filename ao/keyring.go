@@ -97,8 +97,8 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	// of the MKTs forwarding to m, then m's own (a connection switching
 	// from one of them to m pins m before it unpins the old one).
 	m.deleting.Store(true)
-	busyCur := forwarding(&m.fwdCur, curPins) || m.pinsCur.Load() > 0
-	busyNext := forwarding(&m.fwdNext, nextPins) || m.pinsNext.Load() > 0
+	busyCur := curRole.forwarding(m) || m.pinsCur.Load() > 0
+	busyNext := nextRole.forwarding(m) || m.pinsNext.Load() > 0
 	if (busyCur && opts.Current == nil) || (busyNext && opts.RNext == nil) {
 		m.deleting.Store(false)
 		r.mu.Unlock()
@@ -113,8 +113,8 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	}
 	m.nextCur.Store(opts.Current)
 	m.nextRNext.Store(opts.RNext)
-	forward(m, opts.Current, &m.fwdCur, func(o *MKT) *[]*MKT { return &o.fwdCur }, func(o *MKT) *atomic.Pointer[MKT] { return &o.nextCur })
-	forward(m, opts.RNext, &m.fwdNext, func(o *MKT) *[]*MKT { return &o.fwdNext }, func(o *MKT) *atomic.Pointer[MKT] { return &o.nextRNext })
+	curRole.forward(m, opts.Current)
+	nextRole.forward(m, opts.RNext)
 	is := func(o *MKT) bool { return o == m }
 	r.byRecv.Delete(m.peer, uint32(m.recvID), is)
 	r.bySend.Delete(m.peer, uint32(m.sendID), is)
@@ -128,15 +128,34 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	return nil
 }
 
-func curPins(m *MKT) *atomic.Int64  { return &m.pinsCur }
-func nextPins(m *MKT) *atomic.Int64 { return &m.pinsNext }
+// role is one of the two ways a connection uses an MKT: as its current
+// key or as its RNext key.
+type role struct {
+	pins func(*MKT) *atomic.Int64        // connections using the MKT so
+	next func(*MKT) *atomic.Pointer[MKT] // the replacement a forced delete named
+	fwd  func(*MKT) *[]*MKT              // deleted MKTs forwarding to this one
+}
 
-// forwarding drops from fwd the MKTs no connection uses any more (a
-// deleted MKT's pins never grow again) and reports whether any remain.
-func forwarding(fwd *[]*MKT, pins func(*MKT) *atomic.Int64) bool {
+var (
+	curRole = role{
+		func(m *MKT) *atomic.Int64 { return &m.pinsCur },
+		func(m *MKT) *atomic.Pointer[MKT] { return &m.nextCur },
+		func(m *MKT) *[]*MKT { return &m.fwdCur },
+	}
+	nextRole = role{
+		func(m *MKT) *atomic.Int64 { return &m.pinsNext },
+		func(m *MKT) *atomic.Pointer[MKT] { return &m.nextRNext },
+		func(m *MKT) *[]*MKT { return &m.fwdNext },
+	}
+)
+
+// forwarding drops from m's forwarders those no connection uses any more
+// (a deleted MKT's pins never grow again) and reports whether any remain.
+func (r role) forwarding(m *MKT) bool {
+	fwd := r.fwd(m)
 	live := (*fwd)[:0]
 	for _, g := range *fwd {
-		if pins(g).Load() > 0 {
+		if r.pins(g).Load() > 0 {
 			live = append(live, g)
 		}
 	}
@@ -147,15 +166,16 @@ func forwarding(fwd *[]*MKT, pins func(*MKT) *atomic.Int64) bool {
 
 // forward makes the deleted m, and every MKT that forwarded to it, forward
 // to its replacement rep (nil: none needed, m's forwarders are all gone).
-func forward(m, rep *MKT, fwd *[]*MKT, repFwd func(*MKT) *[]*MKT, next func(*MKT) *atomic.Pointer[MKT]) {
+func (r role) forward(m, rep *MKT) {
 	if rep != nil {
-		for _, g := range *fwd {
-			next(g).Store(rep)
+		for _, g := range *r.fwd(m) {
+			r.next(g).Store(rep)
 		}
-		f := repFwd(rep)
-		*f = append(append(*f, *fwd...), m)
+		f := r.fwd(rep)
+		*f = append(append(*f, *r.fwd(m)...), m)
+		r.forwarding(rep) // keep only those still in use
 	}
-	*fwd = nil
+	*r.fwd(m) = nil
 }
 
 // settle waits until no add or delete is in progress (a delete that is
