@@ -28,7 +28,7 @@ func leakForms(b []byte) []string {
 		string(b),
 		hex.EncodeToString(b),
 		strings.ToUpper(hex.EncodeToString(b)),
-		v[1 : len(v)-1],                                     // "83 117 112 ..."
+		v[1 : len(v)-1], // "83 117 112 ..."
 		gv[strings.Index(gv, "{")+1 : strings.Index(gv, "}")], // "0x53, 0x75, ..."
 	}
 }
