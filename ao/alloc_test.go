@@ -14,8 +14,8 @@ import (
 var allocAlgs = []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)", "hmac(rmd160)"}
 
 func TestSteadyStateAllocs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
+	if raceEnabled {
+		t.Skip("allocation counts are not meaningful under the race detector (sync.Pool drops items at random)")
 	}
 	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	for _, alg := range allocAlgs {

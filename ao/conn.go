@@ -348,15 +348,22 @@ func (c *Conn) keysFor(m *MKT) (*connKey, error) {
 		c.spare = append(c.spare, k)
 		return nil, ErrKeyNotFound
 	}
+	// A slot whose MKT was deleted is taken over; the holder it had is
+	// dropped, not recycled, since a reader may still be looking at it.
+	// So a long-lived connection that rotates keys does not grow.
 	for i := range c.slots {
-		if c.slots[i].Load() == nil {
+		if old := c.slots[i].Load(); old == nil || old.mkt.guard.Retired() {
 			c.slots[i].Store(k)
 			return k, nil
 		}
 	}
 	var ks []*connKey
 	if old := c.extra.Load(); old != nil {
-		ks = append(ks, *old...)
+		for _, o := range *old {
+			if !o.mkt.guard.Retired() {
+				ks = append(ks, o)
+			}
+		}
 	}
 	ks = append(ks, k)
 	c.extra.Store(&ks)

@@ -92,10 +92,11 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 	m.good.Add(1)
 	conn.setRISN(h.Seq())
 	cur := l.ring.LookupSend(src, opt.RNextKeyID, l.l3)
-	if cur == nil || !conn.setCurrent(cur) {
-		conn.setCurrent(m)
+	if (cur == nil || !conn.setCurrent(cur)) && !conn.setCurrent(m) || !conn.setRNext(m) {
+		// The MKT is being deleted as the SYN arrives: as gone.
+		conn.Close()
+		return true, ErrKeyNotFound
 	}
-	conn.setRNext(m)
 	return true, nil
 }
 

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ao
+
+const raceEnabled = false
