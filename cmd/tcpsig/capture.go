@@ -1,72 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 )
-
-// captureReader reads the frames of a pcap or pcapng file (gzipped or
-// not), one at a time into a reused buffer, and finds the IP packet in
-// each: memory does not grow with the file.
-type captureReader struct {
-	next func() (frame, error)
-	link linkDecoder
-}
-
-// openCapture recognises the file format from its first bytes.
-func openCapture(r io.Reader) (*captureReader, error) {
-	br := bufio.NewReaderSize(r, 1<<16)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, fmt.Errorf("gzip: %v", err)
-		}
-		br = bufio.NewReaderSize(zr, 1<<16)
-	}
-	magic, err := br.Peek(4)
-	if err != nil {
-		if len(magic) == 0 {
-			return nil, errors.New("empty file, not a pcap or pcapng capture")
-		}
-		return nil, errors.New("not a pcap or pcapng capture (too short)")
-	}
-	if binary.LittleEndian.Uint32(magic) == pcapngSHB {
-		return &captureReader{next: newPcapngReader(br).next}, nil
-	}
-	pr, err := newPcapReader(br)
-	if err != nil {
-		return nil, err
-	}
-	if lt := layers.LinkType(pr.linkType); !supportedLink(lt) {
-		return nil, unsupportedLink(pr.linkType)
-	}
-	return &captureReader{next: pr.next}, nil
-}
-
-// read returns the next frame's IP packet (nil when it carries none) and
-// whether the capture truncated the frame; io.EOF at the end.
-func (c *captureReader) read() (ip []byte, truncated bool, err error) {
-	f, err := c.next()
-	if err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, false, errors.New("the file ends in the middle of a packet (truncated capture)")
-		}
-		return nil, false, err
-	}
-	lt := layers.LinkType(f.linkType)
-	if uint32(lt) != f.linkType || !supportedLink(lt) {
-		return nil, false, unsupportedLink(f.linkType)
-	}
-	return c.link.ip(lt, f.data), len(f.data) < f.origLen, nil
-}
 
 func unsupportedLink(lt uint32) error {
 	name := "unknown"

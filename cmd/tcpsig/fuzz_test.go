@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -81,6 +84,12 @@ func FuzzCapture(f *testing.F) {
 	v6.send(v6.s, segment.SYN|segment.ACK, nil)
 	f.Add(pcapFile(ltRaw, false, v6.pkts))
 	f.Add([]byte{0x0a, 0x0d, 0x0d, 0x0a, 0x1c, 0, 0, 0, 0x4d, 0x3c, 0x2b, 0x1a})
+	f.Add(append(pcapngSection(binary.BigEndian, []uint32{ltRaw, ltSLL2}, framed(ltRaw, v6.pkts)),
+		pcapngFile(ltSLL, framed(ltSLL, md.pkts))...))
+	h := hostile()
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		f.Add(h[name])
+	}
 
 	kf, err := parseKeys("fuzz", fuzzKeys(f))
 	if err != nil {

@@ -2,23 +2,33 @@ package main
 
 import (
 	"bufio"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 )
 
-// A streaming reader of pcap and pcapng files: one record at a time into
-// a reused buffer, every length checked before it is used, so a hostile
-// file can make it neither panic nor allocate more than maxRecord.
-//
-// (gopacket's pcapgo would do, but on Linux it imports golang.org/x/net,
-// which this module does not require.)
+// Captures are read with gopacket's pcapgo, with two guards for hostile
+// files. A pcap file's snap length is replaced by maxRecord: pcapgo takes
+// records up to the file's own, which may be 4 GiB. A pcapng stream goes
+// through ngGuard, which checks each block's framing: pcapgo trusts a
+// block's lengths, and TestPcapgoTrustsBlockLengths shows what it does
+// with a block shorter than its fields or a packet longer than its block.
+// TestHostileLengths is what the two must keep true.
 
 // maxRecord bounds one packet record (and pcapng block): 256 KiB is
 // libpcap's MAXIMUM_SNAPLEN, the rest is room for GRO-sized loopback
 // captures.
 const maxRecord = 1 << 20
+
+// maxInterfaces bounds the interfaces of a pcapng section: pcapgo keeps
+// some 250 bytes for each 20-byte interface block.
+const maxInterfaces = 1 << 16
 
 const (
 	pcapMagicMicro = 0xa1b2c3d4
@@ -31,186 +41,204 @@ const (
 	pcapngEPB      = 6
 )
 
-// frame is one captured packet.
-type frame struct {
-	data     []byte // valid until the next read
-	linkType uint32
-	origLen  int // the packet's length on the wire
+var errTruncated = errors.New("the file ends in the middle of a packet (truncated capture)")
+
+// captureReader reads the frames of a pcap or pcapng file (gzipped or
+// not), one at a time into pcapgo's reused buffer, and finds the IP packet
+// in each: memory does not grow with the file.
+type captureReader struct {
+	pcap  *pcapgo.Reader
+	lt    layers.LinkType // of a pcap file's frames
+	ng    *pcapgo.NgReader
+	guard *ngGuard
+	link  linkDecoder
 }
 
-// pcapReader reads a classic pcap file.
-type pcapReader struct {
-	r        *bufio.Reader
-	order    binary.ByteOrder
-	linkType uint32
-	hdr      [16]byte
-	buf      []byte
-}
-
-func newPcapReader(r *bufio.Reader) (*pcapReader, error) {
-	var h [24]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return nil, errors.New("pcap: file header truncated")
+// openCapture recognises the file format from its first bytes.
+func openCapture(r io.Reader) (*captureReader, error) {
+	br := bufio.NewReaderSize(r, 1<<16)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, fmt.Errorf("gzip: %v", err)
+		}
+		br = bufio.NewReaderSize(zr, 1<<16)
 	}
-	p := &pcapReader{r: r}
+	magic, err := br.Peek(4)
+	if err != nil {
+		if len(magic) == 0 {
+			return nil, errors.New("empty file, not a pcap or pcapng capture")
+		}
+		return nil, errors.New("not a pcap or pcapng capture (too short)")
+	}
+	if binary.LittleEndian.Uint32(magic) == pcapngSHB {
+		c := &captureReader{guard: &ngGuard{r: br}}
+		if c.ng, err = pcapgo.NewNgReader(c.guard, pcapgo.NgReaderOptions{WantMixedLinkType: true}); err != nil {
+			return nil, c.explain(err)
+		}
+		return c, nil
+	}
+	var order binary.ByteOrder
 	switch {
-	case binary.LittleEndian.Uint32(h[:]) == pcapMagicMicro || binary.LittleEndian.Uint32(h[:]) == pcapMagicNano:
-		p.order = binary.LittleEndian
-	case binary.BigEndian.Uint32(h[:]) == pcapMagicMicro || binary.BigEndian.Uint32(h[:]) == pcapMagicNano:
-		p.order = binary.BigEndian
+	case binary.LittleEndian.Uint32(magic) == pcapMagicMicro || binary.LittleEndian.Uint32(magic) == pcapMagicNano:
+		order = binary.LittleEndian
+	case binary.BigEndian.Uint32(magic) == pcapMagicMicro || binary.BigEndian.Uint32(magic) == pcapMagicNano:
+		order = binary.BigEndian
 	default:
 		return nil, errors.New("not a pcap or pcapng capture")
 	}
-	if major := p.order.Uint16(h[4:]); major != 2 {
-		return nil, fmt.Errorf("pcap: version %d.%d is not supported", major, p.order.Uint16(h[6:]))
+	h, err := br.Peek(24)
+	if err != nil {
+		return nil, errors.New("pcap: file header truncated")
 	}
-	p.linkType = p.order.Uint32(h[20:]) & 0x03ffffff // LT_LINKTYPE: the upper bits are FCS flags
-	return p, nil
+	// pcapgo keeps 16 bits of the link type; the upper 6 are FCS flags.
+	lt := order.Uint32(h[20:]) & 0x03ffffff
+	c := &captureReader{lt: layers.LinkType(lt)}
+	if c.pcap, err = pcapgo.NewReader(br); err != nil {
+		return nil, c.explain(err)
+	}
+	if uint32(c.lt) != lt || !supportedLink(c.lt) {
+		return nil, unsupportedLink(lt)
+	}
+	c.pcap.SetSnaplen(maxRecord)
+	return c, nil
 }
 
-func (p *pcapReader) next() (frame, error) {
-	if _, err := io.ReadFull(p.r, p.hdr[:]); err != nil {
-		if err == io.EOF {
-			return frame{}, io.EOF
+// read returns the next frame's IP packet (nil when it carries none) and
+// whether the capture truncated the frame; io.EOF at the end.
+func (c *captureReader) read() (ip []byte, truncated bool, err error) {
+	var data []byte
+	var ci gopacket.CaptureInfo
+	lt := c.lt
+	if c.ng != nil {
+		if data, ci, err = c.ng.ZeroCopyReadPacketData(); err == nil {
+			lt = ci.AncillaryData[0].(layers.LinkType)
 		}
-		return frame{}, io.ErrUnexpectedEOF
+	} else if data, ci, err = c.pcap.ZeroCopyReadPacketData(); err == io.EOF && ci.CaptureLength > 0 {
+		err = errTruncated // the file ends after a record header
 	}
-	incl, orig := p.order.Uint32(p.hdr[8:]), p.order.Uint32(p.hdr[12:])
-	if incl > maxRecord {
-		return frame{}, fmt.Errorf("pcap: record of %d bytes (the limit is %d)", incl, maxRecord)
+	if err != nil {
+		return nil, false, c.explain(err)
 	}
-	if cap(p.buf) < int(incl) {
-		p.buf = make([]byte, incl)
+	if !supportedLink(lt) {
+		return nil, false, unsupportedLink(uint32(lt))
 	}
-	data := p.buf[:incl]
-	if _, err := io.ReadFull(p.r, data); err != nil {
-		return frame{}, io.ErrUnexpectedEOF
-	}
-	return frame{data: data, linkType: p.linkType, origLen: int(max(orig, incl))}, nil
+	return c.link.ip(lt, data), len(data) < ci.Length, nil
 }
 
-// pcapngReader reads a pcapng file: any number of sections, each with its
-// byte order and interfaces.
-type pcapngReader struct {
+// explain turns pcapgo's error into one line for the report, preferring
+// the guard's, which names the block at fault.
+func (c *captureReader) explain(err error) error {
+	if c.guard != nil && c.guard.err != nil && c.guard.err != io.EOF {
+		return c.guard.err
+	}
+	switch {
+	case err == io.EOF || err == errTruncated:
+		return err
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errTruncated
+	case c.guard != nil:
+		return fmt.Errorf("pcapng: %v", err)
+	}
+	return fmt.Errorf("pcap: %v", err)
+}
+
+// ngGuard passes a pcapng stream on to pcapgo, checking each block's
+// framing first: its length is a multiple of 4 and covers the block's
+// fields, a packet fits in its block, and a block is at most maxRecord
+// long. It passes on only the blocks the verifier needs, sections,
+// interfaces and packets: pcapgo keeps every name record and decryption
+// secret of a section in memory.
+type ngGuard struct {
 	r      *bufio.Reader
 	order  binary.ByteOrder
-	ifaces []uint32 // link type per interface of the current section
-	buf    []byte
+	left   int // bytes of the current block still to pass on
+	ifaces int // interface blocks in the current section
+	err    error
 }
 
-func newPcapngReader(r *bufio.Reader) *pcapngReader { return &pcapngReader{r: r} }
-
-func (p *pcapngReader) next() (frame, error) {
-	for {
-		var h [8]byte
-		if _, err := io.ReadFull(p.r, h[:]); err != nil {
-			if err == io.EOF {
-				return frame{}, io.EOF
-			}
-			return frame{}, io.ErrUnexpectedEOF
-		}
-		typ := binary.LittleEndian.Uint32(h[:]) // the SHB type reads the same both ways
-		if typ == pcapngSHB {
-			bom, err := p.r.Peek(4)
-			if err != nil {
-				return frame{}, io.ErrUnexpectedEOF
-			}
-			switch {
-			case binary.LittleEndian.Uint32(bom) == pcapngBOM:
-				p.order = binary.LittleEndian
-			case binary.BigEndian.Uint32(bom) == pcapngBOM:
-				p.order = binary.BigEndian
-			default:
-				return frame{}, errors.New("pcapng: section header with a bad byte-order magic")
-			}
-			p.ifaces = p.ifaces[:0]
-		} else if p.order == nil {
-			return frame{}, errors.New("not a pcap or pcapng capture")
-		} else {
-			typ = p.order.Uint32(h[:])
-		}
-		total := p.order.Uint32(h[4:])
-		if total < 12 || total%4 != 0 {
-			return frame{}, fmt.Errorf("pcapng: block of length %d", total)
-		}
-		body := int(total) - 12 // without type, length and the trailing length
-		switch typ {
-		case pcapngSHB, pcapngIDB, pcapngEPB, pcapngSPB, pcapngPB:
-		default:
-			if _, err := p.r.Discard(body + 4); err != nil {
-				return frame{}, io.ErrUnexpectedEOF
-			}
-			continue
-		}
-		if body > maxRecord {
-			return frame{}, fmt.Errorf("pcapng: block of %d bytes (the limit is %d)", total, maxRecord)
-		}
-		if cap(p.buf) < body+4 {
-			p.buf = make([]byte, body+4)
-		}
-		b := p.buf[:body+4]
-		if _, err := io.ReadFull(p.r, b); err != nil {
-			return frame{}, io.ErrUnexpectedEOF
-		}
-		if p.order.Uint32(b[body:]) != total {
-			return frame{}, errors.New("pcapng: block lengths at its start and end differ")
-		}
-		b = b[:body]
-		f, ok, err := p.block(typ, b)
-		if err != nil || ok {
-			return f, err
-		}
+func (g *ngGuard) Read(p []byte) (int, error) {
+	for g.left == 0 && g.err == nil {
+		g.left, g.err = g.block()
 	}
+	if g.err != nil {
+		return 0, g.err
+	}
+	n, err := g.r.Read(p[:min(len(p), g.left)])
+	g.left -= n
+	if n == 0 && err != nil {
+		g.err = truncated(err) // an io.EOF here would end pcapgo's read as if between blocks
+		err = g.err
+	}
+	return n, err
 }
 
-// block interprets one block's body; ok when it is a packet.
-func (p *pcapngReader) block(typ uint32, b []byte) (f frame, ok bool, err error) {
-	o := p.order
+// block reads the header of the next block and returns how many of its
+// bytes to pass on; 0 for a block it skipped.
+func (g *ngGuard) block() (int, error) {
+	h, err := g.r.Peek(12)
+	if err == io.EOF && len(h) == 0 {
+		return 0, io.EOF
+	} else if err != nil {
+		return 0, truncated(err)
+	}
+	typ := binary.LittleEndian.Uint32(h) // the SHB type reads the same both ways
+	if typ == pcapngSHB {
+		switch uint32(pcapngBOM) {
+		case binary.LittleEndian.Uint32(h[8:]):
+			g.order = binary.LittleEndian
+		case binary.BigEndian.Uint32(h[8:]):
+			g.order = binary.BigEndian
+		default:
+			return 0, errors.New("pcapng: section header with a bad byte-order magic")
+		}
+		g.ifaces = 0
+	}
+	typ, total := g.order.Uint32(h), g.order.Uint32(h[4:])
+	var need uint32 // the block's fields: pcapgo reads them whatever its length
+	keep := true
 	switch typ {
 	case pcapngSHB:
-		if len(b) < 16 {
-			return f, false, errors.New("pcapng: section header block too short")
-		}
-		if major := o.Uint16(b[4:]); major != 1 {
-			return f, false, fmt.Errorf("pcapng: version %d is not supported", major)
-		}
-		return f, false, nil
+		need = 16
 	case pcapngIDB:
-		if len(b) < 8 {
-			return f, false, errors.New("pcapng: interface description block too short")
-		}
-		p.ifaces = append(p.ifaces, uint32(o.Uint16(b)))
-		return f, false, nil
+		need = 8
+	case pcapngEPB, pcapngPB:
+		need = 20
 	case pcapngSPB:
-		if len(b) < 4 {
-			return f, false, errors.New("pcapng: simple packet block too short")
+		need = 4
+	default:
+		keep = false
+	}
+	if total < 12+need || total%4 != 0 || (keep && total > maxRecord) {
+		return 0, fmt.Errorf("pcapng: block of length %d", total)
+	}
+	switch typ {
+	case pcapngIDB:
+		if g.ifaces++; g.ifaces > maxInterfaces {
+			return 0, fmt.Errorf("pcapng: more than %d interfaces in a section", maxInterfaces)
 		}
-		orig := o.Uint32(b)
-		data := b[4:]
-		if uint32(len(data)) > orig {
-			data = data[:orig]
+	case pcapngSPB:
+		if orig := g.order.Uint32(h[8:]); orig > maxRecord {
+			return 0, fmt.Errorf("pcapng: packet of %d bytes (the limit is %d)", orig, maxRecord)
 		}
-		return p.packet(0, data, orig)
+	case pcapngEPB, pcapngPB:
+		if h, err = g.r.Peek(28); err != nil {
+			return 0, truncated(err)
+		}
+		if n := g.order.Uint32(h[20:]); n > total-32 {
+			return 0, fmt.Errorf("pcapng: packet of %d bytes in a block of %d", n, total)
+		}
 	}
-	// EPB and the obsolete PB share their layout but for the interface
-	// ID (32 bits in EPB; 16 bits and a drop count in PB).
-	if len(b) < 20 {
-		return f, false, errors.New("pcapng: packet block too short")
+	if !keep {
+		_, err := g.r.Discard(int(total))
+		return 0, truncated(err)
 	}
-	iface := o.Uint32(b)
-	if typ == pcapngPB {
-		iface = uint32(o.Uint16(b))
-	}
-	capLen, orig := o.Uint32(b[12:]), o.Uint32(b[16:])
-	if uint64(capLen) > uint64(len(b)-20) {
-		return f, false, fmt.Errorf("pcapng: packet of %d bytes in a block of %d", capLen, len(b)+12)
-	}
-	return p.packet(iface, b[20:20+capLen], orig)
+	return int(total), nil
 }
 
-func (p *pcapngReader) packet(iface uint32, data []byte, orig uint32) (frame, bool, error) {
-	if uint64(iface) >= uint64(len(p.ifaces)) {
-		return frame{}, false, fmt.Errorf("pcapng: packet on interface %d, which the section does not describe", iface)
+func truncated(err error) error {
+	if err == io.EOF {
+		return errTruncated
 	}
-	return frame{data: data, linkType: p.ifaces[iface], origLen: int(max(orig, uint32(len(data))))}, true, nil
+	return err
 }

@@ -349,7 +349,12 @@ func pcapFile(lt uint32, bigEndian bool, frames [][]byte) []byte {
 // pcapngFile is a pcapng with one section and one interface, its frames in
 // enhanced packet blocks, with a name-resolution block to skip in between.
 func pcapngFile(lt uint32, frames [][]byte) []byte {
-	o := binary.LittleEndian
+	return pcapngSection(binary.LittleEndian, []uint32{lt}, frames)
+}
+
+// pcapngSection is a pcapng section in byte order o with an interface per
+// link type in lts, frames[i] on interface i%len(lts).
+func pcapngSection(o binary.AppendByteOrder, lts []uint32, frames [][]byte) []byte {
 	block := func(b []byte, typ uint32, body []byte) []byte {
 		for len(body)%4 != 0 {
 			body = append(body, 0)
@@ -365,13 +370,15 @@ func pcapngFile(lt uint32, frames [][]byte) []byte {
 	shb = o.AppendUint16(shb, 0)
 	shb = o.AppendUint64(shb, ^uint64(0))
 	b := block(nil, pcapngSHB, shb)
-	idb := o.AppendUint16(nil, uint16(lt))
-	idb = o.AppendUint16(idb, 0)
-	idb = o.AppendUint32(idb, 262144)
-	b = block(b, pcapngIDB, idb)
+	for _, lt := range lts {
+		idb := o.AppendUint16(nil, uint16(lt))
+		idb = o.AppendUint16(idb, 0)
+		idb = o.AppendUint32(idb, 262144)
+		b = block(b, pcapngIDB, idb)
+	}
 	b = block(b, 4, []byte{0, 0, 0, 0}) // NRB: end of records only
 	for i, f := range frames {
-		epb := o.AppendUint32(nil, 0)
+		epb := o.AppendUint32(nil, uint32(i%len(lts)))
 		epb = o.AppendUint32(epb, 0)
 		epb = o.AppendUint32(epb, uint32(i))
 		epb = o.AppendUint32(epb, uint32(len(f)))

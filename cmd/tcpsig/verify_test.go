@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -293,11 +294,16 @@ func TestLinkTypesAndFormats(t *testing.T) {
 	}
 	for _, lt := range []uint32{ltEthernet, ltSLL, ltSLL2, ltNull, ltLoop, ltRaw} {
 		frames := framed(lt, pkts)
+		nanos := pcapFile(lt, true, frames)
+		binary.BigEndian.PutUint32(nanos, pcapMagicNano)
 		for name, file := range map[string][]byte{
-			"pcap":    pcapFile(lt, false, frames),
-			"pcap-be": pcapFile(lt, true, frames),
-			"pcapng":  pcapngFile(lt, frames),
-			"pcap.gz": gz(pcapFile(lt, false, frames)),
+			"pcap":      pcapFile(lt, false, frames),
+			"pcap-be":   pcapFile(lt, true, frames),
+			"pcap-ns":   nanos,
+			"pcapng":    pcapngFile(lt, frames),
+			"pcapng-be": pcapngSection(binary.BigEndian, []uint32{lt}, frames),
+			"pcap.gz":   gz(pcapFile(lt, false, frames)),
+			"pcapng.gz": gz(pcapngFile(lt, frames)),
 		} {
 			t.Run(fmt.Sprintf("%d-%s", lt, name), func(t *testing.T) {
 				code, segs, sum, errOut := verifyPcap(t, file, all)

@@ -13,9 +13,6 @@
 // segment appears once, in the order the kernel transmitted them. On other
 // devices (a TUN device, for example) both directions are kept.
 //
-// The pcap format is written and read here rather than through gopacket's
-// pcapgo: the module does not require golang.org/x/net, which pcapgo's
-// Linux capture code imports, and importing pcapgo therefore does not
-// build. The files are ordinary pcap (magic 0xa1b2c3d4, microsecond
-// timestamps), readable by pcapgo, tcpdump and Wireshark.
+// Files are written and read with gopacket's pcapgo: ordinary pcap (magic
+// 0xa1b2c3d4, microsecond timestamps), readable by tcpdump and Wireshark.
 package capture

@@ -8,6 +8,10 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/gopacket/gopacket"
+	"github.com/gopacket/gopacket/layers"
+	"github.com/gopacket/gopacket/pcapgo"
 )
 
 // LinkType is a pcap link-layer header type (LINKTYPE_* in the tcpdump
@@ -70,67 +74,13 @@ type Packet struct {
 // GSO packets of up to 64 KiB plus headers.
 const DefaultSnapLen = 262144
 
-const (
-	magicMicro        = 0xa1b2c3d4
-	magicNano         = 0xa1b23c4d
-	fileHeaderLen     = 24
-	recordHeaderLen   = 16
-	maxRecordCapLen   = 1 << 24 // sanity bound for reading untrusted files
-	pcapVersionMajor  = 2
-	pcapVersionMinor  = 4
-	microsecondPerSec = 1e6
-)
-
 // ErrFormat is returned (wrapped) for input that is not a pcap file this
 // package can read.
 var ErrFormat = errors.New("capture: not a pcap file")
 
-// Writer writes a classic pcap file: little-endian, microsecond timestamps.
-// Its methods mirror gopacket's pcapgo.Writer.
-type Writer struct {
-	w   io.Writer
-	buf [fileHeaderLen]byte
-}
-
-// NewWriter returns a Writer that writes to w. Call WriteFileHeader once
-// before the first WritePacket.
-func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
-
-// WriteFileHeader writes the pcap global header.
-func (w *Writer) WriteFileHeader(snaplen uint32, lt LinkType) error {
-	b := w.buf[:fileHeaderLen]
-	le := binary.LittleEndian
-	le.PutUint32(b[0:], magicMicro)
-	le.PutUint16(b[4:], pcapVersionMajor)
-	le.PutUint16(b[6:], pcapVersionMinor)
-	le.PutUint32(b[8:], 0)  // thiszone
-	le.PutUint32(b[12:], 0) // sigfigs
-	le.PutUint32(b[16:], snaplen)
-	le.PutUint32(b[20:], uint32(lt))
-	_, err := w.w.Write(b)
-	return err
-}
-
-// WritePacket writes one packet record. p.Length is written as the
-// original length; if it is smaller than len(p.Data), len(p.Data) is used.
-func (w *Writer) WritePacket(p Packet) error {
-	b := w.buf[:recordHeaderLen]
-	le := binary.LittleEndian
-	length := max(p.Length, len(p.Data))
-	t := p.Time.UnixMicro()
-	le.PutUint32(b[0:], uint32(t/microsecondPerSec))
-	le.PutUint32(b[4:], uint32(t%microsecondPerSec))
-	le.PutUint32(b[8:], uint32(len(p.Data)))
-	le.PutUint32(b[12:], uint32(length))
-	if _, err := w.w.Write(b); err != nil {
-		return err
-	}
-	_, err := w.w.Write(p.Data)
-	return err
-}
-
 // WriteFile writes pkts, packets of link type lt, to a new pcap file at
-// path.
+// path with gopacket's pcapgo: little-endian, microsecond timestamps. A
+// packet's Length smaller than len(Data) is written as len(Data).
 func WriteFile(path string, lt LinkType, pkts []Packet) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
@@ -142,104 +92,40 @@ func WriteFile(path string, lt LinkType, pkts []Packet) (err error) {
 		}
 	}()
 	bw := bufio.NewWriter(f)
-	w := NewWriter(bw)
-	if err := w.WriteFileHeader(DefaultSnapLen, lt); err != nil {
+	w := pcapgo.NewWriter(bw)
+	if err := w.WriteFileHeader(DefaultSnapLen, layers.LinkType(lt)); err != nil {
 		return err
 	}
 	for _, p := range pkts {
-		if err := w.WritePacket(p); err != nil {
+		ci := gopacket.CaptureInfo{Timestamp: p.Time, CaptureLength: len(p.Data), Length: max(p.Length, len(p.Data))}
+		if err := w.WritePacket(ci, p.Data); err != nil {
 			return err
 		}
 	}
 	return bw.Flush()
 }
 
-// Reader reads a classic pcap file of either byte order and either
-// timestamp resolution. Its methods mirror gopacket's pcapgo.Reader.
-type Reader struct {
-	r        io.Reader
-	order    binary.ByteOrder
-	nanos    bool
-	linkType LinkType
-	snaplen  uint32
-	hdr      [recordHeaderLen]byte
-}
-
-// NewReader reads the pcap global header from r and returns a Reader
-// positioned at the first packet.
-func NewReader(r io.Reader) (*Reader, error) {
-	var h [fileHeaderLen]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return nil, fmt.Errorf("%w: short header: %v", ErrFormat, err)
-	}
-	rd := &Reader{r: r}
-	switch {
-	case binary.LittleEndian.Uint32(h[:]) == magicMicro:
-		rd.order = binary.LittleEndian
-	case binary.LittleEndian.Uint32(h[:]) == magicNano:
-		rd.order, rd.nanos = binary.LittleEndian, true
-	case binary.BigEndian.Uint32(h[:]) == magicMicro:
-		rd.order = binary.BigEndian
-	case binary.BigEndian.Uint32(h[:]) == magicNano:
-		rd.order, rd.nanos = binary.BigEndian, true
-	default:
-		return nil, fmt.Errorf("%w: bad magic %x", ErrFormat, h[:4])
-	}
-	if major := rd.order.Uint16(h[4:]); major != pcapVersionMajor {
-		return nil, fmt.Errorf("%w: version %d", ErrFormat, major)
-	}
-	rd.snaplen = rd.order.Uint32(h[16:])
-	rd.linkType = LinkType(rd.order.Uint32(h[20:]) & 0x0fffffff)
-	return rd, nil
-}
-
-// LinkType returns the link type of the file's packets.
-func (r *Reader) LinkType() LinkType { return r.linkType }
-
-// Snaplen returns the snapshot length recorded in the file header.
-func (r *Reader) Snaplen() uint32 { return r.snaplen }
-
-// ReadPacket returns the next packet, or io.EOF after the last one.
-func (r *Reader) ReadPacket() (Packet, error) {
-	if _, err := io.ReadFull(r.r, r.hdr[:]); err != nil {
-		if err == io.ErrUnexpectedEOF {
-			return Packet{}, fmt.Errorf("%w: truncated record header", ErrFormat)
-		}
-		return Packet{}, err
-	}
-	sec := int64(r.order.Uint32(r.hdr[0:]))
-	frac := int64(r.order.Uint32(r.hdr[4:]))
-	capLen := r.order.Uint32(r.hdr[8:])
-	origLen := r.order.Uint32(r.hdr[12:])
-	if capLen > maxRecordCapLen {
-		return Packet{}, fmt.Errorf("%w: record of %d bytes", ErrFormat, capLen)
-	}
-	if !r.nanos {
-		frac *= 1000
-	}
-	p := Packet{Time: time.Unix(sec, frac), Data: make([]byte, capLen), Length: int(origLen)}
-	if _, err := io.ReadFull(r.r, p.Data); err != nil {
-		return Packet{}, fmt.Errorf("%w: truncated record: %v", ErrFormat, err)
-	}
-	return p, nil
-}
-
-// ReadAll reads a whole pcap stream and returns its link type and packets.
+// ReadAll reads a whole pcap stream, of either byte order and timestamp
+// resolution, with gopacket's pcapgo, and returns its link type and
+// packets.
 func ReadAll(r io.Reader) (LinkType, []Packet, error) {
-	rd, err := NewReader(r)
+	rd, err := pcapgo.NewReader(r)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("%w: %v", ErrFormat, err)
 	}
 	var pkts []Packet
 	for {
-		p, err := rd.ReadPacket()
-		if err == io.EOF {
-			return rd.LinkType(), pkts, nil
+		data, ci, err := rd.ReadPacketData()
+		if err == io.EOF && ci.CaptureLength == 0 {
+			return LinkType(rd.LinkType()), pkts, nil
+		}
+		if err == io.EOF { // after a record header
+			err = io.ErrUnexpectedEOF
 		}
 		if err != nil {
-			return 0, nil, err
+			return 0, nil, fmt.Errorf("%w: packet %d: %v", ErrFormat, len(pkts)+1, err)
 		}
-		pkts = append(pkts, p)
+		pkts = append(pkts, Packet{Time: ci.Timestamp, Data: data, Length: ci.Length})
 	}
 }
 
@@ -250,5 +136,5 @@ func ReadFile(path string) (LinkType, []Packet, error) {
 		return 0, nil, err
 	}
 	defer f.Close()
-	return ReadAll(bufio.NewReader(f))
+	return ReadAll(f)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -40,36 +41,34 @@ func TestPcapRoundTrip(t *testing.T) {
 
 // The header layout is the classic one every reader knows.
 func TestPcapHeaderBytes(t *testing.T) {
-	var buf bytes.Buffer
-	w := NewWriter(&buf)
-	if err := w.WriteFileHeader(65535, LinkTypeEthernet); err != nil {
+	path := filepath.Join(t.TempDir(), "x.pcap")
+	if err := WriteFile(path, LinkTypeEthernet, nil); err != nil {
 		t.Fatal(err)
 	}
-	want := []byte{0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0, 1, 0, 0, 0}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("header %x, want %x", buf.Bytes(), want)
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []byte{0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 0, 1, 0, 0, 0}
+	if !bytes.Equal(got, want) {
+		t.Errorf("header %x, want %x", got, want)
 	}
 }
 
 // Big-endian, nanosecond files (written by other tools) read too.
 func TestPcapReadBigEndianNanos(t *testing.T) {
-	var b bytes.Buffer
 	be := binary.BigEndian
-	hdr := make([]byte, 24)
-	be.PutUint32(hdr[0:], magicNano)
-	be.PutUint16(hdr[4:], 2)
-	be.PutUint16(hdr[6:], 4)
-	be.PutUint32(hdr[16:], 1000)
-	be.PutUint32(hdr[20:], 101)
-	b.Write(hdr)
-	rec := make([]byte, 16)
-	be.PutUint32(rec[0:], 5)
-	be.PutUint32(rec[4:], 7)
-	be.PutUint32(rec[8:], 2)
-	be.PutUint32(rec[12:], 2)
-	b.Write(rec)
-	b.Write([]byte{0x45, 0})
-	lt, pkts, err := ReadAll(&b)
+	b := be.AppendUint32(nil, 0xa1b23c4d)
+	b = be.AppendUint16(b, 2)
+	b = be.AppendUint16(b, 4)
+	b = append(b, make([]byte, 8)...)
+	b = be.AppendUint32(b, 1000)
+	b = be.AppendUint32(b, 101)
+	for _, v := range []uint32{5, 7, 2, 2} { // seconds, nanoseconds, captured, original length
+		b = be.AppendUint32(b, v)
+	}
+	b = append(b, 0x45, 0)
+	lt, pkts, err := ReadAll(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,11 +78,14 @@ func TestPcapReadBigEndianNanos(t *testing.T) {
 }
 
 func TestPcapReadErrors(t *testing.T) {
-	var good bytes.Buffer
-	w := NewWriter(&good)
-	_ = w.WriteFileHeader(100, LinkTypeRaw)
-	_ = w.WritePacket(Packet{Time: time.Unix(1, 0), Data: []byte{1, 2, 3, 4}})
-	full := good.Bytes()
+	path := filepath.Join(t.TempDir(), "x.pcap")
+	if err := WriteFile(path, LinkTypeRaw, []Packet{{Time: time.Unix(1, 0), Data: []byte{1, 2, 3, 4}}}); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		in   []byte
@@ -92,6 +94,7 @@ func TestPcapReadErrors(t *testing.T) {
 		{"short header", full[:10]},
 		{"bad magic", append([]byte{1, 2, 3, 4}, full[4:]...)},
 		{"short record header", full[:24+8]},
+		{"record header only", full[:24+16]},
 		{"short record", full[:len(full)-1]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
