@@ -3,10 +3,13 @@ module github.com/tcpsig/tcpsig
 go 1.26.0
 
 require (
-	github.com/aead/cmac v0.0.0-20160719120800-7af84192f0b1 // indirect
-	github.com/gopacket/gopacket v1.7.7 // indirect
-	github.com/klauspost/cpuid/v2 v2.4.2 // indirect
-	golang.org/x/crypto v0.59.0 // indirect
+	github.com/aead/cmac v0.0.0-20160719120800-7af84192f0b1
+	github.com/gopacket/gopacket v1.7.7
+	github.com/klauspost/cpuid/v2 v2.4.2
+	golang.org/x/crypto v0.59.0
+)
+
+require (
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
