@@ -170,3 +170,17 @@ func SetRepairOptionsFD(fd int, opts []RepairOpt) error {
 func SetRepairWindowFD(fd int, w RepairWindow) error {
 	return setsockopt(fd, TCP_REPAIR_WINDOW, w.Marshal())
 }
+
+// QueueSeqFD reads a repair queue's sequence number (TCP_REPAIR_QUEUE +
+// getsockopt TCP_QUEUE_SEQ): write_seq for TCP_SEND_QUEUE, rcv_nxt for
+// TCP_RECV_QUEUE. The socket must be in repair mode.
+func QueueSeqFD(fd, queue int) (uint32, error) {
+	if err := setInt(fd, TCP_REPAIR_QUEUE, queue); err != nil {
+		return 0, err
+	}
+	b := make([]byte, 4)
+	if _, err := getsockopt(fd, TCP_QUEUE_SEQ, b); err != nil {
+		return 0, err
+	}
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24, nil
+}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -135,7 +136,7 @@ func runGuest(args []string) int {
 
 	log := &bytes.Buffer{}
 	res := Results{Kernel: kernelRelease(), BootSeconds: uptime()}
-	fmt.Printf("guest: kernel %s, up %.1fs, %d cases registered\n", res.Kernel, res.BootSeconds, len(registry))
+	fmt.Printf("guest: kernel %s, %d CPUs, up %.1fs, %d cases registered\n", res.Kernel, runtime.NumCPU(), res.BootSeconds, len(registry))
 	for _, err := range setupNetwork() {
 		res.SetupFailures = append(res.SetupFailures, err.Error())
 		fmt.Printf("guest: setup: %v\n", err)
@@ -149,6 +150,16 @@ func runGuest(args []string) int {
 		}
 		n := log.Len()
 		r, fs := runCase(c, log)
+		if !r.Pass {
+			// One retry: under TCG on a busy host a timer can fire late.
+			// The first attempt's errors stay in the log and the result.
+			first := r
+			fmt.Printf("CASE %-40s RETRY after: %s\n", c.Name, firstLine(strings.Join(r.Errors, "; ")))
+			r, fs = runCase(c, log)
+			r.Retried = true
+			r.FirstErrors = first.Errors
+			r.Seconds += first.Seconds
+		}
 		res.Cases = append(res.Cases, r)
 		files = append(files, fs...)
 		verdict := "PASS"

@@ -187,6 +187,9 @@ func runCheck(args []string) int {
 	for _, r := range res.Cases {
 		total++
 		g := "pass"
+		if r.Retried {
+			g = "pass*" // passed on the retry
+		}
 		if !r.Pass {
 			g, failed = "FAIL", true
 		}
@@ -209,6 +212,9 @@ func runCheck(args []string) int {
 			pass++
 		}
 		fmt.Printf("%-48s %-6s %-6s %5s %5s %7.2f  %s\n", r.Name, g, h, pk, ao, r.Seconds, feats)
+		for _, e := range r.FirstErrors {
+			fmt.Printf("    guest, first attempt: %s\n", firstLine(e))
+		}
 		for _, e := range r.Errors {
 			fmt.Printf("    guest: %s\n", firstLine(e))
 		}
@@ -238,7 +244,7 @@ func runCheck(args []string) int {
 		fmt.Printf("guest setup: %s\n", s)
 		failed = true
 	}
-	fmt.Printf("\n%d/%d cases passed\n", pass, total)
+	fmt.Printf("\n%d/%d cases passed (pass* = passed on the one retry)\n", pass, total)
 	if *kb != "" {
 		if *kb != "cached" {
 			*kb += "s"

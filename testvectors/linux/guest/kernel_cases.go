@@ -69,6 +69,7 @@ type aoCase struct {
 	finish   string
 	repair   bool   // TCP_REPAIR pair near the sequence wrap, no handshake
 	sne0     uint32 // repair: starting SNE of both directions
+	timewait bool   // after the FIN close, provoke an ACK from the TIME-WAIT socket
 	notes    string
 }
 
@@ -119,6 +120,9 @@ func init() {
 		aoCase{alg: hmacSHA256, v6: true, maclen: 12, sack: true, finish: finFIN},
 		// SendID == RecvID, one key on both ends (the usual router setup)
 		aoCase{alg: hmacSHA1, maclen: 12, sameID: true, ascii: true, finish: finFIN},
+		// an ACK from a TIME-WAIT socket (TS before AO)
+		aoCase{alg: hmacSHA1, maclen: 12, timewait: true, finish: finFIN},
+		aoCase{alg: hmacSHA256, v6: true, maclen: 16, timewait: true, finish: finFIN},
 		// key lengths
 		aoCase{alg: hmacSHA1, keyLen: 1, maclen: 12, finish: finFIN},
 		aoCase{alg: hmacSHA1, v6: true, keyLen: 80, maclen: 12, finish: finFIN},
@@ -163,6 +167,9 @@ func (c aoCase) defaultName() string {
 	}
 	if c.finish == finRSTClient || c.finish == finRSTServer {
 		n += "-" + c.finish
+	}
+	if c.timewait {
+		n += "-timewait"
 	}
 	if c.rotate && (c.exclude || c.sameAddr) {
 		n += "-rotation"
@@ -507,7 +514,17 @@ func (cs aoCase) run(t *T) {
 			t.Errorf("%s socket counters: good %d bad %d key_not_found %d ao_required %d", side.n, i.PktGood, i.PktBad, i.PktKeyNotFound, i.PktAORequired)
 		}
 	}
+	var twSnd, twRcv uint32
+	var twRepair linuxao.Repair
+	if cs.timewait {
+		var err error
+		twSnd, twRcv, twRepair, err = repairState(cn.s)
+		t.check(err, "server repair state")
+	}
 	cs.close(t, cn)
+	if cs.timewait {
+		cs.timeWaitACK(t, capt, cn, srvKeys, twSnd, twRcv, twRepair)
+	}
 	capt.waitQuiet(400*time.Millisecond, 5*time.Second)
 	pkts, err := capt.stop()
 	stopped = true
@@ -616,43 +633,9 @@ const (
 func (cs aoCase) restorePair(t *T, cli, srv netip.AddrPort, cliKeys, srvKeys []linuxao.AddKey) (conns, map[string]uint32, map[string]uint32) {
 	cSeq, sSeq := uint32(cliSeqBelowWrap), uint32(srvSeqBelowWrap)
 	cISN, sISN := cSeq-cliISNBack, sSeq-srvISNBack
-	mss := uint32(1460)
-	if cs.v6 {
-		mss = 1440
-	}
-	restore := func(local, remote netip.AddrPort, keys []linuxao.AddKey, sndSeq, rcvSeq, lisn, risn uint32) int {
-		fd, err := newSocket(local, keys, true)
-		t.check(err, "repair socket")
-		steps := []struct {
-			what string
-			fn   func() error
-		}{
-			{"TCP_QUEUE_SEQ send", func() error { return linuxao.SetQueueSeqFD(fd, linuxao.TCP_SEND_QUEUE, sndSeq) }},
-			{"TCP_QUEUE_SEQ recv", func() error { return linuxao.SetQueueSeqFD(fd, linuxao.TCP_RECV_QUEUE, rcvSeq) }},
-			{"repair connect", func() error { return connectFD(fd, remote) }},
-			{"TCP_AO_REPAIR", func() error {
-				return linuxao.SetRepairFD(fd, linuxao.Repair{SntISN: lisn, RcvISN: risn, SndSNE: cs.sne0, RcvSNE: cs.sne0})
-			}},
-			{"TCP_REPAIR_OPTIONS", func() error {
-				return linuxao.SetRepairOptionsFD(fd, []linuxao.RepairOpt{{Code: linuxao.TCPOPT_MSS, Val: mss}, {Code: linuxao.TCPOPT_TIMESTAMP}})
-			}},
-			{"TCP_REPAIR_WINDOW", func() error {
-				return linuxao.SetRepairWindowFD(fd, linuxao.RepairWindow{SndWL1: rcvSeq, SndWnd: 65535, MaxWindow: 65535, RcvWnd: 65535, RcvWup: rcvSeq})
-			}},
-		}
-		for _, st := range steps {
-			if err := st.fn(); err != nil {
-				syscall.Close(fd)
-				t.Fatalf("%s on %v: %v", st.what, local, err)
-			}
-		}
-		if r, err := linuxao.RepairFD(fd); err != nil || r != (linuxao.Repair{SntISN: lisn, RcvISN: risn, SndSNE: cs.sne0, RcvSNE: cs.sne0}) {
-			t.Errorf("TCP_AO_REPAIR read back %+v, %v", r, err)
-		}
-		return fd
-	}
-	cfd := restore(cli, srv, cliKeys, cSeq, sSeq, cISN, sISN)
-	sfd := restore(srv, cli, srvKeys, sSeq, cSeq, sISN, cISN)
+	mss := cs.mss()
+	cfd := restoreSocket(t, local(cli, srv, cliKeys), mss, linuxao.Repair{SntISN: cISN, RcvISN: sISN, SndSNE: cs.sne0, RcvSNE: cs.sne0}, cSeq, sSeq)
+	sfd := restoreSocket(t, local(srv, cli, srvKeys), mss, linuxao.Repair{SntISN: sISN, RcvISN: cISN, SndSNE: cs.sne0, RcvSNE: cs.sne0}, sSeq, cSeq)
 	// Leave repair mode only once both ends exist, without window probes, so
 	// the first segments on the wire are the data below.
 	for _, fd := range []int{cfd, sfd} {
@@ -665,6 +648,96 @@ func (cs aoCase) restorePair(t *T, cli, srv netip.AddrPort, cliKeys, srvKeys []l
 	isn := map[string]uint32{cli.String(): cISN, srv.String(): sISN}
 	sne := map[string]uint32{cli.String(): cs.sne0, srv.String(): cs.sne0}
 	return conns{c: c, s: s, cli: cli, srv: srv}, isn, sne
+}
+
+type sockEnds struct {
+	local, remote netip.AddrPort
+	keys          []linuxao.AddKey
+}
+
+func local(l, r netip.AddrPort, keys []linuxao.AddKey) sockEnds { return sockEnds{l, r, keys} }
+
+func (cs aoCase) mss() uint32 {
+	if cs.v6 {
+		return 1440
+	}
+	return 1460
+}
+
+// restoreSocket creates an established socket in repair mode without a
+// packet on the wire: sequence numbers, then connect, then the TCP-AO ISNs
+// and SNEs, options (MSS, timestamps) and window. The caller leaves repair
+// mode.
+func restoreSocket(t *T, e sockEnds, mss uint32, r linuxao.Repair, sndSeq, rcvSeq uint32) int {
+	fd, err := newSocket(e.local, e.keys, true)
+	t.check(err, "repair socket")
+	steps := []struct {
+		what string
+		fn   func() error
+	}{
+		{"TCP_QUEUE_SEQ send", func() error { return linuxao.SetQueueSeqFD(fd, linuxao.TCP_SEND_QUEUE, sndSeq) }},
+		{"TCP_QUEUE_SEQ recv", func() error { return linuxao.SetQueueSeqFD(fd, linuxao.TCP_RECV_QUEUE, rcvSeq) }},
+		{"repair connect", func() error { return connectFD(fd, e.remote) }},
+		{"TCP_AO_REPAIR", func() error { return linuxao.SetRepairFD(fd, r) }},
+		{"TCP_REPAIR_OPTIONS", func() error {
+			return linuxao.SetRepairOptionsFD(fd, []linuxao.RepairOpt{{Code: linuxao.TCPOPT_MSS, Val: mss}, {Code: linuxao.TCPOPT_TIMESTAMP}})
+		}},
+		{"TCP_REPAIR_WINDOW", func() error {
+			return linuxao.SetRepairWindowFD(fd, linuxao.RepairWindow{SndWL1: rcvSeq, SndWnd: 65535, MaxWindow: 65535, RcvWnd: 65535, RcvWup: rcvSeq})
+		}},
+	}
+	for _, st := range steps {
+		if err := st.fn(); err != nil {
+			syscall.Close(fd)
+			t.Fatalf("%s on %v: %v", st.what, e.local, err)
+		}
+	}
+	if got, err := linuxao.RepairFD(fd); err != nil || got != r {
+		t.Errorf("TCP_AO_REPAIR read back %+v, %v; want %+v", got, err, r)
+	}
+	return fd
+}
+
+// repairState reads an established socket's sequence numbers and TCP-AO
+// ISNs/SNEs (repair mode on, read, off).
+func repairState(c *net.TCPConn) (snd, rcv uint32, r linuxao.Repair, err error) {
+	err = withFD(c, func(fd int) error {
+		if err := linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_ON); err != nil {
+			return err
+		}
+		defer linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_OFF_NO_WP)
+		var err error
+		if snd, err = linuxao.QueueSeqFD(fd, linuxao.TCP_SEND_QUEUE); err != nil {
+			return err
+		}
+		if rcv, err = linuxao.QueueSeqFD(fd, linuxao.TCP_RECV_QUEUE); err != nil {
+			return err
+		}
+		r, err = linuxao.RepairFD(fd)
+		return err
+	})
+	return
+}
+
+// timeWaitACK provokes an ACK from the client's TIME-WAIT socket (Linux
+// builds those with TS before AO, unlike full sockets): once the connection
+// is closed, the server end is recreated with TCP_REPAIR from its final
+// state and leaves repair mode with a window probe (seq = snd_una-1, signed
+// with the same traffic keys); the TIME-WAIT socket answers it with a signed
+// ACK. The recreated server then resets (SO_LINGER {1,0}).
+func (cs aoCase) timeWaitACK(t *T, capt *capturer, cn conns, srvKeys []linuxao.AddKey, snd, rcv uint32, r linuxao.Repair) {
+	capt.waitQuiet(300*time.Millisecond, 5*time.Second)
+	// both FINs consumed one sequence number
+	fd := restoreSocket(t, local(cn.srv, cn.cli, srvKeys), cs.mss(), r, snd+1, rcv+1)
+	if err := linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_OFF); err != nil { // sends the probe
+		syscall.Close(fd)
+		t.Fatalf("TCP_REPAIR off: %v", err)
+	}
+	c, err := fdConn(fd)
+	t.check(err, "restored server")
+	capt.waitQuiet(300*time.Millisecond, 5*time.Second)
+	c.SetLinger(0)
+	c.Close()
 }
 
 // checkSNE reads both ends' SNEs back (TCP_REPAIR on, TCP_AO_REPAIR, off):
@@ -860,6 +933,15 @@ func (cs aoCase) analyse(t *T, pkts []packet, cn conns, e *ManifestCapture) {
 	if maclen%4 != 0 {
 		feats = append(feats, "maclen-unaligned")
 	}
+	if cs.timewait {
+		if !aoNotFirst {
+			t.Errorf("no ACK from the TIME-WAIT socket (TS before AO) in the capture")
+		}
+		if !s2c.rst {
+			t.Errorf("no RST from the restored server")
+		}
+		feats = append(feats, "timewait-ack", "window-probe", "rst")
+	}
 	if aoNotFirst {
 		feats = append(feats, "ao-after-ts")
 	}
@@ -900,6 +982,9 @@ func (cs aoCase) describe(nc, ns int) string {
 		b.WriteString("net.ipv4.tcp_sack=1: Linux drops TS from an AO SYN-ACK, so TS only in the SYN; ")
 	} else {
 		b.WriteString("net.ipv4.tcp_sack=0, TS on every segment; ")
+	}
+	if cs.timewait {
+		b.WriteString("after the FIN close (client in TIME-WAIT) the server socket is recreated with TCP_REPAIR from its final state (same ISNs, SNE 0) and leaves repair mode with a window probe (seq = snd_una-1); the client's TIME-WAIT socket answers with a signed ACK whose options are NOP,NOP,TS,AO (TIME-WAIT replies put AO after TS; its KeyID is the probe's RNextKeyID); the recreated server then sends a signed RST; ")
 	}
 	switch cs.finish {
 	case finRSTClient:

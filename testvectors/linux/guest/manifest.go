@@ -54,6 +54,9 @@ type CaseResult struct {
 	Errors   []string `json:"errors,omitempty"`
 	Seconds  float64  `json:"seconds"`
 	Captures []string `json:"captures,omitempty"`
+	// Retried: the first attempt failed with FirstErrors, this is the second.
+	Retried     bool     `json:"retried,omitempty"`
+	FirstErrors []string `json:"first_errors,omitempty"`
 }
 
 // Results is results.json.
