@@ -4,10 +4,12 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gopacket/gopacket/layers"
@@ -90,10 +92,27 @@ func TestMD5Fixtures(t *testing.T)     { testFixtures(t, "md5") }
 func TestLinuxAOFixtures(t *testing.T) { testFixtures(t, "linux") }
 
 // testFixtures: every capture verifies, every signed segment good (exit
-// 0); a copy with one bit flipped in a MAC, and one with a bit flipped in
-// a payload, each has exactly that segment bad (exit 1).
+// 0). Then copies with one frame damaged, each a separate run:
+//
+//   - a MAC bit, a payload bit, a window bit: that frame bad, exit 1;
+//   - a value byte of an option other than TCP-AO/TCP-MD5 (timestamps,
+//     MSS, window scale, SACK): that frame bad when the MKTs cover options,
+//     good when they exclude them (TCP_AO_KEYF_EXCLUDE_OPT) and for TCP-MD5
+//     (RFC 2385 does not cover options), exit 0;
+//   - the source port of a mid-flow frame: that frame not good, exit 1
+//     exactly when its verdict fails. With TCP-MD5, whose keys go by
+//     address, it is bad; with TCP-AO it falls into a new flow whose ISNs
+//     are unknown (unknown-isn), and is bad once -isn/-sne give that flow
+//     the original's ISNs and SNE (portWithISNs).
+//
+// Every other segment of a damaged copy stays good. One frame per fixture
+// per damage; the counts are logged. Run over the whole directory, the
+// TCP-AO captures must include MKTs that cover options and MKTs that
+// exclude them, each with an option changed.
 func testFixtures(t *testing.T, dir string) {
-	for _, f := range fixtures(t, dir) {
+	var st fixtureStats
+	fs := fixtures(t, dir)
+	for _, f := range fs {
 		t.Run(f.name, func(t *testing.T) {
 			code, out, errOut := cli(t, f.args(t, "")...)
 			segs, sum := jsonLines(t, out)
@@ -106,28 +125,150 @@ func testFixtures(t *testing.T, dir string) {
 			if n := sum.Summary.Verdicts.Good; n == 0 || n != sum.Summary.Checked {
 				t.Fatalf("%d good of %d checked", n, sum.Summary.Checked)
 			}
-			raw, err := os.ReadFile(f.file)
-			if err != nil {
-				t.Fatal(err)
+			st.fixtures++
+			st.good += int(sum.Summary.Verdicts.Good)
+			st.checked += int(sum.Summary.Checked)
+			md5 := segs[0].Kind == "md5"
+			excl := !md5 && excludesOptions(t, f.keys)
+			if excl != strings.Contains(f.name, "exclopt") {
+				t.Fatalf("exclude_options %v, but the name says otherwise", excl)
 			}
-			for _, where := range []string{"mac", "payload"} {
-				bad, frame := corrupt(t, raw, where)
-				code, out, _ := cli(t, f.args(t, writeFile(t, "bad.pcap", bad))...)
-				segs, _ := jsonLines(t, out)
-				if code != 1 {
-					t.Errorf("%s flipped in frame %d: exit %d, want 1", where, frame, code)
+			for _, kind := range damages {
+				d := damage(t, f.file, kind)
+				if d.frame == 0 {
+					if kind != damageOption {
+						t.Fatalf("no signed segment to damage (%s)", kind)
+					}
+					t.Logf("no frame carries an option besides the signature")
+					continue
 				}
-				for _, s := range segs {
-					want := "good"
-					if s.Frame == frame {
-						want = "bad"
+				want, label := "bad", kind
+				switch {
+				case kind == damageOption && md5:
+					want, label = "good", "option (md5)"
+				case kind == damageOption && excl:
+					want, label = "good", "option (excluded)"
+				case kind == damageOption:
+					label = "option (covered)"
+				case kind == damagePort && !md5:
+					want = "not good"
+				}
+				code, out, errOut := cli(t, f.args(t, d.path)...)
+				dsegs, _ := jsonLines(t, out)
+				if errOut != "" {
+					t.Errorf("%s in frame %d: stderr %q", d.what, d.frame, errOut)
+				}
+				if len(dsegs) != len(segs) {
+					t.Errorf("%s in frame %d: %d segments judged, %d in the original", d.what, d.frame, len(dsegs), len(segs))
+				}
+				ds := st.kind(label)
+				ds.fixtures++
+				if d.opt != "" {
+					ds.options[d.opt]++
+				}
+				var got *segmentJSON
+				for k, s := range dsegs {
+					if s.Frame == d.frame {
+						got = &dsegs[k]
+						ds.verdicts[s.Verdict]++
+						continue
 					}
-					if s.Verdict != want {
-						t.Errorf("%s flipped in frame %d: frame %d is %s (%s), want %s", where, frame, s.Frame, s.Verdict, s.Reason, want)
+					if s.Verdict != "good" {
+						t.Errorf("%s in frame %d: frame %d is %s (%s), want good", d.what, d.frame, s.Frame, s.Verdict, s.Reason)
+						continue
 					}
+					ds.others++
+				}
+				if got == nil {
+					t.Errorf("%s in frame %d: the frame was not judged", d.what, d.frame)
+					continue
+				}
+				ok := got.Verdict == want || (want == "not good" && got.Verdict != "good")
+				if !ok {
+					t.Errorf("%s in frame %d: %s (%s), want %s", d.what, d.frame, got.Verdict, got.Reason, want)
+				}
+				wantCode := 0
+				if got.Verdict != "good" && got.Verdict != "unknown-isn" {
+					wantCode = 1
+				}
+				if code != wantCode {
+					t.Errorf("%s in frame %d (%s): exit %d, want %d", d.what, d.frame, got.Verdict, code, wantCode)
+				}
+				if kind == damagePort && !md5 {
+					portWithISNs(t, f, segs, d, st.kind("port, ISNs given"))
 				}
 			}
 		})
+	}
+	st.log(t)
+	if t.Failed() || st.fixtures != len(fs) { // a failure, or -run chose some
+		return
+	}
+	// Both kinds of TCP-AO MKT had an option changed, and the TCP-MD5
+	// captures too if any of their frames carries an option.
+	for _, label := range []string{"option (covered)", "option (excluded)"} {
+		if dir != "md5" && (st.byKind[label] == nil || st.byKind[label].fixtures == 0) {
+			t.Errorf("no frame had an option changed under MKTs with %s", label)
+		}
+	}
+}
+
+// portWithISNs verifies a TCP-AO capture whose frame d.frame had its
+// source port changed again, now with -isn and -sne flags that give the
+// damaged frame's new flow the ISNs and SNE of the original: the flow is
+// then fully known, so the frame is bad because the port is authenticated
+// (it is in the traffic keys' context and in the MACed header), not
+// merely unjudgeable. segs are the verdicts of the undamaged capture.
+func portWithISNs(t *testing.T, f fixture, segs []segmentJSON, d damaged, ds *damageStats) {
+	t.Helper()
+	g := f
+	g.isn, g.sne = map[string]uint32{}, maps.Clone(f.sne)
+	isn := map[string]uint32{}
+	for ep, n := range f.isn {
+		ap, err := netip.ParseAddrPort(ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep = netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()).String()
+		isn[ep], g.isn[ep] = n, n
+	}
+	var sne *uint32
+	for _, s := range segs {
+		if (s.Flags == "S" || s.Flags == "S.") && s.Seq != nil {
+			isn[s.Src] = *s.Seq
+		}
+		if s.Frame == d.frame {
+			sne = s.SNE
+		}
+	}
+	srcISN, ok1 := isn[d.src.String()]
+	dstISN, ok2 := isn[d.dst.String()]
+	if !ok1 || !ok2 || sne == nil {
+		t.Fatalf("frame %d: ISNs of %v and %v, or the SNE, unknown", d.frame, d.src, d.dst)
+	}
+	g.isn[d.newSrc.String()], g.isn[d.dst.String()] = srcISN, dstISN
+	if g.sne == nil {
+		g.sne = map[string]uint32{}
+	}
+	g.sne[d.newSrc.String()] = *sne
+	code, out, errOut := cli(t, g.args(t, d.path)...)
+	dsegs, _ := jsonLines(t, out)
+	if code != 1 || errOut != "" {
+		t.Errorf("%s in frame %d, ISNs given: exit %d, stderr %q, want 1", d.what, d.frame, code, errOut)
+	}
+	ds.fixtures++
+	for _, s := range dsegs {
+		switch {
+		case s.Frame == d.frame:
+			ds.verdicts[s.Verdict]++
+			if s.Verdict != "bad" {
+				t.Errorf("%s in frame %d, ISNs given: %s (%s), want bad", d.what, d.frame, s.Verdict, s.Reason)
+			}
+		case s.Verdict != "good":
+			t.Errorf("%s in frame %d, ISNs given: frame %d is %s (%s), want good", d.what, d.frame, s.Frame, s.Verdict, s.Reason)
+		default:
+			ds.others++
+		}
 	}
 }
 
