@@ -3,7 +3,6 @@ package md5sig
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"sync"
@@ -59,7 +58,7 @@ func TestConcurrentKeyChanges(t *testing.T) {
 		syncDel, asyncDel, repl atomic.Int64
 	)
 	fail := func(format string, args ...any) {
-		t.Error(fmt.Sprintf(format, args...))
+		t.Errorf(format, args...)
 		stop.Store(true)
 	}
 

@@ -90,10 +90,6 @@ type dirState struct {
 	sneHi  uint32 // the largest
 }
 
-func (d *dirState) covered() bool {
-	return len(d.ao) > 0 || len(d.md5.rings) > 0
-}
-
 func (d *dirState) noteAlg(alg string) {
 	for _, a := range d.algs {
 		if a == alg {

@@ -78,7 +78,7 @@ func captureLoopback(t *testing.T) error {
 	for _, p := range pkts {
 		ip := c.LinkType().IP(p.Data)
 		tcp := tcpOf(ip)
-		if tcp == nil || len(tcp) < 20 {
+		if len(tcp) < 20 {
 			return fmt.Errorf("not TCP: %x", p.Data)
 		}
 		if binary.BigEndian.Uint16(tcp[0:]) != port && binary.BigEndian.Uint16(tcp[2:]) != port {
