@@ -142,13 +142,6 @@ func (c *capturer) waitQuiet(quiet, max time.Duration) {
 	}
 }
 
-// count returns the number of packets captured so far.
-func (c *capturer) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.pkts)
-}
-
 // stop ends the capture; it fails if the kernel dropped packets.
 func (c *capturer) stop() ([]packet, error) {
 	close(c.stopc)

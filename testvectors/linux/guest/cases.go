@@ -79,10 +79,17 @@ func (t *T) addCapture(e ManifestCapture, pkts []packet) {
 	t.captures = append(t.captures, capturedFile{entry: e, pcap: b.Bytes()})
 }
 
+// caseTimeout bounds one case; a hung case is abandoned (its goroutine
+// keeps its sockets) so that the others still run and the results are
+// written.
+const caseTimeout = 90 * time.Second
+
 func runCase(c Case, log *bytes.Buffer) (res CaseResult, files []capturedFile) {
-	t := &T{name: c.Name, log: log}
+	t := &T{name: c.Name, log: &bytes.Buffer{}}
 	start := time.Now()
-	func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
 		defer func() {
 			if r := recover(); r != nil {
 				if _, ok := r.(fatal); !ok {
@@ -92,6 +99,14 @@ func runCase(c Case, log *bytes.Buffer) (res CaseResult, files []capturedFile) {
 		}()
 		c.Run(t)
 	}()
+	select {
+	case <-done:
+	case <-time.After(caseTimeout):
+		fmt.Fprintf(log, "  [%s] ERROR timed out after %v\n", c.Name, caseTimeout)
+		return CaseResult{Name: c.Name, Kind: c.Kind, Errors: []string{fmt.Sprintf("timed out after %v", caseTimeout)},
+			Seconds: time.Since(start).Seconds()}, nil
+	}
+	log.Write(t.log.Bytes())
 	res = CaseResult{Name: c.Name, Kind: c.Kind, Pass: len(t.errs) == 0, Errors: t.errs, Seconds: time.Since(start).Seconds()}
 	for _, f := range t.captures {
 		res.Captures = append(res.Captures, f.entry.Name)

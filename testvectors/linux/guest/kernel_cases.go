@@ -70,7 +70,6 @@ type aoCase struct {
 	repair   bool   // TCP_REPAIR pair near the sequence wrap, no handshake
 	sne0     uint32 // repair: starting SNE of both directions
 	timewait bool   // after the FIN close, provoke an ACK from the TIME-WAIT socket
-	notes    string
 }
 
 const (
