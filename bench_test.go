@@ -41,7 +41,7 @@ import (
 	"golang.org/x/crypto/ripemd160"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/sigpool"

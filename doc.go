@@ -20,6 +20,11 @@
 //   - [github.com/tcpsig/tcpsig/ao]: TCP-AO master key tuples, the lock-free
 //     keyring, connections (traffic keys, sequence number extensions, key
 //     rotation), and the listener side (SYN, SYN-ACK, RST);
-//   - internal/segment: zero-copy TCP segment parsing and the pseudo-headers
-//     that TCP-AO and TCP-MD5 share.
+//   - [github.com/tcpsig/tcpsig/md5sig]: TCP-MD5 keys by peer prefix and
+//     L3 index, sign and verify;
+//   - [github.com/tcpsig/tcpsig/segment]: zero-copy TCP segment parsing and
+//     the pseudo-headers that TCP-AO and TCP-MD5 share (public, since ao and
+//     md5sig take its Segment);
+//   - [github.com/tcpsig/tcpsig/cmd/tcpsig]: the command that verifies
+//     captures and prints the benchmark table.
 package tcpsig

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // TestSteadyStateAllocs: once a connection's traffic keys are derived,

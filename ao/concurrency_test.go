@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // churnKey is ID slot k of the concurrency test: the client's MKT sends

@@ -1,26 +1,17 @@
 package ao_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // tcpHeader lays out a TCP header with a TCP-AO option, as a stack would.
 func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, keyID, rnext uint8, maclen int) []byte {
-	opts := ao.AppendOption(nil, keyID, rnext, maclen)
-	h := make([]byte, 20, 20+len(opts))
-	binary.BigEndian.PutUint16(h[0:], sport)
-	binary.BigEndian.PutUint16(h[2:], dport)
-	binary.BigEndian.PutUint32(h[4:], seq)
-	binary.BigEndian.PutUint32(h[8:], ack)
-	h[12] = byte((20 + len(opts)) / 4 << 4)
-	h[13] = byte(flags)
-	binary.BigEndian.PutUint16(h[14:], 65535)
-	return append(h, opts...)
+	return segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535},
+		ao.AppendOption(nil, keyID, rnext, maclen))
 }
 
 // A client and a server stack sign and verify the first segments of a

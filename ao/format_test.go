@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // secretKey is the master key of the formatting test: printable, so that

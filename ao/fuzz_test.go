@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
 

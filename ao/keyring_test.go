@@ -9,9 +9,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // allZero reports whether the n bytes at p are zero: the whole memory of

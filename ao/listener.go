@@ -3,7 +3,7 @@ package ao
 import (
 	"crypto/subtle"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // Listener verifies incoming SYNs against a keyring and starts

@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // side is one end of a test connection.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // benchSizes are TCP payload lengths: a bare ACK, a small message, the

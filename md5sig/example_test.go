@@ -1,30 +1,21 @@
 package md5sig_test
 
 import (
-	"encoding/binary"
 	"fmt"
 	"net/netip"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
 	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // tcpHeader lays out a TCP header as a stack would, reserving the MD5
 // option first if md5 is set.
 func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, md5 bool) []byte {
-	var opts []byte
+	var opt []byte
 	if md5 {
-		opts = md5sig.AppendOption(opts)
+		opt = md5sig.AppendOption(nil)
 	}
-	h := make([]byte, 20, 20+len(opts))
-	binary.BigEndian.PutUint16(h[0:], sport)
-	binary.BigEndian.PutUint16(h[2:], dport)
-	binary.BigEndian.PutUint32(h[4:], seq)
-	binary.BigEndian.PutUint32(h[8:], ack)
-	h[12] = byte((20 + len(opts)) / 4 << 4)
-	h[13] = byte(flags)
-	binary.BigEndian.PutUint16(h[14:], 65535)
-	return append(h, opts...)
+	return segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535}, opt)
 }
 
 // A BGP speaker and its peer, each with a key for the other: the speaker

@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 var (
@@ -18,24 +18,13 @@ var (
 // option first (NOP NOP 19 18 + zero digest), then extra options, padded
 // with NOPs to a 4-byte boundary.
 func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, md5 bool, extra ...byte) []byte {
-	var opts []byte
+	var opt []byte
 	if md5 {
-		opts = AppendOption(opts)
+		opt = AppendOption(nil)
 	}
-	opts = append(opts, extra...)
-	for len(opts)%4 != 0 {
-		opts = append(opts, segment.OptionKindNOP)
-	}
-	h := make([]byte, 20, 20+len(opts))
-	binary.BigEndian.PutUint16(h[0:], sport)
-	binary.BigEndian.PutUint16(h[2:], dport)
-	binary.BigEndian.PutUint32(h[4:], seq)
-	binary.BigEndian.PutUint32(h[8:], ack)
-	h[12] = byte((20 + len(opts)) / 4 << 4)
-	h[13] = byte(flags)
-	binary.BigEndian.PutUint16(h[14:], 65535)
+	h := segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535}, opt, extra)
 	binary.BigEndian.PutUint16(h[16:], 0xbeef) // a checksum the digest must ignore
-	return append(h, opts...)
+	return h
 }
 
 // packet wraps a TCP segment in an IPv4 or IPv6 header.

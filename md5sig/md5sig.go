@@ -3,8 +3,8 @@ package md5sig
 import (
 	"errors"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
 	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 

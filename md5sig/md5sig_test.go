@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 

@@ -1,6 +1,6 @@
 package md5sig
 
-import "github.com/tcpsig/tcpsig/internal/segment"
+import "github.com/tcpsig/tcpsig/segment"
 
 // Sizes of the option (RFC 2385 §3.0; Linux TCPOLEN_MD5SIG,
 // TCPOLEN_MD5SIG_ALIGNED).

@@ -1,7 +1,7 @@
 package md5sig
 
 import (
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // PacketAuth signs and verifies whole IP packets in place with a keyring:

@@ -31,7 +31,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // Errors of Sign and Verify besides those of the ao package.

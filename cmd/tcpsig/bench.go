@@ -17,7 +17,7 @@ import (
 	"github.com/klauspost/cpuid/v2"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/sigpool"

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/internal/capture"
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // The ways testFixtures damages one signed frame of a kernel capture. The

@@ -14,7 +14,7 @@ import (
 
 	"github.com/gopacket/gopacket/layers"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // The kernel captures: testvectors/md5 (TCP-MD5, host kernel) and

@@ -4,7 +4,7 @@ import (
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // flowKey names a TCP flow by its two endpoints in a fixed order, so both

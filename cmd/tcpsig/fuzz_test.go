@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // FuzzKeysFile: any bytes as a keys file either load or give one line

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"net/netip"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/sigpool"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // verdict is the judgement of one segment.
