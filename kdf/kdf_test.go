@@ -7,7 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/segment"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
