@@ -1,4 +1,4 @@
-// Package linuxao builds the Linux TCP-AO / TCP-MD5 / TCP_REPAIR socket-option
+// Package linuxao builds the Linux TCP-AO and TCP_REPAIR socket-option
 // structures (include/uapi/linux/tcp.h, Linux 6.12, x86-64 layout) as byte
 // slices, and on Linux sets and reads them on a socket with the standard
 // syscall package.
@@ -7,7 +7,7 @@
 // implementation (the reference the tcpsig engine must match byte for byte):
 // the qemu capture program in testvectors/linux/guest uses it to configure
 // kernel<->kernel TCP-AO connections. Marshalling is pure and portable; only
-// the *FD helpers touch a socket.
+// the *FD helpers touch a socket. TCP-MD5 keys are internal/linuxmd5's.
 package linuxao
 
 import (
@@ -19,23 +19,20 @@ import (
 
 // Socket option numbers (level IPPROTO_TCP), linux/tcp.h.
 const (
-	TCP_NODELAY          = 1
-	TCP_MAXSEG           = 2
-	TCP_MD5SIG           = 14
-	TCP_REPAIR           = 19
-	TCP_REPAIR_QUEUE     = 20
-	TCP_QUEUE_SEQ        = 21
-	TCP_REPAIR_OPTIONS   = 22
-	TCP_TIMESTAMP        = 24
-	TCP_REPAIR_WINDOW    = 29
-	TCP_MD5SIG_EXT       = 32
-	TCP_AO_ADD_KEY       = 38
-	TCP_AO_DEL_KEY       = 39
-	TCP_AO_INFO          = 40
-	TCP_AO_GET_KEYS      = 41
-	TCP_AO_REPAIR        = 42
-	TCP_AO_MAXKEYLEN     = 80
-	TCP_MD5SIG_MAXKEYLEN = 80
+	TCP_NODELAY        = 1
+	TCP_MAXSEG         = 2
+	TCP_REPAIR         = 19
+	TCP_REPAIR_QUEUE   = 20
+	TCP_QUEUE_SEQ      = 21
+	TCP_REPAIR_OPTIONS = 22
+	TCP_TIMESTAMP      = 24
+	TCP_REPAIR_WINDOW  = 29
+	TCP_AO_ADD_KEY     = 38
+	TCP_AO_DEL_KEY     = 39
+	TCP_AO_INFO        = 40
+	TCP_AO_GET_KEYS    = 41
+	TCP_AO_REPAIR      = 42
+	TCP_AO_MAXKEYLEN   = 80
 )
 
 // Values for TCP_REPAIR and TCP_REPAIR_QUEUE.
@@ -63,12 +60,6 @@ const (
 	TCP_AO_KEYF_EXCLUDE_OPT = 1 << 1
 )
 
-// TCP-MD5 flags (tcp_md5sig.tcpm_flags).
-const (
-	TCP_MD5SIG_FLAG_PREFIX  = 0x1
-	TCP_MD5SIG_FLAG_IFINDEX = 0x2
-)
-
 // Structure sizes (x86-64).
 const (
 	SizeofSockaddrStorage = 128
@@ -77,7 +68,6 @@ const (
 	SizeofAOInfo          = 48
 	SizeofAOGetsockopt    = 304
 	SizeofAORepair        = 16
-	SizeofMD5Sig          = 216
 	SizeofRepairWindow    = 20
 	SizeofRepairOpt       = 8
 )
@@ -345,31 +335,6 @@ func UnmarshalKeyInfo(b []byte) (KeyInfo, error) {
 		k.Peer = netip.PrefixFrom(a, int(b[280]))
 	}
 	return k, nil
-}
-
-// MD5Sig is struct tcp_md5sig (setsockopt TCP_MD5SIG / TCP_MD5SIG_EXT).
-type MD5Sig struct {
-	Peer    netip.Prefix // prefix length used only with TCP_MD5SIG_FLAG_PREFIX
-	Flags   uint8
-	Ifindex int32
-	Key     []byte
-}
-
-// Marshal encodes m as the kernel's 216-byte struct tcp_md5sig.
-func (m MD5Sig) Marshal() ([]byte, error) {
-	b := make([]byte, SizeofMD5Sig)
-	if err := putSockaddr(b[0:128], m.Peer.Addr()); err != nil {
-		return nil, err
-	}
-	if len(m.Key) > TCP_MD5SIG_MAXKEYLEN {
-		return nil, fmt.Errorf("%w: key of %d bytes (max %d)", ErrInvalid, len(m.Key), TCP_MD5SIG_MAXKEYLEN)
-	}
-	b[128] = m.Flags
-	b[129] = uint8(m.Peer.Bits())
-	binary.LittleEndian.PutUint16(b[130:], uint16(len(m.Key)))
-	binary.LittleEndian.PutUint32(b[132:], uint32(m.Ifindex))
-	copy(b[136:], m.Key)
-	return b, nil
 }
 
 // RepairOpt is struct tcp_repair_opt (an element of TCP_REPAIR_OPTIONS).

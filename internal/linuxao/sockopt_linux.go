@@ -29,10 +29,6 @@ func getsockopt(fd, opt int, b []byte) (int, error) {
 
 func optName(opt int) string {
 	switch opt {
-	case TCP_MD5SIG:
-		return "TCP_MD5SIG"
-	case TCP_MD5SIG_EXT:
-		return "TCP_MD5SIG_EXT"
 	case TCP_REPAIR:
 		return "TCP_REPAIR"
 	case TCP_REPAIR_QUEUE:
@@ -126,19 +122,6 @@ func KeysFD(fd int) ([]KeyInfo, error) {
 		}
 		return out, nil
 	}
-}
-
-// SetMD5SigFD sets a TCP-MD5 key: TCP_MD5SIG_EXT when flags are set, else TCP_MD5SIG.
-func SetMD5SigFD(fd int, m MD5Sig) error {
-	b, err := m.Marshal()
-	if err != nil {
-		return err
-	}
-	opt := TCP_MD5SIG
-	if m.Flags != 0 {
-		opt = TCP_MD5SIG_EXT
-	}
-	return setsockopt(fd, opt, b)
 }
 
 func setInt(fd, opt, v int) error {
