@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Kernel <-> kernel TCP-AO captures under qemu, against a real Linux 6.12 with
-# CONFIG_TCP_AO (the host kernel and Debian's packaged images lack it).
+# TCP-AO against a real Linux 6.12 with CONFIG_TCP_AO under qemu (the host
+# kernel and Debian's packaged images lack it): kernel <-> kernel captures on
+# lo, and live cases where the ao engine talks to the kernel over TUN.
 #
 # Usage: testvectors/linux/run-qemu.sh [--update] [--kernel-only]
 #
@@ -34,7 +35,7 @@ for a in "$@"; do
 	case "$a" in
 	--update | -update) UPDATE=1 ;;
 	--kernel-only) KERNEL_ONLY=1 ;;
-	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "unknown argument: $a" >&2; exit 2 ;;
 	esac
 done
@@ -58,32 +59,34 @@ missing_pkgs() {
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || echo "$p"
 	done
 }
+APT_LOG=${TMPDIR:-/tmp}/tcpsig-run-qemu-apt.log
+apt_install() {
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >>"$APT_LOG" 2>&1
+}
 install_pkgs() {
-	local miss
-	local opt
+	local miss opt
+	command -v dpkg-query >/dev/null || skip "not a Debian-like machine (no dpkg-query): install qemu-system-x86, busybox-static and a kernel toolchain by hand"
 	miss=$(missing_pkgs "${BUILD_PKGS[@]}" "${RUN_PKGS[@]}")
 	opt=$(missing_pkgs "${OPT_PKGS[@]}")
 	[ -z "$miss$opt" ] && return 0
-	if [ -z "$miss" ]; then
-		# only the optional cross-check packages are missing: best effort
-		[ -z "$SUDO" ] || command -v sudo >/dev/null || return 0
-		# shellcheck disable=SC2086
-		DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $opt >/dev/null 2>&1 || true
-		return 0
-	fi
-	log "installing: $(echo $miss)"
 	if [ -n "$SUDO" ] && ! command -v sudo >/dev/null; then
-		skip "packages missing ($(echo $miss)) and not root"
+		[ -z "$miss" ] || skip "packages missing ($(echo $miss)) and not root"
+		return 0 # only the cross-check's packages are missing: go without
 	fi
-	$SUDO apt-get update -qq >/dev/null 2>&1 || log "apt-get update failed (continuing)"
+	log "installing: $(echo $miss $opt) (apt log: $APT_LOG)"
+	: >"$APT_LOG"
+	# A fresh machine has empty or stale package lists: update first, always.
+	$SUDO apt-get update -qq >>"$APT_LOG" 2>&1 || log "apt-get update failed (continuing; see $APT_LOG)"
+	# shellcheck disable=SC2086 # word splitting wanted
+	[ -z "$miss" ] || apt_install $miss || true
+	# Separately: python3-cryptography is only for crosscheck.py, and a
+	# failure to get it must not stop the rest.
 	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $miss >/dev/null 2>&1 || true
-	# shellcheck disable=SC2086
-	[ -z "$opt" ] || DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $opt >/dev/null 2>&1 || true
+	[ -z "$opt" ] || apt_install $opt || log "could not install $(echo $opt): crosscheck.py will be skipped"
 	miss=$(missing_pkgs "${RUN_PKGS[@]}")
-	[ -z "$miss" ] || skip "cannot install $(echo $miss) (no qemu/busybox for this machine)"
+	[ -z "$miss" ] || { tail -5 "$APT_LOG"; skip "cannot install $(echo $miss) (no qemu/busybox for this machine)"; }
 	miss=$(missing_pkgs "${BUILD_PKGS[@]}")
-	[ -z "$miss" ] || die "cannot install build dependencies: $(echo $miss)"
+	[ -z "$miss" ] || { tail -20 "$APT_LOG"; die "cannot install build dependencies: $(echo $miss) (apt log: $APT_LOG)"; }
 }
 install_pkgs
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not found"
@@ -122,7 +125,7 @@ KB=$CACHE/kbuild-$KEY
 BZ=$CACHE/bzImage-$KEY
 KERNEL_BUILD_SECS=cached
 if [ ! -s "$BZ" ]; then
-	log "building kernel $DEBVER (config $KEY) in $KB; ~8-15 min on 2 cores"
+	log "building kernel $DEBVER (config $KEY) in $KB; ~9-20 min on 2 cores, cached afterwards"
 	kt0=$(date +%s)
 	rm -rf "$KB"
 	mkdir -p "$KB"
@@ -216,10 +219,16 @@ set +e
 	-kernel-build "$KERNEL_BUILD_SECS" -qemu "$QEMU_SECS" -guest-build "$GUEST_BUILD_SECS")
 CRC=$?
 # independent MAC check of the fresh captures (crosscheck.py, not the Go engine)
-if python3 -c 'import cryptography' 2>/dev/null; then
-	python3 "$HERE/crosscheck.py" "$WORK/results" || CRC=1
+# The first python3 on PATH may be a private one (pyenv, venv) without the
+# cryptography module that apt installed for Debian's /usr/bin/python3.
+PY=
+for p in python3 /usr/bin/python3; do
+	if command -v "$p" >/dev/null && "$p" -c 'import cryptography' 2>/dev/null; then PY=$p; break; fi
+done
+if [ -n "$PY" ]; then
+	"$PY" "$HERE/crosscheck.py" "$WORK/results" || CRC=1
 else
-	echo "crosscheck: skipped (python3-cryptography not installed)"
+	echo "crosscheck: skipped (no python3 with the cryptography module; apt-get install python3-cryptography)"
 fi
 set -e
 if [ "$UPDATE" = 1 ]; then

@@ -9,14 +9,18 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tcpsig/tcpsig/internal/capture"
+	"github.com/tcpsig/tcpsig/internal/usertcp/netns"
 )
 
 // Case is one entry of the case table. Run gets a fresh *T; it records its
@@ -71,12 +75,18 @@ func (t *T) check(err error, what string) {
 	}
 }
 
-func (t *T) addCapture(e ManifestCapture, pkts []packet) {
-	var b bytes.Buffer
-	if err := writePcap(&b, pkts); err != nil {
-		t.Fatalf("pcap: %v", err)
-	}
-	t.captures = append(t.captures, capturedFile{entry: e, pcap: b.Bytes()})
+// addCapture records pkts, captured on lo (Ethernet), as the capture e
+// describes. The pcap is written by internal/capture (gopacket's pcapgo)
+// into a scratch file and kept in memory for the result tar.
+func (t *T) addCapture(e ManifestCapture, pkts []capture.Packet) {
+	dir, err := os.MkdirTemp("", "pcap")
+	t.check(err, "pcap")
+	defer os.RemoveAll(dir)
+	path := filepath.Join(dir, e.File)
+	t.check(capture.WriteFile(path, capture.LinkTypeEthernet, pkts), "pcap")
+	b, err := os.ReadFile(path)
+	t.check(err, "pcap")
+	t.captures = append(t.captures, capturedFile{entry: e, pcap: b})
 }
 
 // caseTimeout bounds one case; a hung case is abandoned (its goroutine
@@ -187,6 +197,7 @@ func runGuest(args []string) int {
 		}
 	}
 	res.CasesSeconds = time.Since(t0).Seconds()
+	man.Captures = []ManifestCapture{} // "captures": [] when no case recorded one (TCPSIG_CASES=live)
 	for _, f := range files {
 		man.Captures = append(man.Captures, f.entry)
 	}
@@ -258,37 +269,27 @@ func writeTar(path string, man Manifest, res Results, files []capturedFile, log 
 }
 
 // setupNetwork prepares lo: MTU 1500 (realistic segment sizes), the IPv6
-// addresses fd00::1 and fd00::2, timestamps on, SACK off (with SACK Linux
-// drops TS from an AO SYN-ACK and, without TS there, from every segment).
+// addresses fd00::1 and fd00::2 (usable once netns.AddAddr returns),
+// timestamps on, SACK off (with SACK Linux drops TS from an AO SYN-ACK and,
+// without TS there, from every segment).
 func setupNetwork() []error {
 	var errs []error
-	run := func(args ...string) {
-		if out, err := exec.Command(args[0], args[1:]...).CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(out)))
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
-	run("ip", "link", "set", "lo", "mtu", "1500")
-	run("ip", "link", "set", "lo", "up")
-	run("ip", "-6", "addr", "add", "fd00::1/128", "dev", "lo")
-	run("ip", "-6", "addr", "add", "fd00::2/128", "dev", "lo")
+	add(netns.SetMTU("lo", 1500))
+	add(netns.LinkUp("lo"))
+	add(netns.AddAddr("lo", netip.MustParsePrefix("fd00::1/128")))
+	add(netns.AddAddr("lo", netip.MustParsePrefix("fd00::2/128")))
 	for k, v := range map[string]string{
 		"net/ipv4/tcp_sack":       "0",
 		"net/ipv4/tcp_timestamps": "1",
 		"net/ipv4/tcp_ecn":        "0",
 		"net/ipv4/tcp_syncookies": "1",
 	} {
-		if err := sysctl(k, v); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	// wait until the IPv6 addresses are usable (lo does no DAD, but be sure)
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		b, _ := os.ReadFile("/proc/net/if_inet6")
-		if strings.Contains(string(b), "fd000000000000000000000000000001") && strings.Contains(string(b), "fd000000000000000000000000000002") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
+		add(sysctl(k, v))
 	}
 	return errs
 }
@@ -298,25 +299,4 @@ func sysctl(key, val string) error {
 		return fmt.Errorf("sysctl %s=%s: %w", key, val, err)
 	}
 	return nil
-}
-
-// netstat reads the TcpExt counters of /proc/net/netstat.
-func netstat() map[string]uint64 {
-	b, err := os.ReadFile("/proc/net/netstat")
-	if err != nil {
-		return nil
-	}
-	m := map[string]uint64{}
-	lines := strings.Split(string(b), "\n")
-	for i := 0; i+1 < len(lines); i += 2 {
-		h, v := strings.Fields(lines[i]), strings.Fields(lines[i+1])
-		if len(h) != len(v) || len(h) == 0 {
-			continue
-		}
-		for j := 1; j < len(h); j++ {
-			n, _ := strconv.ParseUint(v[j], 10, 64)
-			m[strings.TrimSuffix(h[0], ":")+"."+h[j]] = n
-		}
-	}
-	return m
 }

@@ -9,10 +9,12 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/tcpsig/tcpsig/internal/capture"
 )
 
 // Host-side checks, independent of the guest's own parser: every capture of
@@ -50,14 +52,13 @@ func checkDir(dir string) (Manifest, []captureCheck, error) {
 func checkCapture(dir string, c ManifestCapture) captureCheck {
 	r := captureCheck{name: c.Name}
 	fail := func(format string, a ...any) { r.errs = append(r.errs, fmt.Sprintf(format, a...)) }
-	b, err := os.ReadFile(filepath.Join(dir, c.File))
-	if err != nil {
-		fail("%v", err)
-		return r
-	}
-	pkts, err := readPcap(b)
+	lt, pkts, err := capture.ReadFile(filepath.Join(dir, c.File))
 	if err != nil {
 		fail("%s: %v", c.File, err)
+		return r
+	}
+	if lt != capture.LinkTypeEthernet {
+		fail("%s: link type %v, want %v", c.File, lt, capture.LinkTypeEthernet)
 		return r
 	}
 	type keyset struct{ snd, rcv map[uint8]int } // KeyID -> maclen
@@ -79,7 +80,7 @@ func checkCapture(dir string, c ManifestCapture) captureCheck {
 	endpoints := map[string]bool{}
 	sawSYN := false
 	for i, p := range pkts {
-		pk := gopacket.NewPacket(p.data, layers.LayerTypeEthernet, gopacket.Default)
+		pk := gopacket.NewPacket(p.Data, layers.LayerTypeEthernet, gopacket.Default)
 		if el := pk.ErrorLayer(); el != nil {
 			fail("frame %d: decode error: %v", i+1, el.Error())
 			continue
@@ -180,7 +181,17 @@ func runCheck(args []string) int {
 	for _, c := range man.Captures {
 		entry[c.Name] = c
 	}
-	fmt.Printf("\nTCP-AO kernel<->kernel cases (kernel %s)\n", man.Kernel)
+	kinds := map[string]int{}
+	for _, r := range res.Cases {
+		kinds[r.Kind]++
+	}
+	for _, c := range checks {
+		if !slices.ContainsFunc(res.Cases, func(r CaseResult) bool { return slices.Contains(r.Captures, c.name) }) {
+			kinds["kernel-kernel"]++ // a capture without a guest result
+		}
+	}
+	fmt.Printf("\nTCP-AO against Linux %s: %d kernel<->kernel cases (captures on lo), %d live engine<->kernel cases (no captures)\n",
+		man.Kernel, kinds["kernel-kernel"], kinds[liveKind])
 	fmt.Printf("%-48s %-6s %-6s %5s %5s %7s  %s\n", "case", "guest", "host", "pkts", "ao", "secs", "features")
 	seen := map[string]bool{}
 	pass, total := 0, 0
@@ -204,6 +215,9 @@ func runCheck(args []string) int {
 			}
 			pk, ao = fmt.Sprint(c.pkts), fmt.Sprint(c.signed)
 			feats = strings.Join(entry[cn].Features, ",")
+		}
+		if r.Kind == liveKind {
+			feats = "live engine<->kernel (no capture)"
 		}
 		if r.Kind == "kernel-kernel" && len(r.Captures) == 0 {
 			h, failed, ok = "FAIL", true, false

@@ -18,11 +18,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tcpsig/tcpsig/internal/capture"
 	"github.com/tcpsig/tcpsig/internal/linuxao"
+	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // Kernel <-> kernel cases: two kernel TCP sockets with TCP-AO keys talk over
-// lo while an AF_PACKET socket records every segment. Each case writes one
+// lo while internal/capture records every segment. Each case writes one
 // capture and one manifest entry.
 
 // algSpec is an algorithm as configured with TCP_AO_ADD_KEY.
@@ -435,6 +438,14 @@ func exchange(t *T, c, s *net.TCPConn, n, m int) {
 
 // ---------------------------------------------------------------- the case
 
+// captureQuiet is how long the capture must see no new segment before a
+// case moves on or stops it (Capture.WaitIdle waits in windows of this
+// length, so the wait ends between one and two windows after the last
+// segment). Closes and TIME-WAIT replies answer within milliseconds on lo;
+// a segment sent after Stop would show up as TCPAOGood above the number of
+// captured segments, and fail the case.
+const captureQuiet = 200 * time.Millisecond
+
 type conns struct {
 	c, s     *net.TCPConn
 	cli, srv netip.AddrPort
@@ -451,15 +462,11 @@ func (cs aoCase) run(t *T) {
 		t.check(sysctl("net/ipv4/tcp_sack", "1"), "sysctl")
 		defer sysctl("net/ipv4/tcp_sack", "0")
 	}
-	ns0 := netstat()
-	capt, err := startCapture(cp, sp)
+	ns0, err := linuxmd5.ReadTCPExt()
+	t.check(err, "netstat")
+	capt, err := capture.Start(capture.Options{Interface: "lo", Filter: capture.TCPPorts(cp, sp)})
 	t.check(err, "capture")
-	stopped := false
-	defer func() {
-		if !stopped {
-			capt.stop()
-		}
-	}()
+	defer capt.Stop() // idempotent
 
 	var cn conns
 	var isn, sne map[string]uint32
@@ -524,15 +531,18 @@ func (cs aoCase) run(t *T) {
 	if cs.timewait {
 		cs.timeWaitACK(t, capt, cn, srvKeys, twSnd, twRcv, twRepair)
 	}
-	capt.waitQuiet(400*time.Millisecond, 5*time.Second)
-	pkts, err := capt.stop()
-	stopped = true
-	t.check(err, "capture")
-	ns1 := netstat()
+	capt.WaitIdle(captureQuiet, 5*time.Second)
+	t.check(capt.Stop(), "capture")
+	if lt := capt.LinkType(); lt != capture.LinkTypeEthernet {
+		t.Fatalf("capture on lo has link type %v, want %v", lt, capture.LinkTypeEthernet)
+	}
+	pkts := capt.Packets()
+	ns1, err := linuxmd5.ReadTCPExt()
+	t.check(err, "netstat")
 
 	entry := ManifestCapture{Name: cs.name, File: cs.name + ".pcap", Keys: manifestKeys(cliKeys, srvKeys), ISN: isn, SNE: sne}
 	cs.analyse(t, pkts, cn, &entry)
-	delta := func(k string) int64 { return int64(ns1["TcpExt."+k]) - int64(ns0["TcpExt."+k]) }
+	delta := func(k string) int64 { return int64(ns1[k]) - int64(ns0[k]) }
 	for _, k := range []string{"TCPAOBad", "TCPAOKeyNotFound", "TCPAORequired", "TCPAODroppedIcmps"} {
 		if d := delta(k); d != 0 {
 			t.Errorf("netstat %s rose by %d", k, d)
@@ -724,8 +734,8 @@ func repairState(c *net.TCPConn) (snd, rcv uint32, r linuxao.Repair, err error) 
 // state and leaves repair mode with a window probe (seq = snd_una-1, signed
 // with the same traffic keys); the TIME-WAIT socket answers it with a signed
 // ACK. The recreated server then resets (SO_LINGER {1,0}).
-func (cs aoCase) timeWaitACK(t *T, capt *capturer, cn conns, srvKeys []linuxao.AddKey, snd, rcv uint32, r linuxao.Repair) {
-	capt.waitQuiet(300*time.Millisecond, 5*time.Second)
+func (cs aoCase) timeWaitACK(t *T, capt *capture.Capture, cn conns, srvKeys []linuxao.AddKey, snd, rcv uint32, r linuxao.Repair) {
+	capt.WaitIdle(captureQuiet, 5*time.Second)
 	// both FINs consumed one sequence number
 	fd := restoreSocket(t, local(cn.srv, cn.cli, srvKeys), cs.mss(), r, snd+1, rcv+1)
 	if err := linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_OFF); err != nil { // sends the probe
@@ -734,7 +744,7 @@ func (cs aoCase) timeWaitACK(t *T, capt *capturer, cn conns, srvKeys []linuxao.A
 	}
 	c, err := fdConn(fd)
 	t.check(err, "restored server")
-	capt.waitQuiet(300*time.Millisecond, 5*time.Second)
+	capt.WaitIdle(captureQuiet, 5*time.Second)
 	c.SetLinger(0)
 	c.Close()
 }
@@ -768,7 +778,7 @@ func (cs aoCase) checkSNE(t *T, cn conns) {
 
 // ------------------------------------------------------ capture analysis
 
-func (cs aoCase) analyse(t *T, pkts []packet, cn conns, e *ManifestCapture) {
+func (cs aoCase) analyse(t *T, pkts []capture.Packet, cn conns, e *ManifestCapture) {
 	maclen := int(cs.maclen)
 	if maclen == 0 {
 		maclen = 12
@@ -784,9 +794,9 @@ func (cs aoCase) analyse(t *T, pkts []packet, cn conns, e *ManifestCapture) {
 	aoNotFirst := false
 	var segs []seg
 	for i, p := range pkts {
-		s, err := parseFrame(p.data)
-		if err != nil || !s.isTCP {
-			t.Errorf("packet %d: not a TCP segment (%v)", i+1, err)
+		s, err := parseFrame(p.Data)
+		if err != nil {
+			t.Errorf("packet %d: %v", i+1, err)
 			continue
 		}
 		segs = append(segs, s)
@@ -810,9 +820,6 @@ func (cs aoCase) analyse(t *T, pkts []packet, cn conns, e *ManifestCapture) {
 		if s.aoLen != 4+maclen {
 			t.Errorf("packet %d: AO option length %d, want %d", i+1, s.aoLen, 4+maclen)
 		}
-		if s.hasMD5 {
-			t.Errorf("packet %d: MD5 option next to AO", i+1)
-		}
 		d.keyIDs[s.keyID] = true
 		d.rnext[s.rnextID] = true
 		if !s.hasTS {
@@ -831,9 +838,9 @@ func (cs aoCase) analyse(t *T, pkts []packet, cn conns, e *ManifestCapture) {
 				d.post++
 			}
 		}
-		d.fin = d.fin || s.flags&flFIN != 0
-		d.rst = d.rst || s.flags&flRST != 0
-		d.syn = d.syn || s.flags&flSYN != 0
+		d.fin = d.fin || s.flags&segment.FIN != 0
+		d.rst = d.rst || s.flags&segment.RST != 0
+		d.syn = d.syn || s.flags&segment.SYN != 0
 	}
 	// expected KeyIDs
 	ms := cs.mkts()
@@ -869,7 +876,7 @@ func (cs aoCase) analyse(t *T, pkts []packet, cn conns, e *ManifestCapture) {
 		feats = append(feats, "ipv4")
 	}
 	if !cs.repair {
-		if len(segs) < 2 || segs[0].flags&(flSYN|flACK) != flSYN || segs[1].flags&(flSYN|flACK) != flSYN|flACK {
+		if len(segs) < 2 || segs[0].flags&(segment.SYN|segment.ACK) != segment.SYN || segs[1].flags&(segment.SYN|segment.ACK) != segment.SYN|segment.ACK {
 			t.Errorf("capture does not start with SYN, SYN-ACK")
 		}
 		feats = append(feats, "handshake")

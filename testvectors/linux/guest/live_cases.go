@@ -44,9 +44,9 @@ import (
 	"github.com/tcpsig/tcpsig/ao/aopacket"
 	"github.com/tcpsig/tcpsig/internal/linuxao"
 	"github.com/tcpsig/tcpsig/internal/linuxmd5"
-	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/internal/usertcp"
 	"github.com/tcpsig/tcpsig/internal/usertcp/netns"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 const liveKind = "engine-kernel"
