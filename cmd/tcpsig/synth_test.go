@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // Engine-generated conversations: two endpoints signing with package ao
