@@ -38,6 +38,7 @@ import (
 	"testing"
 	"time"
 
+	//lint:ignore SA1019 hmac(rmd160) is one of the algorithms Linux accepts for TCP-AO.
 	"golang.org/x/crypto/ripemd160"
 
 	"github.com/tcpsig/tcpsig/ao"
