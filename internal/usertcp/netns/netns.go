@@ -128,6 +128,16 @@ func AddAddr(name string, p netip.Prefix) error {
 	return nil
 }
 
+// routable reports whether the kernel's route lookup resolves a.
+func routable(a netip.Addr) bool {
+	c, err := net.DialUDP("udp6", nil, net.UDPAddrFromAddrPort(netip.AddrPortFrom(a, 9)))
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
+}
+
 // waitLocalRoute6 polls /proc/thread-self/net/ipv6_route until the local
 // route of a (a /128 entry) is there.
 func waitLocalRoute6(a netip.Addr) error {
@@ -139,7 +149,10 @@ func waitLocalRoute6(a netip.Addr) error {
 			return fmt.Errorf("netns: %w", err)
 		}
 		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, want) {
+			// The route is listed; the kernel's route lookup may still
+			// answer ENETUNREACH for a moment, so also wait until a
+			// connected UDP socket (no packet is sent) resolves it.
+			if strings.HasPrefix(line, want) && routable(a) {
 				return nil
 			}
 		}
