@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -111,6 +112,7 @@ type Conn struct {
 
 	mu        sync.Mutex                 // slow paths: deriving, adding connKeys, handshakes
 	handshake trafficKey                 // a key for an ISN not yet committed, under mu
+	hint      uint32                     // the connection's shard hint for MKT pins and the pool
 	slots     [4]atomic.Pointer[connKey] // derived keys, per MKT; more in extra
 	extra     atomic.Pointer[[]*connKey]
 	spare     []*connKey
@@ -145,6 +147,7 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 
 func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.ring, c.policy, c.l3 = ring, p, ep.L3Index
+	c.hint = rand.Uint32()
 	c.local = netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
 	c.remote = netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
 	c.lisn, c.risn = ep.LocalISN, 0
@@ -253,7 +256,7 @@ func (c *Conn) sendKey() (*MKT, pinned, error) {
 		if m == nil {
 			return nil, pinned{}, ErrNoCurrentKey
 		}
-		if p, ok := m.acquire(); ok {
+		if p, ok := m.acquireHint(c.hint); ok {
 			return m, pinned{p}, nil
 		}
 		next := m.nextCur.Load()
@@ -463,7 +466,7 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	h[off+2], h[off+3] = m.sendID, c.rnextID(m)
 	seq := h.Seq()
 	sne := c.snd.of(seq)
-	req := m.pool.Start(m.poolID)
+	req := m.pool.StartHint(m.poolID, c.hint)
 	sum, err := segmentMAC(req, tk, seg, off, int(m.maclen), m.exclude, sne)
 	if err == nil {
 		copy(h[off+4:off+4+int(m.maclen)], sum)
@@ -501,7 +504,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		}
 		return ErrKeyNotFound
 	}
-	p, ok := m.acquire()
+	p, ok := m.acquireHint(c.hint)
 	if !ok {
 		c.keyNotFound.Add(1)
 		return ErrKeyNotFound
@@ -552,7 +555,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 // check computes the segment's MAC under tk, compares it in constant time
 // and counts the result.
 func (c *Conn) check(m *MKT, tk *trafficKey, seg *segment.Segment, opt Option, off int, sne uint32) bool {
-	req := m.pool.Start(m.poolID)
+	req := m.pool.StartHint(m.poolID, c.hint)
 	sum, err := segmentMAC(req, tk, seg, off, int(m.maclen), m.exclude, sne)
 	good := err == nil && subtle.ConstantTimeCompare(sum, opt.MAC) == 1
 	req.End()
@@ -628,8 +631,19 @@ func segmentMAC(req *sigpool.Request, tk *trafficKey, seg *segment.Segment, off,
 		clear(b[start+off+OptionHeaderLen : start+off+OptionHeaderLen+maclen])
 	}
 	b[start+segment.TCPChecksumOffset], b[start+segment.TCPChecksumOffset+1] = 0, 0
+	// Complete the hash's first block(s) here: the hash would otherwise
+	// buffer the header and the payload's first bytes in its own block
+	// buffer and run its block function once more. The bytes staged are
+	// at most one block of payload, exactly what the hash would have
+	// copied itself; the payload is otherwise hashed in place.
+	pay := seg.Payload
+	if bs := req.MAC.Algorithm().BlockSize(); bs > 16 {
+		fill := min((bs-len(b)%bs)%bs, len(pay))
+		b = append(b, pay[:fill]...)
+		pay = pay[fill:]
+	}
 	req.MAC.Write(b)
-	req.MAC.Write(seg.Payload)
+	req.MAC.Write(pay)
 	for _, f := range seg.Frags {
 		req.MAC.Write(f)
 	}

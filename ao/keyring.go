@@ -11,12 +11,13 @@ import (
 )
 
 // scratchSize is what one segment needs of the pool's scratch: the MAC
-// input (SNE 4 + IPv6 pseudo-header 40 + TCP header 60) at 0, the MAC at
-// 128, a traffic key at 192 (Linux reserves 60 bytes, for the header only).
+// input prefix (SNE 4 + IPv6 pseudo-header 40 + TCP header 60) completed
+// to a whole hash block with at most a block (144 bytes for SHA3-224) of
+// payload, from 0; the MAC at sumOff, written after the input is absorbed.
+// (Linux reserves 60 bytes, for the header only.)
 const (
 	scratchSize = 256
 	sumOff      = 128
-	keyOff      = 192
 )
 
 // Keyring holds the MKTs of a listener and its connections. Lookups by

@@ -203,6 +203,9 @@ type pinToken = reclaim.Pin
 // acquire pins the MKT for a reader; false once it is deleted.
 func (m *MKT) acquire() (reclaim.Pin, bool) { return m.guard.Acquire() }
 
+// acquireHint pins the MKT on the reader's own shard.
+func (m *MKT) acquireHint(h uint32) (reclaim.Pin, bool) { return m.guard.AcquireHint(h) }
+
 func (m *MKT) release(p reclaim.Pin) { m.guard.Release(p) }
 
 // wipe clears the master key and every traffic key derived from it. It

@@ -70,6 +70,9 @@ func (a *Algorithm) String() string { return a.name }
 // upper bound of the MAC length for TCP-AO.
 func (a *Algorithm) Size() int { return a.size }
 
+// BlockSize returns the block size of the underlying hash (AES: 16).
+func (a *Algorithm) BlockSize() int { return a.blockSize }
+
 // CanClone reports whether a keyed state can be copied into another
 // context ([Context.Load]) without re-running the key schedule. It is false
 // for hmac(rmd160): golang.org/x/crypto/ripemd160 exports no state.

@@ -418,6 +418,17 @@ func (p *Pool) Start(id ID) *Request {
 	return p.startAt(id, i, n)
 }
 
+// StartHint is Start beginning at the shard a caller-held hint names (a
+// connection's segments then keep using one shard's context while it is
+// free), falling back to the next shards when it is busy.
+func (p *Pool) StartHint(id ID, hint uint32) *Request {
+	if uint(id) >= tableSize {
+		panic(fmt.Sprintf("sigpool: Start of ID %d, which is not allocated", id))
+	}
+	n := uint32(len(p.shards))
+	return p.startAt(id, uint32(uint64(hint)*uint64(n)>>32), n)
+}
+
 // startAt tries shards i, i+1, ... in turn, then waits for shard i.
 func (p *Pool) startAt(id ID, i, n uint32) *Request {
 	for range n {

@@ -106,7 +106,12 @@ type Pin struct {
 // per shard, carved from blocks shared by 32 Guards). A writer that wants
 // the data path never to allocate does one Acquire and Release before it
 // publishes the object.
-func (g *Guard) Acquire() (Pin, bool) {
+func (g *Guard) Acquire() (Pin, bool) { return g.AcquireHint(shard()) }
+
+// AcquireHint is Acquire with the reader's own shard hint: a reader that
+// stays on one core (a connection's segments) passes a value fixed for it
+// and skips the per-P lookup.
+func (g *Guard) AcquireHint(hint uint32) (Pin, bool) {
 	if g.state.Load() != live {
 		return Pin{}, false
 	}
@@ -114,7 +119,7 @@ func (g *Guard) Acquire() (Pin, bool) {
 	if col == nil {
 		col = g.allocCells()
 	}
-	c := col.cell(shard())
+	c := col.cell(hint)
 	c.Add(1)
 	if g.state.Load() != live {
 		c.Add(-1)
