@@ -15,7 +15,9 @@
 //     SYN-ACKs (with payload, for server-first protocols) and RSTs.
 //
 // Segments come as whole IPv4/IPv6 packets or as TCP segments with their
-// addresses (see [segment.Segment]); payload is never copied. Signing and
+// addresses (see [segment.Segment]); payload is hashed where it lies (only
+// the bytes that complete the hash's first block next to the header go
+// through the pool's scratch, as the hash would buffer them). Signing and
 // verifying go through a [sigpool.Pool] and allocate nothing in steady
 // state; MACs are compared in constant time. Errors are sentinels for
 // [errors.Is]; one generic [ErrBadMAC] answers every forged MAC.
