@@ -1,7 +1,6 @@
 package ao
 
 import (
-	"crypto/subtle"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -555,11 +554,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 // check computes the segment's MAC under tk, compares it in constant time
 // and counts the result.
 func (c *Conn) check(m *MKT, tk *trafficKey, seg *segment.Segment, opt Option, off int, sne uint32) bool {
-	req := m.pool.StartHint(m.poolID, c.hint)
-	sum, err := segmentMAC(req, tk, seg, off, int(m.maclen), m.exclude, sne)
-	good := err == nil && subtle.ConstantTimeCompare(sum, opt.MAC) == 1
-	req.End()
-	if !good {
+	if !macMatches(m, c.hint, tk, seg, opt, off, sne) {
 		c.bad.Add(1)
 		m.bad.Add(1)
 		return false
@@ -567,6 +562,16 @@ func (c *Conn) check(m *MKT, tk *trafficKey, seg *segment.Segment, opt Option, o
 	c.good.Add(1)
 	m.good.Add(1)
 	return true
+}
+
+// macMatches computes seg's MAC under tk through the pool and compares it
+// with the option's MAC in constant time.
+func macMatches(m *MKT, hint uint32, tk *trafficKey, seg *segment.Segment, opt Option, off int, sne uint32) bool {
+	req := m.pool.StartHint(m.poolID, hint)
+	sum, err := segmentMAC(req, tk, seg, off, int(m.maclen), m.exclude, sne)
+	good := err == nil && mac.Equal(sum, opt.MAC)
+	req.End()
+	return good
 }
 
 // verifyHandshake verifies a SYN or SYN-ACK whose traffic key depends on

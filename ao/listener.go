@@ -1,8 +1,6 @@
 package ao
 
 import (
-	"crypto/subtle"
-
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -78,11 +76,7 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 	if err != nil {
 		return true, err
 	}
-	req := m.pool.Start(m.poolID)
-	sum, err := segmentMAC(req, tk, syn, off, int(m.maclen), m.exclude, 0)
-	good := err == nil && subtle.ConstantTimeCompare(sum, opt.MAC) == 1
-	req.End()
-	if !good {
+	if !macMatches(m, conn.hint, tk, syn, opt, off, 0) {
 		conn.Close()
 		l.bad.Add(1)
 		m.bad.Add(1)
