@@ -247,65 +247,14 @@ func BenchmarkMAC(b *testing.B) {
 }
 
 func benchMAC(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) {
-	out := make([]byte, 0, mac.MaxSize)
 	b.SetBytes(int64(len(msg)))
 	b.ReportAllocs()
-	var clk cpuClock
-	switch mode {
-	case "keyschedule":
-		c := a.NewContext()
-		clk = startCPU(b)
-		for b.Loop() {
-			if err := c.SetKey(key); err != nil {
-				b.Fatal(err)
-			}
-			c.Write(msg)
-			out = c.Sum(out[:0])
-		}
-	case "restore":
-		c := a.NewContext()
-		if err := c.SetKey(key); err != nil {
-			b.Fatal(err)
-		}
-		clk = startCPU(b)
-		for b.Loop() {
-			c.Reset()
-			c.Write(msg)
-			out = c.Sum(out[:0])
-		}
-	case "clone":
-		var tmpl mac.Key
-		if err := tmpl.Init(a, key); err != nil {
-			b.Fatal(err)
-		}
-		c := a.NewContext()
-		clk = startCPU(b)
-		for b.Loop() {
-			c.Load(&tmpl)
-			c.Write(msg)
-			out = c.Sum(out[:0])
-		}
-	case "bare":
-		if a.IsCMAC() {
-			m := newCBCMAC(b, key, msg)
-			clk = startCPU(b)
-			for b.Loop() {
-				out = m.sum(out[:0])
-			}
-			break
-		}
-		h := bareHash[a.Name()]()
-		clk = startCPU(b)
-		for b.Loop() {
-			h.Reset()
-			h.Write(msg)
-			out = h.Sum(out[:0])
-		}
-	default:
-		b.Fatalf("unknown mode %q", mode)
+	op := macOp(b, a, mode, key, msg) // the same operations BenchmarkInterleaved compares
+	clk := startCPU(b)
+	for b.Loop() {
+		op()
 	}
 	clk.report(b)
-	sink = out
 }
 
 // BenchmarkPool is one 1496-byte MAC through a sigpool.Pool from every P
@@ -715,6 +664,17 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 			if err := c.SetKey(key); err != nil {
 				b.Fatal(err)
 			}
+			c.Write(msg)
+			out = c.Sum(out[:0])
+		}
+	case "clone":
+		var tmpl mac.Key
+		if err := tmpl.Init(a, key); err != nil {
+			b.Fatal(err)
+		}
+		c := a.NewContext()
+		return func() {
+			c.Load(&tmpl)
 			c.Write(msg)
 			out = c.Sum(out[:0])
 		}
