@@ -558,6 +558,52 @@ func closeKernelFirst(kc *net.TCPConn, uc *usertcp.Conn) error {
 	return uc.Close()
 }
 
+// engineClient is the common start of the cases where the engine dials:
+// a kernel listener holding kernelMKTs, the engine's keyring over
+// engineMKTs (the same ones, or wrong ones), and the engine's client Auth
+// for a fresh ISN.
+type engineClient struct {
+	ln   *net.TCPListener
+	ring *ao.Keyring
+	auth *aopacket.Auth
+	isn  uint32
+}
+
+func (c liveCase) newEngineClient(n *liveNet, kernelMKTs, engineMKTs []liveMKT) (*engineClient, error) {
+	ln, err := kernelListen(n, c.kernelKeys(n, kernelMKTs))
+	if err != nil {
+		return nil, err
+	}
+	ring, err := c.engineRing(n, engineMKTs)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	isn := randISN()
+	auth, err := c.newClient(n, ring, isn)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &engineClient{ln: ln, ring: ring, auth: auth, isn: isn}, nil
+}
+
+func (e *engineClient) close() {
+	e.auth.Close()
+	e.ln.Close()
+}
+
+// connect dials the kernel with auth (e.auth or a wrapper of it) and
+// accepts the kernel's end.
+func (e *engineClient) connect(c liveCase, n *liveNet, auth usertcp.Auth, cfg usertcp.Config) (*usertcp.Conn, *net.TCPConn, error) {
+	uc, err := c.dialEngine(n, auth, e.isn, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	kc, err := acceptOne(e.ln)
+	return uc, kc, err
+}
+
 // ----------------------------------------------------------------- cases
 
 // runEngineDials: the engine connects to a kernel listener with the MKT,
@@ -566,30 +612,17 @@ func closeKernelFirst(kc *net.TCPConn, uc *usertcp.Conn) error {
 // engine verified every segment of the kernel's.
 func (c liveCase) runEngineDials(r *liveReport, n *liveNet) error {
 	ms := c.mkts(false)
-	ln, err := kernelListen(n, c.kernelKeys(n, ms))
+	e, err := c.newEngineClient(n, ms, ms)
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
-	ring, err := c.engineRing(n, ms)
-	if err != nil {
-		return err
-	}
+	defer e.close()
+	auth := e.auth
 	before, err := readAOStats()
 	if err != nil {
 		return err
 	}
-	isn := randISN()
-	auth, err := c.newClient(n, ring, isn)
-	if err != nil {
-		return err
-	}
-	defer auth.Close()
-	uc, err := c.dialEngine(n, auth, isn, liveEngine)
-	if err != nil {
-		return err
-	}
-	kc, err := acceptOne(ln)
+	uc, kc, err := e.connect(c, n, auth, liveEngine)
 	if err != nil {
 		return err
 	}
@@ -797,26 +830,16 @@ var failFast = usertcp.Config{RTO: 150 * time.Millisecond, MaxRetries: 3}
 // (same KeyIDs): every SYN is dropped and counted in TCPAOBad, the kernel
 // answers nothing and accepts no connection.
 func (c liveCase) runWrongKeySYN(r *liveReport, n *liveNet) error {
-	ln, err := kernelListen(n, c.kernelKeys(n, c.mkts(false)))
+	e, err := c.newEngineClient(n, c.mkts(false), c.wrongMKTs())
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
-	ring, err := c.engineRing(n, c.wrongMKTs())
-	if err != nil {
-		return err
-	}
+	defer e.close()
 	before, err := readAOStats()
 	if err != nil {
 		return err
 	}
-	isn := randISN()
-	auth, err := c.newClient(n, ring, isn)
-	if err != nil {
-		return err
-	}
-	defer auth.Close()
-	_, err = c.dialEngine(n, auth, isn, failFast)
+	_, err = c.dialEngine(n, e.auth, e.isn, failFast)
 	if !errors.Is(err, usertcp.ErrTimeout) {
 		r.errorf("engine dial with a wrong key: %v, want a timeout", err)
 	}
@@ -840,7 +863,7 @@ func (c liveCase) runWrongKeySYN(r *liveReport, n *liveNet) error {
 	if fromKernel != 0 {
 		r.errorf("the kernel answered %d times", fromKernel)
 	}
-	if pending(ln) {
+	if pending(e.ln) {
 		r.errorf("the kernel completed a connection")
 	}
 	r.logf("%d SYNs with a wrong key: kernel %v", syns, d)
@@ -888,33 +911,20 @@ func (a *switchAuth) Sign(pkt []byte) error {
 // read.
 func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 	ms := c.mkts(false)
-	ln, err := kernelListen(n, c.kernelKeys(n, ms))
+	e, err := c.newEngineClient(n, ms, ms)
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
-	ring, err := c.engineRing(n, ms)
-	if err != nil {
-		return err
-	}
+	defer e.close()
+	auth := e.auth
 	wrongRing, err := c.engineRing(n, c.wrongMKTs())
 	if err != nil {
 		return err
 	}
-	isn := randISN()
-	auth, err := c.newClient(n, ring, isn)
-	if err != nil {
-		return err
-	}
-	defer auth.Close()
 	sw := &switchAuth{good: auth}
 	cfg := failFast
 	cfg.RTO = 300 * time.Millisecond // the good part must not give up under TCG
-	uc, err := c.dialEngine(n, sw, isn, cfg)
-	if err != nil {
-		return err
-	}
-	kc, err := acceptOne(ln)
+	uc, kc, err := e.connect(c, n, sw, cfg)
 	if err != nil {
 		return err
 	}
@@ -1024,34 +1034,21 @@ func (c liveCase) runWrongKeyKernel(r *liveReport, n *liveNet) error {
 // the engine's segments with its MKT B.
 func (c liveCase) runRotation(r *liveReport, n *liveNet) error {
 	ms := c.mkts(true)
-	ln, err := kernelListen(n, c.kernelKeys(n, ms))
+	e, err := c.newEngineClient(n, ms, ms)
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
-	ring, err := c.engineRing(n, ms)
-	if err != nil {
-		return err
-	}
+	defer e.close()
+	ring, auth := e.ring, e.auth
 	before, err := readAOStats()
 	if err != nil {
 		return err
 	}
-	isn := randISN()
-	auth, err := c.newClient(n, ring, isn)
-	if err != nil {
-		return err
-	}
-	defer auth.Close()
 	conn := auth.Conn()
 	if err := errors.Join(conn.SetCurrent(100), conn.SetRNext(200)); err != nil {
 		return err
 	}
-	uc, err := c.dialEngine(n, auth, isn, liveEngine)
-	if err != nil {
-		return err
-	}
-	kc, err := acceptOne(ln)
+	uc, kc, err := e.connect(c, n, auth, liveEngine)
 	if err != nil {
 		return err
 	}
