@@ -106,6 +106,9 @@ func AddAddr(name string, p netip.Prefix) error {
 	family, flags := uint8(syscall.AF_INET), uint32(0)
 	if a.Is6() {
 		family, flags = syscall.AF_INET6, syscall.IFA_F_NODAD
+		if p.Bits() == 128 {
+			flags |= ifaNoPrefixRoute
+		}
 	}
 	var m msg
 	m.header(syscall.RTM_NEWADDR, syscall.NLM_F_CREATE|syscall.NLM_F_EXCL)
@@ -127,6 +130,11 @@ func AddAddr(name string, p netip.Prefix) error {
 	}
 	return nil
 }
+
+// ifaNoPrefixRoute is IFA_F_NOPREFIXROUTE (not in package syscall). A /128
+// needs no prefix route, and on lo the kernel turns one into a reject route
+// that answered the first SYN to the address with ENETUNREACH.
+const ifaNoPrefixRoute = 0x200
 
 // routable reports whether the kernel's route lookup resolves a.
 func routable(a netip.Addr) bool {
