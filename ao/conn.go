@@ -127,11 +127,12 @@ type Endpoint struct {
 }
 
 // Init prepares c for an outgoing connection (the stack will send a SYN
-// with ISN ep.LocalISN). Its current key is the best MKT for the peer
-// (the most specific prefix) unless SetCurrent/SetRNext pick others; the
-// peer's ISN is learnt from a verified SYN-ACK.
+// with ISN ep.LocalISN). Its current and RNext key are the most recently
+// added MKT that matches the peer, whatever its prefix length, as in Linux
+// (whose key list is newest first), unless SetCurrent/SetRNext pick
+// others; the peer's ISN is learnt from a verified SYN-ACK.
 func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
-	m := ring.first(ep.Remote.Addr().Unmap(), ep.L3Index)
+	m := ring.newest(ep.Remote.Addr().Unmap(), ep.L3Index)
 	if m == nil {
 		return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
 	}

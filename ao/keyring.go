@@ -30,6 +30,7 @@ type Keyring struct {
 	byRecv prefixmap.Map[*MKT] // tag: RecvID
 	bySend prefixmap.Map[*MKT] // tag: SendID
 	byPeer prefixmap.Map[*MKT] // tag: 0, every MKT
+	added  uint64              // under mu: MKTs ever added, for MKT.added
 }
 
 // NewKeyring returns an empty keyring whose MKTs compute through pool
@@ -67,6 +68,8 @@ func (r *Keyring) Add(cfg Config) (*MKT, error) {
 		m.guard.Retire(m.wipe)
 		return nil, fmt.Errorf("%w: %v", ErrKeyExists, m)
 	}
+	r.added++
+	m.added = r.added // before the inserts publish m
 	// newMKT validated the prefix, so the inserts cannot fail.
 	_ = r.byRecv.Insert(m.peer, uint32(m.recvID), m)
 	_ = r.bySend.Insert(m.peer, uint32(m.sendID), m)
@@ -228,9 +231,25 @@ func (r *Keyring) LookupSend(addr netip.Addr, sendID uint8, l3 int) *MKT {
 // then unsigned segments from it are refused (Linux tcp_ao_required).
 func (r *Keyring) Covers(addr netip.Addr, l3 int) bool { return r.first(addr, l3) != nil }
 
-// first returns the best MKT for a peer regardless of IDs: the default
-// current key of a new outgoing connection.
+// first returns an MKT for a peer regardless of IDs (the most specific):
+// whether the peer is covered, and which key signs a connectionless RST.
 func (r *Keyring) first(addr netip.Addr, l3 int) *MKT { return lookup(&r.byPeer, addr, 0, l3) }
+
+// newest returns the most recently added MKT that matches a peer,
+// whatever its prefix length: the first match in Linux's newest-first key
+// list, which is its default current and RNext key of a new connection
+// (linux-notes §5.2). It visits every matching MKT; it runs once per
+// connection, not per segment.
+func (r *Keyring) newest(addr netip.Addr, l3 int) *MKT {
+	var found *MKT
+	r.byPeer.Lookup(addr, 0, func(_ netip.Prefix, m *MKT) bool {
+		if m.matchesL3(l3) && !m.deleting.Load() && (found == nil || m.added > found.added) {
+			found = m
+		}
+		return true
+	})
+	return found
+}
 
 func lookup(idx *prefixmap.Map[*MKT], addr netip.Addr, tag uint8, l3 int) *MKT {
 	var found *MKT

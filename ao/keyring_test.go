@@ -250,7 +250,8 @@ func TestLookup(t *testing.T) {
 	if got := r.Find(netip.MustParsePrefix("192.0.2.7/32"), 1, 2); got != nil {
 		t.Errorf("Find of a prefix that only a shorter key covers: %v", got)
 	}
-	// A new connection's default key is the most specific one.
+	// A new connection's default key is the newest that matches (here
+	// also the most specific; TestDefaultKeyIsNewest separates the two).
 	var c Conn
 	defer c.Close()
 	if err := c.Init(r, Endpoint{Local: netip.MustParseAddrPort("192.0.2.1:1"), Remote: netip.MustParseAddrPort("[::ffff:192.0.2.7]:2")}, Policy{}); err != nil {
@@ -656,5 +657,38 @@ func TestDeleteReplacementChain(t *testing.T) {
 	c.Close()
 	if err := r.Delete(k7, DeleteOptions{}); err != nil {
 		t.Fatalf("delete after Close: %v", err)
+	}
+}
+
+// TestDefaultKeyIsNewest checks the default current and RNext key of a new
+// connection: the most recently added MKT that matches the peer, whatever
+// its prefix length, as Linux picks the head of its newest-first key list
+// (linux-notes §5.2) — not the most specific prefix, which is TCP-MD5's
+// rule. A deleted default gives way to the next newest.
+func TestDefaultKeyIsNewest(t *testing.T) {
+	for _, order := range [][]string{{"192.0.2.0/24", "192.0.2.2/32", "0.0.0.0/0"}, {"0.0.0.0/0", "192.0.2.2/32", "192.0.2.0/24"}} {
+		r := NewKeyring(nil)
+		var mkts []*MKT
+		for i, p := range order {
+			mkts = append(mkts, mustAdd(t, r, cfg4(p, uint8(10*i+1), uint8(10*i+2))))
+		}
+		mustAdd(t, r, cfg4("198.51.100.0/24", 100, 101)) // newer, other peer
+		for want := len(mkts) - 1; want >= 0; want-- {
+			var c Conn
+			if err := c.Init(r, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1}, Policy{}); err != nil {
+				t.Fatal(err)
+			}
+			if c.Current() != mkts[want] || c.RNext() != mkts[want] {
+				t.Errorf("keys added %v: default current %v, RNext %v, want %v", order, c.Current(), c.RNext(), mkts[want])
+			}
+			c.Close()
+			if err := r.Delete(mkts[want], DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var c Conn
+		if err := c.Init(r, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1}, Policy{}); !errors.Is(err, ErrNoCurrentKey) {
+			t.Errorf("Init with no matching key: %v, want ErrNoCurrentKey", err)
+		}
 	}
 }

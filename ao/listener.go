@@ -25,8 +25,9 @@ func (l *Listener) Counters() Counters { return l.counters.snapshot() }
 // Accept verifies an incoming SYN with the Receive_SYN traffic key of the
 // MKT its KeyID names, and on success prepares conn for the connection:
 // both ISNs known (localISN is the one the stack chose for its SYN-ACK),
-// current key = the MKT whose SendID is the SYN's RNextKeyID, RNext key =
-// the MKT that verified the SYN (Linux tcp_ao_copy_all_matching). The
+// current key = the MKT whose SendID is the SYN's RNextKeyID (else the
+// newest MKT for the peer), RNext key = the MKT that verified the SYN
+// (Linux tcp_ao_copy_all_matching). The
 // stack then signs its SYN-ACK, which may carry payload, with conn.Sign.
 //
 // signed is false, with a nil error, for an unsigned SYN from a peer no
@@ -85,7 +86,12 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 	l.good.Add(1)
 	m.good.Add(1)
 	conn.setRISN(h.Seq())
+	// As Linux's tcp_ao_copy_all_matching: current = the MKT whose SendID
+	// is the SYN's RNextKeyID, else the newest MKT for the peer.
 	cur := l.ring.LookupSend(src, opt.RNextKeyID, l.l3)
+	if cur == nil {
+		cur = l.ring.newest(src, l.l3)
+	}
 	if (cur == nil || !conn.setCurrent(cur)) && !conn.setCurrent(m) || !conn.setRNext(m) {
 		// The MKT is being deleted as the SYN arrives: as gone.
 		conn.Close()

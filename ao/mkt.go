@@ -61,6 +61,7 @@ type MKT struct {
 	pool   *sigpool.Pool
 	poolID sigpool.ID
 
+	added uint64 // order of addition in its keyring (newest wins by default)
 	guard reclaim.Guard
 	good  atomic.Uint64
 	bad   atomic.Uint64

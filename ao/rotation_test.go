@@ -240,4 +240,32 @@ func TestRotationListener(t *testing.T) {
 	if err := s.Verify(data); err != nil {
 		t.Fatal(err)
 	}
+
+	// A SYN whose RNextKeyID names none of the listener's SendIDs: the
+	// accepted connection's current key falls back to the newest MKT for
+	// the peer, as Linux's tcp_ao_copy_all_matching falls back to the head
+	// of its newest-first list; RNext is still the MKT that verified it.
+	mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 7, RecvID: 8, Algorithm: "hmac(sha1)", Key: testKey(7)})
+	var c2, s2 Conn
+	defer c2.Close()
+	defer s2.Close()
+	if err := c2.Init(cring, Endpoint{Local: cli4, Remote: srv4, LocalISN: 200}, Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.SetCurrent(1); err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.SetRNext(8); err != nil {
+		t.Fatal(err)
+	}
+	syn = testSeg(t, cli4, srv4, 200, 0, segment.SYN, 12, nil)
+	if err := c2.Sign(syn); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := l.Accept(syn, 1900, &s2); !ok || err != nil {
+		t.Fatalf("Accept with an unknown RNextKeyID: %v %v", ok, err)
+	}
+	if s2.Current().SendID() != 6 || s2.RNext().RecvID() != 1 {
+		t.Errorf("accepted with an unknown RNextKeyID: current %v RNext %v, want SendID 6 (newest), RecvID 1", s2.Current(), s2.RNext())
+	}
 }

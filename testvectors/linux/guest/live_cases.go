@@ -24,6 +24,9 @@ package main
 //	                        listener counts each bad and sends nothing
 //	rotate-engine-setrnext  Conn.SetRNext on the engine moves the kernel's current key
 //	rotate-kernel-setrnext  TCP_AO_INFO set_rnext on the kernel moves the engine's
+//	default-key             three MKTs for the peer added in one order on both
+//	                        sides, none set current: the kernel's SYN and the
+//	                        engine's name the same one, the newest
 
 import (
 	"bytes"
@@ -61,6 +64,7 @@ const (
 	wrongKeyKernel                 // the kernel's SYNs carry a wrong key: the engine's listener drops them
 	rotateEngine                   // mid-connection, the engine's SetRNext moves the kernel's current key
 	rotateKernel                   // mid-connection, the kernel's set_rnext moves the engine's current key
+	defaultKey                     // with several MKTs and none set current, both sides start with the newest
 )
 
 var liveSuffix = map[liveMode]string{
@@ -71,6 +75,7 @@ var liveSuffix = map[liveMode]string{
 	wrongKeyKernel: "wrongkey-kernel-syn",
 	rotateEngine:   "rotate-engine-setrnext",
 	rotateKernel:   "rotate-kernel-setrnext",
+	defaultKey:     "default-key",
 }
 
 type liveCase struct {
@@ -112,6 +117,9 @@ func init() {
 		liveCase{alg: cmacAES128, v6: true, maclen: 12, mode: rotateEngine},
 		liveCase{alg: hmacSHA256, v6: true, maclen: 12, mode: rotateKernel},
 		liveCase{alg: hmacSHA1, maclen: 12, mode: rotateKernel},
+		// which MKT a new connection starts with
+		liveCase{alg: hmacSHA1, maclen: 12, mode: defaultKey},
+		liveCase{alg: hmacSHA256, v6: true, maclen: 12, mode: defaultKey},
 	)
 	seen := map[string]bool{}
 	for i := range cs {
@@ -234,6 +242,8 @@ func (c liveCase) body(r *liveReport, n *liveNet) error {
 		return c.runWrongKeyKernel(r, n)
 	case rotateEngine, rotateKernel:
 		return c.runRotation(r, n)
+	case defaultKey:
+		return c.runDefaultKey(r, n)
 	}
 	return fmt.Errorf("unknown mode %d", c.mode)
 }
@@ -368,24 +378,33 @@ func (t *tap) sent() int {
 type liveMKT struct {
 	key        []byte
 	send, recv uint8
+	bits       int // peer prefix length; 0: the peer's address alone
+}
+
+// peer is the MKT's peer prefix for a peer at a.
+func (m liveMKT) peer(a netip.Addr) netip.Prefix {
+	if m.bits == 0 {
+		return hostPrefix(a)
+	}
+	return netip.PrefixFrom(a, m.bits).Masked()
 }
 
 func (c liveCase) mkts(rotation bool) []liveMKT {
-	ms := []liveMKT{{keyMaterial(c.name, "A", c.alg.keyLen, false), 100, 200}}
+	ms := []liveMKT{{key: keyMaterial(c.name, "A", c.alg.keyLen, false), send: 100, recv: 200}}
 	if rotation {
-		ms = append(ms, liveMKT{keyMaterial(c.name, "B", c.alg.keyLen, false), 101, 201})
+		ms = append(ms, liveMKT{key: keyMaterial(c.name, "B", c.alg.keyLen, false), send: 101, recv: 201})
 	}
 	return ms
 }
 
 func (c liveCase) wrongMKTs() []liveMKT {
-	return []liveMKT{{keyMaterial(c.name, "wrong", c.alg.keyLen, false), 100, 200}}
+	return []liveMKT{{key: keyMaterial(c.name, "wrong", c.alg.keyLen, false), send: 100, recv: 200}}
 }
 
 func (c liveCase) kernelKeys(n *liveNet, ms []liveMKT) []linuxao.AddKey {
 	var ks []linuxao.AddKey
 	for _, m := range ms {
-		k := linuxao.AddKey{Peer: hostPrefix(n.uaddr), Alg: c.alg.alg, SndID: m.recv, RcvID: m.send,
+		k := linuxao.AddKey{Peer: m.peer(n.uaddr), Alg: c.alg.alg, SndID: m.recv, RcvID: m.send,
 			MACLen: uint8(c.maclen), Key: m.key}
 		if c.exclude {
 			k.KeyFlags = linuxao.TCP_AO_KEYF_EXCLUDE_OPT
@@ -398,7 +417,7 @@ func (c liveCase) kernelKeys(n *liveNet, ms []liveMKT) []linuxao.AddKey {
 func (c liveCase) engineRing(n *liveNet, ms []liveMKT) (*ao.Keyring, error) {
 	ring := ao.NewKeyring(nil)
 	for _, m := range ms {
-		if _, err := ring.Add(ao.Config{Peer: hostPrefix(n.kaddr), SendID: m.send, RecvID: m.recv, Algorithm: c.alg.alg,
+		if _, err := ring.Add(ao.Config{Peer: m.peer(n.kaddr), SendID: m.send, RecvID: m.recv, Algorithm: c.alg.alg,
 			Key: m.key, MACLen: c.maclen, ExcludeOptions: c.exclude}); err != nil {
 			return nil, fmt.Errorf("engine MKT %d/%d: %w", m.send, m.recv, err)
 		}
@@ -1191,4 +1210,120 @@ func kernelKeysOf(kc *net.TCPConn) ([]linuxao.KeyInfo, error) {
 	var ks []linuxao.KeyInfo
 	err := withFD(kc, func(fd int) (err error) { ks, err = linuxao.KeysFD(fd); return })
 	return ks, err
+}
+
+// runDefaultKey: three MKTs for the peer — its address alone, a wide
+// prefix, then one in between — are added in that order on both sides and
+// none is made current. Linux starts a connection with the newest matching
+// MKT (its key list is newest first), which is neither the first added nor
+// the most specific. A kernel client's SYN must carry that MKT's IDs, the
+// engine's SYN (ao.Conn.Init) the same MKT's, and the engine's connection
+// then runs on it against a kernel listener holding the same keys.
+func (c liveCase) runDefaultKey(r *liveReport, n *liveNet) error {
+	wide, mid := 8, 24
+	if c.v6 {
+		wide, mid = 16, 64
+	}
+	ms := []liveMKT{
+		{key: keyMaterial(c.name, "host", c.alg.keyLen, false), send: 100, recv: 200},
+		{key: keyMaterial(c.name, "wide", c.alg.keyLen, false), send: 101, recv: 201, bits: wide},
+		{key: keyMaterial(c.name, "mid", c.alg.keyLen, false), send: 102, recv: 202, bits: mid},
+	}
+	newest := ms[len(ms)-1]
+
+	// The kernel dials; nothing answers its SYN. (The dial stays on this
+	// goroutine, whose thread is in the case's namespace.)
+	mark := n.link.mark()
+	found := make(chan *liveSeg, 1)
+	go func() {
+		buf := make([]byte, 65536)
+		for deadline := time.Now().Add(liveIO); ; {
+			if _, err := n.link.ReadPacket(buf, deadline); err != nil {
+				found <- nil
+				return
+			}
+			for _, s := range n.link.segments(mark) {
+				if !s.out && s.flags&(segment.SYN|segment.ACK) == segment.SYN {
+					found <- &s
+					return
+				}
+			}
+		}
+	}()
+	kc, err := kernelDial(n, c.kernelKeys(n, ms), time.Second)
+	if err == nil {
+		kc.Close()
+		r.errorf("kernel dial connected, but nothing answers")
+	} else if ne := net.Error(nil); !errors.As(err, &ne) || !ne.Timeout() {
+		r.errorf("kernel dial with no answer: %v, want a timeout", err)
+	}
+	syn := <-found
+	if syn == nil {
+		return errors.New("no SYN from the kernel on the link")
+	}
+	// Drain the SYN's retransmissions (to the port the engine dials from).
+	buf := make([]byte, 65536)
+	for {
+		if _, err := n.link.ReadPacket(buf, time.Now().Add(300*time.Millisecond)); err != nil {
+			break
+		}
+	}
+	if !syn.ao || syn.keyID != newest.recv || syn.rnext != newest.send {
+		r.errorf("kernel SYN: AO %v KeyID %d RNextKeyID %d, want the newest MKT's %d/%d", syn.ao, syn.keyID, syn.rnext, newest.recv, newest.send)
+	}
+
+	// The engine dials the same keys, added in the same order.
+	e, err := c.newEngineClient(n, ms, ms)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	if cur, next := e.auth.Conn().Current(), e.auth.Conn().RNext(); cur.SendID() != newest.send || next.RecvID() != newest.recv {
+		r.errorf("engine default keys: current %v, RNext %v; want SendID %d, RecvID %d", cur, next, newest.send, newest.recv)
+	}
+	before, err := readAOStats()
+	if err != nil {
+		return err
+	}
+	mark = n.link.mark()
+	uc, kc, err := e.connect(c, n, e.auth, liveEngine)
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
+	if _, err := uc.Write(liveRequest); err != nil {
+		return fmt.Errorf("engine write: %w", err)
+	}
+	if err := readExactly(kc, liveRequest, "kernel"); err != nil {
+		return err
+	}
+	if _, err := kc.Write(liveReply); err != nil {
+		return fmt.Errorf("kernel write: %w", err)
+	}
+	if err := readExactly(uc, liveReply, "engine"); err != nil {
+		return err
+	}
+	segs := n.link.segments(mark)
+	for i, s := range segs {
+		want := [2]uint8{newest.recv, newest.send}
+		if s.out {
+			want = [2]uint8{newest.send, newest.recv}
+		}
+		if !s.ao || [2]uint8{s.keyID, s.rnext} != want {
+			r.errorf("segment %d (engine sent: %v, %v): AO %v KeyID %d RNextKeyID %d, want %v", i+1, s.out, s.flags, s.ao, s.keyID, s.rnext, want)
+			break
+		}
+	}
+	mid1, err := readAOStats()
+	if err != nil {
+		return err
+	}
+	checkClean(r, "after the data", mid1.minus(before), -1)
+	checkEngine(r, uc, e.auth, false)
+	if err := closeKernelFirst(kc, uc); err != nil {
+		return err
+	}
+	r.logf("kernel SYN KeyID %d RNextKeyID %d; engine SYN KeyID %d RNextKeyID %d; %d segments on the MKT added last",
+		syn.keyID, syn.rnext, segs[0].keyID, segs[0].rnext, len(segs))
+	return nil
 }
