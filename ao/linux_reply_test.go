@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"net/netip"
 	"os"
 	"strings"
@@ -108,4 +109,99 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 		t.Fatal("no timewait capture in the manifest")
 	}
 	t.Logf("%d Linux TIME-WAIT replies reproduced byte for byte", n)
+}
+
+// TestLinuxListenReset reproduces, byte for byte, RSTs that a Linux 6.12
+// TCP-AO listener sent in reply to a signed ACK for no connection
+// (testvectors/linux/listen-rst.json, from the qemu live cases
+// *-listen-rst): SignListenReset, given the listener's MKT, must produce
+// the kernel's KeyID, RNextKeyID and MAC — the key of the ACK's own
+// direction with ISNs (its seq, 0). The MKTs these RSTs need cannot be
+// found when SendID ≠ RecvID, where the kernel sent nothing; and the
+// ACK's sender cannot verify such a RST with the connection it signed the
+// ACK for.
+func TestLinuxListenReset(t *testing.T) {
+	var f struct {
+		Cases []struct {
+			Name, Alg, Key, Peer string
+			SndID                uint8 `json:"sndid"`
+			RcvID                uint8 `json:"rcvid"`
+			MACLen               int   `json:"maclen"`
+			ACK, RST             string
+		}
+	}
+	b, err := os.ReadFile("../testvectors/linux/listen-rst.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) == 0 {
+		t.Fatal("no cases")
+	}
+	for _, c := range f.Cases {
+		key, err := hex.DecodeString(strings.TrimPrefix(c.Key, "hex:"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack, _ := hex.DecodeString(c.ACK)
+		rst, _ := hex.DecodeString(c.RST)
+		in, err := segment.ParsePacket(ack)
+		if err != nil {
+			t.Fatalf("%s ack: %v", c.Name, err)
+		}
+		want, err := segment.ParsePacket(rst)
+		if err != nil || want.Auth.AO < 0 {
+			t.Fatalf("%s rst: %v (AO at %d)", c.Name, err, want.Auth.AO)
+		}
+		cfg := Config{Peer: netip.MustParsePrefix(c.Peer), SendID: c.SndID, RecvID: c.RcvID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen}
+		ring := NewKeyring(nil)
+		mustAdd(t, ring, cfg)
+		got := bytes.Clone(rst)
+		mine, _ := segment.ParsePacket(got)
+		off := mine.Auth.AO
+		clear(mine.Header[off+2 : off+4+c.MACLen])
+		if err := NewListener(ring, Policy{}, 0).SignListenReset(&in, &mine); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		if !bytes.Equal(got, rst) {
+			t.Errorf("%s: SignListenReset option %x, the kernel's %x", c.Name, mine.Header[off:off+4+c.MACLen], want.Header[off:off+4+c.MACLen])
+		}
+		// SignReset, which signs with the reply's own send key (TIME-WAIT,
+		// syncookies), does not produce this RST whatever ISNs it is given
+		// from the ACK.
+		mine, _ = segment.ParsePacket(got)
+		lisn, risn := SyncookieISNs(&in)
+		if err := NewListener(ring, Policy{}, 0).SignReset(&in, &mine, lisn, risn); err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(got, rst) {
+			t.Errorf("%s: SignReset produced the listener's RST too", c.Name)
+		}
+		// SendID ≠ RecvID: the RNextKeyID names no RecvID.
+		other := NewKeyring(nil)
+		cfg.SendID, cfg.RecvID = c.RcvID, c.SndID+100
+		mustAdd(t, other, cfg)
+		mine, _ = segment.ParsePacket(bytes.Clone(rst))
+		if err := NewListener(other, Policy{}, 0).SignListenReset(&in, &mine); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("%s: SignListenReset with SendID ≠ RecvID: %v, want ErrKeyNotFound", c.Name, err)
+		}
+		// The ACK's sender, holding the connection the ACK was signed for
+		// (syncookie ISNs), cannot verify the RST.
+		peer := NewKeyring(nil)
+		mustAdd(t, peer, Config{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RcvID, RecvID: c.SndID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
+		var conn Conn
+		lisn, risn = in.Header.Seq()-1, in.Header.Ack()-1
+		err = conn.Import(peer, Endpoint{Local: netipAddrPort(in.Src, in.Header.SrcPort()), Remote: netipAddrPort(in.Dst, in.Header.DstPort())}, Policy{},
+			RepairState{LocalISN: lisn, RemoteISN: risn, SendSeq: lisn + 1, RecvSeq: risn + 1, CurrentSendID: c.RcvID, RNextRecvID: c.SndID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.Verify(&want); !errors.Is(err, ErrBadMAC) {
+			t.Errorf("%s: the ACK's sender verified the listener's RST: %v", c.Name, err)
+		}
+		conn.Close()
+	}
+	t.Logf("%d Linux listener RSTs reproduced", len(f.Cases))
 }

@@ -131,6 +131,45 @@ func (l *Listener) SignReset(in, rst *segment.Segment, localISN, remoteISN uint3
 	return c.Sign(rst)
 }
 
+// SignListenReset signs rst, a RST the stack built in reply to segment in
+// that reached a listening socket and matches no connection, pending
+// request or TIME-WAIT record, exactly as a Linux listener does
+// (tcp_ao_prepare_reset for TCP_LISTEN). Linux has no ISNs there, so it
+// uses the traffic key of in's own direction (in's addresses and ports)
+// with ISNs (in's sequence number, 0) and SNE 0, the MKT whose RecvID is
+// in's RNextKeyID (Linux compares it with RecvIDs on this path, SendIDs on
+// the others), KeyID = that MKT's SendID and RNextKeyID = its RecvID.
+// With SendID ≠ RecvID such a MKT usually does not exist: then
+// [ErrKeyNotFound], and Linux sends no RST. A peer with a connection
+// cannot verify such a RST (its ISNs differ), so Linux peers drop it; it
+// is here so that a stack can put on the wire what Linux puts there, and
+// a verifier can recognise it. An in without a TCP-AO option gets
+// [ErrNoOption]: Linux then sends its RST unsigned.
+func (l *Listener) SignListenReset(in, rst *segment.Segment) error {
+	opt, _, ok := findOption(in)
+	if !ok {
+		return ErrNoOption
+	}
+	src := in.Src.Unmap()
+	m := l.ring.LookupRecv(src, opt.RNextKeyID, l.l3)
+	if m == nil {
+		return ErrKeyNotFound
+	}
+	// A connection seen from in's sender: its send key is the key of in's
+	// direction with ISNs (in.seq, 0).
+	var c Conn
+	c.reset(l.ring, Endpoint{Local: netipAddrPort(in.Src, in.Header.SrcPort()), Remote: netipAddrPort(in.Dst, in.Header.DstPort()),
+		L3Index: l.l3, LocalISN: in.Header.Seq()}, l.policy)
+	c.setRISN(0)
+	c.snd.store(0, rst.Header.Seq())
+	if !c.setCurrent(m) {
+		return ErrKeyNotFound
+	}
+	c.setRNext(m)
+	defer c.Close()
+	return c.Sign(rst)
+}
+
 // SyncookieISNs returns the ISNs a listener infers from an ACK that
 // completes a syncookie handshake (Linux tcp_inbound_ao_hash): the peer's
 // is seq−1, ours ack−1.

@@ -27,6 +27,9 @@ package main
 //	default-key             three MKTs for the peer added in one order on both
 //	                        sides, none set current: the kernel's SYN and the
 //	                        engine's name the same one, the newest
+//	listen-rst              a signed ACK for no connection to a kernel listener:
+//	                        its RST (SendID == RecvID) reproduced byte for byte
+//	                        by Listener.SignListenReset, none with SendID ≠ RecvID
 
 import (
 	"bytes"
@@ -65,6 +68,7 @@ const (
 	rotateEngine                   // mid-connection, the engine's SetRNext moves the kernel's current key
 	rotateKernel                   // mid-connection, the kernel's set_rnext moves the engine's current key
 	defaultKey                     // with several MKTs and none set current, both sides start with the newest
+	listenReset                    // a kernel listener's RST to an ACK for no connection, reproduced by the engine
 )
 
 var liveSuffix = map[liveMode]string{
@@ -76,6 +80,7 @@ var liveSuffix = map[liveMode]string{
 	rotateEngine:   "rotate-engine-setrnext",
 	rotateKernel:   "rotate-kernel-setrnext",
 	defaultKey:     "default-key",
+	listenReset:    "listen-rst",
 }
 
 type liveCase struct {
@@ -120,6 +125,10 @@ func init() {
 		// which MKT a new connection starts with
 		liveCase{alg: hmacSHA1, maclen: 12, mode: defaultKey},
 		liveCase{alg: hmacSHA256, v6: true, maclen: 12, mode: defaultKey},
+		// a RST from a listening socket
+		liveCase{alg: hmacSHA1, maclen: 12, mode: listenReset},
+		liveCase{alg: cmacAES128, v6: true, maclen: 12, mode: listenReset},
+		liveCase{alg: hmacSHA3512, maclen: 12, mode: listenReset},
 	)
 	seen := map[string]bool{}
 	for i := range cs {
@@ -244,6 +253,8 @@ func (c liveCase) body(r *liveReport, n *liveNet) error {
 		return c.runRotation(r, n)
 	case defaultKey:
 		return c.runDefaultKey(r, n)
+	case listenReset:
+		return c.runListenReset(r, n)
 	}
 	return fmt.Errorf("unknown mode %d", c.mode)
 }
