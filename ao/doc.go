@@ -12,7 +12,10 @@
 //     sequence number extensions (§6.2), current and RNext keys (§7.5.2)
 //     and counters; [Conn.Sign] and [Conn.Verify] are the per-segment calls;
 //   - a [Listener] that verifies SYNs, starts connections and signs
-//     SYN-ACKs (with payload, for server-first protocols) and RSTs.
+//     SYN-ACKs (with payload, for server-first protocols), and signs RSTs
+//     for segments that have no connection as Linux does: with ISNs from a
+//     TIME-WAIT record or a syncookie ([Listener.SignReset]), or as a
+//     listening socket without any ([Listener.SignListenReset]).
 //
 // Segments come as whole IPv4/IPv6 packets or as TCP segments with their
 // addresses (see [segment.Segment]); payload is hashed where it lies (only
