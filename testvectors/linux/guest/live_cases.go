@@ -657,16 +657,7 @@ func (c liveCase) runEngineDials(r *liveReport, n *liveNet) error {
 		return err
 	}
 	defer kc.Close()
-	if _, err := uc.Write(liveRequest); err != nil {
-		return fmt.Errorf("engine write: %w", err)
-	}
-	if err := readExactly(kc, liveRequest, "kernel"); err != nil {
-		return err
-	}
-	if _, err := kc.Write(liveReply); err != nil {
-		return fmt.Errorf("kernel write: %w", err)
-	}
-	if err := readExactly(uc, liveReply, "engine"); err != nil {
+	if err := requestReply(uc, kc); err != nil {
 		return err
 	}
 	mid, err := readAOStats()
@@ -694,13 +685,33 @@ func (c liveCase) runEngineDials(r *liveReport, n *liveNet) error {
 	return nil
 }
 
-// checkWire: every segment both ways signed, KeyIDs as configured, option
-// length 4+maclen.
-func (c liveCase) checkWire(r *liveReport, segs []liveSeg) {
+// requestReply: the engine sends liveRequest, the kernel reads it and
+// answers liveReply, the engine reads that.
+func requestReply(uc *usertcp.Conn, kc *net.TCPConn) error {
+	if _, err := uc.Write(liveRequest); err != nil {
+		return fmt.Errorf("engine write: %w", err)
+	}
+	if err := readExactly(kc, liveRequest, "kernel"); err != nil {
+		return err
+	}
+	if _, err := kc.Write(liveReply); err != nil {
+		return fmt.Errorf("kernel write: %w", err)
+	}
+	return readExactly(uc, liveReply, "engine")
+}
+
+// checkWire: every segment both ways signed, with the KeyIDs of the MKT
+// 100/200 as configured.
+func (c liveCase) checkWire(r *liveReport, segs []liveSeg) { checkWireIDs(r, segs, 100, 200) }
+
+// checkWireIDs: every segment both ways signed under the engine's MKT
+// send/recv: the engine sends KeyID send, RNextKeyID recv, the kernel the
+// reverse.
+func checkWireIDs(r *liveReport, segs []liveSeg, send, recv uint8) {
 	for i, s := range segs {
-		want := [2]uint8{200, 100} // kernel: KeyID 200, RNextKeyID 100
+		want := [2]uint8{recv, send}
 		if s.out {
-			want = [2]uint8{100, 200}
+			want = [2]uint8{send, recv}
 		}
 		if !s.ao || [2]uint8{s.keyID, s.rnext} != want {
 			r.errorf("segment %d (engine sent: %v, %v): AO %v KeyID %d RNextKeyID %d, want %v", i+1, s.out, s.flags, s.ao, s.keyID, s.rnext, want)
@@ -1302,29 +1313,11 @@ func (c liveCase) runDefaultKey(r *liveReport, n *liveNet) error {
 		return err
 	}
 	defer kc.Close()
-	if _, err := uc.Write(liveRequest); err != nil {
-		return fmt.Errorf("engine write: %w", err)
-	}
-	if err := readExactly(kc, liveRequest, "kernel"); err != nil {
-		return err
-	}
-	if _, err := kc.Write(liveReply); err != nil {
-		return fmt.Errorf("kernel write: %w", err)
-	}
-	if err := readExactly(uc, liveReply, "engine"); err != nil {
+	if err := requestReply(uc, kc); err != nil {
 		return err
 	}
 	segs := n.link.segments(mark)
-	for i, s := range segs {
-		want := [2]uint8{newest.recv, newest.send}
-		if s.out {
-			want = [2]uint8{newest.send, newest.recv}
-		}
-		if !s.ao || [2]uint8{s.keyID, s.rnext} != want {
-			r.errorf("segment %d (engine sent: %v, %v): AO %v KeyID %d RNextKeyID %d, want %v", i+1, s.out, s.flags, s.ao, s.keyID, s.rnext, want)
-			break
-		}
-	}
+	checkWireIDs(r, segs, newest.send, newest.recv)
 	mid1, err := readAOStats()
 	if err != nil {
 		return err
