@@ -168,6 +168,20 @@ func TestLinuxListenReset(t *testing.T) {
 		if !bytes.Equal(got, rst) {
 			t.Errorf("%s: SignListenReset option %x, the kernel's %x", c.Name, mine.Header[off:off+4+c.MACLen], want.Header[off:off+4+c.MACLen])
 		}
+		// VerifyListenReset accepts the kernel's RST under the listener's
+		// MKT and the mirror MKT its peer holds, and refuses one bit off.
+		m := ring.LookupSend(in.Src, c.SndID, 0)
+		peerM := mustAdd(t, NewKeyring(nil), Config{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RcvID, RecvID: c.SndID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
+		for _, k := range []*MKT{m, peerM} {
+			if err := VerifyListenReset(k, &in, &want); err != nil {
+				t.Errorf("%s: VerifyListenReset(%v): %v", c.Name, k, err)
+			}
+		}
+		bent := bytes.Clone(rst)
+		bent[len(bent)-1] ^= 1
+		if bs, _ := segment.ParsePacket(bent); !errors.Is(VerifyListenReset(m, &in, &bs), ErrBadMAC) {
+			t.Errorf("%s: VerifyListenReset accepted a flipped MAC bit", c.Name)
+		}
 		// SignReset, which signs with the reply's own send key (TIME-WAIT,
 		// syncookies), does not produce this RST whatever ISNs it is given
 		// from the ACK.

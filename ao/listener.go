@@ -1,6 +1,7 @@
 package ao
 
 import (
+	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -168,6 +169,43 @@ func (l *Listener) SignListenReset(in, rst *segment.Segment) error {
 	c.setRNext(m)
 	defer c.Close()
 	return c.Sign(rst)
+}
+
+// VerifyListenReset checks rst, sent in reply to in, as the RST of a Linux
+// listening socket (see [Listener.SignListenReset]): its MAC under the
+// traffic key of in's direction with ISNs (in's sequence number, 0) and
+// SNE 0. m is an MKT of either end with the key, algorithm, MAC length and
+// options flag the listener used. No peer accepts such a RST (a
+// connection's Verify rejects it); this is for readers of captures, to
+// tell it from a forgery or a wrong key. It returns nil, [ErrNoOption],
+// [ErrMACLength], [ErrBadMAC], or [ErrKeyNotFound] when m is deleted.
+func VerifyListenReset(m *MKT, in, rst *segment.Segment) error {
+	opt, off, ok := findOption(rst)
+	if !ok {
+		return ErrNoOption
+	}
+	if len(opt.MAC) != int(m.maclen) {
+		return ErrMACLength
+	}
+	p, ok := m.acquire()
+	if !ok {
+		return ErrKeyNotFound
+	}
+	defer m.release(p)
+	h := in.Header
+	kin := kdf.Input{Src: in.Src.Unmap(), Dst: in.Dst.Unmap(), SrcPort: h.SrcPort(), DstPort: h.DstPort(), SrcISN: h.Seq()}
+	tk := new(trafficKey)
+	defer func() {
+		tk.tmpl.Wipe()
+		clear(tk.raw[:])
+	}()
+	if err := derive(m, &kin, tk); err != nil {
+		return err
+	}
+	if !macMatches(m, 0, tk, rst, opt, off, 0) {
+		return ErrBadMAC
+	}
+	return nil
 }
 
 // SyncookieISNs returns the ISNs a listener infers from an ACK that

@@ -50,6 +50,10 @@ type endState struct {
 	// as the receiver's kernel does.
 	sne, basis uint32
 	sneSet     bool
+	// The sequence number of the endpoint's last segment: what a Linux
+	// listener signs its RST to that segment with.
+	last    uint32
+	lastSet bool
 }
 
 func (e *endState) isnKnown() bool { return e.isnFrom != isnUnknown }

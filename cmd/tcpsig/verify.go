@@ -128,6 +128,7 @@ func (v *verifier) packet(frame int, ip []byte, truncated bool) {
 	}
 	f, i := v.flows.get(src, dst, v.opts)
 	f.learn(i, h, v.opts)
+	f.ends[i].last, f.ends[i].lastSet = h.Seq(), true
 	d := v.direction(f, i)
 	r := &v.r
 	*r = result{frame: frame, src: src, dst: dst, hasTCP: true, flags: h.Flags(), seq: h.Seq(), flow: f.id}
@@ -243,6 +244,11 @@ func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r 
 	r.key, r.alg = v.keys.aoName(cands[0].m), cands[0].m.Algorithm().Name()
 	if missing := missingISNs(flags, e, o); missing != "" {
 		r.verdict, r.reason = unknownISN, missing
+		for _, c := range cands {
+			if v.listenReset(seg, o, c.m, r) {
+				break
+			}
+		}
 		return
 	}
 	r.verdict = noKey
@@ -273,6 +279,32 @@ func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r 
 			r.verdict, r.reason = malformed, strings.TrimPrefix(err.Error(), "ao: ")
 		}
 	}
+	if r.verdict == bad {
+		for _, c := range cands {
+			if v.listenReset(seg, o, c.m, r) {
+				break
+			}
+		}
+	}
+}
+
+// listenReset recognises a RST that a Linux listening socket signed for a
+// segment it had no connection for (ao.VerifyListenReset: the key of the
+// peer's last segment's direction, ISNs (its seq, 0)). No peer accepts
+// such a RST, so the verdict is bad; the reason says what it is: the
+// listener did not know the connection. It needs no ISNs.
+func (v *verifier) listenReset(seg *segment.Segment, o *endState, m *ao.MKT, r *result) bool {
+	if r.flags&(segment.RST|segment.SYN) != segment.RST || !o.lastSet {
+		return false
+	}
+	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: r.dst.Port(), DstPort: r.src.Port(), Seq: o.last, Flags: segment.ACK})
+	in, err := segment.FromTCP(r.dst.Addr(), r.src.Addr(), tcp)
+	if err != nil || ao.VerifyListenReset(m, &in, seg) != nil {
+		return false
+	}
+	r.verdict, r.key, r.alg = bad, v.keys.aoName(m), m.Algorithm().Name()
+	r.reason = fmt.Sprintf("a Linux listener's RST for a connection it does not know (signed with the key of %v's direction and ISNs (%d, 0), which no peer accepts)", r.dst, o.last)
+	return true
 }
 
 // missingISNs says which ISNs a segment's traffic key needs and the
