@@ -133,8 +133,8 @@ func (l *Listener) SignReset(in, rst *segment.Segment, localISN, remoteISN uint3
 }
 
 // SignListenReset signs rst, a RST the stack built in reply to segment in
-// that reached a listening socket and matches no connection, pending
-// request or TIME-WAIT record, exactly as a Linux listener does
+// that a listening socket answers itself (an ACK that matches no
+// connection or TIME-WAIT record, say), exactly as a Linux listener does
 // (tcp_ao_prepare_reset for TCP_LISTEN). Linux has no ISNs there, so it
 // uses the traffic key of in's own direction (in's addresses and ports)
 // with ISNs (in's sequence number, 0) and SNE 0, the MKT whose RecvID is
