@@ -183,8 +183,8 @@ func TestLinuxListenReset(t *testing.T) {
 			t.Errorf("%s: VerifyListenReset accepted a flipped MAC bit", c.Name)
 		}
 		// SignReset, which signs with the reply's own send key (TIME-WAIT,
-		// syncookies), does not produce this RST whatever ISNs it is given
-		// from the ACK.
+		// syncookies), does not produce this RST from the ACK's syncookie
+		// ISNs.
 		mine, _ = segment.ParsePacket(got)
 		lisn, risn := SyncookieISNs(&in)
 		if err := NewListener(ring, Policy{}, 0).SignReset(&in, &mine, lisn, risn); err != nil {
