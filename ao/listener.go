@@ -1,7 +1,6 @@
 package ao
 
 import (
-	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -156,12 +155,8 @@ func (l *Listener) SignListenReset(in, rst *segment.Segment) error {
 	if m == nil {
 		return ErrKeyNotFound
 	}
-	// A connection seen from in's sender: its send key is the key of in's
-	// direction with ISNs (in.seq, 0).
 	var c Conn
-	c.reset(l.ring, Endpoint{Local: netipAddrPort(in.Src, in.Header.SrcPort()), Remote: netipAddrPort(in.Dst, in.Header.DstPort()),
-		L3Index: l.l3, LocalISN: in.Header.Seq()}, l.policy)
-	c.setRISN(0)
+	c.asListener(l.ring, l.l3, l.policy, in)
 	c.snd.store(0, rst.Header.Seq())
 	if !c.setCurrent(m) {
 		return ErrKeyNotFound
@@ -192,20 +187,27 @@ func VerifyListenReset(m *MKT, in, rst *segment.Segment) error {
 		return ErrKeyNotFound
 	}
 	defer m.release(p)
-	h := in.Header
-	kin := kdf.Input{Src: in.Src.Unmap(), Dst: in.Dst.Unmap(), SrcPort: h.SrcPort(), DstPort: h.DstPort(), SrcISN: h.Seq()}
-	tk := new(trafficKey)
-	defer func() {
-		tk.tmpl.Wipe()
-		clear(tk.raw[:])
-	}()
-	if err := derive(m, &kin, tk); err != nil {
+	var c Conn
+	c.asListener(nil, 0, Policy{}, in)
+	defer c.Close()
+	tk, err := c.trafficKey(m, sendOther)
+	if err != nil {
 		return err
 	}
-	if !macMatches(m, 0, tk, rst, opt, off, 0) {
+	if !macMatches(m, c.hint, tk, rst, opt, off, 0) {
 		return ErrBadMAC
 	}
 	return nil
+}
+
+// asListener sets c up as the connection a Linux listener stands for
+// when it signs a RST to in (tcp_ao_prepare_reset, TCP_LISTEN): in's
+// sender is the local end, the ISNs are (in's sequence number, 0), so the
+// send traffic key is the key of in's own direction.
+func (c *Conn) asListener(ring *Keyring, l3 int, p Policy, in *segment.Segment) {
+	c.reset(ring, Endpoint{Local: netipAddrPort(in.Src, in.Header.SrcPort()), Remote: netipAddrPort(in.Dst, in.Header.DstPort()),
+		L3Index: l3, LocalISN: in.Header.Seq()}, p)
+	c.setRISN(0)
 }
 
 // SyncookieISNs returns the ISNs a listener infers from an ACK that
