@@ -12,6 +12,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/internal/capture"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/testvectors/linux"
 )
 
 // TestLinuxTimeWaitReply reproduces, byte for byte, the signed ACK a Linux
@@ -121,32 +122,12 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 // ACK's sender cannot verify such a RST with the connection it signed the
 // ACK for.
 func TestLinuxListenReset(t *testing.T) {
-	var f struct {
-		Cases []struct {
-			Name, Alg, Key, Peer string
-			SndID                uint8 `json:"sndid"`
-			RcvID                uint8 `json:"rcvid"`
-			MACLen               int   `json:"maclen"`
-			ACK, RST             string
-		}
-	}
-	b, err := os.ReadFile("../testvectors/linux/listen-rst.json")
+	cases, err := linux.ListenResets()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		t.Fatal(err)
-	}
-	if len(f.Cases) == 0 {
-		t.Fatal("no cases")
-	}
-	for _, c := range f.Cases {
-		key, err := hex.DecodeString(strings.TrimPrefix(c.Key, "hex:"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ack, _ := hex.DecodeString(c.ACK)
-		rst, _ := hex.DecodeString(c.RST)
+	for _, c := range cases {
+		key, ack, rst := c.Key, c.ACK, c.RST
 		in, err := segment.ParsePacket(ack)
 		if err != nil {
 			t.Fatalf("%s ack: %v", c.Name, err)
@@ -155,7 +136,7 @@ func TestLinuxListenReset(t *testing.T) {
 		if err != nil || want.Auth.AO < 0 {
 			t.Fatalf("%s rst: %v (AO at %d)", c.Name, err, want.Auth.AO)
 		}
-		cfg := Config{Peer: netip.MustParsePrefix(c.Peer), SendID: c.SndID, RecvID: c.RcvID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen}
+		cfg := Config{Peer: c.Peer, SendID: c.SendID, RecvID: c.RecvID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen}
 		ring := NewKeyring(nil)
 		mustAdd(t, ring, cfg)
 		got := bytes.Clone(rst)
@@ -170,8 +151,8 @@ func TestLinuxListenReset(t *testing.T) {
 		}
 		// VerifyListenReset accepts the kernel's RST under the listener's
 		// MKT and the mirror MKT its peer holds, and refuses one bit off.
-		m := ring.LookupSend(in.Src, c.SndID, 0)
-		peerM := mustAdd(t, NewKeyring(nil), Config{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RcvID, RecvID: c.SndID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
+		m := ring.LookupSend(in.Src, c.SendID, 0)
+		peerM := mustAdd(t, NewKeyring(nil), Config{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
 		for _, k := range []*MKT{m, peerM} {
 			if err := VerifyListenReset(k, &in, &want); err != nil {
 				t.Errorf("%s: VerifyListenReset(%v): %v", c.Name, k, err)
@@ -195,7 +176,7 @@ func TestLinuxListenReset(t *testing.T) {
 		}
 		// SendID ≠ RecvID: the RNextKeyID names no RecvID.
 		other := NewKeyring(nil)
-		cfg.SendID, cfg.RecvID = c.RcvID, c.SndID+100
+		cfg.SendID, cfg.RecvID = c.RecvID, c.SendID+100
 		mustAdd(t, other, cfg)
 		mine, _ = segment.ParsePacket(bytes.Clone(rst))
 		if err := NewListener(other, Policy{}, 0).SignListenReset(&in, &mine); !errors.Is(err, ErrKeyNotFound) {
@@ -204,11 +185,11 @@ func TestLinuxListenReset(t *testing.T) {
 		// The ACK's sender, holding the connection the ACK was signed for
 		// (syncookie ISNs), cannot verify the RST.
 		peer := NewKeyring(nil)
-		mustAdd(t, peer, Config{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RcvID, RecvID: c.SndID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
+		mustAdd(t, peer, Config{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
 		var conn Conn
 		lisn, risn = in.Header.Seq()-1, in.Header.Ack()-1
 		err = conn.Import(peer, Endpoint{Local: netipAddrPort(in.Src, in.Header.SrcPort()), Remote: netipAddrPort(in.Dst, in.Header.DstPort())}, Policy{},
-			RepairState{LocalISN: lisn, RemoteISN: risn, SendSeq: lisn + 1, RecvSeq: risn + 1, CurrentSendID: c.RcvID, RNextRecvID: c.SndID})
+			RepairState{LocalISN: lisn, RemoteISN: risn, SendSeq: lisn + 1, RecvSeq: risn + 1, CurrentSendID: c.RecvID, RNextRecvID: c.SendID})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,5 +198,5 @@ func TestLinuxListenReset(t *testing.T) {
 		}
 		conn.Close()
 	}
-	t.Logf("%d Linux listener RSTs reproduced", len(f.Cases))
+	t.Logf("%d Linux listener RSTs reproduced", len(cases))
 }

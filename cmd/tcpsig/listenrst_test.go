@@ -1,51 +1,36 @@
 package main
 
 import (
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/testvectors/linux"
 )
 
 // TestVerifyLinuxListenReset runs verify on real Linux 6.12 packets
-// (testvectors/linux/listen-rst.json): a bare ACK for no connection and
+// (testvectors/linux: listen-rst.json): a bare ACK for no connection and
 // the RST a TCP-AO listener answered it with, signed the way only a
 // listening socket signs (key of the ACK's direction, ISNs (its seq, 0)).
 // No peer accepts that RST, so it is bad, but the reason must say what it
 // is — with or without the ISNs — while a RST with one MAC bit flipped is
 // an ordinary bad MAC (or unknown-isn without ISNs).
 func TestVerifyLinuxListenReset(t *testing.T) {
-	var f struct {
-		Cases []struct {
-			Name, Alg, Key, Peer string
-			SndID                uint8 `json:"sndid"`
-			RcvID                uint8 `json:"rcvid"`
-			MACLen               int   `json:"maclen"`
-			ACK, RST             string
-		}
-	}
-	b, err := os.ReadFile("../../testvectors/linux/listen-rst.json")
+	cases, err := linux.ListenResets()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := json.Unmarshal(b, &f); err != nil || len(f.Cases) == 0 {
-		t.Fatalf("listen-rst.json: %v, %d cases", err, len(f.Cases))
-	}
 	const listenerRST = "a Linux listener's RST for a connection it does not know"
-	for _, c := range f.Cases {
-		ack, _ := hex.DecodeString(c.ACK)
-		rst, _ := hex.DecodeString(c.RST)
+	for _, c := range cases {
+		ack, rst := c.ACK, c.RST
 		in, err := segment.ParsePacket(ack)
 		if err != nil {
 			t.Fatal(err)
 		}
-		keys := writeFile(t, "keys.json", fmt.Appendf(nil, `{"ao": [{"alg": %q, "key": %q, "sndid": %d, "rcvid": %d, "peer": %q, "maclen": %d}]}`,
-			c.Alg, c.Key, c.SndID, c.RcvID, c.Peer, c.MACLen))
+		keys := writeFile(t, "keys.json", fmt.Appendf(nil, `{"ao": [{"alg": %q, "key": "hex:%x", "sndid": %d, "rcvid": %d, "peer": %q, "maclen": %d}]}`,
+			c.Alg, c.Key, c.SendID, c.RecvID, c.Peer, c.MACLen))
 		bent := append([]byte(nil), rst...)
 		bent[len(bent)-1] ^= 1
 		isns := []string{
