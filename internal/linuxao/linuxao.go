@@ -140,14 +140,7 @@ func (k AddKey) Marshal() ([]byte, error) {
 	}
 	copy(b[128:192], k.Alg)
 	binary.LittleEndian.PutUint32(b[192:], uint32(k.Ifindex))
-	var bits uint32
-	if k.SetCurrent {
-		bits |= 1
-	}
-	if k.SetRNext {
-		bits |= 2
-	}
-	binary.LittleEndian.PutUint32(b[196:], bits)
+	binary.LittleEndian.PutUint32(b[196:], bitfield(k.SetCurrent, k.SetRNext))
 	b[202] = uint8(k.Peer.Bits())
 	b[203] = k.SndID
 	b[204] = k.RcvID
@@ -179,17 +172,7 @@ func (d DelKey) Marshal() ([]byte, error) {
 		return nil, err
 	}
 	binary.LittleEndian.PutUint32(b[128:], uint32(d.Ifindex))
-	var bits uint32
-	if d.SetCurrent {
-		bits |= 1
-	}
-	if d.SetRNext {
-		bits |= 2
-	}
-	if d.DelAsync {
-		bits |= 4
-	}
-	binary.LittleEndian.PutUint32(b[132:], bits)
+	binary.LittleEndian.PutUint32(b[132:], bitfield(d.SetCurrent, d.SetRNext, d.DelAsync))
 	b[138] = uint8(d.Peer.Bits())
 	b[139] = d.SndID
 	b[140] = d.RcvID
@@ -218,13 +201,7 @@ type Info struct {
 // Marshal encodes i as the kernel's 48-byte struct tcp_ao_info_opt.
 func (i Info) Marshal() []byte {
 	b := make([]byte, SizeofAOInfo)
-	var bits uint32
-	for n, f := range []bool{i.SetCurrent, i.SetRNext, i.AORequired, i.SetCounters, i.AcceptICMPs} {
-		if f {
-			bits |= 1 << n
-		}
-	}
-	binary.LittleEndian.PutUint32(b[0:], bits)
+	binary.LittleEndian.PutUint32(b[0:], bitfield(i.SetCurrent, i.SetRNext, i.AORequired, i.SetCounters, i.AcceptICMPs))
 	b[6] = i.CurrentKey
 	b[7] = i.RNext
 	for n, v := range []uint64{i.PktGood, i.PktBad, i.PktKeyNotFound, i.PktAORequired, i.PktDroppedICMP} {
@@ -365,4 +342,17 @@ func (w RepairWindow) Marshal() []byte {
 		binary.LittleEndian.PutUint32(b[4*i:], v)
 	}
 	return b
+}
+
+// bitfield packs the uapi structs' leading one-bit fields (set_current,
+// set_rnext, ...): the first flag is bit 0, as GCC lays out bitfields on
+// little-endian machines.
+func bitfield(flags ...bool) uint32 {
+	var bits uint32
+	for n, f := range flags {
+		if f {
+			bits |= 1 << n
+		}
+	}
+	return bits
 }
