@@ -19,6 +19,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"strconv"
@@ -203,6 +204,26 @@ func Supported() error {
 	}
 	defer syscall.Close(fd)
 	return Set(fd, Key{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte{1}})
+}
+
+// Pending reports whether a kernel listener has a connection to accept,
+// that is whether the kernel completed a handshake; it does not wait.
+// Tests use it to show that the kernel refused a peer. A connection it
+// finds is accepted and closed.
+func Pending(ln *net.TCPListener) bool {
+	rc, err := ln.SyscallConn()
+	if err != nil {
+		return false
+	}
+	got := false
+	rc.Control(func(fd uintptr) {
+		nfd, _, err := syscall.Accept4(int(fd), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
+		if err == nil {
+			got = true
+			syscall.Close(nfd)
+		}
+	})
+	return got
 }
 
 // Counters are the kernel's per-network-namespace TCP-MD5 counters

@@ -417,44 +417,10 @@ func wrongKeyHandshake(t *testing.T, k kernelNet, auth Auth, moved func(b, a lin
 	if n := moved(before, after); n != syns {
 		t.Errorf("the kernel counted %d drops for %d SYNs", n, syns)
 	}
-	if pending(ln) {
+	if linuxmd5.Pending(ln) {
 		t.Error("the kernel completed a connection")
 	}
 	return nil
-}
-
-// pending reports whether the listener has a connection to accept; it
-// does not wait.
-func pending(ln *net.TCPListener) bool {
-	rc, err := ln.SyscallConn()
-	if err != nil {
-		return false
-	}
-	got := false
-	rc.Control(func(fd uintptr) {
-		nfd, _, err := syscall.Accept4(int(fd), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
-		if err == nil {
-			got = true
-			syscall.Close(nfd)
-		}
-	})
-	return got
-}
-
-// switchAuth signs with good until bad is set, then with bad; it always
-// verifies with good.
-type switchAuth struct {
-	good, bad Auth
-	wrong     atomic.Bool
-}
-
-func (a *switchAuth) OptionLen(syn bool) int  { return a.good.OptionLen(syn) }
-func (a *switchAuth) Verify(pkt []byte) error { return a.good.Verify(pkt) }
-func (a *switchAuth) Sign(pkt []byte) error {
-	if a.wrong.Load() {
-		return a.bad.Sign(pkt)
-	}
-	return a.good.Sign(pkt)
 }
 
 // wrongKeyData: the handshake is signed correctly, then the data with a
@@ -466,7 +432,7 @@ func wrongKeyData(t *testing.T, k kernelNet) error {
 		return err
 	}
 	defer ln.Close()
-	auth := &switchAuth{good: newMD5Auth(k.kaddr, md5Key), bad: newMD5Auth(k.kaddr, "not-the-key")}
+	auth := &SwitchAuth{Good: newMD5Auth(k.kaddr, md5Key)}
 	cfg := failFast
 	cfg.Local, cfg.Remote, cfg.Auth = netip.AddrPortFrom(k.uaddr, userPort), netip.AddrPortFrom(k.kaddr, kernelPort), auth
 	c, err := Dial(context.Background(), k.tun, cfg)
@@ -483,7 +449,7 @@ func wrongKeyData(t *testing.T, k kernelNet) error {
 	if err != nil {
 		return err
 	}
-	auth.wrong.Store(true)
+	auth.Switch(newMD5Auth(k.kaddr, "not-the-key"))
 	if _, err := c.Write([]byte("must not arrive")); !errors.Is(err, ErrTimeout) {
 		t.Errorf("Write = %v, want ErrTimeout", err)
 	}

@@ -904,45 +904,11 @@ func (c liveCase) runWrongKeySYN(r *liveReport, n *liveNet) error {
 	if fromKernel != 0 {
 		r.errorf("the kernel answered %d times", fromKernel)
 	}
-	if pending(e.ln) {
+	if linuxmd5.Pending(e.ln) {
 		r.errorf("the kernel completed a connection")
 	}
 	r.logf("%d SYNs with a wrong key: kernel %v", syns, d)
 	return nil
-}
-
-// pending reports whether a listener has a connection to accept.
-func pending(ln *net.TCPListener) bool {
-	rc, err := ln.SyscallConn()
-	if err != nil {
-		return false
-	}
-	got := false
-	rc.Control(func(fd uintptr) {
-		nfd, _, err := syscall.Accept4(int(fd), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
-		if err == nil {
-			got = true
-			syscall.Close(nfd)
-		}
-	})
-	return got
-}
-
-// switchAuth signs with good until wrong is set, then with bad; it always
-// verifies with good.
-type switchAuth struct {
-	good  *aopacket.Auth
-	bad   atomic.Pointer[aopacket.Auth]
-	wrong atomic.Bool
-}
-
-func (a *switchAuth) OptionLen(syn bool) int  { return a.good.OptionLen(syn) }
-func (a *switchAuth) Verify(pkt []byte) error { return a.good.Verify(pkt) }
-func (a *switchAuth) Sign(pkt []byte) error {
-	if a.wrong.Load() {
-		return a.bad.Load().Sign(pkt)
-	}
-	return a.good.Sign(pkt)
 }
 
 // runWrongKeyData: a good handshake and a first exchange, then the engine's
@@ -962,7 +928,7 @@ func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 	if err != nil {
 		return err
 	}
-	sw := &switchAuth{good: auth}
+	sw := &usertcp.SwitchAuth{Good: auth}
 	cfg := failFast
 	cfg.RTO = 300 * time.Millisecond // the good part must not give up under TCG
 	uc, kc, err := e.connect(c, n, sw, cfg)
@@ -982,13 +948,13 @@ func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 	if err := bad.Import(wrongRing, ao.Endpoint{Local: n.engineAP(), Remote: n.kernelAP()}, ao.Policy{}, auth.Conn().Export()); err != nil {
 		return fmt.Errorf("import onto the wrong key: %w", err)
 	}
-	sw.bad.Store(aopacket.NewEstablished(&bad, c.maclen))
+	badAuth := aopacket.NewEstablished(&bad, c.maclen)
 	before, err := readAOStats()
 	if err != nil {
 		return err
 	}
 	mark := n.link.mark()
-	sw.wrong.Store(true)
+	sw.Switch(badAuth)
 	if _, err := uc.Write([]byte("must not arrive")); !errors.Is(err, usertcp.ErrTimeout) {
 		r.errorf("engine write with a wrong key: %v, want a timeout", err)
 	}
