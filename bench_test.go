@@ -23,13 +23,8 @@ import (
 	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/md5"
-	"crypto/sha1"
-	"crypto/sha256"
-	"crypto/sha3"
-	"crypto/sha512"
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"math/rand/v2"
 	"net/netip"
 	"slices"
@@ -38,14 +33,12 @@ import (
 	"testing"
 	"time"
 
-	//lint:ignore SA1019 hmac(rmd160) is one of the algorithms Linux accepts for TCP-AO.
-	"golang.org/x/crypto/ripemd160"
-
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
+	"github.com/tcpsig/tcpsig/testvectors"
 )
 
 // macSizes are the bytes a TCP-AO MAC covers for IPv4 with a 32-byte TCP
@@ -124,19 +117,7 @@ func lookup(tb testing.TB, name string) *mac.Algorithm {
 // bareHash is the bare hash under each HMAC algorithm: the reference its
 // restore mode is held to. The CMAC algorithms' reference is AES-CBC-MAC
 // (cbcMAC). TestBareReferences checks that this covers mac.Algorithms().
-var bareHash = map[string]func() hash.Hash{
-	"hmac(sha1)":     sha1.New,
-	"hmac(sha224)":   sha256.New224,
-	"hmac(sha256)":   sha256.New,
-	"hmac(sha384)":   sha512.New384,
-	"hmac(sha512)":   sha512.New,
-	"hmac(sha3-224)": func() hash.Hash { return sha3.New224() },
-	"hmac(sha3-256)": func() hash.Hash { return sha3.New256() },
-	"hmac(sha3-384)": func() hash.Hash { return sha3.New384() },
-	"hmac(sha3-512)": func() hash.Hash { return sha3.New512() },
-	"hmac(md5)":      md5.New,
-	"hmac(rmd160)":   ripemd160.New,
-}
+var bareHash = testvectors.Hashes
 
 // cbcMAC is the AES work of a CMAC alone: AES-CBC with a zero IV over the
 // message zero-padded to whole blocks, the last ciphertext block being the
