@@ -228,9 +228,15 @@ func BenchmarkMAC(b *testing.B) {
 }
 
 func benchMAC(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) {
-	b.SetBytes(int64(len(msg)))
+	// the same operations BenchmarkInterleaved compares
+	benchLoop(b, len(msg), macOp(b, a, mode, key, msg))
+}
+
+// benchLoop times op, which covers size bytes, with allocations and CPU
+// time reported.
+func benchLoop(b *testing.B, size int, op func()) {
+	b.SetBytes(int64(size))
 	b.ReportAllocs()
-	op := macOp(b, a, mode, key, msg) // the same operations BenchmarkInterleaved compares
 	clk := startCPU(b)
 	for b.Loop() {
 		op()
@@ -408,22 +414,7 @@ func BenchmarkAOBareRestore(b *testing.B) {
 	const payload = 1448
 	for _, a := range mac.Algorithms() {
 		b.Run(fmt.Sprintf("%s/%d", benchName(a.Name()), payload), func(b *testing.B) {
-			c := a.NewContext()
-			if err := c.SetKey(bytesOf(a.Size(), 1)); err != nil {
-				b.Fatal(err)
-			}
-			msg := bytesOf(aoCovered(payload), 2)
-			out := make([]byte, 0, mac.MaxSize)
-			b.SetBytes(int64(len(msg)))
-			b.ReportAllocs()
-			clk := startCPU(b)
-			for b.Loop() {
-				c.Reset()
-				c.Write(msg)
-				out = c.Sum(out[:0])
-			}
-			clk.report(b)
-			sink = out
+			benchMAC(b, a, "restore", bytesOf(a.Size(), 1), bytesOf(aoCovered(payload), 2))
 		})
 	}
 }
@@ -491,15 +482,11 @@ func benchNewConnection(b *testing.B, alg string) {
 		b.Fatalf("client cannot verify the SYN-ACK: %v", err)
 	}
 
-	b.SetBytes(int64(aoCovered(0) + aoCovered(len(synack.Payload))))
-	b.ReportAllocs()
 	i := 1
-	clk := startCPU(b)
-	for b.Loop() {
+	benchLoop(b, aoCovered(0)+aoCovered(len(synack.Payload)), func() {
 		accept(i)
 		i++
-	}
-	clk.report(b)
+	})
 }
 
 // BenchmarkMD5 is md5sig's Keyring.Sign and Keyring.Verify of a segment
@@ -516,16 +503,11 @@ func BenchmarkMD5(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%d", op, n), func(b *testing.B) {
 				if op == "bare" {
 					h, msg, out := md5.New(), bytesOf(covered, 2), make([]byte, 0, md5.Size)
-					b.SetBytes(int64(covered))
-					b.ReportAllocs()
-					clk := startCPU(b)
-					for b.Loop() {
+					benchLoop(b, covered, func() {
 						h.Reset()
 						h.Write(msg)
 						out = h.Sum(out[:0])
-					}
-					clk.report(b)
-					sink = out
+					})
 					return
 				}
 				r := md5sig.NewKeyring(nil)
