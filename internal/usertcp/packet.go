@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"net/netip"
+
+	tcpseg "github.com/tcpsig/tcpsig/segment"
 )
 
 // TCP header flags.
@@ -26,75 +28,43 @@ var errMalformed = errors.New("usertcp: malformed packet")
 
 // segment is an incoming TCP segment, parsed.
 type segment struct {
-	src, dst     netip.AddrPort
-	seq, ack     uint32
-	flags        uint8
-	wnd          uint32
-	mss          int // from the MSS option, 0 if absent
-	payload      []byte
-	headerLength int // IP header + TCP header with options
+	src, dst netip.AddrPort
+	seq, ack uint32
+	flags    uint8
+	wnd      uint32
+	mss      int // from the MSS option, 0 if absent
+	payload  []byte
 }
 
-// parse checks an IPv4 or IPv6 packet carrying TCP (lengths, IPv4 header
-// checksum, TCP checksum) and returns its segment. IPv4 fragments and IPv6
-// extension headers are not supported and are rejected.
+// parse checks an IPv4 or IPv6 packet carrying TCP and returns its
+// segment. tcpsig's segment package checks the lengths and the headers (and
+// rejects IPv4 fragments); the checksums, which the MACs leave out, are
+// this stack's to check: the IPv4 header's and the TCP checksum.
 func parse(pkt []byte) (segment, error) {
 	var s segment
-	if len(pkt) < 1 {
+	seg, err := tcpseg.ParsePacket(pkt)
+	if err != nil || len(seg.Frags) != 0 {
 		return s, errMalformed
 	}
-	var src, dst netip.Addr
-	var tcp []byte
-	switch pkt[0] >> 4 {
-	case 4:
-		if len(pkt) < 20 {
+	end := 40 + int(binary.BigEndian.Uint16(pkt[4:])) // IPv6: the payload length
+	if seg.Is4() {
+		end = int(binary.BigEndian.Uint16(pkt[2:])) // IPv4: the total length
+		if checksum(pkt[:int(pkt[0]&0x0f)*4], 0) != 0 {
 			return s, errMalformed
 		}
-		ihl := int(pkt[0]&0x0f) * 4
-		total := int(binary.BigEndian.Uint16(pkt[2:]))
-		if ihl < 20 || total < ihl || total > len(pkt) || pkt[9] != 6 ||
-			binary.BigEndian.Uint16(pkt[6:])&0x3fff != 0 || // MF or a fragment offset
-			checksum(pkt[:ihl], 0) != 0 {
-			return s, errMalformed
-		}
-		src = netip.AddrFrom4([4]byte(pkt[12:16]))
-		dst = netip.AddrFrom4([4]byte(pkt[16:20]))
-		tcp = pkt[ihl:total]
-		s.headerLength = ihl
-	case 6:
-		if len(pkt) < 40 {
-			return s, errMalformed
-		}
-		plen := int(binary.BigEndian.Uint16(pkt[4:]))
-		if pkt[6] != 6 || 40+plen > len(pkt) {
-			return s, errMalformed
-		}
-		src = netip.AddrFrom16([16]byte(pkt[8:24]))
-		dst = netip.AddrFrom16([16]byte(pkt[24:40]))
-		tcp = pkt[40 : 40+plen]
-		s.headerLength = 40
-	default:
+	}
+	h := seg.Header
+	tcp := pkt[end-len(h)-len(seg.Payload) : end]
+	if checksum(tcp, pseudoHeaderSum(seg.Src, seg.Dst, len(tcp))) != 0 {
 		return s, errMalformed
 	}
-	if len(tcp) < tcpHeaderLen {
-		return s, errMalformed
-	}
-	doff := int(tcp[12]>>4) * 4
-	if doff < tcpHeaderLen || doff > len(tcp) {
-		return s, errMalformed
-	}
-	if checksum(tcp, pseudoHeaderSum(src, dst, len(tcp))) != 0 {
-		return s, errMalformed
-	}
-	s.src = netip.AddrPortFrom(src, binary.BigEndian.Uint16(tcp[0:]))
-	s.dst = netip.AddrPortFrom(dst, binary.BigEndian.Uint16(tcp[2:]))
-	s.seq = binary.BigEndian.Uint32(tcp[4:])
-	s.ack = binary.BigEndian.Uint32(tcp[8:])
-	s.flags = tcp[13]
-	s.wnd = uint32(binary.BigEndian.Uint16(tcp[14:]))
-	s.payload = tcp[doff:]
-	s.headerLength += doff
-	opts := tcp[tcpHeaderLen:doff]
+	s.src = netip.AddrPortFrom(seg.Src, h.SrcPort())
+	s.dst = netip.AddrPortFrom(seg.Dst, h.DstPort())
+	s.seq, s.ack = h.Seq(), h.Ack()
+	s.flags = uint8(h.Flags())
+	s.wnd = uint32(h.Window())
+	s.payload = seg.Payload
+	opts := h.Options()
 	for i := 0; i < len(opts); {
 		switch opts[i] {
 		case 0:
