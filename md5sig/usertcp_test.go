@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,53 +34,17 @@ func TestUsertcpAuth(t *testing.T) {
 			req, rep := bytes.Repeat([]byte("q"), 5000), bytes.Repeat([]byte("r"), 7000)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-
-			var wg sync.WaitGroup
-			var serr error
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				serr = func() error {
-					c, err := usertcp.Accept(ctx, b, usertcp.Config{Local: tc.server, Auth: PacketAuth{Ring: sring}})
-					if err != nil {
-						return err
-					}
-					got := make([]byte, len(req))
-					if _, err := io.ReadFull(c, got); err != nil {
-						return err
-					}
-					if !bytes.Equal(got, req) {
-						return errors.New("server: request differs")
-					}
-					if _, err := c.Write(rep); err != nil {
-						return err
-					}
-					return c.Close()
-				}()
-			}()
-			c, err := usertcp.Dial(ctx, a, usertcp.Config{Local: tc.client, Remote: tc.server, Auth: PacketAuth{Ring: cring}})
+			st, _, err := usertcp.Exchange(ctx, a, b,
+				usertcp.Config{Local: tc.client, Remote: tc.server, Auth: PacketAuth{Ring: cring}},
+				usertcp.Config{Local: tc.server, Auth: PacketAuth{Ring: sring}}, nil, req, rep)
 			if err != nil {
 				t.Fatal(err)
-			}
-			if _, err := c.Write(req); err != nil {
-				t.Fatal(err)
-			}
-			got := make([]byte, len(rep))
-			if _, err := io.ReadFull(c, got); err != nil || !bytes.Equal(got, rep) {
-				t.Fatalf("client read: %v", err)
-			}
-			if err := c.Close(); err != nil {
-				t.Fatal(err)
-			}
-			wg.Wait()
-			if serr != nil {
-				t.Fatalf("server: %v", serr)
 			}
 			cc, sc := cring.Counters(), sring.Counters()
 			if cc.Good == 0 || sc.Good == 0 || cc.Bad+sc.Bad+cc.Missing+sc.Missing+cc.Unexpected+sc.Unexpected != 0 {
 				t.Errorf("client counters %+v, server counters %+v", cc, sc)
 			}
-			if st := c.Stats(); st.AuthDropped != 0 {
+			if st.AuthDropped != 0 {
 				t.Errorf("client stats %+v", st)
 			}
 			t.Logf("client verified %d segments, server %d", cc.Good, sc.Good)

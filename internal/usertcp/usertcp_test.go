@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"net/netip"
 	"os"
 	"sync"
@@ -101,72 +100,15 @@ func pattern(n, salt int) []byte {
 	return b
 }
 
-// exchange runs a server (Accept with a greeting, read a request, reply,
-// wait for EOF, close) and a client (Dial, read the greeting, send the
-// request, read the reply, close) over a and b.
+// exchange is Exchange with a greeting and patterned request and reply
+// of the given lengths, failing t on an error.
 func exchange(t *testing.T, a, b Link, ccfg, scfg Config, reqLen, repLen int) (client, server Stats) {
 	t.Helper()
-	greeting := []byte("220 usertcp ready\r\n")
-	scfg.Greeting = greeting
-	req, rep := pattern(reqLen, 1), pattern(repLen, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	deadline, _ := ctx.Deadline()
-
-	var wg sync.WaitGroup
-	var serr error
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		serr = func() error {
-			c, err := Accept(ctx, b, scfg)
-			if err != nil {
-				return err
-			}
-			defer func() { server = c.Stats() }()
-			c.SetDeadline(deadline)
-			got := make([]byte, len(req))
-			if _, err := io.ReadFull(c, got); err != nil {
-				return err
-			}
-			if !bytes.Equal(got, req) {
-				return errors.New("server: request differs")
-			}
-			if _, err := c.Write(rep); err != nil {
-				return err
-			}
-			if n, err := c.Read(make([]byte, 1)); n != 0 || err != io.EOF {
-				return errors.New("server: no EOF")
-			}
-			return c.Close()
-		}()
-	}()
-	cerr := func() error {
-		c, err := Dial(ctx, a, ccfg)
-		if err != nil {
-			return err
-		}
-		defer func() { client = c.Stats() }()
-		c.SetDeadline(deadline)
-		g := make([]byte, len(greeting))
-		if _, err := io.ReadFull(c, g); err != nil || !bytes.Equal(g, greeting) {
-			return errors.New("client: bad greeting")
-		}
-		if _, err := c.Write(req); err != nil {
-			return err
-		}
-		got := make([]byte, len(rep))
-		if _, err := io.ReadFull(c, got); err != nil {
-			return err
-		}
-		if !bytes.Equal(got, rep) {
-			return errors.New("client: reply differs")
-		}
-		return c.Close()
-	}()
-	wg.Wait()
-	if cerr != nil || serr != nil {
-		t.Fatalf("client: %v; server: %v", cerr, serr)
+	client, server, err := Exchange(ctx, a, b, ccfg, scfg, []byte("220 usertcp ready\r\n"), pattern(reqLen, 1), pattern(repLen, 2))
+	if err != nil {
+		t.Fatal(err)
 	}
 	return client, server
 }
