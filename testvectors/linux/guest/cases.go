@@ -33,8 +33,18 @@ type Case struct {
 
 var registry []Case
 
-// register adds cases to the table (call it from an init function).
-func register(cs ...Case) { registry = append(registry, cs...) }
+// register adds cases to the table (call it from an init function); a
+// name already in the table is a programming error.
+func register(cs ...Case) {
+	for _, c := range cs {
+		for _, o := range registry {
+			if o.Name == c.Name {
+				panic("duplicate case " + c.Name)
+			}
+		}
+		registry = append(registry, c)
+	}
+}
 
 // T is the per-case context.
 type T struct {
