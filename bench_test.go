@@ -65,9 +65,6 @@ var (
 	server = netip.MustParseAddrPort("192.0.2.2:179")
 )
 
-// sink keeps results live.
-var sink []byte
-
 // benchName makes a Linux algorithm name usable in a benchmark path:
 // "hmac(sha3-512)" becomes "hmac-sha3-512".
 func benchName(name string) string {
