@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/capture"
+	"github.com/tcpsig/tcpsig/internal/harness/capture"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors/linux"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
-	"github.com/tcpsig/tcpsig/internal/usertcp"
+	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
 )
 
 // A client and a server stack over an in-memory link, each with one

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/usertcp/netns"
+	"github.com/tcpsig/tcpsig/internal/harness/netns"
 )
 
 func TestMarshalLayout(t *testing.T) {

@@ -27,9 +27,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/capture"
+	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/internal/harness/netns"
 	"github.com/tcpsig/tcpsig/internal/linuxmd5"
-	"github.com/tcpsig/tcpsig/internal/usertcp/netns"
 )
 
 var update = flag.Bool("update", false, "rewrite the pcap files and manifest.json from the running kernel (needs root)")

@@ -27,7 +27,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/tcpsig/tcpsig/internal/capture"
+	"github.com/tcpsig/tcpsig/internal/harness/capture"
 )
 
 //go:embed manifest.json *.pcap

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/capture"
-	"github.com/tcpsig/tcpsig/internal/usertcp/netns"
+	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/internal/harness/netns"
 )
 
 // Case is one entry of the case table. Run gets a fresh *T; it records its
@@ -86,7 +86,7 @@ func (t *T) check(err error, what string) {
 }
 
 // addCapture records pkts, captured on lo (Ethernet), as the capture e
-// describes. The pcap is written by internal/capture (gopacket's pcapgo)
+// describes. The pcap is written by internal/harness/capture (gopacket's pcapgo)
 // into a scratch file and kept in memory for the result tar.
 func (t *T) addCapture(e ManifestCapture, pkts []capture.Packet) {
 	dir, err := os.MkdirTemp("", "pcap")

@@ -18,14 +18,14 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/capture"
+	"github.com/tcpsig/tcpsig/internal/harness/capture"
 	"github.com/tcpsig/tcpsig/internal/linuxao"
 	"github.com/tcpsig/tcpsig/internal/linuxmd5"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
 // Kernel <-> kernel cases: two kernel TCP sockets with TCP-AO keys talk over
-// lo while internal/capture records every segment. Each case writes one
+// lo while internal/harness/capture records every segment. Each case writes one
 // capture and one manifest entry.
 
 // algSpec is an algorithm as configured with TCP_AO_ADD_KEY.

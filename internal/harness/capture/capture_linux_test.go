@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/usertcp/netns"
+	"github.com/tcpsig/tcpsig/internal/harness/netns"
 )
 
 // TestCaptureLoopback captures a small TCP exchange on the host's lo and

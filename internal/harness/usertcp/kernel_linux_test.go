@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpsig/tcpsig/internal/harness/netns"
 	"github.com/tcpsig/tcpsig/internal/linuxmd5"
-	"github.com/tcpsig/tcpsig/internal/usertcp/netns"
 )
 
 const (
