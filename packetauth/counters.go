@@ -1,0 +1,109 @@
+package packetauth
+
+import (
+	"net/netip"
+	"sync/atomic"
+	"time"
+)
+
+// Counters are a layer's totals since New.
+type Counters struct {
+	Passed   uint64 // packets of peers no key covers, returned untouched (both directions)
+	Signed   uint64 // outbound packets signed
+	Verified uint64 // inbound packets whose MAC verified
+	Dropped  Drops  // packets refused, by reason (both directions)
+
+	Tracked uint64 // connections tracked now
+	Started uint64 // connections learnt from a handshake or Seed
+	Closed  uint64 // connections freed on RST, or after FIN both ways
+	Expired uint64 // connections freed for being idle
+}
+
+// Drops counts refused packets by reason; every drop is one error of
+// Outbound or Inbound.
+type Drops struct {
+	BadMAC      uint64 // MAC or MD5 digest mismatch (ao.ErrBadMAC, md5sig.ErrBadMAC)
+	Unsigned    uint64 // no TCP-AO/MD5 option from a covered peer (ErrUnsigned)
+	KeyNotFound uint64 // KeyID or key unknown (ao.ErrKeyNotFound, md5sig.ErrNoKey, md5sig.ErrUnexpected)
+	NoConn      uint64 // a covered peer's segment with no tracked connection (ErrNoConn)
+	Fragment    uint64 // an IP fragment to or from a covered peer (ErrFragment)
+	NoRoom      uint64 // option space exhausted even without SACK blocks (ErrNoRoom)
+	Malformed   uint64 // a covered peer's packet that does not parse (segment errors, ErrOptions)
+	Full        uint64 // a new connection over MaxConns (ErrFull)
+	Other       uint64 // anything else (a key deleted mid-segment, say)
+}
+
+// Total returns the number of dropped packets.
+func (d Drops) Total() uint64 {
+	return d.BadMAC + d.Unsigned + d.KeyNotFound + d.NoConn + d.Fragment + d.NoRoom + d.Malformed + d.Full + d.Other
+}
+
+type drops struct {
+	badMAC, unsigned, keyNotFound, noConn, fragment, noRoom, malformed, full, other atomic.Uint64
+}
+
+func (d *drops) snapshot() Drops {
+	return Drops{d.badMAC.Load(), d.unsigned.Load(), d.keyNotFound.Load(), d.noConn.Load(), d.fragment.Load(),
+		d.noRoom.Load(), d.malformed.Load(), d.full.Load(), d.other.Load()}
+}
+
+// Kind is how a connection is signed.
+type Kind uint8
+
+// The kinds of connection.
+const (
+	KindAO  Kind = iota + 1 // TCP-AO (RFC 5925)
+	KindMD5                 // TCP-MD5 (RFC 2385)
+)
+
+// String returns "TCP-AO" or "TCP-MD5".
+func (k Kind) String() string {
+	switch k {
+	case KindAO:
+		return "TCP-AO"
+	case KindMD5:
+		return "TCP-MD5"
+	}
+	return "none"
+}
+
+// State is where a tracked connection is in its life.
+type State uint8
+
+// The states of a tracked connection.
+const (
+	StateSynSent     State = iota + 1 // client: SYN sent, the peer's ISN not known yet
+	StateSynReceived                  // server: a SYN verified, our SYN-ACK not seen yet
+	StateEstablished                  // both ISNs known
+	StateClosing                      // FIN seen both ways; kept for TimeWait
+)
+
+// String names the state.
+func (s State) String() string {
+	switch s {
+	case StateSynSent:
+		return "syn-sent"
+	case StateSynReceived:
+		return "syn-received"
+	case StateEstablished:
+		return "established"
+	case StateClosing:
+		return "closing"
+	}
+	return "unknown"
+}
+
+// ConnInfo is a snapshot of one tracked connection. Key IDs and SNEs are
+// those of TCP-AO; an MD5 connection has only addresses, state and counts.
+type ConnInfo struct {
+	Local, Remote       netip.AddrPort
+	Kind                Kind
+	State               State
+	LocalISN, RemoteISN uint32
+	SendSNE, RecvSNE    uint32 // SNE of the highest sequence number signed / verified
+	CurrentKeyID        uint8  // the current MKT's SendID: the KeyID we send
+	RNextKeyID          uint8  // the RNext MKT's RecvID: the RNextKeyID we send
+	Signed, Verified    uint64 // this connection's packets
+	Dropped             uint64 // this connection's refused inbound packets
+	LastSeen            time.Time
+}
