@@ -3,7 +3,7 @@ package packetauth
 import (
 	"errors"
 	"fmt"
-	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
@@ -28,6 +28,8 @@ var (
 	ErrFull     = errors.New("packetauth: too many tracked connections")
 	ErrClosed   = errors.New("packetauth: layer closed")
 	ErrConfig   = errors.New("packetauth: invalid configuration")
+	// ErrNotCovered: Seed for a peer no key covers.
+	ErrNotCovered = errors.New("packetauth: no key covers the peer")
 )
 
 // Config says which peers are covered and how.
@@ -45,8 +47,14 @@ type Config struct {
 // on whole IPv4/IPv6 packets (no link header). Safe for concurrent use:
 // Outbound and Inbound may run at the same time from different goroutines.
 type Layer struct {
-	cfg Config
-	drops
+	cfg      Config
+	listener *ao.Listener // verifies SYNs of TCP-AO peers, as a listening socket
+	shards   [nShards]shard
+	count    atomic.Int64 // tracked connections
+	started  atomic.Uint64
+	closedN  atomic.Uint64
+	expired  atomic.Uint64
+	closed   atomic.Bool
 }
 
 // New returns a layer for cfg.
@@ -63,7 +71,14 @@ func New(cfg Config) (*Layer, error) {
 	if cfg.MaxConns == 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	return &Layer{cfg: cfg}, nil
+	l := &Layer{cfg: cfg}
+	if cfg.AO != nil {
+		l.listener = ao.NewListener(cfg.AO, cfg.Policy, cfg.L3Index)
+	}
+	for i := range l.shards {
+		l.shards[i].conns = make(map[tuple]*conn)
+	}
+	return l, nil
 }
 
 // Overhead is the most option bytes Outbound adds to a packet: 20 when any
@@ -78,58 +93,3 @@ func (l *Layer) Overhead() int {
 	}
 	return ao.OptionSpace(ao.MaxMACLen)
 }
-
-// Outbound takes a packet the local stack sends. For a peer no key covers
-// it returns pkt itself, untouched. For a covered peer it appends to dst
-// the packet with the TCP-AO / MD5 option inserted first among the options
-// (SACK blocks trimmed, as Linux, when 40 bytes would be exceeded), signed,
-// IP lengths and IPv4/TCP checksums fixed, and returns it (dst with
-// cap >= len(pkt)+Overhead() means no allocation; dst must not overlap
-// pkt). A non-nil error means drop.
-func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
-	return pkt, nil
-}
-
-// Inbound takes a packet from the wire. Uncovered peer: pkt, untouched.
-// Covered peer: verified, then copied to dst with the option replaced by
-// NOPs (so a stack or kernel without the feature never sees it), the MSS
-// of a SYN / SYN-ACK reduced by Overhead, the TCP checksum recomputed;
-// the result is returned. pkt itself is never modified, except that dst
-// may be pkt[:0] to rewrite it in place. A non-nil error (errors.Is:
-// ao.ErrBadMAC, md5sig.ErrBadMAC, ErrUnsigned, ...) means drop; it is
-// counted.
-func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
-	return pkt, nil
-}
-
-// Counters returns the layer's totals.
-func (l *Layer) Counters() Counters {
-	return Counters{Dropped: l.drops.snapshot()}
-}
-
-// Conns calls yield with a snapshot of each tracked connection until
-// yield returns false (a range-over-func iterator).
-func (l *Layer) Conns(yield func(ConnInfo) bool) {}
-
-// Conn returns the TCP-AO state of the tracked connection with this local
-// and remote address and port, to rotate its keys (SetCurrent, SetRNext)
-// or read its counters; false if there is none or it is not TCP-AO.
-func (l *Layer) Conn(local, remote netip.AddrPort) (*ao.Conn, bool) { return nil, false }
-
-// Seed starts tracking a connection whose handshake the layer did not see
-// (a front end restarted mid-session): the ISNs, the SNEs of one sequence
-// number in each direction and the key IDs in use, as ao.RepairState
-// carries them. A covered peer's MD5 connection needs none of that; Seed
-// registers it all the same.
-func (l *Layer) Seed(local, remote netip.AddrPort, st ao.RepairState) error {
-	return ErrNoConn
-}
-
-// Expire forgets connections idle since before now−Idle, and closed ones
-// since before now−TimeWait. Front ends call it from a ticker; Outbound and
-// Inbound also sweep a little when a new connection needs room.
-func (l *Layer) Expire(now time.Time) {}
-
-// Close forgets every connection and wipes their traffic keys; afterwards
-// covered peers' packets are dropped with ErrClosed.
-func (l *Layer) Close() {}

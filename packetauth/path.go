@@ -1,0 +1,561 @@
+package packetauth
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/segment"
+)
+
+// The unsigned-segment errors of ao and md5sig, as ErrUnsigned too.
+var (
+	errUnsignedAO  = fmt.Errorf("%w: %w", ErrUnsigned, ao.ErrAORequired)
+	errUnsignedMD5 = fmt.Errorf("%w: %w", ErrUnsigned, md5sig.ErrMissing)
+)
+
+// cover says how a peer is covered: TCP-AO if an MKT applies to it (Linux
+// refuses MD5 for such a peer), else TCP-MD5 if a key does, else 0.
+func (l *Layer) cover(peer netip.Addr) Kind {
+	peer = peer.Unmap()
+	if l.cfg.AO != nil && l.cfg.AO.Covers(peer, l.cfg.L3Index) {
+		return KindAO
+	}
+	if l.cfg.MD5 != nil && l.cfg.MD5.Lookup(peer, l.cfg.L3Index) != nil {
+		return KindMD5
+	}
+	return 0
+}
+
+// Outbound takes a packet the local stack sends. For a peer no key covers
+// it returns pkt itself, untouched. For a covered peer it appends to dst
+// the packet with the TCP-AO / MD5 option inserted first among the options
+// (SACK blocks trimmed, as Linux, when 40 bytes would be exceeded), signed,
+// IP lengths and IPv4/TCP checksums fixed, and returns it (dst with
+// cap >= len(pkt)+Overhead() means no allocation; dst must not overlap
+// pkt). A non-nil error means drop; it is counted.
+//
+// An outbound SYN to a TCP-AO peer starts a client connection; a SYN-ACK
+// completes a server connection whose SYN Inbound verified. A segment to a
+// TCP-AO peer with no tracked connection, a RST included, cannot be signed
+// (its ISNs are unknown) and is dropped with ErrNoConn, as Linux sends no
+// RST it cannot sign (RFC 5925 §7.7); the peer's own timers then end its
+// side. TCP-MD5 needs no ISNs: every segment to an MD5 peer is signed.
+func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
+	seg, err := segment.ParsePacket(pkt)
+	if err != nil {
+		return l.unparsed(pkt, err, false)
+	}
+	h := seg.Header
+	flags := h.Flags()
+	t := tuple{seg.Src.As16(), seg.Dst.As16(), h.SrcPort(), h.DstPort()}
+	now := time.Now().UnixNano()
+	for try := 0; try < 2; try++ {
+		sh, c := l.lookup(&t)
+		if c != nil && !(c.kind == KindAO && newClient(c, flags, h.Seq())) {
+			out, free, err := l.outConn(sh, c, dst, pkt, &seg, now)
+			sh.mu.RUnlock()
+			if free {
+				l.remove(&t, c)
+			}
+			return out, err
+		}
+		sh.mu.RUnlock()
+		kind := l.cover(seg.Dst)
+		switch {
+		case kind == 0 && l.cfg.Policy.AORequired:
+			return nil, l.drop(sh, nil, ao.ErrKeyNotFound)
+		case kind == 0:
+			sh.passed.Add(1)
+			return pkt, nil
+		case l.closed.Load():
+			return nil, l.drop(sh, nil, ErrClosed)
+		case flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST) && try == 0:
+			if err := l.startClient(kind, &t, &seg, now); err != nil {
+				return nil, l.drop(sh, nil, err)
+			}
+			continue // sign it as the new connection's
+		case kind == KindMD5:
+			out, err := l.signMD5(dst, pkt, &seg)
+			if err != nil {
+				return nil, l.drop(sh, nil, err)
+			}
+			sh.signed.Add(1)
+			return out, nil
+		}
+		return nil, l.drop(sh, nil, ErrNoConn)
+	}
+	return nil, l.drop(l.shard(&t), nil, ErrNoConn) // the new connection vanished (Close)
+}
+
+// newClient reports whether an outbound SYN starts a new connection in
+// place of c: another ISN than c's (the 4-tuple reused).
+func newClient(c *conn, flags segment.Flags, seq uint32) bool {
+	return flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST) && c.lisn.Load() != seq
+}
+
+// startClient tracks a connection the local stack opens with seg, a SYN.
+func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment, now int64) error {
+	h := seg.Header
+	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Src, h.SrcPort()), remote: netip.AddrPortFrom(seg.Dst, h.DstPort())}
+	c.lisn.Store(h.Seq())
+	c.last.Store(now)
+	c.state.Store(uint32(StateSynSent))
+	if kind == KindAO {
+		ep := ao.Endpoint{Local: c.local, Remote: c.remote, L3Index: l.cfg.L3Index, LocalISN: h.Seq()}
+		if err := c.ao.Init(l.cfg.AO, ep, l.cfg.Policy); err != nil {
+			return err
+		}
+	}
+	if err := l.insert(t, c, time.Unix(0, now)); err != nil {
+		c.close()
+		return err
+	}
+	return nil
+}
+
+// outConn signs seg for its tracked connection c (its shard read-locked)
+// and reports whether c is to be freed.
+func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segment, now int64) ([]byte, bool, error) {
+	c.last.Store(now)
+	flags := seg.Header.Flags()
+	var (
+		out []byte
+		err error
+	)
+	switch {
+	case l.closed.Load():
+		err = ErrClosed
+	case c.kind == KindMD5:
+		out, err = l.signMD5(dst, pkt, seg)
+	case c.State() == StateSynReceived:
+		// The server's ISN is in its SYN-ACK: complete the connection
+		// the verified SYN prepared. Anything else (the stack's RST for
+		// a refused connection) cannot be signed yet.
+		if !flags.Only(segment.SYN|segment.ACK, segment.SYN|segment.ACK|segment.RST) {
+			err = ErrNoConn
+			break
+		}
+		if err = l.completeServer(c, seg.Header.Seq()); err == nil {
+			out, err = l.signAO(dst, pkt, seg, c)
+		}
+	default:
+		out, err = l.signAO(dst, pkt, seg, c)
+	}
+	if err != nil {
+		return nil, flags.Has(segment.RST), l.drop(sh, nil, err)
+	}
+	c.signed.Add(1)
+	sh.signed.Add(1)
+	return out, c.track(flags, finOut, now), nil
+}
+
+// completeServer gives a server connection its local ISN, from the
+// SYN-ACK the stack sends: the verified SYN prepared its keys with ISN 0.
+func (l *Layer) completeServer(c *conn, isn uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.State() != StateSynReceived {
+		return nil
+	}
+	st := c.ao.Export()
+	st.LocalISN, st.SendSeq, st.SendSNE = isn, isn, 0
+	ep := ao.Endpoint{Local: c.local, Remote: c.remote, L3Index: l.cfg.L3Index, LocalISN: isn}
+	if err := c.ao.Import(l.cfg.AO, ep, l.cfg.Policy, st); err != nil {
+		return err
+	}
+	c.lisn.Store(isn)
+	c.state.Store(uint32(StateEstablished))
+	return nil
+}
+
+// track follows FIN and RST on a segment that passed in direction dir
+// (finOut or finIn) and reports whether the connection is to be freed.
+func (c *conn) track(flags segment.Flags, dir uint32, now int64) bool {
+	if flags.Has(segment.RST) {
+		return true
+	}
+	if flags.Has(segment.FIN) && c.fins.Or(dir)|dir == finOut|finIn {
+		if c.state.CompareAndSwap(uint32(StateEstablished), uint32(StateClosing)) {
+			c.closedAt.Store(now)
+		}
+	}
+	return false
+}
+
+// signAO inserts the TCP-AO option of c's current key into a copy of pkt
+// appended to dst, and signs it.
+func (l *Layer) signAO(dst, pkt []byte, seg *segment.Segment, c *conn) ([]byte, error) {
+	for try := 0; ; try++ {
+		cur := c.ao.Current()
+		if cur == nil {
+			return nil, ao.ErrNoCurrentKey
+		}
+		rnext := cur.RecvID()
+		if m := c.ao.RNext(); m != nil {
+			rnext = m.RecvID()
+		}
+		var opt [20]byte
+		o := ao.AppendOption(opt[:0], cur.SendID(), rnext, cur.MACLen())
+		out, p, off, err := insertOption(dst, pkt, seg, o)
+		if err != nil {
+			return nil, err
+		}
+		s, err := segment.ParsePacket(p)
+		if err == nil {
+			err = c.ao.Sign(&s)
+		}
+		if errors.Is(err, ao.ErrNoOption) && try == 0 {
+			continue // the current key changed to one of another MAC length meanwhile
+		}
+		if err != nil {
+			return nil, err
+		}
+		tcp := segment.TCP(p[off:])
+		tcp.SetChecksum(segment.TCPChecksum(s.Src, s.Dst, tcp))
+		return out, nil
+	}
+}
+
+// signMD5 inserts NOP NOP + the MD5 option into a copy of pkt appended to
+// dst, and signs it with the key for its destination.
+func (l *Layer) signMD5(dst, pkt []byte, seg *segment.Segment) ([]byte, error) {
+	var opt [md5sig.OptionSpace]byte
+	o := append(opt[:0], segment.OptionKindNOP, segment.OptionKindNOP, md5sig.OptionKind, md5sig.OptionLen)
+	o = o[:md5sig.OptionSpace]
+	out, p, off, err := insertOption(dst, pkt, seg, o)
+	if err != nil {
+		return nil, err
+	}
+	s, err := segment.ParsePacket(p)
+	if err == nil {
+		err = l.cfg.MD5.Sign(&s, l.cfg.L3Index)
+	}
+	if err != nil {
+		return nil, err
+	}
+	tcp := segment.TCP(p[off:])
+	tcp.SetChecksum(segment.TCPChecksum(s.Src, s.Dst, tcp))
+	return out, nil
+}
+
+// insertOption appends to dst a copy of pkt (up to its IP length) with opt
+// first among the TCP options, SACK blocks trimmed to fit, data offset and
+// IP lengths set. It returns dst extended, the new packet (its tail) and
+// the offset of its TCP header.
+func insertOption(dst, pkt []byte, seg *segment.Segment, opt []byte) ([]byte, []byte, int, error) {
+	if seg.Auth.AO >= 0 || seg.Auth.MD5 >= 0 {
+		return nil, nil, 0, ErrOptions // the stack signs itself: not ours to sign again
+	}
+	off, _ := segment.TCPOffset(pkt, seg)
+	h := seg.Header
+	var buf [segment.MaxOptionsLen]byte
+	n := copy(buf[:], opt)
+	rest, err := fitOptions(buf[n:n], h.Options(), len(buf)-n)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	total := n + len(rest)
+	for total%4 != 0 {
+		buf[total] = segment.OptionKindNOP
+		total++
+	}
+	start := len(dst)
+	dst = append(dst, pkt[:off]...)
+	dst = append(dst, h[:segment.TCPMinimumSize]...)
+	dst = append(dst, buf[:total]...)
+	dst = append(dst, seg.Payload...)
+	p := dst[start:]
+	segment.TCP(p[off:]).SetDataOffset(segment.TCPMinimumSize + total)
+	if err := segment.Lengths(p); err != nil {
+		return nil, nil, 0, err
+	}
+	return dst, p, off, nil
+}
+
+// Inbound takes a packet from the wire. Uncovered peer: pkt, untouched.
+// Covered peer: verified, then copied to dst with the option replaced by
+// NOPs (so a stack or kernel without the feature never sees it), the MSS
+// of a SYN / SYN-ACK reduced by Overhead, the TCP checksum recomputed;
+// the result is returned. pkt itself is never modified, except that dst
+// may be pkt[:0] to rewrite it in place. A non-nil error (errors.Is:
+// ao.ErrBadMAC, md5sig.ErrBadMAC, ErrUnsigned, ...) means drop; it is
+// counted.
+//
+// A SYN from a TCP-AO peer is verified as ao.Listener.Accept does and
+// starts a server connection; any other segment of a TCP-AO peer needs a
+// tracked connection (else ErrNoConn). Fragments to or from covered peers
+// are dropped (ErrFragment): one fragment carries no verifiable segment.
+func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
+	seg, err := segment.ParsePacket(pkt)
+	if err != nil {
+		return l.unparsed(pkt, err, true)
+	}
+	h := seg.Header
+	flags := h.Flags()
+	synOnly := flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST)
+	t := tuple{seg.Dst.As16(), seg.Src.As16(), h.DstPort(), h.SrcPort()}
+	now := time.Now().UnixNano()
+	sh, c := l.lookup(&t)
+	if c != nil && !(c.kind == KindAO && synOnly && newServer(c, h.Seq())) {
+		err := l.verifyConn(c, &seg)
+		sh.mu.RUnlock()
+		if err != nil {
+			return nil, l.drop(sh, c, err)
+		}
+		c.last.Store(now)
+		c.verified.Add(1)
+		sh.verified.Add(1)
+		out := l.strip(dst, pkt, &seg)
+		if c.track(flags, finIn, now) {
+			l.remove(&t, c)
+		}
+		return out, nil
+	}
+	sh.mu.RUnlock()
+	kind := l.cover(seg.Src)
+	switch {
+	case kind == 0 && l.cfg.Policy.AORequired && seg.Auth.AO < 0:
+		return nil, l.drop(sh, nil, errUnsignedAO)
+	case kind == 0 && l.cfg.Policy.AORequired:
+		return nil, l.drop(sh, nil, ao.ErrKeyNotFound)
+	case kind == 0:
+		sh.passed.Add(1)
+		return pkt, nil
+	case l.closed.Load():
+		return nil, l.drop(sh, nil, ErrClosed)
+	case kind == KindMD5:
+		if err := l.cfg.MD5.Verify(&seg, l.cfg.L3Index); err != nil {
+			return nil, l.drop(sh, nil, err)
+		}
+		if synOnly {
+			if err := l.startServer(KindMD5, &t, &seg, now); err != nil {
+				return nil, l.drop(sh, nil, err)
+			}
+		}
+	case seg.Auth.AO < 0 && seg.Auth.MD5 < 0:
+		return nil, l.drop(sh, nil, errUnsignedAO)
+	case !synOnly:
+		return nil, l.drop(sh, nil, ErrNoConn)
+	default:
+		if err := l.startServer(KindAO, &t, &seg, now); err != nil {
+			return nil, l.drop(sh, nil, err)
+		}
+	}
+	sh.verified.Add(1)
+	return l.strip(dst, pkt, &seg), nil
+}
+
+// newServer reports whether an inbound SYN starts a new connection in
+// place of c: a SYN with another ISN on a connection not yet established
+// (the peer gave up and retried) or closed by FIN both ways (the 4-tuple
+// reused). On an established connection such a SYN is verified with
+// c's keys and the stack answers it (a challenge ACK).
+func newServer(c *conn, seq uint32) bool {
+	switch c.State() {
+	case StateSynReceived, StateClosing:
+		return c.risn.Load() != seq
+	}
+	return false
+}
+
+// startServer verifies a SYN (TCP-AO: as ao.Listener.Accept; MD5: done
+// by the caller) and tracks the connection it starts.
+func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment, now int64) error {
+	h := seg.Header
+	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Dst, h.DstPort()), remote: netip.AddrPortFrom(seg.Src, h.SrcPort())}
+	c.risn.Store(h.Seq())
+	c.last.Store(now)
+	c.state.Store(uint32(StateSynReceived))
+	if kind == KindAO {
+		signed, err := l.listener.Accept(seg, 0, &c.ao)
+		if err == nil && !signed {
+			err = errUnsignedAO
+		}
+		if err != nil {
+			c.close()
+			return err
+		}
+	} else {
+		c.state.Store(uint32(StateEstablished)) // MD5 needs no ISN
+	}
+	c.verified.Add(1)
+	if err := l.insert(t, c, time.Unix(0, now)); err != nil {
+		c.close()
+		return err
+	}
+	return nil
+}
+
+// verifyConn verifies seg on its tracked connection c (shard read-locked).
+func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	if c.kind == KindMD5 {
+		err := l.cfg.MD5.Verify(seg, l.cfg.L3Index)
+		if errors.Is(err, md5sig.ErrMissing) {
+			return errUnsignedMD5
+		}
+		if err == nil && c.State() == StateSynSent && seg.Header.Flags().Has(segment.SYN|segment.ACK) {
+			c.state.CompareAndSwap(uint32(StateSynSent), uint32(StateEstablished))
+		}
+		return err
+	}
+	var err error
+	switch st := c.State(); st {
+	case StateSynSent, StateSynReceived:
+		c.mu.Lock() // against completeServer's Import
+		err = c.ao.Verify(seg)
+		f := seg.Header.Flags()
+		if err == nil && st == StateSynSent && f.Has(segment.SYN|segment.ACK) {
+			c.risn.Store(seg.Header.Seq())
+			c.state.Store(uint32(StateEstablished))
+		} else if err == nil && st == StateSynReceived && !f.Has(segment.SYN) {
+			err = ErrNoConn // an ACK before our SYN-ACK: not this connection's
+		}
+		c.mu.Unlock()
+	default:
+		err = c.ao.Verify(seg)
+	}
+	if errors.Is(err, ao.ErrAORequired) {
+		return errUnsignedAO
+	}
+	return err
+}
+
+// strip appends to dst a copy of pkt (up to its IP length) with the
+// authentication option overwritten by NOPs, a SYN's MSS clamped by the
+// overhead and the TCP checksum recomputed.
+func (l *Layer) strip(dst, pkt []byte, seg *segment.Segment) []byte {
+	off, end := segment.TCPOffset(pkt, seg)
+	start := len(dst)
+	dst = append(dst, pkt[:end]...)
+	p := dst[start:]
+	tcp := segment.TCP(p[off:end])
+	a := seg.Auth
+	switch {
+	case a.AO >= 0:
+		fill(tcp[a.AO:a.AO+a.AOLen], segment.OptionKindNOP)
+	case a.MD5 >= 0:
+		fill(tcp[a.MD5:a.MD5+segment.MD5OptionLen], segment.OptionKindNOP)
+	}
+	if tcp.Flags().Has(segment.SYN) {
+		clampMSS(tcp[segment.TCPMinimumSize:tcp.DataOffset()], l.Overhead())
+	}
+	tcp.SetChecksum(segment.TCPChecksum(seg.Src, seg.Dst, tcp))
+	return dst
+}
+
+func fill(b []byte, v byte) {
+	for i := range b {
+		b[i] = v
+	}
+}
+
+// unparsed decides on a packet ParsePacket refused: a covered peer's is
+// dropped (fragments with ErrFragment, the rest as malformed), anything
+// else passes untouched: non-TCP packets, packets whose addresses cannot
+// be read, and uncovered peers' packets are the stack's to judge.
+func (l *Layer) unparsed(pkt []byte, err error, inbound bool) ([]byte, error) {
+	peer, ok := peerAddr(pkt, inbound)
+	sh := &l.shards[0]
+	if !ok || errors.Is(err, segment.ErrNotTCP) || l.cover(peer) == 0 {
+		sh.passed.Add(1)
+		return pkt, nil
+	}
+	if errors.Is(err, segment.ErrFragment) {
+		return nil, l.drop(sh, nil, ErrFragment)
+	}
+	return nil, l.drop(sh, nil, err)
+}
+
+// peerAddr reads the peer's address from an IP header: the source of an
+// inbound packet, the destination of an outbound one.
+func peerAddr(pkt []byte, inbound bool) (netip.Addr, bool) {
+	switch {
+	case len(pkt) >= segment.IPv4HeaderLen && pkt[0]>>4 == 4:
+		if inbound {
+			return netip.AddrFrom4([4]byte(pkt[12:16])), true
+		}
+		return netip.AddrFrom4([4]byte(pkt[16:20])), true
+	case len(pkt) >= segment.IPv6HeaderLen && pkt[0]>>4 == 6:
+		if inbound {
+			return netip.AddrFrom16([16]byte(pkt[8:24])), true
+		}
+		return netip.AddrFrom16([16]byte(pkt[24:40])), true
+	}
+	return netip.Addr{}, false
+}
+
+// drop counts a refused packet by reason (in sh's totals and, given, on
+// c) and returns err.
+func (l *Layer) drop(sh *shard, c *conn, err error) error {
+	if c != nil {
+		c.dropped.Add(1)
+	}
+	d := &sh.drops
+	switch {
+	case errors.Is(err, ao.ErrBadMAC), errors.Is(err, md5sig.ErrBadMAC):
+		d.badMAC.Add(1)
+	case errors.Is(err, ErrUnsigned), errors.Is(err, ao.ErrAORequired), errors.Is(err, md5sig.ErrMissing):
+		d.unsigned.Add(1)
+	case errors.Is(err, ao.ErrKeyNotFound), errors.Is(err, ao.ErrNoCurrentKey), errors.Is(err, md5sig.ErrNoKey),
+		errors.Is(err, md5sig.ErrUnexpected):
+		d.keyNotFound.Add(1)
+	case errors.Is(err, ErrNoConn), errors.Is(err, ao.ErrNoISN):
+		d.noConn.Add(1)
+	case errors.Is(err, ErrFragment):
+		d.fragment.Add(1)
+	case errors.Is(err, ErrNoRoom):
+		d.noRoom.Add(1)
+	case errors.Is(err, ErrFull):
+		d.full.Add(1)
+	case errors.Is(err, ErrOptions), errors.Is(err, ao.ErrUnexpected), errors.Is(err, md5sig.ErrAOOption),
+		isSegmentError(err):
+		d.malformed.Add(1)
+	default:
+		d.other.Add(1)
+	}
+	return err
+}
+
+var segmentErrors = []error{segment.ErrShortPacket, segment.ErrIPHeaderLength, segment.ErrExtHeaderChain,
+	segment.ErrShortTCP, segment.ErrDataOffset, segment.ErrOptionLength, segment.ErrAuthOption,
+	segment.ErrDuplicateAuth, segment.ErrBothAuth, segment.ErrSegmentTooLong, segment.ErrPacketTooLong}
+
+func isSegmentError(err error) bool {
+	for _, e := range segmentErrors {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Counters returns the layer's totals.
+func (l *Layer) Counters() Counters {
+	var c Counters
+	for i := range l.shards {
+		sh := &l.shards[i]
+		c.Passed += sh.passed.Load()
+		c.Signed += sh.signed.Load()
+		c.Verified += sh.verified.Load()
+		d := sh.drops.snapshot()
+		c.Dropped.BadMAC += d.BadMAC
+		c.Dropped.Unsigned += d.Unsigned
+		c.Dropped.KeyNotFound += d.KeyNotFound
+		c.Dropped.NoConn += d.NoConn
+		c.Dropped.Fragment += d.Fragment
+		c.Dropped.NoRoom += d.NoRoom
+		c.Dropped.Malformed += d.Malformed
+		c.Dropped.Full += d.Full
+		c.Dropped.Other += d.Other
+	}
+	c.Tracked = uint64(max(l.count.Load(), 0))
+	c.Started, c.Closed, c.Expired = l.started.Load(), l.closedN.Load(), l.expired.Load()
+	return c
+}

@@ -1,0 +1,257 @@
+package packetauth
+
+import (
+	"encoding/binary"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tcpsig/tcpsig/ao"
+)
+
+// tuple names a connection from the local end: addresses in their 16-byte
+// form (IPv4 as v4-mapped), so it is a fixed-size map key.
+type tuple struct {
+	local, remote [16]byte
+	lport, rport  uint16
+}
+
+func tupleOf(local, remote netip.AddrPort) tuple {
+	return tuple{local.Addr().As16(), remote.Addr().As16(), local.Port(), remote.Port()}
+}
+
+const nShards = 32
+
+// shard is one part of the connection table with the totals of the
+// packets that hash to it, so that goroutines working on different
+// connections rarely share a cache line.
+type shard struct {
+	mu    sync.RWMutex
+	conns map[tuple]*conn
+	totals
+	_ [64]byte
+}
+
+type totals struct {
+	passed, signed, verified atomic.Uint64
+	drops
+}
+
+// conn is one tracked connection. Its memory is the struct itself (the
+// ao.Conn within it included) plus the traffic keys ao derives for each
+// MKT the connection uses: see the package's README section for bytes.
+type conn struct {
+	kind          Kind
+	local, remote netip.AddrPort
+	state         atomic.Uint32 // a State
+	fins          atomic.Uint32 // finOut | finIn
+	last          atomic.Int64  // UnixNano of the last packet
+	closedAt      atomic.Int64  // UnixNano when FIN was seen both ways
+	lisn, risn    atomic.Uint32 // the ISNs of the SYNs seen (our ISN from our SYN or SYN-ACK)
+
+	mu sync.Mutex // handshake transitions (Import of a server's ISN)
+	ao ao.Conn    // KindAO only
+
+	signed, verified, dropped atomic.Uint64
+}
+
+const (
+	finOut = 1 << iota
+	finIn
+)
+
+func (c *conn) State() State { return State(c.state.Load()) }
+
+// close releases the connection's keys; the caller removed it from the
+// table under the shard's write lock, so no packet is using it.
+func (c *conn) close() {
+	if c.kind == KindAO {
+		c.ao.Close()
+	}
+}
+
+// shard picks t's shard from its ports and the addresses' low bytes (the
+// maps themselves are seeded per process, so this needs no secret).
+func (l *Layer) shard(t *tuple) *shard {
+	h := uint32(t.lport)<<16 | uint32(t.rport)
+	h ^= binary.BigEndian.Uint32(t.remote[12:]) ^ binary.BigEndian.Uint32(t.local[12:])*0x9e3779b1
+	h *= 0x9e3779b1
+	return &l.shards[h>>27] // nShards = 32: the top five bits
+}
+
+// insert adds c under t, replacing (and closing) what was there. It
+// fails with ErrFull when the table is full even after a sweep.
+func (l *Layer) insert(t *tuple, c *conn, now time.Time) error {
+	sh := l.shard(t)
+	if l.closed.Load() {
+		return ErrClosed
+	}
+	sh.mu.Lock()
+	old := sh.conns[*t]
+	if old == nil && l.count.Load() >= int64(l.cfg.MaxConns) {
+		sh.mu.Unlock()
+		l.Expire(now)
+		sh.mu.Lock()
+		old = sh.conns[*t]
+		if old == nil && l.count.Load() >= int64(l.cfg.MaxConns) {
+			sh.mu.Unlock()
+			return ErrFull
+		}
+	}
+	if old == nil {
+		l.count.Add(1)
+	} else {
+		old.close()
+	}
+	sh.conns[*t] = c
+	sh.mu.Unlock()
+	l.started.Add(1)
+	return nil
+}
+
+// remove deletes t's entry if it is still c.
+func (l *Layer) remove(t *tuple, c *conn) {
+	sh := l.shard(t)
+	sh.mu.Lock()
+	if sh.conns[*t] == c {
+		delete(sh.conns, *t)
+		l.count.Add(-1)
+		l.closedN.Add(1)
+		c.close()
+	}
+	sh.mu.Unlock()
+}
+
+// Expire forgets connections idle since before now−Idle, and those closed
+// by FIN both ways since before now−TimeWait. Front ends call it from a
+// ticker; a new connection that finds the table full calls it too.
+func (l *Layer) Expire(now time.Time) {
+	idle := now.Add(-l.cfg.Idle).UnixNano()
+	closed := now.Add(-l.cfg.TimeWait).UnixNano()
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for t, c := range sh.conns {
+			switch {
+			case c.last.Load() < idle:
+				l.expired.Add(1)
+			case c.State() == StateClosing && c.closedAt.Load() < closed:
+				l.closedN.Add(1)
+			default:
+				continue
+			}
+			delete(sh.conns, t)
+			l.count.Add(-1)
+			c.close()
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// Close forgets every connection and wipes their traffic keys;
+// afterwards covered peers' packets are dropped with ErrClosed and
+// uncovered ones still pass.
+func (l *Layer) Close() {
+	l.closed.Store(true)
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for t, c := range sh.conns {
+			delete(sh.conns, t)
+			l.count.Add(-1)
+			c.close()
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// Conns calls yield with a snapshot of each tracked connection until
+// yield returns false (a range-over-func iterator). yield runs without
+// the table's locks held.
+func (l *Layer) Conns(yield func(ConnInfo) bool) {
+	var batch []ConnInfo
+	for i := range l.shards {
+		sh := &l.shards[i]
+		batch = batch[:0]
+		sh.mu.RLock()
+		for _, c := range sh.conns {
+			batch = append(batch, c.info())
+		}
+		sh.mu.RUnlock()
+		for _, ci := range batch {
+			if !yield(ci) {
+				return
+			}
+		}
+	}
+}
+
+func (c *conn) info() ConnInfo {
+	ci := ConnInfo{Local: c.local, Remote: c.remote, Kind: c.kind, State: c.State(),
+		Signed: c.signed.Load(), Verified: c.verified.Load(), Dropped: c.dropped.Load(),
+		LastSeen: time.Unix(0, c.last.Load())}
+	if c.kind == KindAO {
+		c.mu.Lock()
+		st := c.ao.Export()
+		c.mu.Unlock()
+		ci.LocalISN, ci.RemoteISN = st.LocalISN, st.RemoteISN
+		ci.SendSNE, ci.RecvSNE = st.SendSNE, st.RecvSNE
+		ci.CurrentKeyID, ci.RNextKeyID = st.CurrentSendID, st.RNextRecvID
+	}
+	return ci
+}
+
+// lookup returns the connection local↔remote with its shard read-locked;
+// the caller calls sh.mu.RUnlock when done with it.
+func (l *Layer) lookup(t *tuple) (*shard, *conn) {
+	sh := l.shard(t)
+	sh.mu.RLock()
+	return sh, sh.conns[*t]
+}
+
+// Conn returns the TCP-AO state of the tracked connection with this local
+// and remote address and port, to rotate its keys (SetCurrent, SetRNext)
+// or read its counters; false if there is none or it is not TCP-AO. The
+// *ao.Conn is the layer's: use it only while the connection is tracked
+// (a key pinned through it after the connection was freed stays pinned).
+func (l *Layer) Conn(local, remote netip.AddrPort) (*ao.Conn, bool) {
+	t := tupleOf(local, remote)
+	sh, c := l.lookup(&t)
+	defer sh.mu.RUnlock()
+	if c == nil || c.kind != KindAO || c.State() == StateSynReceived {
+		return nil, false
+	}
+	return &c.ao, true
+}
+
+// Seed starts tracking an established connection whose handshake the
+// layer did not see (a front end restarted mid-session): st holds its
+// ISNs, the SNEs of a sequence number in each direction and the key IDs
+// in use, as ao.Conn.Export gives them (Linux TCP_AO_REPAIR). An MD5 peer
+// needs none of that; Seed registers its connection all the same. A
+// tracked connection with the same addresses is replaced.
+func (l *Layer) Seed(local, remote netip.AddrPort, st ao.RepairState) error {
+	local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
+	remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+	kind := l.cover(remote.Addr())
+	if kind == 0 {
+		return ErrNotCovered
+	}
+	c := &conn{kind: kind, local: local, remote: remote}
+	if kind == KindAO {
+		ep := ao.Endpoint{Local: local, Remote: remote, L3Index: l.cfg.L3Index, LocalISN: st.LocalISN}
+		if err := c.ao.Import(l.cfg.AO, ep, l.cfg.Policy, st); err != nil {
+			return err
+		}
+	}
+	now := time.Now()
+	c.last.Store(now.UnixNano())
+	c.state.Store(uint32(StateEstablished))
+	t := tupleOf(local, remote)
+	if err := l.insert(&t, c, now); err != nil {
+		c.close()
+		return err
+	}
+	return nil
+}
