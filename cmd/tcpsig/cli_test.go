@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -15,11 +16,7 @@ import (
 // demoKeys is the built-in sample's keys file.
 func demoKeys(t testing.TB) []byte {
 	t.Helper()
-	var e demoEntry
-	if err := json.Unmarshal(demoJSON, &e); err != nil {
-		t.Fatal(err)
-	}
-	return e.Keys
+	return demoKeysJSON
 }
 
 // Garbage instead of a capture: exit 2 and one line naming the file.
@@ -81,11 +78,11 @@ func TestBadKeysFiles(t *testing.T) {
 		{`not json`, "line 1, column 2: invalid character 'o'"},
 		{"{\n  \"ao\": [\n    {\"alg\": }\n]}", "line 3, column"},
 		{`{}`, `no keys`},
-		{`{"a0": []}`, `unknown top level field "a0"`},
-		{`{"ao": {}}`, `.ao: want a list, got object`},
+		{`{"a0": []}`, `unknown top-level field "a0"`},
+		{`{"ao": {}}`, `ao: want a list, got an object`},
 		{`{"ao": [{}]}`, `ao[0].alg: missing`},
 		{`{"ao": [{` + ok + `}]}`, `ao[0].key: missing`},
-		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha9)", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, `ao[0].alg: mac: unknown algorithm "hmac(sha9)"`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha9)", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, `ao[0].alg: unknown algorithm "hmac(sha9)"`},
 		{`{"ao": [{"key": "s3cr3t", ` + ok + `}]}`, `ao[0].key: want "hex:…" or "text:…"`},
 		{`{"ao": [{"key": "hex:5333cr3t", ` + ok + `}]}`, `ao[0].key: not hex: invalid character at offset 5`},
 		{`{"ao": [{"key": "hex:533", ` + ok + `}]}`, `ao[0].key: not hex: odd number of digits`},
@@ -93,21 +90,21 @@ func TestBadKeysFiles(t *testing.T) {
 		{`{"ao": [{"key": "text:` + strings.Repeat("s3cr3t", 14) + `", ` + ok + `}]}`, `ao[0].key: 84 bytes, want 1..80`},
 		{`{"ao": [{"key": "text:s3cr3t", "alg": "cmac(aes)", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].key: 6 bytes, cmac(aes) takes 16 or 32`},
 		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 256, "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].sndid: 256 is not a KeyID`},
-		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": "1", "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].sndid: want a number, got string`},
-		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 1.5, "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].sndid: want a number, got number 1.5`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": "1", "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].sndid: want a number, got a string`},
+		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 1.5, "rcvid": 2, "peer": "192.0.2.1/32"}]}`, `ao[0].sndid: 1.5 is not a KeyID (0..255)`},
 		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1/24"}]}`, `ao[0].peer: "192.0.2.1/24" has host bits set (did you mean 192.0.2.0/24?)`},
 		{`{"ao": [{"key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 1, "rcvid": 2, "peer": "router"}]}`, `ao[0].peer: "router" is not an address or prefix`},
-		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "maclen": 20}]}`, `ao[0].maclen: 20 is not in 1..16 for hmac(sha1)`},
-		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "exclude_options": "yes"}]}`, `ao[0].exclude_options: want true or false, got string`},
+		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "maclen": 20}]}`, `ao[0].maclen: 20 is not in 1..16 for hmac(sha1) (0 means 12)`},
+		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "exclude_options": "yes"}]}`, `ao[0].exclude_options: want true or false, got a string`},
 		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "sndId": 3}]}`, `ao[0]: unknown field "sndId" (did you mean "sndid"?)`},
 		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `, "comment": "x"}]}`, `ao[0]: unknown field "comment"`},
 		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `}, {"name": "router-b", "key": "text:s3cr3t", "alg": "hmac(sha1)", "sndid": 1, "peer": "192.0.2.1"}]}`, `ao[1] ("router-b").rcvid: missing`},
-		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `}, 7]}`, `ao[1]: want a JSON object, got number`},
+		{`{"ao": [{"key": "text:s3cr3t", ` + ok + `}, 7]}`, `ao[1]: want a JSON object, got a number`},
 		{`{"md5": [{"peer": "192.0.2.1"}]}`, `md5[0].key: missing`},
 		{`{"md5": [{"key": "text:s3cr3t"}]}`, `md5[0].peer: missing`},
 		{`{"md5": [{"peer": "192.0.2.1", "key": "text:` + strings.Repeat("s3cr3t", 14) + `"}]}`, `md5[0].key: 84 bytes, want 1..80`},
 		{`{"md5": [{"peer": "192.0.2.1", "key": "text:s3cr3t", "flags": 1}]}`, `md5[0]: unknown field "flags"`},
-		{`{"ao": [], "md5": []} {}`, `trailing data`},
+		{`{"ao": [], "md5": []} {}`, `line 1, column 23: data after the end of the keys object`},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			code, _, errOut := cli(t, "verify", "-keys", writeFile(t, "keys.json", []byte(tc.keys)), writeFile(t, "c.pcap", demoPcap))
@@ -231,5 +228,100 @@ func TestBench(t *testing.T) {
 	code, out, _ = cli(t, "bench", "-time", "1ms", "-alg", "cmac(aes128)")
 	if code != 0 || !strings.Contains(out, "CPU: ") || !strings.Contains(out, "cmac(aes128)    rekey    verify     8948") {
 		t.Errorf("text table:\n%s", out)
+	}
+}
+
+// withStdin runs f with os.Stdin reading b.
+func withStdin(t *testing.T, b []byte, f func()) {
+	t.Helper()
+	p := writeFile(t, "stdin", b)
+	in, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	old := os.Stdin
+	os.Stdin = in
+	defer func() { os.Stdin = old }()
+	f()
+}
+
+// Issue 14 item 4: "-keys -" reads the keys file from standard input
+// (before, it looked for a file named "-"); it cannot share it with a
+// capture.
+func TestKeysFromStdin(t *testing.T) {
+	c := writeFile(t, "c.pcap", demoPcap)
+	withStdin(t, demoKeys(t), func() {
+		if code, out, errOut := cli(t, "verify", "-keys", "-", c); code != 0 {
+			t.Fatalf("exit %d %s %s", code, errOut, out)
+		}
+	})
+	withStdin(t, []byte(`{"ao": [{}]}`), func() {
+		code, _, errOut := cli(t, "verify", "-keys", "-", c)
+		if code != 2 || !strings.Contains(errOut, "keys from standard input: ao[0].alg: missing") {
+			t.Fatalf("exit %d %q", code, errOut)
+		}
+	})
+	code, _, errOut := cli(t, "verify", "-keys", "-", "-")
+	if code != 2 || !strings.Contains(errOut, "cannot both read standard input") {
+		t.Fatalf("exit %d %q", code, errOut)
+	}
+}
+
+// Issue 14 item 4: maclen 0 means 12, as the help says (before, it was
+// refused).
+func TestMACLenZero(t *testing.T) {
+	keys := strings.ReplaceAll(string(demoKeys(t)), `"maclen": 12`, `"maclen": 0`)
+	if !strings.Contains(keys, `"maclen": 0`) {
+		t.Fatal("the sample's keys have no maclen 12 to replace")
+	}
+	code, _, errOut := cli(t, "verify", "-keys", writeFile(t, "k.json", []byte(keys)), writeFile(t, "c.pcap", demoPcap))
+	if code != 0 {
+		t.Fatalf("exit %d %s", code, errOut)
+	}
+}
+
+// Issue 14 item 4: a 200 MB keys file is refused from its size, not read
+// into memory (the file is sparse: reading it would take seconds and
+// 200 MB).
+func TestHugeKeysFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "huge.json")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(200 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	code, _, errOut := cli(t, "verify", "-keys", p, writeFile(t, "c.pcap", demoPcap))
+	runtime.ReadMemStats(&after)
+	if code != 2 || !strings.Contains(errOut, "huge.json: 209715200 bytes, more than the") {
+		t.Fatalf("exit %d %q", code, errOut)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+		t.Errorf("refusing a 200 MB keys file allocated %d bytes", grew)
+	}
+}
+
+// Issue 14 item 5: the command the built-in sample suggests, run from the
+// top of a clone, verifies the same capture with the same verdicts (before,
+// it pointed -keys at a file that is not a keys file).
+func TestDemoCommandWorks(t *testing.T) {
+	_, out, _ := cli(t, "verify")
+	if !strings.Contains(out, demoCommand) {
+		t.Fatalf("the sample's report does not show %q:\n%s", demoCommand, out)
+	}
+	args := strings.Fields(demoCommand)[1:]
+	for i, a := range args {
+		if strings.HasPrefix(a, "cmd/tcpsig/") {
+			args[i] = filepath.Join("..", "..", a) // the test runs in cmd/tcpsig
+		}
+	}
+	code, out, errOut := cli(t, args...)
+	if code != 0 || !strings.Contains(out, "49 segments judged: 49 good") {
+		t.Fatalf("%q: exit %d %s\n%s", args, code, errOut, out)
 	}
 }

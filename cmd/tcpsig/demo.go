@@ -8,14 +8,18 @@ import (
 	"io"
 	"net/netip"
 	"strings"
+
+	"github.com/tcpsig/tcpsig/keyfile"
 )
 
 // The built-in sample that "tcpsig verify" checks without arguments: a
-// capture and its description, in the shape of a capture entry of
-// testvectors/linux/manifest.json (keys in the keys-file format).
+// capture, its keys file and its description (a capture entry of
+// testvectors/linux/manifest.json without the keys).
 var (
 	//go:embed testdata/demo.pcap
 	demoPcap []byte
+	//go:embed testdata/demo.keys.json
+	demoKeysJSON []byte
 	//go:embed testdata/demo.json
 	demoJSON []byte
 )
@@ -25,7 +29,6 @@ type demoEntry struct {
 	Name   string            `json:"name"`
 	Source string            `json:"source"`
 	Notes  string            `json:"notes"`
-	Keys   json.RawMessage   `json:"keys"`
 	ISN    map[string]uint32 `json:"isn"`
 	SNE    map[string]uint32 `json:"sne"`
 }
@@ -38,10 +41,12 @@ type demo struct {
 
 func loadDemo() (*demo, error) {
 	var e demoEntry
-	if err := json.Unmarshal(demoJSON, &e); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(demoJSON))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
 		return nil, err
 	}
-	kf, err := parseKeys("demo.json", e.Keys)
+	kf, err := keyfile.Parse(demoKeysJSON)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +69,11 @@ func loadDemo() (*demo, error) {
 }
 
 // demoHint ends the text report of the built-in sample.
-const demoHint = "\nVerify your own capture: tcpsig verify -keys KEYS.json CAPTURE.pcap (tcpsig help\nfor the keys format; the sample's keys are cmd/tcpsig/testdata/demo.json)."
+const demoHint = "\nVerify your own capture: tcpsig verify -keys KEYS.json CAPTURE.pcap (tcpsig help\nfor the keys format). This sample, from a clone of the repository:\n  " + demoCommand
+
+// demoCommand verifies the built-in sample's files, from the repository's
+// top directory.
+const demoCommand = "tcpsig verify -keys cmd/tcpsig/testdata/demo.keys.json cmd/tcpsig/testdata/demo.pcap"
 
 // wrap breaks s into lines of at most width columns, at spaces.
 func wrap(s string, width int) string {

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-var updateDemo = flag.Bool("update-demo", false, "regenerate the engine-generated testdata/demo.pcap and demo.json")
+var updateDemo = flag.Bool("update-demo", false, "regenerate the built-in sample: testdata/demo.pcap, demo.json, demo.keys.json")
 
 // demoConfig is the built-in sample while no kernel TCP-AO capture is in
 // the tree: a BGP session between two endpoints signing with package ao,
@@ -51,18 +51,22 @@ func TestDemoGenerate(t *testing.T) {
 			}
 		}
 	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(entry); err != nil {
-		t.Fatal(err)
-	}
+	keys := entry["keys"]
+	delete(entry, "keys")
 	if err := os.WriteFile("testdata/demo.pcap", pcap, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile("testdata/demo.json", []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
+	for file, v := range map[string]any{"testdata/demo.json": entry, "testdata/demo.keys.json": keys} {
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

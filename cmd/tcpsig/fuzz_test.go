@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -25,7 +26,7 @@ func FuzzKeysFile(f *testing.F) {
 	f.Add([]byte(`{"ao": [{}], "md5": [1]}`))
 	f.Add([]byte("{\"ao\": [{\"alg\": \"hmac(sha1)\",\n \"key\": \"hex:zz\"}]}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		kf, err := parseKeys("keys.json", b)
+		kf, err := keyfile.Parse(b)
 		if err == nil {
 			_, err = loadKeys(kf)
 		}
@@ -91,7 +92,7 @@ func FuzzCapture(f *testing.F) {
 		f.Add(h[name])
 	}
 
-	kf, err := parseKeys("fuzz", fuzzKeys(f))
+	kf, err := keyfile.Parse(fuzzKeys(f))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
@@ -28,10 +29,11 @@ import (
 //     TCP-AO MKT with SendID and RecvID swapped, a TCP-MD5 key as is): the
 //     reading of a keys file that lists one endpoint's keys only.
 type keySet struct {
-	file    *keysFile
+	file    *keyfile.File
 	pool    *sigpool.Pool
 	aoRings []*ao.Keyring
 	aoEntry map[*ao.MKT]int // index in file.AO
+	aoNames []string        // entryName of each file.AO entry
 	md5     *md5Keys
 	mirrors map[[2]netip.Addr]*mirror
 }
@@ -43,8 +45,10 @@ type mirror struct {
 	md5     *md5Keys
 }
 
-// loadKeys builds the keyrings of a keys file.
-func loadKeys(kf *keysFile) (*keySet, error) {
+// loadKeys builds the keyrings of a keys file. A capture does not say in
+// which L3 domain a segment was, so entries bound to an ifindex are judged
+// as if they were not.
+func loadKeys(kf *keyfile.File) (*keySet, error) {
 	ks := &keySet{
 		file:    kf,
 		pool:    sigpool.New(sigpool.Config{}),
@@ -52,9 +56,14 @@ func loadKeys(kf *keysFile) (*keySet, error) {
 		mirrors: map[[2]netip.Addr]*mirror{},
 	}
 	for i, e := range kf.AO {
+		ks.aoNames = append(ks.aoNames, entryName("ao", i, e.Name))
+	}
+	for i, e := range kf.AO {
+		cfg := e.Config
+		cfg.IfIndex, cfg.HasIfIndex = 0, false
 		var err error
-		if ks.aoRings, err = ks.addAO(ks.aoRings, e.Config, i); err != nil {
-			return nil, fmt.Errorf("ao[%d]: %v", i, err)
+		if ks.aoRings, err = ks.addAO(ks.aoRings, cfg, i); err != nil {
+			return nil, fmt.Errorf("%s: %v", keyfile.Label("ao", i, e.Name), err)
 		}
 	}
 	var err error
@@ -104,15 +113,23 @@ func (ks *keySet) sameAO(r *ao.Keyring, cfg ao.Config) bool {
 		return false
 	}
 	i, ok := ks.aoEntry[m]
-	return ok && bytes.Equal(ks.file.AO[i].Key, cfg.Key)
+	return ok && bytes.Equal(ks.file.AO[i].Config.Key, cfg.Key)
 }
 
 // aoName returns the name of the entry an MKT was made from.
 func (ks *keySet) aoName(m *ao.MKT) string {
 	if i, ok := ks.aoEntry[m]; ok {
-		return ks.file.AO[i].Name
+		return ks.aoNames[i]
 	}
 	return "?"
+}
+
+// entryName is how reports name entry i: its "name", else ao[i] or md5[i].
+func entryName(kind string, i int, name string) string {
+	if name != "" {
+		return name
+	}
+	return keyfile.Label(kind, i, "")
 }
 
 // aoReadings returns the keyrings that judge TCP-AO segments from src to
@@ -163,11 +180,12 @@ func (ks *keySet) mirrorOf(src, dst netip.Addr) *mirror {
 	m := &mirror{}
 	host := netip.PrefixFrom(src, src.BitLen())
 	for i, e := range ks.file.AO {
-		if !e.Peer.Contains(dst) {
+		if !e.Config.Peer.Contains(dst) {
 			continue
 		}
 		cfg := e.Config
-		cfg.Peer, cfg.SendID, cfg.RecvID = host, e.RecvID, e.SendID
+		cfg.Peer, cfg.SendID, cfg.RecvID = host, e.Config.RecvID, e.Config.SendID
+		cfg.IfIndex, cfg.HasIfIndex = 0, false
 		// The entry was added once already, so it cannot fail now.
 		m.aoRings, _ = ks.addAO(m.aoRings, cfg, i)
 	}
@@ -180,7 +198,7 @@ func (ks *keySet) mirrorOf(src, dst netip.Addr) *mirror {
 // receiver's MKTs and their RecvIDs, for explaining a no-key verdict.
 func (ks *keySet) aoCovering(rings []*ao.Keyring, src netip.Addr) (names []string, recvIDs []int) {
 	for m, i := range ks.aoEntry {
-		name := ks.file.AO[i].Name
+		name := ks.aoNames[i]
 		if !m.Peer().Contains(src) || !slices.ContainsFunc(rings, func(r *ao.Keyring) bool { return r.Find(m.Peer(), m.SendID(), m.RecvID()) == m }) {
 			continue
 		}

@@ -28,14 +28,17 @@ every unsigned segment of a flow a key covers, in pcap or pcapng files
 (gzipped or not; "-" is standard input). With no CAPTURE it verifies a
 capture built into the binary, with its keys.
 
-  -keys FILE   the keys configured on one or both endpoints (JSON):
+  -keys FILE   the keys configured on one or both endpoints (JSON; "-" is
+               standard input):
                {"ao":  [{"alg": "hmac(sha1)", "key": "hex:0a0b…", "sndid": 1, "rcvid": 1,
                          "peer": "192.0.2.0/24", "maclen": 12, "exclude_options": false}],
                 "md5": [{"peer": "192.0.2.1/32", "key": "text:secret"}]}
                An entry belongs to the endpoint whose peer is "peer"; a segment
                is judged with its receiver's keys. "key" is hex:… or text:…;
-               maclen defaults to 12, exclude_options to false; "name" is an
-               optional label.
+               maclen absent or 0 means 12, exclude_options defaults to false;
+               "name" is an optional label; "ifindex" is accepted and ignored
+               (a capture does not say which VRF a segment was in). Every
+               field: go doc github.com/tcpsig/tcpsig/keyfile.
   -json        one JSON object per judged segment, then a summary object
   -v           list good segments too
   -isn E=ISN   the ISN of endpoint E (ip:port, [ipv6]:port; decimal or 0x hex)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/netip"
 
+	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
@@ -15,15 +16,19 @@ import (
 // one kernel keyring cannot hold: each is a reading).
 type md5Keys struct {
 	pool    *sigpool.Pool
-	entries []md5Entry
+	entries []keyfile.MD5
+	labels  []string // entryName of each entry
 	rings   []*md5sig.Keyring
 	entry   map[*md5sig.Key]int // index in entries
 }
 
-func newMD5Keys(pool *sigpool.Pool, entries []md5Entry) (*md5Keys, error) {
+func newMD5Keys(pool *sigpool.Pool, entries []keyfile.MD5) (*md5Keys, error) {
 	k := &md5Keys{pool: pool, entries: entries, entry: map[*md5sig.Key]int{}}
 	for i, e := range entries {
-		if err := k.add(e.Peer, i); err != nil {
+		k.labels = append(k.labels, entryName("md5", i, e.Name))
+	}
+	for i, e := range entries {
+		if err := k.add(e.Config.Peer, i); err != nil {
 			return nil, err
 		}
 	}
@@ -33,13 +38,13 @@ func newMD5Keys(pool *sigpool.Pool, entries []md5Entry) (*md5Keys, error) {
 // add puts entry i's key, for peer, into the first keyring that has no key
 // for that exact prefix; an identical key is not added twice.
 func (k *md5Keys) add(peer netip.Prefix, i int) error {
-	key := k.entries[i].Key
+	key := k.entries[i].Config.Key
 	for _, r := range k.rings {
 		old := r.Find(peer, 0, false)
 		if old == nil {
 			return k.addTo(r, peer, i)
 		}
-		if bytes.Equal(k.entries[k.entry[old]].Key, key) {
+		if bytes.Equal(k.entries[k.entry[old]].Config.Key, key) {
 			return nil
 		}
 	}
@@ -49,9 +54,9 @@ func (k *md5Keys) add(peer netip.Prefix, i int) error {
 }
 
 func (k *md5Keys) addTo(r *md5sig.Keyring, peer netip.Prefix, i int) error {
-	key, err := r.Add(md5sig.Config{Peer: peer, Key: k.entries[i].Key})
+	key, err := r.Add(md5sig.Config{Peer: peer, Key: k.entries[i].Config.Key})
 	if err != nil {
-		return errors.New(k.entries[i].Name + ": " + err.Error())
+		return errors.New(keyfile.Label("md5", i, k.entries[i].Name) + ": " + err.Error())
 	}
 	k.entry[key] = i
 	return nil
@@ -71,7 +76,7 @@ func (k *md5Keys) covers(addr netip.Addr) bool {
 // keys whose peer contains dst, the longest prefix first), as keys for
 // src: TCP-MD5 keys are the same on both ends.
 func (k *md5Keys) mirror(src, dst netip.Addr) *md5Keys {
-	m := &md5Keys{pool: k.pool, entries: k.entries, entry: map[*md5sig.Key]int{}}
+	m := &md5Keys{pool: k.pool, entries: k.entries, labels: k.labels, entry: map[*md5sig.Key]int{}}
 	for _, r := range k.rings {
 		if key := r.Lookup(dst, 0); key != nil {
 			// The entry was added once already, so it cannot fail now.
@@ -94,10 +99,10 @@ func (k *md5Keys) verify(seg *segment.Segment) (verdict, string, error) {
 		}
 		err := r.Verify(seg, 0)
 		if err == nil {
-			return good, k.entries[k.entry[key]].Name, nil
+			return good, k.name(key), nil
 		}
 		if v == noKey {
-			v, name, firstErr = bad, k.entries[k.entry[key]].Name, err
+			v, name, firstErr = bad, k.name(key), err
 			if !errors.Is(err, md5sig.ErrBadMAC) {
 				v = malformed
 			}
@@ -111,8 +116,13 @@ func (k *md5Keys) names(addr netip.Addr) []string {
 	var names []string
 	for _, r := range k.rings {
 		if key := r.Lookup(addr, 0); key != nil {
-			names = append(names, k.entries[k.entry[key]].Name)
+			names = append(names, k.name(key))
 		}
 	}
 	return names
+}
+
+// name is how reports name the entry a key was made from.
+func (k *md5Keys) name(key *md5sig.Key) string {
+	return k.labels[k.entry[key]]
 }

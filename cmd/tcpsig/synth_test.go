@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
@@ -126,7 +128,13 @@ func (cv *convo) keys(ends ...*end) []byte {
 	}
 	var all []map[string]any
 	for _, e := range ends {
-		all = append(all, e.entries...)
+		for _, x := range e.entries {
+			// Both ends on one address with mirrored IDs: one entry
+			// serves both, and the file refuses an exact duplicate.
+			if !slices.ContainsFunc(all, func(y map[string]any) bool { return reflect.DeepEqual(x, y) }) {
+				all = append(all, x)
+			}
+		}
 	}
 	b, err := json.Marshal(map[string]any{kind: all})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -175,35 +176,42 @@ func TestBadHandshakeStillTeachesISN(t *testing.T) {
 	wantVerdicts(t, segs, map[string]int{"bad": 1, "good": len(cv.pkts) - 1})
 }
 
-// Both ends on one address with the same KeyIDs and different keys: one
-// kernel keyring could not hold both, so each segment is judged under both
-// readings, and verifies under its receiver's.
-func TestSameAddressBothReadings(t *testing.T) {
+// Both ends on one address with the same MKT (KeyIDs 5/5): one entry
+// serves both ends.
+func TestSameAddressSameMKT(t *testing.T) {
 	lo := netip.MustParseAddr("127.0.0.1")
 	c, s := netip.AddrPortFrom(lo, 40001), netip.AddrPortFrom(lo, 179)
 	cv := newConvo(t, convoConfig{client: c, server: s, clientISN: 1, serverISN: 2,
 		mkts: []mktSpec{{alg: "hmac(sha256)", key: []byte("client-and-server"), sndID: 5, rcvID: 5}}})
 	cv.session(2, 0)
-	// Both entries are the same MKT: one keyring.
 	code, segs, _, _ := verifyPcap(t, pcapFile(ltRaw, false, framed(ltRaw, cv.pkts)), cv.keys())
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
 	wantVerdicts(t, segs, map[string]int{"good": len(cv.pkts)})
+}
 
-	// The same IDs with another key first: two keyrings, and every
-	// segment verifies under the second reading.
-	twoKeys := []byte(`{"ao": [
+// Issue 14 item 4: entries one keyring would refuse side by side (the
+// same peer and KeyID), or an entry given twice, are refused naming both
+// entries; before, both were taken as two "readings".
+func TestDuplicateEntriesRefused(t *testing.T) {
+	for _, tc := range []struct{ keys, want string }{
+		{`{"ao": [
 		{"alg": "hmac(sha256)", "key": "text:someone-else", "sndid": 5, "rcvid": 5, "peer": "127.0.0.1/32", "name": "decoy"},
-		{"alg": "hmac(sha256)", "key": "text:client-and-server", "sndid": 5, "rcvid": 5, "peer": "127.0.0.1/32"}]}`)
-	code, segs, _, _ = verifyPcap(t, pcapFile(ltRaw, false, framed(ltRaw, cv.pkts)), twoKeys)
-	if code != 0 {
-		t.Fatalf("two readings: exit %d", code)
-	}
-	wantVerdicts(t, segs, map[string]int{"good": len(cv.pkts)})
-	for _, sg := range segs {
-		if sg.Key != "ao[1]" {
-			t.Fatalf("frame %d judged with %s", sg.Frame, sg.Key)
+		{"alg": "hmac(sha256)", "key": "text:client-and-server", "sndid": 5, "rcvid": 5, "peer": "127.0.0.1/32"}]}`,
+			`ao[1].sndid: KeyID 5 for peer 127.0.0.1/32 is also the sndid of ao[0] ("decoy")`},
+		{`{"ao": [
+		{"alg": "hmac(sha256)", "key": "text:k", "sndid": 5, "rcvid": 6, "peer": "127.0.0.1/32"},
+		{"alg": "hmac(sha256)", "key": "text:k", "sndid": 5, "rcvid": 6, "peer": "127.0.0.1"}]}`,
+			`ao[1]: the same MKT as ao[0]`},
+		{`{"md5": [{"peer": "192.0.2.1", "key": "text:a"}, {"peer": "192.0.2.1/32", "key": "text:b"}]}`,
+			`md5[1].peer: 192.0.2.1/32 already has a key in md5[0]`},
+		{`{"md5": [{"peer": "192.0.2.1", "key": "text:a"}, {"peer": "192.0.2.1/32", "key": "text:a"}]}`,
+			`md5[1]: the same key as md5[0]`},
+	} {
+		code, _, errOut := cli(t, "verify", "-keys", writeFile(t, "keys.json", []byte(tc.keys)), writeFile(t, "c.pcap", demoPcap))
+		if code != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("exit %d, stderr %q; want 2 and %q", code, errOut, tc.want)
 		}
 	}
 }
@@ -393,7 +401,7 @@ func TestTextReport(t *testing.T) {
 func TestSteadyStateAllocations(t *testing.T) {
 	cv := newConvo(t, demoConfig())
 	cv.session(3, 0)
-	kf, err := parseKeys("k", cv.keys())
+	kf, err := keyfile.Parse(cv.keys())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+
+	"github.com/tcpsig/tcpsig/keyfile"
 )
 
 // input is one capture to verify.
@@ -63,11 +66,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		if *keysPath == "" {
 			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help)")
 		}
-		b, err := os.ReadFile(*keysPath)
-		if err != nil {
-			return failf(stderr, "verify: %v", unwrapPath(err))
-		}
-		kf, err := parseKeys(*keysPath, b)
+		kf, err := readKeys(*keysPath, files)
 		if err != nil {
 			return failf(stderr, "verify: %v", err)
 		}
@@ -167,6 +166,30 @@ func fileInput(path string) input {
 		}
 		return f, size, nil
 	}}
+}
+
+// readKeys reads the keys file at path, standard input for "-" (which
+// the captures must then not also read).
+func readKeys(path string, captures []string) (*keyfile.File, error) {
+	if path == "-" {
+		if slices.Contains(captures, "-") {
+			return nil, errors.New(`-keys - and CAPTURE - cannot both read standard input`)
+		}
+		kf, err := keyfile.Read(os.Stdin)
+		if err != nil {
+			return nil, fmt.Errorf("keys from standard input: %v", err)
+		}
+		return kf, nil
+	}
+	kf, err := keyfile.Load(path)
+	var ke *keyfile.Error
+	if errors.As(err, &ke) {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	return kf, nil
 }
 
 // unwrapPath drops the path from an *os.PathError, which the caller names.

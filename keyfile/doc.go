@@ -1,0 +1,34 @@
+// Package keyfile reads the keys file: the TCP-AO MKTs and TCP-MD5 keys of
+// one or more endpoints, as JSON, into the engine's own configuration
+// (ao.Config, md5sig.Config), so one file drives the engine, the kernel's
+// sockets and "tcpsig verify" alike.
+//
+//	{"ao":  [{"name": "r1-v1", "alg": "hmac(sha1)", "key": "hex:0a0b0c",
+//	          "sndid": 1, "rcvid": 2, "peer": "192.0.2.0/24",
+//	          "maclen": 12, "exclude_options": false, "ifindex": 4}],
+//	 "md5": [{"name": "r2", "peer": "192.0.2.1", "key": "text:secret"}]}
+//
+// An entry is configured on the endpoint whose peer is "peer". Fields of an
+// "ao" entry (an MKT, as Linux's TCP_AO_ADD_KEY takes it):
+//
+//	name             optional label, used in messages
+//	alg              required: a Linux name ("hmac(sha256)", "cmac(aes128)")
+//	                 or an RFC 5926 name ("HMAC-SHA-1-96"), see mac.Names
+//	key              required: "hex:…" or "text:…", 1..80 bytes (a CMAC
+//	                 algorithm that does not reduce the key takes its size)
+//	sndid, rcvid     required: the KeyIDs sent and expected, 0..255
+//	peer             required: an address or a prefix with host bits zero
+//	maclen           optional: 1..16 bytes and at most the digest; absent
+//	                 or 0 means 12
+//	exclude_options  optional: true leaves TCP options out of the MAC
+//	ifindex          optional: binds the MKT to an L3 (VRF) device index
+//
+// An "md5" entry (TCP_MD5SIG_EXT) has name, peer, key and ifindex, with the
+// same meaning. Reading is strict: an unknown or repeated field, a missing
+// or bad value, two "ao" entries for the same peer (and ifindex) with the
+// same sndid or rcvid, or two "md5" entries for the same peer, is an
+// [*Error] naming the entry and field (both entries for a duplicate) and
+// wrapping one of the sentinels below. A file above [MaxSize] is refused
+// before it is read whole. Printing a File, an entry or an error never
+// shows key bytes; only [File.Marshal] writes them.
+package keyfile

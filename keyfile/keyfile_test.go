@@ -1,0 +1,294 @@
+package keyfile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/md5sig"
+)
+
+func TestParseFields(t *testing.T) {
+	f, err := Parse([]byte(`{
+	  "ao": [
+	    {"alg": "HMAC-SHA-1-96", "key": "hex:0A0b0c", "sndid": 0, "rcvid": 255, "peer": "192.0.2.0/24"},
+	    {"name": "m0", "alg": "cmac(aes128)", "key": "hex:000102030405060708090a0b0c0d0e0f", "sndid": 1, "rcvid": 2,
+	     "peer": "::ffff:198.51.100.1", "maclen": 0, "exclude_options": true, "ifindex": 0},
+	    {"alg": "hmac(sha256)", "key": "text:k", "sndid": 1, "rcvid": 2, "peer": "2001:db8::/32", "maclen": 16, "ifindex": 7}
+	  ],
+	  "md5": [{"peer": "192.0.2.1", "key": "text:secret"}, {"name": "v", "peer": "2001:db8::/64", "key": "text:s", "ifindex": 3}]
+	}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &File{
+		AO: []AO{
+			{Config: ao.Config{Peer: netip.MustParsePrefix("192.0.2.0/24"), SendID: 0, RecvID: 255, Algorithm: "hmac(sha1)", Key: []byte{10, 11, 12}, MACLen: 12}},
+			{Name: "m0", Config: ao.Config{Peer: netip.MustParsePrefix("198.51.100.1/32"), SendID: 1, RecvID: 2, Algorithm: "cmac(aes128)",
+				Key: []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, MACLen: 12, ExcludeOptions: true, HasIfIndex: true}},
+			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: []byte("k"),
+				MACLen: 16, IfIndex: 7, HasIfIndex: true}},
+		},
+		MD5: []MD5{
+			{Config: md5sig.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte("secret")}},
+			{Name: "v", Config: md5sig.Config{Peer: netip.MustParsePrefix("2001:db8::/64"), Key: []byte("s"), IfIndex: 3, HasIfIndex: true}},
+		},
+	}
+	if !reflect.DeepEqual(f, want) {
+		t.Fatalf("got\n%#v\nwant\n%#v", f.AO, want.AO) // redacted, but the fields differ visibly
+	}
+}
+
+// TestErrors: every refusal names the entry and field, wraps its kind, and
+// never shows the key.
+func TestErrors(t *testing.T) {
+	const key = `"key": "text:TOPSECRET"`
+	ao1 := `{"alg": "hmac(sha1)", ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"`
+	for _, tc := range []struct {
+		name, in            string
+		kind                error
+		entry, field, other string
+		msg                 string
+	}{
+		{"empty", ``, ErrSyntax, "", "", "", "unexpected end"},
+		{"not object", `[]`, ErrSyntax, "", "", "", "want a JSON object, got a list"},
+		{"no keys", `{}`, ErrEmpty, "", "", "", "no keys"},
+		{"empty lists", `{"ao": [], "md5": []}`, ErrEmpty, "", "", "", "no keys"},
+		{"top unknown", `{"AO": []}`, ErrUnknownField, "", "AO", "", `unknown top-level field "AO" (did you mean "ao"?); want "ao" and/or "md5"`},
+		{"top twice", `{"ao": [], "ao": []}`, ErrSyntax, "", "ao", "", "given twice"},
+		{"ao not list", `{"ao": {}}`, ErrSyntax, "", "ao", "", "want a list, got an object"},
+		{"syntax", "{\"ao\": [\n" + ao1 + ",}]}", ErrSyntax, "", "", "", "line 2, column"},
+		{"trailing", `{"ao": [` + ao1 + `}]} x`, ErrSyntax, "", "", "", "line 1, column 96: invalid character 'x'"},
+		{"trailing object", `{"ao": [` + ao1 + `}]}{}`, ErrSyntax, "", "", "", "data after the end"},
+		{"entry not object", `{"ao": [1]}`, ErrSyntax, "ao[0]", "", "", "want a JSON object, got a number"},
+		{"unknown field", `{"ao": [` + ao1 + `, "sndId": 1}]}`, ErrUnknownField, "ao[0]", "sndId", "", `ao[0]: unknown field "sndId" (did you mean "sndid"?)`},
+		{"field twice", `{"ao": [` + ao1 + `, "sndid": 1}]}`, ErrSyntax, "ao[0]", "sndid", "", "given twice"},
+		{"missing", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": 1, "peer": "192.0.2.1"}]}`, ErrMissing, "ao[0]", "rcvid", "", "missing"},
+		{"named", `{"ao": [{"name": "r1", "alg": "hmac(sha1)", ` + key + `, "sndid": 1, "peer": "192.0.2.1"}]}`, ErrMissing, `ao[0] ("r1")`, "rcvid", "", "missing"},
+		{"name type", `{"ao": [` + ao1 + `, "name": 3}]}`, ErrValue, "ao[0]", "name", "", "want a string, got a number"},
+		{"alg", `{"ao": [{"alg": "hmac(md4)", ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "alg", "", "known:"},
+		{"alg md5", `{"ao": [{"alg": "tcp-md5", ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "alg", "", `unknown algorithm "tcp-md5"`},
+		{"key prefix", `{"ao": [{"alg": "hmac(sha1)", "key": "TOPSECRET", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "key", "", `want "hex:`},
+		{"key hex", `{"ao": [{"alg": "hmac(sha1)", "key": "hex:0aTOPSECRET", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "key", "", "offset 2"},
+		{"key odd", `{"ao": [{"alg": "hmac(sha1)", "key": "hex:0a0", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "key", "", "odd number"},
+		{"key empty", `{"ao": [{"alg": "hmac(sha1)", "key": "text:", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "key", "", "0 bytes, want 1..80"},
+		{"key long", `{"ao": [{"alg": "hmac(sha1)", "key": "text:` + strings.Repeat("x", 81) + `", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "key", "", "81 bytes"},
+		{"key type", `{"ao": [{"alg": "hmac(sha1)", "key": 12, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "key", "", "want a string, got a number"},
+		{"cmac key size", `{"ao": [{"alg": "cmac(aes)", ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "key", "", "takes 16"},
+		{"sndid range", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": 256, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "sndid", "", "256 is not a KeyID"},
+		{"rcvid negative", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": 1, "rcvid": -1, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "rcvid", "", "-1 is not a KeyID"},
+		{"sndid fraction", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": 1.5, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "sndid", "", "1.5 is not"},
+		{"sndid string", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": "1", "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "sndid", "", "want a number, got a string"},
+		{"sndid null", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": null, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "sndid", "", "got null"},
+		{"peer", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": 1, "rcvid": 2, "peer": "router1"}]}`, ErrValue, "ao[0]", "peer", "", "not an address"},
+		{"peer host bits", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1/24"}]}`, ErrValue, "ao[0]", "peer", "", "did you mean 192.0.2.0/24?"},
+		{"peer zone", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": 1, "rcvid": 2, "peer": "fe80::1%eth0"}]}`, ErrValue, "ao[0]", "peer", "", "not an address"},
+		{"maclen long", `{"ao": [` + ao1 + `, "maclen": 17}]}`, ErrValue, "ao[0]", "maclen", "", "17 is not in 1..16 for hmac(sha1) (0 means 12)"},
+		{"maclen digest", `{"ao": [{"alg": "cmac(aes128)", "key": "hex:000102030405060708090a0b0c0d0e0f", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1", "maclen": 16}, ` +
+			`{"alg": "hmac(md5)", ` + key + `, "sndid": 3, "rcvid": 4, "peer": "192.0.2.1", "maclen": 16}, ` +
+			`{"alg": "hmac(sha1)", ` + key + `, "sndid": 5, "rcvid": 6, "peer": "192.0.2.1", "maclen": -1}]}`, ErrValue, "ao[2]", "maclen", "", "-1 is not"},
+		{"exclude", `{"ao": [` + ao1 + `, "exclude_options": "yes"}]}`, ErrValue, "ao[0]", "exclude_options", "", "want true or false"},
+		{"ifindex", `{"ao": [` + ao1 + `, "ifindex": -2}]}`, ErrValue, "ao[0]", "ifindex", "", "not an interface index"},
+		{"dup sndid", `{"ao": [` + ao1 + `}, {"name": "b", "alg": "hmac(sha256)", "key": "text:other", "sndid": 1, "rcvid": 9, "peer": "192.0.2.1/32"}]}`,
+			ErrDuplicate, `ao[1] ("b")`, "sndid", "ao[0]", "KeyID 1 for peer 192.0.2.1/32 is also the sndid of ao[0]"},
+		{"dup rcvid", `{"ao": [{"name": "a", "alg": "hmac(sha1)", ` + key + `, "sndid": 7, "rcvid": 2, "peer": "::ffff:192.0.2.1"}, ` + ao1 + `}]}`,
+			ErrDuplicate, "ao[1]", "rcvid", `ao[0] ("a")`, "also the rcvid of ao[0]"},
+		{"dup bound and unbound", `{"ao": [` + ao1 + `}, ` + ao1 + `, "ifindex": 3}]}`, ErrDuplicate, "ao[1]", "sndid", "ao[0]", "also"},
+		{"exact dup", `{"ao": [` + ao1 + `}, {"sndid": 1, "rcvid": 2, "peer": "192.0.2.1", "alg": "HMAC-SHA-1-96", ` + key + `, "maclen": 0}]}`,
+			ErrDuplicate, "ao[1]", "", "ao[0]", "the same MKT as ao[0]"},
+		{"md5 unknown", `{"md5": [{"peer": "192.0.2.1", ` + key + `, "alg": "md5"}]}`, ErrUnknownField, "md5[0]", "alg", "", "unknown field"},
+		{"md5 missing", `{"md5": [{"peer": "192.0.2.1"}]}`, ErrMissing, "md5[0]", "key", "", "missing"},
+		{"md5 key", `{"md5": [{"peer": "192.0.2.1", "key": "text:` + strings.Repeat("x", 81) + `"}]}`, ErrValue, "md5[0]", "key", "", "81 bytes, want 1..80"},
+		{"md5 dup peer", `{"md5": [{"peer": "192.0.2.1", ` + key + `}, {"name": "z", "peer": "192.0.2.1/32", "key": "text:other"}]}`,
+			ErrDuplicate, `md5[1] ("z")`, "peer", "md5[0]", "192.0.2.1/32 already has a key in md5[0]"},
+		{"md5 exact dup", `{"md5": [{"peer": "192.0.2.1", ` + key + `}, {"peer": "192.0.2.1", ` + key + `}]}`,
+			ErrDuplicate, "md5[1]", "", "md5[0]", "the same key as md5[0]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.in))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("err = %v, want an *Error", err)
+			}
+			if !errors.Is(err, tc.kind) || e.Entry != tc.entry || e.Field != tc.field || e.Other != tc.other {
+				t.Errorf("err = %v: kind %v entry %q field %q other %q, want %v %q %q %q", err, e.Err, e.Entry, e.Field, e.Other, tc.kind, tc.entry, tc.field, tc.other)
+			}
+			if !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("err = %q, want it to contain %q", err, tc.msg)
+			}
+			if strings.Contains(err.Error(), "TOPSECRET") || strings.Contains(err.Error(), "xxxx") {
+				t.Errorf("err = %q shows key material", err)
+			}
+			if tc.entry != "" && !strings.HasPrefix(err.Error(), tc.entry) {
+				t.Errorf("err = %q does not begin with the entry %q", err, tc.entry)
+			}
+		})
+	}
+}
+
+// TestNotDuplicates: entries a keyring takes side by side, or that are
+// the keys of two endpoints, are not duplicates.
+func TestNotDuplicates(t *testing.T) {
+	for _, in := range []string{
+		// one peer, IDs mirrored: the two ends of one loopback connection
+		`{"ao": [{"alg": "hmac(sha1)", "key": "text:k", "sndid": 100, "rcvid": 200, "peer": "127.0.0.1"},
+		         {"alg": "hmac(sha1)", "key": "text:k", "sndid": 200, "rcvid": 100, "peer": "127.0.0.1"}]}`,
+		// the same IDs for different peers, and in different VRFs
+		`{"ao": [{"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 1, "peer": "192.0.2.1"},
+		         {"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 1, "peer": "192.0.2.0/24"},
+		         {"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 1, "peer": "192.0.2.9", "ifindex": 4},
+		         {"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 1, "peer": "192.0.2.9", "ifindex": 5}],
+		 "md5": [{"peer": "192.0.2.1", "key": "text:k"}, {"peer": "192.0.2.1", "key": "text:k", "ifindex": 4}]}`,
+	} {
+		if _, err := Parse([]byte(in)); err != nil {
+			t.Errorf("%v", err)
+		}
+	}
+}
+
+// countingReader counts what is read from it; it never ends.
+type countingReader struct{ n int64 }
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	for i := range p {
+		p[i] = ' '
+	}
+	r.n += int64(len(p))
+	return len(p), nil
+}
+
+func TestSizeLimit(t *testing.T) {
+	r := &countingReader{}
+	if _, err := Read(r); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("Read of an endless stream: %v, want ErrTooLarge", err)
+	}
+	if r.n > MaxSize+64<<10 {
+		t.Errorf("Read read %d bytes of an endless stream, want about %d", r.n, MaxSize+1)
+	}
+	if _, err := Parse(make([]byte, MaxSize+1)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Parse of MaxSize+1 bytes: %v", err)
+	}
+	// A 200 MB file (sparse) is refused from its size.
+	path := filepath.Join(t.TempDir(), "big.json")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(200 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if _, err := Load(path); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "209715200 bytes") {
+		t.Errorf("Load of 200 MB: %v", err)
+	}
+	// Just under the limit is read (and refused for its content).
+	b := append(bytes.Repeat([]byte(" "), MaxSize-2), '{', '}')
+	if _, err := Parse(b); !errors.Is(err, ErrEmpty) {
+		t.Errorf("Parse of MaxSize bytes: %v, want ErrEmpty", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "none.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load of a missing file: %v", err)
+	}
+}
+
+const sample = `{"ao": [{"name": "a", "alg": "hmac(sha1)", "key": "text:TOPSECRET", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1", "ifindex": 2, "exclude_options": true}],
+ "md5": [{"name": "b", "peer": "192.0.2.0/24", "key": "hex:544f50534543524554"}]}`
+
+func TestRedacted(t *testing.T) {
+	f, err := Parse([]byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%x", "%X", "%q", "%d"} {
+		for _, v := range []any{f, *f, f.AO[0], f.MD5[0], f.AO, f.MD5, &f.AO[0]} {
+			s := fmt.Sprintf(verb, v)
+			for _, secret := range []string{"TOPSECRET", "544f50534543524554", "544F50534543524554", "84 79 80"} {
+				if strings.Contains(s, secret) {
+					t.Errorf("Sprintf(%q, %T) = %q shows the key", verb, v, s)
+				}
+			}
+		}
+	}
+	if got, want := f.String(), "ao[0] \"a\" hmac(sha1) peer 192.0.2.1/32 sndid 1 rcvid 2 maclen 12 exclude_options ifindex 2 key [9 bytes]\nmd5[0] \"b\" peer 192.0.2.0/24 key [9 bytes]\n"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	f, err := Parse([]byte(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(f, g) {
+		t.Errorf("round trip differs:\n%s", b)
+	}
+	f.AO = append(f.AO, f.AO[0])
+	if _, err := f.Marshal(); !errors.Is(err, ErrDuplicate) {
+		t.Errorf("Marshal of a duplicate: %v", err)
+	}
+}
+
+func TestAddTo(t *testing.T) {
+	f, err := Parse([]byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"},
+	  {"name": "wide", "alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 3, "peer": "192.0.2.0/24"}],
+	  "md5": [{"peer": "198.51.100.1", "key": "text:m"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Only TCP-MD5: the AO entries are skipped.
+	md5Ring := md5sig.NewKeyring(nil)
+	if err := f.AddTo(nil, md5Ring); err != nil || md5Ring.Len() != 1 {
+		t.Fatalf("AddTo(nil, md5) = %v, %d keys", err, md5Ring.Len())
+	}
+	// Both MKTs are valid, but one keyring refuses the second (SendID 1
+	// on overlapping peers): the error names it and wraps the ring's.
+	aoRing := ao.NewKeyring(nil)
+	err = f.AddTo(aoRing, nil)
+	var e *Error
+	if !errors.As(err, &e) || !errors.Is(err, ao.ErrKeyExists) || e.Entry != `ao[1] ("wide")` || aoRing.Len() != 1 {
+		t.Fatalf("AddTo = %v (%d MKTs), want ao[1] refused with ErrKeyExists", err, aoRing.Len())
+	}
+	if m := aoRing.LookupRecv(netip.MustParseAddr("192.0.2.1"), 2, 0); m == nil || m.SendID() != 1 {
+		t.Errorf("LookupRecv after AddTo: %v", m)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(sample))
+	f.Add([]byte(`{"ao": [{"alg": "cmac(aes128)", "key": "hex:000102030405060708090a0b0c0d0e0f", "sndid": 1, "rcvid": 2, "peer": "::/0", "maclen": 4}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		kf, err := Parse(b)
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("not an *Error: %v", err)
+			}
+			return
+		}
+		out, err := kf.Marshal()
+		if err != nil {
+			t.Fatalf("Marshal of a parsed file: %v", err)
+		}
+		again, err := Read(bytes.NewReader(out))
+		if err != nil || !reflect.DeepEqual(kf, again) {
+			t.Fatalf("round trip: %v", err)
+		}
+		_ = io.Discard
+	})
+}
