@@ -35,7 +35,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		if err := s.Import(sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
-		opts := AppendOption(nil, 0, 0, DefaultMACLen)
+		opts := testOption(nil, 0, 0, DefaultMACLen)
 		hdr := make([]byte, 20+len(opts))
 		copy(hdr[20:], opts)
 		hdr[12] = byte(len(hdr) / 4 << 4)

@@ -1,7 +1,6 @@
 package ao
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -12,7 +11,6 @@ import (
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
-	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // Errors of the per-segment calls. Every forged or damaged MAC yields
@@ -23,7 +21,8 @@ var (
 	ErrKeyNotFound  = errors.New("ao: no MKT for the segment's KeyID")             // Linux TCP_AOKEYNOTFOUND
 	ErrAORequired   = errors.New("ao: segment is unsigned but TCP-AO is required") // TCP_AONOTFOUND
 	ErrUnexpected   = errors.New("ao: TCP-MD5 option on a TCP-AO connection")      // TCP_MD5UNEXPECTED
-	ErrNoOption     = errors.New("ao: segment has no TCP-AO option to sign")
+	ErrNoOption     = errors.New("ao: segment has no TCP-AO option")
+	ErrNoRoom       = errors.New("ao: TCP-AO option too short for the key's MAC")
 	ErrNoCurrentKey = errors.New("ao: connection has no current key")
 	ErrNoISN        = errors.New("ao: the peer's ISN is not known yet")
 	ErrNotSYN       = errors.New("ao: not a SYN")
@@ -66,14 +65,6 @@ const (
 	recvOther
 )
 
-// trafficKey is one derived traffic key: its bytes (for the pool's
-// re-key backend) and its keyed template (for the clone backend).
-type trafficKey struct {
-	tmpl mac.Key
-	raw  [mac.MaxSize]byte
-	n    uint8
-}
-
 // connKey holds the traffic keys one connection derived from one MKT,
 // each derived on first use. It is linked into the MKT so that deleting
 // the MKT wipes them.
@@ -81,15 +72,14 @@ type connKey struct {
 	mkt        *MKT
 	mu         sync.Mutex
 	ready      [4]atomic.Bool
-	keys       [4]trafficKey
+	keys       [4]mac.Key
 	prev, next *connKey // the MKT's list, under mkt.mu
 }
 
 func (k *connKey) wipe() {
 	for i := range k.keys {
 		k.ready[i].Store(false)
-		k.keys[i].tmpl.Wipe()
-		clear(k.keys[i].raw[:])
+		k.keys[i].Wipe()
 	}
 }
 
@@ -110,7 +100,7 @@ type Conn struct {
 	snd, rcv       sneState
 
 	mu        sync.Mutex                 // slow paths: deriving, adding connKeys, handshakes
-	handshake trafficKey                 // a key for an ISN not yet committed, under mu
+	handshake mac.Key                    // a key for an ISN not yet committed, under mu
 	hint      uint32                     // the connection's shard hint for MKT pins and the pool
 	slots     [4]atomic.Pointer[connKey] // derived keys, per MKT; more in extra
 	extra     atomic.Pointer[[]*connKey]
@@ -388,21 +378,9 @@ func (c *Conn) input(which int, peerISN uint32) kdf.Input {
 	}
 }
 
-// derive computes a traffic key into tk.
-func derive(m *MKT, in *kdf.Input, tk *trafficKey) error {
-	req := m.pool.Start(m.poolID)
-	raw, err := m.master.Derive(req.MAC, req.Scratch, in, tk.raw[:0])
-	req.End()
-	if err != nil {
-		return err
-	}
-	tk.n = uint8(len(raw))
-	return tk.tmpl.Init(m.alg, raw)
-}
-
 // trafficKey returns the cached traffic key `which` of m for this
 // connection, deriving it on first use.
-func (c *Conn) trafficKey(m *MKT, which int) (*trafficKey, error) {
+func (c *Conn) trafficKey(m *MKT, which int) (*mac.Key, error) {
 	k, err := c.keysFor(m)
 	if err != nil {
 		return nil, err
@@ -435,13 +413,13 @@ type pinned struct{ p pinToken }
 // Sign computes the MAC of an outgoing segment and writes it, with the
 // connection's KeyID (current key's SendID) and RNextKeyID (RNext key's
 // RecvID), into the segment's TCP-AO option, which the stack laid out with
-// [AppendOption] (length [OptionLen] of the current key's MAC length). A
-// SYN is signed with the Send_SYN traffic key, everything else (the
-// SYN-ACK, with or without payload, included) with Send_other.
+// [AppendOption] for the current key's MAC length (a longer option is
+// shortened; a shorter one is [ErrNoRoom]). A SYN is signed with the
+// Send_SYN traffic key, everything else (the SYN-ACK, with or without
+// payload, included) with Send_other.
 func (c *Conn) Sign(seg *segment.Segment) error {
-	off := seg.Auth.AO
-	if off < 0 {
-		return ErrNoOption
+	if err := checkSegment(seg); err != nil {
+		return err
 	}
 	m, hold, err := c.sendKey()
 	if err != nil {
@@ -449,12 +427,8 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	}
 	defer m.release(hold.p)
 	h := seg.Header
-	if int(h[off+1]) != OptionLen(int(m.maclen)) {
-		return fmt.Errorf("%w: option length %d, current key needs %d", ErrNoOption, h[off+1], OptionLen(int(m.maclen)))
-	}
-	flags := h.Flags()
 	which := sendOther
-	if flags&segment.SYN != 0 && flags&segment.ACK == 0 {
+	if isSYN(h.Flags()) {
 		which = sendSYN
 	} else if !c.risnKnown.Load() {
 		return ErrNoISN
@@ -463,17 +437,12 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if err != nil {
 		return err
 	}
-	h[off+2], h[off+3] = m.sendID, c.rnextID(m)
 	seq := h.Seq()
-	sne := c.snd.of(seq)
-	req := m.pool.StartHint(m.poolID, c.hint)
-	sum, err := segmentMAC(req, tk, seg, off, int(m.maclen), m.exclude, sne)
-	if err == nil {
-		copy(h[off+4:off+4+int(m.maclen)], sum)
-		c.snd.advance(seq)
+	if err := sign(m, tk, seg, c.snd.of(seq), c.rnextID(m), c.hint); err != nil {
+		return err
 	}
-	req.End()
-	return err
+	c.snd.advance(seq)
+	return nil
 }
 
 // Verify checks an incoming segment (RFC 5925 §7.6 as Linux's
@@ -482,16 +451,22 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 // of our SendIDs, that MKT becomes the current key. A nil error means
 // the segment may be processed.
 func (c *Conn) Verify(seg *segment.Segment) error {
-	if seg.Auth.MD5 >= 0 {
+	if err := checkSegment(seg); err != nil {
+		return err
+	}
+	if seg.Auth.MD5 > 0 {
 		return ErrUnexpected
 	}
-	opt, off, ok := findOption(seg)
-	if !ok {
+	off, opt, err := findOption(seg)
+	if err != nil {
 		if c.policy.AORequired || c.current.Load() != nil {
 			c.aoRequired.Add(1)
 			return ErrAORequired
 		}
 		return nil
+	}
+	if c.ring == nil {
+		return ErrKeyNotFound
 	}
 	m := c.rnext.Load()
 	if m == nil || m.recvID != opt.KeyID || m.deleting.Load() {
@@ -518,12 +493,11 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	h := seg.Header
 	flags, seq := h.Flags(), h.Seq()
 	var (
-		tk  *trafficKey
+		tk  *mac.Key
 		sne uint32
-		err error
 	)
 	switch {
-	case flags&segment.SYN != 0 && flags&segment.ACK == 0:
+	case isSYN(flags):
 		// A (retransmitted) SYN: Receive_SYN key with the SYN's own ISN.
 		if !c.risnKnown.Load() || seq != c.risn {
 			return c.verifyHandshake(m, seg, opt, off, recvSYN, seq)
@@ -542,8 +516,8 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	if err != nil {
 		return err
 	}
-	if !c.check(m, tk, seg, opt, off, sne) {
-		return ErrBadMAC
+	if err := c.check(m, tk, seg, opt, off, sne); err != nil {
+		return err
 	}
 	if flags&segment.SYN == 0 {
 		c.rcv.advance(seq)
@@ -552,27 +526,17 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	return nil
 }
 
-// check computes the segment's MAC under tk, compares it in constant time
-// and counts the result.
-func (c *Conn) check(m *MKT, tk *trafficKey, seg *segment.Segment, opt Option, off int, sne uint32) bool {
-	if !macMatches(m, c.hint, tk, seg, opt, off, sne) {
+// check verifies seg under tk and counts the result.
+func (c *Conn) check(m *MKT, tk *mac.Key, seg *segment.Segment, opt Option, off int, sne uint32) error {
+	err := verify(m, tk, seg, off, opt.MAC, sne, c.hint)
+	if err != nil {
 		c.bad.Add(1)
 		m.bad.Add(1)
-		return false
+		return err
 	}
 	c.good.Add(1)
 	m.good.Add(1)
-	return true
-}
-
-// macMatches computes seg's MAC under tk through the pool and compares it
-// with the option's MAC in constant time.
-func macMatches(m *MKT, hint uint32, tk *trafficKey, seg *segment.Segment, opt Option, off int, sne uint32) bool {
-	req := m.pool.StartHint(m.poolID, hint)
-	sum, err := segmentMAC(req, tk, seg, off, int(m.maclen), m.exclude, sne)
-	good := err == nil && mac.Equal(sum, opt.MAC)
-	req.End()
-	return good
+	return nil
 }
 
 // verifyHandshake verifies a SYN or SYN-ACK whose traffic key depends on
@@ -585,14 +549,12 @@ func (c *Conn) verifyHandshake(m *MKT, seg *segment.Segment, opt Option, off, wh
 	tk := &c.handshake
 	in := c.input(which, seq)
 	err := derive(m, &in, tk)
-	good := err == nil && c.check(m, tk, seg, opt, off, 0)
-	tk.tmpl.Wipe()
-	clear(tk.raw[:])
+	if err == nil {
+		err = c.check(m, tk, seg, opt, off, 0)
+	}
+	tk.Wipe()
 	if err != nil {
 		return err
-	}
-	if !good {
-		return ErrBadMAC
 	}
 	if which == recvOther && !c.risnKnown.Load() {
 		c.setRISN(seq)
@@ -610,50 +572,6 @@ func (c *Conn) rotate(opt Option) {
 			c.setCurrent(n)
 		}
 	}
-}
-
-// segmentMAC computes the MAC of seg (RFC 5925 §5.1, Linux
-// tcp_ao_hash_skb): SNE, pseudo-header, TCP header with checksum and MAC
-// zeroed (or only the base header and the AO option when options are
-// excluded), payload; truncated to maclen. The result aliases the
-// request's scratch.
-func segmentMAC(req *sigpool.Request, tk *trafficKey, seg *segment.Segment, off, maclen int, exclude bool, sne uint32) ([]byte, error) {
-	if err := req.Key(&tk.tmpl, tk.raw[:tk.n]); err != nil {
-		return nil, err
-	}
-	sc := req.Scratch
-	b := binary.BigEndian.AppendUint32(sc[:0], sne)
-	b = segment.AppendPseudoHeader(b, seg.Src, seg.Dst, seg.Len())
-	start := len(b)
-	h := seg.Header
-	if exclude {
-		b = append(b, h[:segment.TCPMinimumSize]...)
-		b = append(b, h[off:off+OptionHeaderLen]...)
-		for i := 0; i < maclen; i++ {
-			b = append(b, 0)
-		}
-	} else {
-		b = append(b, h...)
-		clear(b[start+off+OptionHeaderLen : start+off+OptionHeaderLen+maclen])
-	}
-	b[start+segment.TCPChecksumOffset], b[start+segment.TCPChecksumOffset+1] = 0, 0
-	// Complete the hash's first block(s) here: the hash would otherwise
-	// buffer the header and the payload's first bytes in its own block
-	// buffer and run its block function once more. The bytes staged are
-	// at most one block of payload, exactly what the hash would have
-	// copied itself; the payload is otherwise hashed in place.
-	pay := seg.Payload
-	if bs := req.MAC.Algorithm().BlockSize(); bs > 16 {
-		fill := min((bs-len(b)%bs)%bs, len(pay))
-		b = append(b, pay[:fill]...)
-		pay = pay[fill:]
-	}
-	req.MAC.Write(b)
-	req.MAC.Write(pay)
-	for _, f := range seg.Frags {
-		req.MAC.Write(f)
-	}
-	return req.MAC.Sum(sc[sumOff:sumOff])[:maclen], nil
 }
 
 // Counters returns the connection's counters.
@@ -680,11 +598,7 @@ func (c *Conn) ICMP(v6 bool, typ, code uint8) bool {
 
 // trafficKeyFor is trafficKey for a known peer ISN before it is committed
 // (the listener's SYN).
-func (c *Conn) trafficKeyFor(m *MKT, which int, peerISN uint32) (*trafficKey, error) {
+func (c *Conn) trafficKeyFor(m *MKT, which int, peerISN uint32) (*mac.Key, error) {
 	c.risn = peerISN
 	return c.trafficKey(m, which)
-}
-
-func netipAddrPort(a netip.Addr, port uint16) netip.AddrPort {
-	return netip.AddrPortFrom(a.Unmap(), port)
 }

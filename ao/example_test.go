@@ -9,9 +9,9 @@ import (
 )
 
 // tcpHeader lays out a TCP header with a TCP-AO option, as a stack would.
-func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, keyID, rnext uint8, maclen int) []byte {
+func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, maclen int) []byte {
 	return segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535},
-		ao.AppendOption(nil, keyID, rnext, maclen))
+		ao.AppendOption(nil, maclen))
 }
 
 // A client and a server stack sign and verify the first segments of a
@@ -34,7 +34,7 @@ func Example() {
 	if err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 1000}, ao.Policy{}); err != nil {
 		panic(err)
 	}
-	syn, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 1000, 0, segment.SYN, 0, 0, 12))
+	syn, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 1000, 0, segment.SYN, 12))
 	fmt.Println("sign SYN:", c.Sign(&syn))
 
 	l := ao.NewListener(sring, ao.Policy{}, 0)
@@ -42,11 +42,11 @@ func Example() {
 	fmt.Println("accept SYN:", signed, err)
 
 	greeting := []byte("220 ready\r\n")
-	synack, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5000, 1001, segment.SYN|segment.ACK, 0, 0, 12), greeting)
+	synack, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5000, 1001, segment.SYN|segment.ACK, 12), greeting)
 	fmt.Println("sign SYN-ACK with payload:", s.Sign(&synack))
 	fmt.Println("verify SYN-ACK:", c.Verify(&synack))
 
-	data, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 1001, 5012, segment.ACK|segment.PSH, 0, 0, 12), []byte("OPEN"))
+	data, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 1001, 5012, segment.ACK|segment.PSH, 12), []byte("OPEN"))
 	fmt.Println("sign data:", c.Sign(&data), "verify:", s.Verify(&data))
 	data.Frags[0][0] ^= 1 // tampered in flight
 	fmt.Println("tampered:", s.Verify(&data))

@@ -129,7 +129,7 @@ func TestFormatNoKey(t *testing.T) {
 	add(c.SetCurrent(200))
 	add(c.SetRNext(200))
 	add(c.Sign(testSeg(t, cli4, srv4, 80, 100, segment.ACK, 0, nil)))
-	add(c.Sign(testSeg(t, cli4, srv4, 80, 100, segment.ACK, 16, nil)))
+	add(c.Sign(testSeg(t, cli4, srv4, 80, 100, segment.ACK, 8, nil)))
 	forged := testSeg(t, srv4, cli4, 100, 80, segment.ACK, 12, []byte("forged"))
 	forged.Header[forged.Auth.AO+2] = 2
 	add(c.Verify(forged))

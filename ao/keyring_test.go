@@ -32,7 +32,7 @@ func masterWiped(m *MKT) bool { return allZero(unsafe.Pointer(m.master), unsafe.
 // connKeyWiped reports whether every traffic key of k is all zero.
 func connKeyWiped(k *connKey) bool {
 	for i := range k.keys {
-		if !allZero(unsafe.Pointer(&k.keys[i].tmpl), unsafe.Sizeof(k.keys[i].tmpl)) || !allZero(unsafe.Pointer(&k.keys[i].raw), unsafe.Sizeof(k.keys[i].raw)) {
+		if !allZero(unsafe.Pointer(&k.keys[i]), unsafe.Sizeof(k.keys[i])) {
 			return false
 		}
 	}

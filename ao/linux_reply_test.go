@@ -133,7 +133,7 @@ func TestLinuxListenReset(t *testing.T) {
 			t.Fatalf("%s ack: %v", c.Name, err)
 		}
 		want, err := segment.ParsePacket(rst)
-		if err != nil || want.Auth.AO < 0 {
+		if err != nil || want.Auth.AO == 0 {
 			t.Fatalf("%s rst: %v (AO at %d)", c.Name, err, want.Auth.AO)
 		}
 		cfg := Config{Peer: c.Peer, SendID: c.SendID, RecvID: c.RecvID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen}

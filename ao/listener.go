@@ -1,6 +1,7 @@
 package ao
 
 import (
+	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -33,16 +34,22 @@ func (l *Listener) Counters() Counters { return l.counters.snapshot() }
 // signed is false, with a nil error, for an unsigned SYN from a peer no
 // MKT covers: the connection then runs without TCP-AO.
 func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (signed bool, err error) {
+	if l == nil || l.ring == nil || conn == nil {
+		return false, ErrKeyNotFound
+	}
+	if err := checkSegment(syn); err != nil {
+		return false, err
+	}
 	h := syn.Header
-	if h.Flags()&(segment.SYN|segment.ACK) != segment.SYN {
+	if !isSYN(h.Flags()) {
 		return false, ErrNotSYN
 	}
-	if syn.Auth.MD5 >= 0 {
+	if syn.Auth.MD5 > 0 {
 		return false, ErrUnexpected
 	}
 	src := syn.Src.Unmap()
-	opt, off, ok := findOption(syn)
-	if !ok {
+	off, opt, err := findOption(syn)
+	if err != nil {
 		if l.policy.AORequired || l.ring.Covers(src, l.l3) {
 			l.aoRequired.Add(1)
 			return false, ErrAORequired
@@ -77,11 +84,11 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 	if err != nil {
 		return true, err
 	}
-	if !macMatches(m, conn.hint, tk, syn, opt, off, 0) {
+	if err := verify(m, tk, syn, off, opt.MAC, 0, conn.hint); err != nil {
 		conn.Close()
 		l.bad.Add(1)
 		m.bad.Add(1)
-		return true, ErrBadMAC
+		return true, err
 	}
 	l.good.Add(1)
 	m.good.Add(1)
@@ -107,9 +114,15 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 // RNextKeyID and its RNextKeyID is that MKT's RecvID. With no ISNs at all
 // a RST cannot be signed (RFC 5925 §7.7); Linux then sends none.
 func (l *Listener) SignReset(in, rst *segment.Segment, localISN, remoteISN uint32) error {
+	if l == nil || l.ring == nil {
+		return ErrKeyNotFound
+	}
+	if err := checkSegment(in); err != nil {
+		return err
+	}
 	src := in.Src.Unmap()
 	m := (*MKT)(nil)
-	if opt, _, ok := findOption(in); ok {
+	if _, opt, err := findOption(in); err == nil {
 		if m = l.ring.LookupSend(src, opt.RNextKeyID, l.l3); m == nil {
 			m = l.ring.LookupRecv(src, opt.KeyID, l.l3)
 		}
@@ -119,16 +132,11 @@ func (l *Listener) SignReset(in, rst *segment.Segment, localISN, remoteISN uint3
 	if m == nil {
 		return ErrKeyNotFound
 	}
-	var c Conn
-	c.reset(l.ring, Endpoint{Local: netipAddrPort(rst.Src, rst.Header.SrcPort()), Remote: netipAddrPort(rst.Dst, rst.Header.DstPort()),
-		L3Index: l.l3, LocalISN: localISN}, l.policy)
-	c.setRISN(remoteISN)
-	if !c.setCurrent(m) {
-		return ErrKeyNotFound
+	if err := checkSegment(rst); err != nil {
+		return err
 	}
-	c.setRNext(m)
-	defer c.Close()
-	return c.Sign(rst)
+	sne := ComputeSNE(0, localISN, rst.Header.Seq())
+	return SignSegment(m, ISNs{Src: localISN, Dst: remoteISN}, sne, m.recvID, rst)
 }
 
 // SignListenReset signs rst, a RST the stack built in reply to segment in
@@ -146,24 +154,25 @@ func (l *Listener) SignReset(in, rst *segment.Segment, localISN, remoteISN uint3
 // a verifier can recognise it. An in without a TCP-AO option gets
 // [ErrNoOption]: Linux then sends its RST unsigned.
 func (l *Listener) SignListenReset(in, rst *segment.Segment) error {
-	opt, _, ok := findOption(in)
-	if !ok {
-		return ErrNoOption
+	if l == nil || l.ring == nil {
+		return ErrKeyNotFound
 	}
-	src := in.Src.Unmap()
-	m := l.ring.LookupRecv(src, opt.RNextKeyID, l.l3)
+	if err := checkSegment(in); err != nil {
+		return err
+	}
+	_, opt, err := findOption(in)
+	if err != nil {
+		return err
+	}
+	m := l.ring.LookupRecv(in.Src.Unmap(), opt.RNextKeyID, l.l3)
 	if m == nil {
 		return ErrKeyNotFound
 	}
-	var c Conn
-	c.asListener(l.ring, l.l3, l.policy, in)
-	c.snd.store(0, rst.Header.Seq())
-	if !c.setCurrent(m) {
-		return ErrKeyNotFound
+	if err := checkSegment(rst); err != nil {
+		return err
 	}
-	c.setRNext(m)
-	defer c.Close()
-	return c.Sign(rst)
+	ki := listenInput(in)
+	return signOnce(m, &ki, 0, m.recvID, rst)
 }
 
 // VerifyListenReset checks rst, sent in reply to in, as the RST of a Linux
@@ -173,46 +182,30 @@ func (l *Listener) SignListenReset(in, rst *segment.Segment) error {
 // options flag the listener used. No peer accepts such a RST (a
 // connection's Verify rejects it); this is for readers of captures, to
 // tell it from a forgery or a wrong key. It returns nil, [ErrNoOption],
-// [ErrMACLength], [ErrBadMAC], or [ErrKeyNotFound] when m is deleted.
+// [ErrMACLength], [ErrBadMAC], or [ErrKeyNotFound] when m is nil or
+// deleted.
 func VerifyListenReset(m *MKT, in, rst *segment.Segment) error {
-	opt, off, ok := findOption(rst)
-	if !ok {
-		return ErrNoOption
-	}
-	if len(opt.MAC) != int(m.maclen) {
-		return ErrMACLength
-	}
-	p, ok := m.acquire()
-	if !ok {
-		return ErrKeyNotFound
-	}
-	defer m.release(p)
-	var c Conn
-	c.asListener(nil, 0, Policy{}, in)
-	defer c.Close()
-	tk, err := c.trafficKey(m, sendOther)
-	if err != nil {
+	if err := checkSegment(in); err != nil {
 		return err
 	}
-	if !macMatches(m, c.hint, tk, rst, opt, off, 0) {
-		return ErrBadMAC
-	}
-	return nil
+	ki := listenInput(in)
+	return verifyOnce(m, &ki, 0, rst)
 }
 
-// asListener sets c up as the connection a Linux listener stands for
-// when it signs a RST to in (tcp_ao_prepare_reset, TCP_LISTEN): in's
-// sender is the local end, the ISNs are (in's sequence number, 0), so the
-// send traffic key is the key of in's own direction.
-func (c *Conn) asListener(ring *Keyring, l3 int, p Policy, in *segment.Segment) {
-	c.reset(ring, Endpoint{Local: netipAddrPort(in.Src, in.Header.SrcPort()), Remote: netipAddrPort(in.Dst, in.Header.DstPort()),
-		L3Index: l3, LocalISN: in.Header.Seq()}, p)
-	c.setRISN(0)
+// listenInput is the KDF input a Linux listener signs a RST to in with
+// (tcp_ao_prepare_reset, TCP_LISTEN): in's own direction, ISNs (in's
+// sequence number, 0).
+func listenInput(in *segment.Segment) kdf.Input {
+	h := in.Header
+	return kdf.Input{Src: in.Src, Dst: in.Dst, SrcPort: h.SrcPort(), DstPort: h.DstPort(), SrcISN: h.Seq()}
 }
 
 // SyncookieISNs returns the ISNs a listener infers from an ACK that
 // completes a syncookie handshake (Linux tcp_inbound_ao_hash): the peer's
-// is seq−1, ours ack−1.
+// is seq−1, ours ack−1. A segment without a TCP header gives zeros.
 func SyncookieISNs(ack *segment.Segment) (localISN, remoteISN uint32) {
+	if ack == nil || len(ack.Header) < segment.TCPMinimumSize {
+		return 0, 0
+	}
 	return ack.Header.Ack() - 1, ack.Header.Seq() - 1
 }

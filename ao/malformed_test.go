@@ -50,7 +50,7 @@ func TestParseOption(t *testing.T) {
 	// AppendOption and OptionLen/OptionSpace agree with what ParseOption
 	// reads back, for every MAC length Linux allows.
 	for maclen := 1; maclen <= MaxMACLen; maclen++ {
-		b := AppendOption(nil, 7, 9, maclen)
+		b := testOption(nil, 7, 9, maclen)
 		if len(b) != OptionSpace(maclen) || len(b)%4 != 0 || int(b[1]) != OptionLen(maclen) {
 			t.Fatalf("maclen %d: option %x", maclen, b)
 		}
@@ -82,7 +82,7 @@ func TestMalformed(t *testing.T) {
 	mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
 	sm := mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
 	p := newPair(t, cring, sring, cli4, srv4, 999, 1999, 0, 1000, 0, 2000, 1, 2, 2, 1)
-	ao := func(keyID uint8, maclen int) []byte { return AppendOption(nil, keyID, 2, maclen) }
+	ao := func(keyID uint8, maclen int) []byte { return testOption(nil, keyID, 2, maclen) }
 
 	t.Run("parse", func(t *testing.T) {
 		for _, c := range []struct {
@@ -242,9 +242,15 @@ func TestMalformed(t *testing.T) {
 		if err := p.c.Sign(plain); !errors.Is(err, ErrNoOption) {
 			t.Errorf("Sign without an AO option: %v", err)
 		}
-		wrong := testSeg(t, cli4, srv4, 1000, 2000, segment.ACK, 16, []byte("x"))
-		if err := p.c.Sign(wrong); !errors.Is(err, ErrNoOption) {
+		short := testSeg(t, cli4, srv4, 1000, 2000, segment.ACK, 8, []byte("x"))
+		if err := p.c.Sign(short); !errors.Is(err, ErrNoRoom) {
+			t.Errorf("Sign with an 8-byte MAC slot for a 12-byte key: %v", err)
+		}
+		long := testSeg(t, cli4, srv4, 1000, 2000, segment.ACK, 16, []byte("x"))
+		if err := p.c.Sign(long); err != nil {
 			t.Errorf("Sign with a 16-byte MAC slot for a 12-byte key: %v", err)
+		} else if o := long.Header[long.Auth.AO:]; o[1] != 16 || long.Auth.AOLen != 16 || string(o[16:20]) != "\x01\x01\x01\x01" {
+			t.Errorf("16-byte slot not shortened to the 12-byte MAC and NOPs: % x", o[:20])
 		}
 		// A client before the SYN-ACK knows no peer ISN: only SYNs.
 		var c Conn

@@ -44,10 +44,12 @@ func ParseOption(opt []byte) (Option, error) {
 	return Option{KeyID: opt[2], RNextKeyID: opt[3], MAC: opt[4:n:n]}, nil
 }
 
-// AppendOption appends a TCP-AO option with a zero MAC of maclen bytes,
-// followed by NOPs up to a 4-byte boundary (Linux tcp_options_write).
-func AppendOption(dst []byte, keyID, rnextKeyID uint8, maclen int) []byte {
-	dst = append(dst, OptionKind, byte(OptionLen(maclen)), keyID, rnextKeyID)
+// AppendOption appends a TCP-AO option for a MAC of maclen bytes,
+// followed by NOPs up to a 4-byte boundary (Linux tcp_options_write):
+// KeyID, RNextKeyID and MAC zero, for the signer to fill in.
+func AppendOption(dst []byte, maclen int) []byte {
+	maclen = max(0, min(maclen, 255-OptionHeaderLen))
+	dst = append(dst, OptionKind, byte(OptionLen(maclen)), 0, 0)
 	for i := 0; i < maclen; i++ {
 		dst = append(dst, 0)
 	}
@@ -57,15 +59,16 @@ func AppendOption(dst []byte, keyID, rnextKeyID uint8, maclen int) []byte {
 	return dst
 }
 
-// findOption returns the AO option of seg, parsed.
-func findOption(seg *segment.Segment) (Option, int, bool) {
+// findOption returns the offset of seg's AO option and the option, or
+// [ErrNoOption].
+func findOption(seg *segment.Segment) (int, Option, error) {
 	off := seg.Auth.AO
-	if off < 0 || seg.Auth.AOLen == 0 {
-		return Option{}, -1, false
+	if off < segment.TCPMinimumSize || off >= len(seg.Header) {
+		return 0, Option{}, ErrNoOption
 	}
 	o, err := ParseOption(seg.Header[off:])
 	if err != nil {
-		return Option{}, -1, false
+		return 0, Option{}, err
 	}
-	return o, off, true
+	return off, o, nil
 }

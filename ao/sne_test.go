@@ -44,7 +44,7 @@ func mustAdd(t testing.TB, r *Keyring, cfg Config) *MKT {
 func testHeader(src, dst netip.AddrPort, seq, ack uint32, flags segment.Flags, keyID, rnext uint8, maclen int, extra []byte) []byte {
 	var opts []byte
 	if maclen > 0 {
-		opts = AppendOption(opts, keyID, rnext, maclen)
+		opts = testOption(opts, keyID, rnext, maclen)
 	}
 	opts = append(opts, extra...)
 	for len(opts)%4 != 0 {
@@ -495,4 +495,13 @@ func TestSNEForged(t *testing.T) {
 func restoreSend(t *testing.T, c *Conn, st RepairState) {
 	t.Helper()
 	c.snd.store(st.SendSNE, st.SendSeq)
+}
+
+// testOption is AppendOption with the KeyIDs set, for segments a test
+// builds without signing them.
+func testOption(dst []byte, keyID, rnext uint8, maclen int) []byte {
+	n := len(dst)
+	dst = AppendOption(dst, maclen)
+	dst[n+2], dst[n+3] = keyID, rnext
+	return dst
 }

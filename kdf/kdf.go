@@ -48,6 +48,9 @@ type Master struct {
 // bytes long is reduced as RFC 5926 §3.1.1.2 says (Linux
 // tcp_ao_parse_crypto does the same, and then reports the reduced key).
 func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
+	if m == nil {
+		return ErrMasterKey
+	}
 	key := masterKey
 	var reduced [16]byte
 	if alg.ReducesMasterKey() && len(key) != 16 {
@@ -75,10 +78,19 @@ func ReduceCMACKey(dst *[16]byte, key []byte) {
 }
 
 // Algorithm returns the master key's algorithm.
-func (m *Master) Algorithm() *mac.Algorithm { return m.key.Algorithm() }
+func (m *Master) Algorithm() *mac.Algorithm {
+	if m == nil {
+		return nil
+	}
+	return m.key.Algorithm()
+}
 
 // Wipe clears the prepared key.
-func (m *Master) Wipe() { m.key.Wipe() }
+func (m *Master) Wipe() {
+	if m != nil {
+		m.key.Wipe()
+	}
+}
 
 // Input is the connection part of the PRF input (RFC 5925 §5.2): as seen
 // in the segments the traffic key protects. For Send_SYN and
@@ -91,6 +103,9 @@ type Input struct {
 
 // Append appends the whole PRF input block for a digest of outBits bits.
 func (in *Input) Append(dst []byte, outBits int) ([]byte, error) {
+	if in == nil {
+		return dst, ErrAddress
+	}
 	src, d := in.Src.Unmap(), in.Dst.Unmap()
 	if src.Is4() != d.Is4() || !src.IsValid() || !d.IsValid() {
 		return dst, ErrAddress
@@ -110,12 +125,20 @@ func (in *Input) Append(dst []byte, outBits int) ([]byte, error) {
 // scratch at least MaxInputLen bytes; neither escapes, and with capacity
 // in out nothing is allocated.
 func (m *Master) Derive(w *mac.Context, scratch []byte, in *Input, out []byte) ([]byte, error) {
+	if m == nil || in == nil {
+		return out, ErrMasterKey
+	}
 	alg := m.key.Algorithm()
+	if cap(scratch) < MaxInputLen {
+		return out, fmt.Errorf("%w: scratch of %d bytes", ErrMasterKey, cap(scratch))
+	}
 	buf, err := in.Append(scratch[:0], alg.Size()*8)
 	if err != nil {
 		return out, err
 	}
-	w.Load(&m.key)
+	if err := w.Load(&m.key); err != nil {
+		return out, fmt.Errorf("%w: %w", ErrMasterKey, err)
+	}
 	w.Write(buf)
 	clear(buf)
 	return w.Sum(out), nil

@@ -20,6 +20,10 @@ import (
 // the error text lists the known names.
 var ErrUnknownAlgorithm = errors.New("mac: unknown algorithm")
 
+// ErrNoKey is returned when a context is used without a key, or given a
+// nil key, an empty one or one of another algorithm.
+var ErrNoKey = errors.New("mac: no key, or a key of another algorithm")
+
 // ErrKeySize is returned when a key's length does not suit the algorithm
 // (AES-CMAC takes 16- or 32-byte keys; HMAC takes any length).
 var ErrKeySize = errors.New("mac: invalid key size")
@@ -27,10 +31,8 @@ var ErrKeySize = errors.New("mac: invalid key size")
 // MaxSize is the largest digest of any algorithm here (SHA-512, SHA3-512).
 const MaxSize = 64
 
-// MaxKeySize is the longest raw key a [Key] keeps. TCP-AO and TCP-MD5 both
-// cap master keys at 80 bytes (TCP_AO_MAXKEYLEN, TCP_MD5SIG_MAXKEYLEN);
-// HMAC keys longer than a block are hashed first, so only AES and TCP-MD5
-// need the raw bytes, and those are at most 80.
+// MaxKeySize is the longest TCP-MD5 key (TCP_MD5SIG_MAXKEYLEN); TCP-AO
+// caps master keys at the same 80 bytes (TCP_AO_MAXKEYLEN).
 const MaxKeySize = 80
 
 // maxBlockSize is the largest hash block (SHA3-224's rate, 144 bytes).
@@ -44,7 +46,7 @@ type kind uint8
 
 const (
 	kindHMAC   kind = iota // HMAC over a hash whose state can be marshalled: clonable
-	kindHMACRe             // HMAC over a hash with no state export: re-keyed per use
+	kindHMACRe             // HMAC over a hash with no state export: Reset re-absorbs the pads
 	kindCMAC               // AES-CMAC (RFC 4493)
 	kindTCPMD5             // MD5(data || key), RFC 2385
 )
@@ -61,34 +63,56 @@ type Algorithm struct {
 }
 
 // Name returns the Linux name, e.g. "hmac(sha1)".
-func (a *Algorithm) Name() string { return a.name }
+func (a *Algorithm) Name() string {
+	if a == nil {
+		return ""
+	}
+	return a.name
+}
 
 // String returns the Linux name.
-func (a *Algorithm) String() string { return a.name }
+func (a *Algorithm) String() string {
+	if a == nil {
+		return "mac.Algorithm(nil)"
+	}
+	return a.name
+}
 
 // Size returns the digest size in bytes: the traffic-key length and the
 // upper bound of the MAC length for TCP-AO.
-func (a *Algorithm) Size() int { return a.size }
+func (a *Algorithm) Size() int {
+	if a == nil {
+		return 0
+	}
+	return a.size
+}
 
 // BlockSize returns the block size of the underlying hash (AES: 16).
-func (a *Algorithm) BlockSize() int { return a.blockSize }
+func (a *Algorithm) BlockSize() int {
+	if a == nil {
+		return 0
+	}
+	return a.blockSize
+}
 
-// CanClone reports whether a keyed state can be copied into another
-// context ([Context.Load]) without re-running the key schedule. It is false
-// for hmac(rmd160): golang.org/x/crypto/ripemd160 exports no state.
-func (a *Algorithm) CanClone() bool { return a.kind != kindHMACRe }
+// valid reports whether a is one of the registry's algorithms (not nil,
+// not a zero Algorithm).
+func (a *Algorithm) valid() bool { return a != nil && a.size > 0 }
 
 // IsCMAC reports whether the algorithm is AES-CMAC.
-func (a *Algorithm) IsCMAC() bool { return a.kind == kindCMAC }
+func (a *Algorithm) IsCMAC() bool { return a.valid() && a.kind == kindCMAC }
 
 // ReducesMasterKey reports whether RFC 5926 §3.1.1.2 applies: cmac(aes128)
 // first reduces a master key that is not 16 bytes long with AES-CMAC under
 // the all-zero key. cmac(aes) does not (Linux refuses such keys instead).
-func (a *Algorithm) ReducesMasterKey() bool { return a.reduceKey }
+func (a *Algorithm) ReducesMasterKey() bool { return a.valid() && a.reduceKey }
 
 // KeySizeOK reports whether key length n is acceptable for this algorithm
 // as the MAC key itself.
 func (a *Algorithm) KeySizeOK(n int) bool {
+	if !a.valid() || n < 0 {
+		return false
+	}
 	switch a.kind {
 	case kindCMAC:
 		return n == 16 || (a.aes256 && n == 32)

@@ -23,6 +23,9 @@ type Context struct {
 // NewContext returns an unkeyed working context for a. Call Load or SetKey
 // before writing.
 func (a *Algorithm) NewContext() *Context {
+	if !a.valid() {
+		return &Context{}
+	}
 	c := &Context{alg: a}
 	if a.newHash != nil {
 		c.inner = a.newHash()
@@ -33,33 +36,55 @@ func (a *Algorithm) NewContext() *Context {
 	return c
 }
 
-// Algorithm returns the context's algorithm.
-func (c *Context) Algorithm() *Algorithm { return c.alg }
+// Algorithm returns the context's algorithm, nil for a context of none.
+func (c *Context) Algorithm() *Algorithm {
+	if c == nil {
+		return nil
+	}
+	return c.alg
+}
 
 // Load makes k's keyed state the context's own and resets to it: the
-// clone of a keyed template, with no key schedule. k must be of the
-// context's algorithm and must stay unchanged while the context uses it.
-func (c *Context) Load(k *Key) {
-	if k.alg != c.alg {
-		panic("mac: Load of a " + k.alg.String() + " key into a " + c.alg.name + " context")
+// clone of a keyed template, with no key schedule. k must stay unchanged
+// while the context uses it. A nil or empty k, or one of another
+// algorithm, is [ErrNoKey].
+func (c *Context) Load(k *Key) error {
+	if c == nil || c.alg == nil || k == nil || k.alg != c.alg {
+		return ErrNoKey
 	}
 	c.key = k
 	c.Reset()
-}
-
-// SetKey runs the key schedule for key in place and resets to the new
-// keyed state: Linux's per-CPU-request backend, which re-keys per use.
-func (c *Context) SetKey(key []byte) error {
-	if err := c.own.Init(c.alg, key); err != nil {
-		return err
-	}
-	c.Load(&c.own)
 	return nil
 }
 
+// Rekey runs the key schedule for k's key bytes in the context's own
+// template and resets to it: Linux's per-CPU-request backend, which
+// re-keys per use. Errors are those of Load.
+func (c *Context) Rekey(k *Key) error {
+	if c == nil || c.alg == nil || k == nil || k.alg != c.alg {
+		return ErrNoKey
+	}
+	return c.SetKey(k.raw[:k.nraw])
+}
+
+// SetKey runs the key schedule for key in place and resets to the new
+// keyed state. A key the algorithm cannot take is [ErrKeySize].
+func (c *Context) SetKey(key []byte) error {
+	if c == nil || c.alg == nil {
+		return ErrNoKey
+	}
+	if err := c.own.Init(c.alg, key); err != nil {
+		return err
+	}
+	return c.Load(&c.own)
+}
+
 // Reset returns the context to its keyed state, ready for a new message,
-// without running the key schedule.
+// without running the key schedule. Without a key it does nothing.
 func (c *Context) Reset() {
+	if c == nil || c.key == nil {
+		return
+	}
 	k := c.key
 	switch c.alg.kind {
 	case kindHMAC:
@@ -74,8 +99,11 @@ func (c *Context) Reset() {
 	}
 }
 
-// Write absorbs p. It never fails.
+// Write absorbs p. It fails only on a context without a key ([ErrNoKey]).
 func (c *Context) Write(p []byte) (int, error) {
+	if c == nil || c.key == nil {
+		return 0, ErrNoKey
+	}
 	if c.alg.kind == kindCMAC {
 		c.cmac.write(c.key, p)
 	} else {
@@ -87,7 +115,11 @@ func (c *Context) Write(p []byte) (int, error) {
 // Sum appends the full MAC of the message written since the last Reset to
 // dst and returns the result; with enough capacity in dst it allocates
 // nothing. The message is then finished: call Reset before the next one.
+// A context without a key appends nothing.
 func (c *Context) Sum(dst []byte) []byte {
+	if c == nil || c.key == nil {
+		return dst
+	}
 	k := c.key
 	switch c.alg.kind {
 	case kindCMAC:
@@ -111,6 +143,9 @@ func (c *Context) Sum(dst []byte) []byte {
 // that loaded a shared Key keeps no key copy of its own beyond the hash
 // midstate, which the next Load or Reset overwrites.
 func (c *Context) Wipe() {
+	if c == nil {
+		return
+	}
 	c.own.Wipe()
 	c.key = nil
 	c.cmac = cmacState{}

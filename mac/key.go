@@ -10,11 +10,13 @@ import (
 	"sync"
 )
 
-// Key is a keyed template: the state of an algorithm right after its key
-// was absorbed. Build it with [Key.Init]; after that it is read-only and
-// may be shared by any number of goroutines, each loading it into its own
-// [Context]. Its zero value holds no key. Its String and GoString never
-// show key material.
+// Key is the one key type of tcpsig: a keyed template (the state of an
+// algorithm right after its key was absorbed) together with the key bytes
+// it came from, so that a context can either load the template
+// ([Context.Load]) or run the key schedule again ([Context.Rekey]). Build
+// it with [Key.Init]; after that it is read-only and may be shared by any
+// number of goroutines. Its zero value holds no key. Printing a Key never
+// shows key material.
 type Key struct {
 	alg *Algorithm
 	// HMAC: state[0] is the inner hash after absorbing K0^ipad and
@@ -23,8 +25,9 @@ type Key struct {
 	// blockSize bytes each).
 	state [2][maxStateSize]byte
 	slen  uint16
-	// TCP-MD5: the key appended after the segment.
-	raw  [MaxKeySize]byte
+	// The key bytes: HMAC's K0 without its zero padding (the key, or its
+	// digest when longer than a block), the AES key, TCP-MD5's key.
+	raw  [maxBlockSize]byte
 	nraw uint8
 	// CMAC: the AES key schedule and the RFC 4493 subkeys.
 	block  cipher.Block
@@ -70,6 +73,9 @@ func marshal(h hash.Hash, dst []byte) ([]byte, error) {
 // algorithms it allocates nothing in steady state; for AES-CMAC crypto/aes
 // allocates the key schedule.
 func (k *Key) Init(a *Algorithm, key []byte) error {
+	if k == nil || !a.valid() {
+		return ErrNoKey
+	}
 	if !a.KeySizeOK(len(key)) {
 		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, a.name, len(key))
 	}
@@ -79,6 +85,7 @@ func (k *Key) Init(a *Algorithm, key []byte) error {
 	case kindTCPMD5:
 		k.nraw = uint8(copy(k.raw[:], key))
 	case kindCMAC:
+		k.nraw = uint8(copy(k.raw[:], key))
 		b, err := aes.NewCipher(key)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrKeySize, err)
@@ -107,8 +114,10 @@ func (k *Key) initHMAC(a *Algorithm, key []byte) {
 		h.Write(key)
 		h.Sum(pad[0][:0])
 		h.Reset()
+		k.nraw = uint8(copy(k.raw[:], pad[0][:a.size]))
 	} else {
 		copy(pad[0][:], key)
+		k.nraw = uint8(copy(k.raw[:], key))
 	}
 	pad[1] = pad[0]
 	for i := 0; i < bs; i++ {
@@ -139,12 +148,20 @@ func double(dst, src *[16]byte) {
 }
 
 // Algorithm returns the algorithm k was keyed for, nil if none.
-func (k *Key) Algorithm() *Algorithm { return k.alg }
+func (k *Key) Algorithm() *Algorithm {
+	if k == nil {
+		return nil
+	}
+	return k.alg
+}
 
 // Wipe clears every key-derived byte k holds and drops its AES schedule
 // (crypto/aes gives no way to clear its own copy; it becomes garbage).
 // Callers must make sure no reader still uses k.
 func (k *Key) Wipe() {
+	if k == nil {
+		return
+	}
 	clear(k.state[0][:])
 	clear(k.state[1][:])
 	clear(k.raw[:])

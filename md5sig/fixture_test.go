@@ -66,7 +66,7 @@ func TestKernelFixtures(t *testing.T) {
 				if err != nil {
 					t.Fatalf("frame %d: %v", i+1, err)
 				}
-				if seg.Auth.MD5 < 0 {
+				if seg.Auth.MD5 == 0 {
 					if err := r.Verify(&seg, 0); !errors.Is(err, ErrMissing) {
 						t.Errorf("frame %d: unsigned, Verify = %v, want ErrMissing", i+1, err)
 					}

@@ -96,7 +96,7 @@ func whole(seg *segment.Segment) []byte {
 func digestOf(t testing.TB, seg *segment.Segment) []byte {
 	t.Helper()
 	a, err := seg.Header.AuthOptions()
-	if err != nil || a.MD5 < 0 {
+	if err != nil || a.MD5 == 0 {
 		t.Fatalf("no MD5 option (%v)", err)
 	}
 	return seg.Header[a.MD5+2 : a.MD5+OptionLen]

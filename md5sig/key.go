@@ -30,9 +30,10 @@ const (
 // Config never shows the key.
 type Config struct {
 	// Peer is the peer's address prefix: /32 or /128 for one host (plain
-	// TCP_MD5SIG), shorter for TCP_MD5SIG_FLAG_PREFIX. Host bits are
-	// ignored, as Linux ignores them when it matches. An IPv4-mapped
-	// IPv6 prefix of length 96 or more is the IPv4 prefix it maps.
+	// TCP_MD5SIG), shorter for TCP_MD5SIG_FLAG_PREFIX. A prefix with host
+	// bits set is refused, as package ao refuses it (Linux would ignore
+	// them). An IPv4-mapped IPv6 prefix of length 96 or more is the IPv4
+	// prefix it maps.
 	Peer netip.Prefix
 	// Key is the secret, 1 to MaxKeyLen bytes. It is copied.
 	Key []byte
@@ -65,7 +66,7 @@ type Key struct {
 	peer    netip.Prefix // masked, IPv4-mapped prefixes unmapped
 	ifindex int
 	bound   bool
-	secret  *secret
+	secret  *mac.Key // behind a pointer: a reflective print of a Key shows an address
 	ring    *Keyring
 	pool    *sigpool.Pool
 	poolID  sigpool.ID
@@ -73,34 +74,6 @@ type Key struct {
 
 	guard     reclaim.Guard
 	good, bad atomic.Uint64
-}
-
-// secret is a key's material: the raw bytes for the pool's re-key backend
-// and the keyed template for its clone backend. It sits behind a pointer
-// and formats itself redacted, so that not even a reflective print of a
-// Key value shows it.
-type secret struct {
-	tmpl mac.Key
-	raw  [MaxKeyLen]byte
-	n    uint8
-}
-
-// String, GoString and Format redact: a secret, or a pointer to one,
-// prints the same for every verb. (fmt does not call the methods of
-// unexported fields, so mac.Key's own redaction would not apply inside.)
-func (secret) String() string             { return "[redacted]" }
-func (secret) GoString() string           { return "[redacted]" }
-func (secret) Format(f fmt.State, _ rune) { fmt.Fprint(f, "[redacted]") }
-
-func (s *secret) init(key []byte) error {
-	s.n = uint8(copy(s.raw[:], key))
-	return s.tmpl.Init(mac.TCPMD5, key)
-}
-
-func (s *secret) wipe() {
-	s.tmpl.Wipe()
-	clear(s.raw[:])
-	s.n = 0
 }
 
 // matchesL3 reports whether the key applies in L3 domain l3 (Linux: a key
@@ -131,14 +104,14 @@ func newKey(cfg *Config, r *Keyring) (*Key, error) {
 	if pool == nil {
 		pool = sigpool.Default
 	}
-	k := &Key{peer: peer, ifindex: cfg.IfIndex, bound: cfg.HasIfIndex, ring: r, pool: pool, secret: new(secret)}
-	if err := k.secret.init(cfg.Key); err != nil {
-		k.secret.wipe()
+	k := &Key{peer: peer, ifindex: cfg.IfIndex, bound: cfg.HasIfIndex, ring: r, pool: pool, secret: new(mac.Key)}
+	if err := k.secret.Init(mac.TCPMD5, cfg.Key); err != nil {
+		k.secret.Wipe()
 		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
 	}
 	id, err := pool.Alloc(mac.TCPMD5, scratchSize)
 	if err != nil {
-		k.secret.wipe()
+		k.secret.Wipe()
 		return nil, err
 	}
 	k.poolID = id
@@ -146,7 +119,7 @@ func newKey(cfg *Config, r *Keyring) (*Key, error) {
 }
 
 // normalise returns the prefix as the keyring stores it: IPv4-mapped
-// prefixes unmapped, host bits cleared.
+// prefixes unmapped; one with host bits set is refused.
 func normalise(p netip.Prefix) (netip.Prefix, error) {
 	if !p.IsValid() {
 		return p, fmt.Errorf("%w: peer prefix %v", ErrInvalidKey, p)
@@ -157,13 +130,16 @@ func normalise(p netip.Prefix) (netip.Prefix, error) {
 		}
 		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 	}
-	return p.Masked(), nil
+	if p.Masked() != p {
+		return p, fmt.Errorf("%w: peer prefix %v has host bits set", ErrInvalidKey, p)
+	}
+	return p, nil
 }
 
 // wipe clears the key bytes and drops the pool reference. It runs once,
 // when no reader can still use the key.
 func (k *Key) wipe() {
-	k.secret.wipe()
+	k.secret.Wipe()
 	k.pool.Release(k.poolID)
 }
 

@@ -5,7 +5,6 @@ import (
 
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
-	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // Errors of the per-segment calls. Every forged or damaged signature is
@@ -20,6 +19,7 @@ var (
 	ErrAOOption   = errors.New("md5sig: segment carries TCP-AO, not TCP-MD5")         // TCP_AOUNEXPECTED
 	ErrNoOption   = errors.New("md5sig: segment has no MD5 option to sign")           // the stack did not reserve it
 	ErrNoKey      = errors.New("md5sig: no key for the peer")                         // nothing to sign with
+	ErrNoRoom     = errors.New("md5sig: option space too short for the MD5 option")   // the stack reserved too little
 )
 
 // Sign computes the signature of an outgoing segment with the key for its
@@ -32,7 +32,7 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 	if err != nil {
 		return err
 	}
-	if auth.MD5 < 0 {
+	if auth.MD5 == 0 {
 		return ErrNoOption
 	}
 	k, pin := r.acquire(seg.Dst, l3index)
@@ -40,12 +40,11 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 		r.keyNotFound.Add(1)
 		return ErrNoKey
 	}
-	req := k.pool.Start(k.poolID)
-	sum, err := k.digest(req, seg)
+	var sum [DigestSize]byte
+	err = k.digest(seg, &sum)
 	if err == nil {
-		copy(seg.Header[auth.MD5+2:auth.MD5+OptionLen], sum)
+		copy(seg.Header[auth.MD5+2:auth.MD5+OptionLen], sum[:])
 	}
-	req.End()
 	k.guard.Release(pin)
 	return err
 }
@@ -68,11 +67,11 @@ func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 	if err != nil {
 		return err
 	}
-	if auth.AO >= 0 {
+	if auth.AO > 0 {
 		return ErrAOOption
 	}
 	k, pin := r.acquire(seg.Src, l3index)
-	if auth.MD5 < 0 {
+	if auth.MD5 == 0 {
 		if k == nil {
 			return nil
 		}
@@ -84,11 +83,10 @@ func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 		r.unexpected.Add(1)
 		return ErrUnexpected
 	}
-	req := k.pool.Start(k.poolID)
-	sum, err := k.digest(req, seg)
+	var sum [DigestSize]byte
+	err = k.digest(seg, &sum)
 	off := auth.MD5 + 2
-	good := err == nil && mac.Equal(sum, seg.Header[off:off+DigestSize])
-	req.End()
+	good := err == nil && mac.Equal(sum[:], seg.Header[off:off+DigestSize])
 	k.guard.Release(pin)
 	if err != nil {
 		return err
@@ -107,12 +105,15 @@ func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 // tcp_v4_md5_hash_skb / tcp_v6_md5_hash_skb do: MD5 over the pseudo-header
 // with the segment's real length, the 20-byte TCP header with the checksum
 // zeroed (data offset unchanged, options not covered), the payload, then
-// the key (mac.TCPMD5 appends it in Sum). The result aliases the
-// request's scratch. k must be pinned.
-func (k *Key) digest(req *sigpool.Request, seg *segment.Segment) ([]byte, error) {
-	s := k.secret
-	if err := req.Key(&s.tmpl, s.raw[:s.n]); err != nil {
-		return nil, err
+// the key (mac.TCPMD5 appends it in Sum). k must be pinned.
+func (k *Key) digest(seg *segment.Segment, sum *[DigestSize]byte) error {
+	req, err := k.pool.Start(k.poolID)
+	if err != nil {
+		return err
+	}
+	defer req.End()
+	if err := req.Key(k.secret); err != nil {
+		return err
 	}
 	sc := req.Scratch
 	b := segment.AppendPseudoHeader(sc[:0], seg.Src, seg.Dst, seg.Len())
@@ -124,5 +125,6 @@ func (k *Key) digest(req *sigpool.Request, seg *segment.Segment) ([]byte, error)
 	for _, f := range seg.Frags {
 		req.MAC.Write(f)
 	}
-	return req.MAC.Sum(sc[sumOff:sumOff]), nil
+	copy(sum[:], req.MAC.Sum(sc[sumOff:sumOff]))
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
@@ -318,7 +319,7 @@ func TestSelection(t *testing.T) {
 		want  *Key
 	}{
 		{"10.0.0.0/8", 0, false, net8}, {"10.0.0.0/8", 5, true, vrf5}, {"10.1.2.0/25", 0, true, vrf0},
-		{"10.1.2.0/25", 0, false, nil}, {"10.0.0.0/9", 0, false, nil}, {"10.1.2.77/24", 0, false, net24},
+		{"10.1.2.0/25", 0, false, nil}, {"10.0.0.0/9", 0, false, nil}, {"10.1.2.77/24", 0, false, nil},
 		{"::ffff:10.1.2.3/128", 0, false, host}, {"10.0.0.0/8", 6, true, nil},
 	} {
 		if got := r.Find(pfx(tc.p), tc.l3, tc.bound); got != tc.want {
@@ -374,7 +375,10 @@ func TestReplace(t *testing.T) {
 	r := NewKeyring(nil)
 	old := mustAdd(t, r, Config{Peer: pfx("10.0.0.0/24"), Key: []byte("old")})
 	other := mustAdd(t, r, Config{Peer: pfx("10.0.0.0/24"), Key: []byte("bound"), HasIfIndex: true})
-	cur := mustAdd(t, r, Config{Peer: pfx("10.0.0.9/24"), Key: []byte("new")}) // host bits ignored: same prefix
+	cur := mustAdd(t, r, Config{Peer: pfx("10.0.0.0/24"), Key: []byte("new")})
+	if _, err := r.Add(Config{Peer: pfx("10.0.0.9/24"), Key: []byte("x")}); !errors.Is(err, ErrInvalidKey) {
+		t.Fatalf("prefix with host bits: %v, want ErrInvalidKey", err)
+	}
 	if r.Len() != 2 {
 		t.Fatalf("Len = %d, want 2", r.Len())
 	}
@@ -387,7 +391,7 @@ func TestReplace(t *testing.T) {
 	if err := r.Delete(old, DeleteOptions{}); !errors.Is(err, ErrNoSuchKey) {
 		t.Fatalf("Delete of the replaced key: %v", err)
 	}
-	if old.secret.n != 0 || old.secret.raw != [MaxKeyLen]byte{} || old.secret.tmpl.Algorithm() != nil {
+	if *old.secret != (mac.Key{}) {
 		t.Fatal("replaced key not wiped")
 	}
 	a, b := addr("10.0.0.1"), addr("10.0.0.5")
@@ -401,7 +405,7 @@ func TestReplace(t *testing.T) {
 }
 
 func TestDelete(t *testing.T) {
-	pool := sigpool.New(sigpool.Config{Shards: 2})
+	pool, _ := sigpool.New(sigpool.Config{Shards: 2})
 	r := NewKeyring(pool)
 	k := mustAdd(t, r, Config{Peer: pfx("2001:db8::/64"), Key: []byte("sync")})
 	if pool.Algorithm(k.poolID) == nil {
@@ -410,7 +414,7 @@ func TestDelete(t *testing.T) {
 	if err := r.Delete(k, DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if k.secret.n != 0 || k.secret.raw != [MaxKeyLen]byte{} {
+	if *k.secret != (mac.Key{}) {
 		t.Fatal("synchronous delete returned before the wipe")
 	}
 	if pool.Algorithm(k.poolID) != nil {
@@ -441,11 +445,11 @@ func TestDelete(t *testing.T) {
 	if r.Lookup(addr("2001:db8::2"), 0) == k {
 		t.Fatal("async-deleted key still found")
 	}
-	if string(k.secret.raw[:k.secret.n]) != "async" {
+	if k.secret.Algorithm() == nil {
 		t.Fatal("async delete wiped a key a reader holds")
 	}
 	k.guard.Release(pin)
-	if k.secret.n != 0 || k.secret.raw != [MaxKeyLen]byte{} {
+	if *k.secret != (mac.Key{}) {
 		t.Fatal("key not wiped after its last reader")
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
 )
 
-var _ usertcp.Auth = PacketAuth{}
+var _ usertcp.Auth = (*PacketAuth)(nil)
 
 // Two usertcp endpoints over an in-memory link, each signing with md5sig
 // and verifying the other: the handshake, data both ways in segments up to
@@ -29,14 +29,14 @@ func TestUsertcpAuth(t *testing.T) {
 			key := []byte("usertcp-md5-key")
 			cring, sring := NewKeyring(nil), NewKeyring(nil)
 			mustAdd(t, cring, Config{Peer: netip.PrefixFrom(tc.server.Addr(), tc.server.Addr().BitLen()), Key: key})
-			mustAdd(t, sring, Config{Peer: netip.PrefixFrom(tc.client.Addr(), tc.client.Addr().BitLen()-8), Key: key})
+			mustAdd(t, sring, Config{Peer: netip.PrefixFrom(tc.client.Addr(), tc.client.Addr().BitLen()-8).Masked(), Key: key})
 			a, b := usertcp.Pipe()
 			req, rep := bytes.Repeat([]byte("q"), 5000), bytes.Repeat([]byte("r"), 7000)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			st, _, err := usertcp.Exchange(ctx, a, b,
-				usertcp.Config{Local: tc.client, Remote: tc.server, Auth: PacketAuth{Ring: cring}},
-				usertcp.Config{Local: tc.server, Auth: PacketAuth{Ring: sring}}, nil, req, rep)
+				usertcp.Config{Local: tc.client, Remote: tc.server, Auth: mustPacketAuth(t, cring)},
+				usertcp.Config{Local: tc.server, Auth: mustPacketAuth(t, sring)}, nil, req, rep)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,11 +60,11 @@ func TestUsertcpAuth(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			_, err := usertcp.Accept(ctx, b, usertcp.Config{Local: server, Auth: PacketAuth{Ring: sring}})
+			_, err := usertcp.Accept(ctx, b, usertcp.Config{Local: server, Auth: mustPacketAuth(t, sring)})
 			done <- err
 		}()
 		_, err := usertcp.Dial(context.Background(), a, usertcp.Config{Local: client, Remote: server,
-			Auth: PacketAuth{Ring: cring}, RTO: 5 * time.Millisecond, MaxRetries: 2})
+			Auth: mustPacketAuth(t, cring), RTO: 5 * time.Millisecond, MaxRetries: 2})
 		if !errors.Is(err, usertcp.ErrTimeout) {
 			t.Errorf("Dial with the wrong key = %v, want ErrTimeout", err)
 		}
@@ -74,4 +74,12 @@ func TestUsertcpAuth(t *testing.T) {
 			t.Errorf("listener counters %+v, want 3 bad SYNs", c)
 		}
 	})
+}
+
+func mustPacketAuth(t testing.TB, r *Keyring) *PacketAuth {
+	a, err := NewPacketAuth(r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

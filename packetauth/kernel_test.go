@@ -116,7 +116,7 @@ func checkDelivered(t *testing.T, name string, i int, p wirePacket, got []byte, 
 	if err != nil {
 		t.Fatalf("%s packet %d: delivered packet does not parse: %v", name, i, err)
 	}
-	if s.Auth.AO >= 0 || s.Auth.MD5 >= 0 {
+	if s.Auth.AO > 0 || s.Auth.MD5 > 0 {
 		t.Fatalf("%s packet %d: option still there: %+v", name, i, s.Auth)
 	}
 	off, end := segment.TCPOffset(got, &s)
@@ -128,7 +128,7 @@ func checkDelivered(t *testing.T, name string, i int, p wirePacket, got []byte, 
 	want := slices.Clone(p.ip[:wend])
 	wt := segment.TCP(want[off:])
 	a := p.seg.Auth
-	if a.AO >= 0 {
+	if a.AO > 0 {
 		copy(wt[a.AO:a.AO+a.AOLen], bytes.Repeat([]byte{segment.OptionKindNOP}, a.AOLen))
 	} else {
 		copy(wt[a.MD5:a.MD5+segment.MD5OptionLen], bytes.Repeat([]byte{segment.OptionKindNOP}, segment.MD5OptionLen))

@@ -194,12 +194,8 @@ func (l *Layer) signAO(dst, pkt []byte, seg *segment.Segment, c *conn) ([]byte, 
 		if cur == nil {
 			return nil, ao.ErrNoCurrentKey
 		}
-		rnext := cur.RecvID()
-		if m := c.ao.RNext(); m != nil {
-			rnext = m.RecvID()
-		}
 		var opt [20]byte
-		o := ao.AppendOption(opt[:0], cur.SendID(), rnext, cur.MACLen())
+		o := ao.AppendOption(opt[:0], cur.MACLen())
 		out, p, off, err := insertOption(dst, pkt, seg, o)
 		if err != nil {
 			return nil, err
@@ -247,7 +243,7 @@ func (l *Layer) signMD5(dst, pkt []byte, seg *segment.Segment) ([]byte, error) {
 // IP lengths set. It returns dst extended, the new packet (its tail) and
 // the offset of its TCP header.
 func insertOption(dst, pkt []byte, seg *segment.Segment, opt []byte) ([]byte, []byte, int, error) {
-	if seg.Auth.AO >= 0 || seg.Auth.MD5 >= 0 {
+	if seg.Auth.AO > 0 || seg.Auth.MD5 > 0 {
 		return nil, nil, 0, ErrOptions // the stack signs itself: not ours to sign again
 	}
 	off, _ := segment.TCPOffset(pkt, seg)
@@ -318,7 +314,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	sh.mu.RUnlock()
 	kind := l.cover(seg.Src)
 	switch {
-	case kind == 0 && l.cfg.Policy.AORequired && seg.Auth.AO < 0:
+	case kind == 0 && l.cfg.Policy.AORequired && seg.Auth.AO == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
 	case kind == 0 && l.cfg.Policy.AORequired:
 		return nil, l.drop(sh, nil, ao.ErrKeyNotFound)
@@ -336,7 +332,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 				return nil, l.drop(sh, nil, err)
 			}
 		}
-	case seg.Auth.AO < 0 && seg.Auth.MD5 < 0:
+	case seg.Auth.AO == 0 && seg.Auth.MD5 == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
 	case !synOnly:
 		return nil, l.drop(sh, nil, ErrNoConn)
@@ -438,9 +434,9 @@ func (l *Layer) strip(dst, pkt []byte, seg *segment.Segment) []byte {
 	tcp := segment.TCP(p[off:end])
 	a := seg.Auth
 	switch {
-	case a.AO >= 0:
+	case a.AO > 0:
 		fill(tcp[a.AO:a.AO+a.AOLen], segment.OptionKindNOP)
-	case a.MD5 >= 0:
+	case a.MD5 > 0:
 		fill(tcp[a.MD5:a.MD5+segment.MD5OptionLen], segment.OptionKindNOP)
 	}
 	if tcp.Flags().Has(segment.SYN) {

@@ -96,16 +96,16 @@ func FuzzAuthOptions(f *testing.F) {
 // inside h.
 func checkAuth(t *testing.T, h TCP, a Auth) {
 	t.Helper()
-	if a.MD5 >= 0 && a.AO >= 0 {
+	if a.MD5 > 0 && a.AO > 0 {
 		t.Fatalf("both MD5 and AO: %+v", a)
 	}
-	if a.MD5 >= 0 && (a.MD5 < TCPMinimumSize || a.MD5+MD5OptionLen > h.DataOffset() || h[a.MD5] != OptionKindMD5 || h[a.MD5+1] != MD5OptionLen) {
+	if a.MD5 > 0 && (a.MD5 < TCPMinimumSize || a.MD5+MD5OptionLen > h.DataOffset() || h[a.MD5] != OptionKindMD5 || h[a.MD5+1] != MD5OptionLen) {
 		t.Fatalf("bad MD5 offset %d in %x", a.MD5, h)
 	}
-	if a.AO >= 0 && (a.AO < TCPMinimumSize || a.AOLen <= 4 || a.AO+a.AOLen > h.DataOffset() || h[a.AO] != OptionKindAO || int(h[a.AO+1]) != a.AOLen) {
+	if a.AO > 0 && (a.AO < TCPMinimumSize || a.AOLen <= 4 || a.AO+a.AOLen > h.DataOffset() || h[a.AO] != OptionKindAO || int(h[a.AO+1]) != a.AOLen) {
 		t.Fatalf("bad AO offset %d length %d in %x", a.AO, a.AOLen, h)
 	}
-	if a.AO < 0 && (a.AO != -1 || a.AOLen != 0) || a.MD5 < -1 {
+	if a.AO == 0 && (a.AO != 0 || a.AOLen != 0) || a.MD5 < 0 {
 		t.Fatalf("bad Auth %+v", a)
 	}
 }
@@ -118,7 +118,7 @@ func linuxParseAuthOptions(th []byte) (md5, ao int, errno string) {
 	length := int(th[12]>>4)<<2 - 20
 	ptr := 20
 	minlen := 4 + 1 // sizeof(struct tcp_ao_hdr) + 1
-	md5, ao = -1, -1
+	md5, ao = 0, 0
 	for length >= minlen {
 		opcode := th[ptr]
 		ptr++
@@ -132,22 +132,22 @@ func linuxParseAuthOptions(th []byte) (md5, ao int, errno string) {
 			opsize := int(th[ptr])
 			ptr++
 			if opsize < 2 || opsize > length {
-				return -1, -1, "EINVAL"
+				return 0, 0, "EINVAL"
 			}
 			if opcode == 19 { // TCPOPT_MD5SIG
 				if opsize != 18 {
-					return -1, -1, "EINVAL"
+					return 0, 0, "EINVAL"
 				}
-				if md5 >= 0 || ao >= 0 {
-					return -1, -1, "EEXIST"
+				if md5 > 0 || ao > 0 {
+					return 0, 0, "EEXIST"
 				}
 				md5 = ptr - 2
 			} else if opcode == 29 { // TCPOPT_AO
 				if opsize <= 4 {
-					return -1, -1, "EINVAL"
+					return 0, 0, "EINVAL"
 				}
-				if md5 >= 0 || ao >= 0 {
-					return -1, -1, "EEXIST"
+				if md5 > 0 || ao > 0 {
+					return 0, 0, "EEXIST"
 				}
 				ao = ptr - 2
 			}

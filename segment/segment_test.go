@@ -226,7 +226,7 @@ func TestParsePacketRFC9235(t *testing.T) {
 				t.Errorf("data offset %d, len %d, options %d; want %d", h.DataOffset(), len(h), len(h.Options()), tt.doff)
 			}
 			a := s.Auth
-			if a.MD5 != -1 || a.AO != tt.ao || a.AOLen != 16 {
+			if a.MD5 != 0 || a.AO != tt.ao || a.AOLen != 16 {
 				t.Fatalf("Auth = %+v, want AO at %d, length 16", a, tt.ao)
 			}
 			if h[a.AO+2] != 61 || h[a.AO+3] != 84 {
@@ -379,16 +379,16 @@ func TestAuthOptions(t *testing.T) {
 		opts []byte
 		want Auth
 	}{
-		{"no options", nil, Auth{MD5: -1, AO: -1}},
-		{"AO", aoOpt, Auth{MD5: -1, AO: 20, AOLen: 8}},
-		{"MD5 after NOPs", md5Opt, Auth{MD5: 22, AO: -1}},
-		{"AO after timestamps", cat([]byte{1, 1, 8, 10}, make([]byte, 8), aoOpt), Auth{MD5: -1, AO: 32, AOLen: 8}},
-		{"AO with 1-byte MAC then NOPs", []byte{29, 5, 1, 2, 0xff, 1, 1, 1}, Auth{MD5: -1, AO: 20, AOLen: 5}},
-		{"EOL hides what follows", cat([]byte{0, 1, 1, 1}, aoOpt, aoOpt), Auth{MD5: -1, AO: -1}},
-		{"MD5 then EOL then junk", cat(md5, []byte{0, 0xff}), Auth{MD5: 20, AO: -1}},
+		{"no options", nil, Auth{AO: 0}},
+		{"AO", aoOpt, Auth{AO: 20, AOLen: 8}},
+		{"MD5 after NOPs", md5Opt, Auth{MD5: 22, AO: 0}},
+		{"AO after timestamps", cat([]byte{1, 1, 8, 10}, make([]byte, 8), aoOpt), Auth{AO: 32, AOLen: 8}},
+		{"AO with 1-byte MAC then NOPs", []byte{29, 5, 1, 2, 0xff, 1, 1, 1}, Auth{AO: 20, AOLen: 5}},
+		{"EOL hides what follows", cat([]byte{0, 1, 1, 1}, aoOpt, aoOpt), Auth{AO: 0}},
+		{"MD5 then EOL then junk", cat(md5, []byte{0, 0xff}), Auth{MD5: 20, AO: 0}},
 		// Linux stops when fewer than 5 bytes remain: a broken option there is ignored.
-		{"broken option in the last 4 bytes", cat(aoOpt, []byte{8, 0, 0, 0}), Auth{MD5: -1, AO: 20, AOLen: 8}},
-		{"AO length 4 in the last 4 bytes", cat(aoOpt, []byte{29, 4, 1, 1}), Auth{MD5: -1, AO: 20, AOLen: 8}},
+		{"broken option in the last 4 bytes", cat(aoOpt, []byte{8, 0, 0, 0}), Auth{AO: 20, AOLen: 8}},
+		{"AO length 4 in the last 4 bytes", cat(aoOpt, []byte{29, 4, 1, 1}), Auth{AO: 20, AOLen: 8}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -400,7 +400,7 @@ func TestAuthOptions(t *testing.T) {
 	}
 	// The header is DataOffset bytes: payload bytes are never read as options.
 	withPayload := append(tcpHdr(1, 1, 1, 1), aoOpt...)
-	if got, err := TCP(withPayload).AuthOptions(); err != nil || got.AO != -1 {
+	if got, err := TCP(withPayload).AuthOptions(); err != nil || got.AO != 0 {
 		t.Errorf("AuthOptions read the payload: %+v, %v", got, err)
 	}
 }

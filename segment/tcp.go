@@ -86,18 +86,26 @@ func (f Flags) String() string {
 }
 
 // Auth locates the authentication options in a TCP header. MD5 and AO are
-// offsets of the option's kind byte within the header, -1 when absent: the
-// MD5 digest is at [MD5+2, MD5+18); the AO KeyID at AO+2, RNextKeyID at AO+3
-// and the MAC at [AO+4, AO+AOLen). At most one of MD5 and AO is present.
+// offsets of the option's kind byte within the header, 0 when absent (an
+// option is never at offset 0: options start at byte 20), so the zero Auth
+// means "no option": the MD5 digest is at [MD5+2, MD5+18); the AO KeyID at
+// AO+2, RNextKeyID at AO+3 and the MAC at [AO+4, AO+AOLen). At most one of
+// MD5 and AO is present.
 type Auth struct {
 	MD5   int
 	AO    int
 	AOLen int // the AO option's length byte (4 + MAC length), 0 when absent
 }
 
+// HasAO reports whether the header has a TCP-AO option.
+func (a Auth) HasAO() bool { return a.AO > 0 }
+
+// HasMD5 reports whether the header has a TCP-MD5 option.
+func (a Auth) HasMD5() bool { return a.MD5 > 0 }
+
 // noAuth is the Auth of a header without authentication options, and the
 // one returned with an error.
-var noAuth = Auth{MD5: -1, AO: -1}
+var noAuth = Auth{}
 
 // AuthOptions validates the header's data offset and walks its options the
 // way Linux's tcp_do_parse_auth_options() does (net/ipv4/tcp_input.c): EOL
@@ -106,7 +114,7 @@ var noAuth = Auth{MD5: -1, AO: -1}
 // long, an AO option longer than 4; a second MD5 or AO option, or both kinds
 // together, is an error. Any of these errors is Linux's
 // SKB_DROP_REASON_TCP_AUTH_HDR: the segment must be dropped. With an error
-// the returned Auth has both offsets -1.
+// the returned Auth is the zero Auth.
 //
 // Like Linux, the walk stops when fewer than 5 option bytes remain (no
 // authentication option fits in them), so a malformed option in the last
@@ -160,9 +168,9 @@ func (t TCP) AuthOptions() (Auth, error) {
 // offset already recorded for the same kind (Linux returns -EEXIST for both).
 func (a *Auth) another(same int) error {
 	switch {
-	case same >= 0:
+	case same > 0:
 		return ErrDuplicateAuth
-	case a.MD5 >= 0 || a.AO >= 0:
+	case a.MD5 > 0 || a.AO > 0:
 		return ErrBothAuth
 	}
 	return nil

@@ -16,22 +16,28 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	pool := sigpool.New(sigpool.Config{Shards: 4}) // or sigpool.Default
-	id, err := pool.Alloc(alg, 60)                 // a full TCP header fits in scratch
+	pool, err := sigpool.New(sigpool.Config{Shards: 4}) // or sigpool.Default
+	if err != nil {
+		panic(err)
+	}
+	id, err := pool.Alloc(alg, 60) // a full TCP header fits in scratch
 	if err != nil {
 		panic(err)
 	}
 	defer pool.Release(id)
 
 	raw := bytes.Repeat([]byte{0x0b}, 20) // RFC 4231 test case 2
-	var tmpl mac.Key
-	if err := tmpl.Init(alg, raw); err != nil {
+	var key mac.Key
+	if err := key.Init(alg, raw); err != nil {
 		panic(err)
 	}
 
 	out := make([]byte, 0, mac.MaxSize)
-	r := pool.Start(id)
-	if err := r.Key(&tmpl, raw); err != nil {
+	r, err := pool.Start(id)
+	if err != nil {
+		panic(err)
+	}
+	if err := r.Key(&key); err != nil {
 		r.End()
 		panic(err)
 	}
@@ -40,7 +46,7 @@ func Example() {
 	out = r.MAC.Sum(out[:0])
 	r.End()
 
-	fmt.Printf("%v %x\n", pool.Backend(id), out)
+	fmt.Printf("%v %x\n", r.Backend(), out)
 	// Output:
 	// clone b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7
 }

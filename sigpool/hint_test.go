@@ -10,7 +10,7 @@ import (
 // StartHint gives exclusive requests like Start, whatever the hint, and
 // the request of the right algorithm.
 func TestStartHint(t *testing.T) {
-	p := New(Config{Shards: 3})
+	p := mustNew(Config{Shards: 3})
 	alg, _ := mac.Lookup("hmac(sha256)")
 	id, err := p.Alloc(alg, 64)
 	if err != nil {
@@ -25,7 +25,7 @@ func TestStartHint(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 500 {
-				r := p.StartHint(id, uint32(g*7919+i))
+				r := mustStartHint(p, id, uint32(g*7919+i))
 				mu.Lock()
 				if held[r] {
 					mu.Unlock()

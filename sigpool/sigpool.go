@@ -124,9 +124,17 @@ var useSpacers = true
 // taken (Linux: -ENOSPC).
 var ErrPoolFull = errors.New("sigpool: table full")
 
-// ErrKeyMismatch is returned by [Request.Key] when the template is missing
-// (Clone backend) or is of another algorithm than the request.
-var ErrKeyMismatch = errors.New("sigpool: key template missing or of another algorithm")
+// ErrKeyMismatch is returned by [Request.Key] when the key is missing or
+// of another algorithm than the request.
+var ErrKeyMismatch = errors.New("sigpool: key missing or of another algorithm")
+
+// ErrNotAllocated is returned for an ID that is not allocated, and for a
+// Pool that was not made by [New].
+var ErrNotAllocated = errors.New("sigpool: ID not allocated")
+
+// ErrBackend is returned by [New] for a backend that is neither Clone nor
+// Rekey.
+var ErrBackend = errors.New("sigpool: unknown backend")
 
 var cacheLine = func() int {
 	if l := cpuid.CPU.CacheLine; l > 0 {
@@ -213,14 +221,14 @@ type Pool struct {
 }
 
 // New returns a pool with cfg.Shards shards (GOMAXPROCS if 0) and no
-// algorithms. It panics if cfg.Backend is neither Clone nor Rekey.
-func New(cfg Config) *Pool {
+// algorithms, or [ErrBackend].
+func New(cfg Config) (*Pool, error) {
 	n := cfg.Shards
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
 	if cfg.Backend > Rekey {
-		panic("sigpool: New with unknown " + cfg.Backend.String())
+		return nil, fmt.Errorf("%w: %v", ErrBackend, cfg.Backend)
 	}
 	p := &Pool{
 		shards:  make([]shard, n),
@@ -235,15 +243,20 @@ func New(cfg Config) *Pool {
 			sh.reqs[j].sh = sh
 		}
 	}
-	return p
+	return p, nil
 }
 
 // Default is the pool that tcpsig's ao and md5sig use unless given
 // another: GOMAXPROCS shards at program start, Clone backend.
-var Default = New(Config{})
+var Default, _ = New(Config{})
 
 // Shards returns the number of shards.
-func (p *Pool) Shards() int { return len(p.shards) }
+func (p *Pool) Shards() int {
+	if p == nil {
+		return 0
+	}
+	return len(p.shards)
+}
 
 // Alloc makes alg available in the pool and reserves at least scratchSize
 // bytes of scratch per shard, like tcp_sigpool_alloc_ahash(). If alg is
@@ -255,8 +268,11 @@ func (p *Pool) Shards() int { return len(p.shards) }
 // Alloc never waits for a user of the pool, so it may be called between
 // Start and End.
 func (p *Pool) Alloc(alg *mac.Algorithm, scratchSize int) (ID, error) {
-	if alg == nil {
-		return -1, errors.New("sigpool: Alloc of a nil algorithm")
+	if p == nil || len(p.shards) == 0 {
+		return -1, ErrNotAllocated
+	}
+	if alg == nil || alg.Size() == 0 {
+		return -1, fmt.Errorf("%w: Alloc of no algorithm", ErrKeyMismatch)
 	}
 	if scratchSize < 0 {
 		return -1, fmt.Errorf("sigpool: negative scratch size %d", scratchSize)
@@ -279,9 +295,6 @@ func (p *Pool) Alloc(alg *mac.Algorithm, scratchSize int) (ID, error) {
 		return -1, fmt.Errorf("%w: %d algorithms held or being released", ErrPoolFull, p.limit)
 	}
 	b := p.backend
-	if !alg.CanClone() {
-		b = Rekey
-	}
 	// The slot is free: no shard's request for it is in use, and none
 	// can be until the ID is handed out, which happens after these writes.
 	//
@@ -306,20 +319,28 @@ func (p *Pool) Alloc(alg *mac.Algorithm, scratchSize int) (ID, error) {
 	return ID(free), nil
 }
 
-// held returns id's entry, panicking if id is not held; p.mu must be held.
-func (p *Pool) held(id ID, op string) *entry {
+// held returns id's entry, or nil if id is not held; p.mu must be held.
+func (p *Pool) held(id ID) *entry {
 	if id < 0 || int(id) >= tableSize || p.entries[id].refs == 0 {
-		panic(fmt.Sprintf("sigpool: %s of ID %d, which is not allocated", op, id))
+		return nil
 	}
 	return &p.entries[id]
 }
 
-// Get takes one more reference on a held ID, like tcp_sigpool_get(). It
-// panics if id is not held.
-func (p *Pool) Get(id ID) {
+// Get takes one more reference on a held ID, like tcp_sigpool_get(), or
+// returns [ErrNotAllocated].
+func (p *Pool) Get(id ID) error {
+	if p == nil {
+		return ErrNotAllocated
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.held(id, "Get").refs++
+	e := p.held(id)
+	if e == nil {
+		return ErrNotAllocated
+	}
+	e.refs++
+	return nil
 }
 
 // Release drops one reference, like tcp_sigpool_release(). When the last
@@ -328,13 +349,19 @@ func (p *Pool) Get(id ID) {
 // End has not come yet) is not disturbed: its context is wiped right after
 // that End, by a background goroutine, and the slot becomes free only
 // then. Release itself never waits, so it may be called between Start and
-// End. It panics if id is not held.
-func (p *Pool) Release(id ID) {
+// End. An ID that is not held is [ErrNotAllocated].
+func (p *Pool) Release(id ID) error {
+	if p == nil {
+		return ErrNotAllocated
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := p.held(id, "Release")
+	e := p.held(id)
+	if e == nil {
+		return ErrNotAllocated
+	}
 	if e.refs--; e.refs > 0 {
-		return
+		return nil
 	}
 	var busy []*shard
 	for i := range p.shards {
@@ -348,10 +375,11 @@ func (p *Pool) Release(id ID) {
 	}
 	if len(busy) == 0 {
 		*e = entry{}
-		return
+		return nil
 	}
 	p.cleanup.Add(1)
 	go p.wipeLater(id, busy)
+	return nil
 }
 
 // wipeLater wipes the contexts that Release found in use, waiting for each
@@ -379,6 +407,9 @@ func (sh *shard) drop(id ID) {
 
 // Algorithm returns the algorithm of a held ID, nil if id is not held.
 func (p *Pool) Algorithm(id ID) *mac.Algorithm {
+	if p == nil {
+		return nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if id < 0 || int(id) >= tableSize || p.entries[id].refs == 0 {
@@ -387,50 +418,42 @@ func (p *Pool) Algorithm(id ID) *mac.Algorithm {
 	return p.entries[id].alg
 }
 
-// Backend returns the backend that Request.Key uses for id: the pool's,
-// except [Rekey] for an algorithm that cannot clone. It panics if id is
-// not held.
-func (p *Pool) Backend(id ID) Backend {
+// Backend returns the backend that Request.Key uses for id, or
+// [ErrNotAllocated].
+func (p *Pool) Backend(id ID) (Backend, error) {
+	if p == nil {
+		return 0, ErrNotAllocated
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.held(id, "Backend").backend
+	e := p.held(id)
+	if e == nil {
+		return 0, ErrNotAllocated
+	}
+	return e.backend, nil
 }
 
 // Start returns a request for id that the caller uses exclusively until it
 // calls End, like tcp_sigpool_start(). The request's context is in an
 // unspecified state: call Key first. Start may wait only if every shard is
-// in use. It allocates nothing. It panics if id is not held; a goroutine
-// must not Start again before its End (it could wait for itself).
-func (p *Pool) Start(id ID) *Request {
-	if uint(id) >= tableSize {
-		panic(fmt.Sprintf("sigpool: Start of ID %d, which is not allocated", id))
-	}
-	// rand.Uint32 reads the runtime's per-M generator: no shared line, no
-	// allocation. BenchmarkPick measured the alternatives (Start+End,
-	// CPU time, 2 Ps): a shared atomic counter costs ~5 ns more; the
-	// runtime's cheaprand ~5 ns less but only through go:linkname; a
-	// P-affine hint kept in a sync.Pool ~3 ns less; a fixed
-	// per-goroutine shard, the floor, ~7 ns less. Against 130 ns and more
-	// for the cheapest MAC that is not worth linkname or a second
-	// mechanism.
-	n := uint32(len(p.shards))
-	i := uint32(uint64(rand.Uint32()) * uint64(n) >> 32) // Lemire's reduction: no division
-	return p.startAt(id, i, n)
+// in use. It allocates nothing. An ID that is not held is
+// [ErrNotAllocated]; a goroutine must not Start again before its End (it
+// could wait for itself).
+func (p *Pool) Start(id ID) (*Request, error) {
+	// rand.Uint32 reads the runtime's per-M generator: no shared line,
+	// no allocation.
+	return p.StartHint(id, rand.Uint32())
 }
 
 // StartHint is Start beginning at the shard a caller-held hint names (a
 // connection's segments then keep using one shard's context while it is
 // free), falling back to the next shards when it is busy.
-func (p *Pool) StartHint(id ID, hint uint32) *Request {
-	if uint(id) >= tableSize {
-		panic(fmt.Sprintf("sigpool: Start of ID %d, which is not allocated", id))
+func (p *Pool) StartHint(id ID, hint uint32) (*Request, error) {
+	if p == nil || uint(id) >= tableSize || len(p.shards) == 0 {
+		return nil, ErrNotAllocated
 	}
 	n := uint32(len(p.shards))
-	return p.startAt(id, uint32(uint64(hint)*uint64(n)>>32), n)
-}
-
-// startAt tries shards i, i+1, ... in turn, then waits for shard i.
-func (p *Pool) startAt(id ID, i, n uint32) *Request {
+	i := uint32(uint64(hint) * uint64(n) >> 32) // Lemire's reduction: no division
 	for range n {
 		sh := &p.shards[i]
 		if sh.mu.TryLock() {
@@ -445,47 +468,46 @@ func (p *Pool) startAt(id ID, i, n uint32) *Request {
 	return p.take(sh, id)
 }
 
-func (p *Pool) take(sh *shard, id ID) *Request {
+func (p *Pool) take(sh *shard, id ID) (*Request, error) {
 	r := &sh.reqs[id]
 	if r.MAC == nil {
 		sh.mu.Unlock()
-		panic(fmt.Sprintf("sigpool: Start of ID %d, which is not allocated", id))
+		return nil, ErrNotAllocated
 	}
 	r.held = true
 	r.Scratch = p.scratch.Buf(sh.idx)
-	return r
+	return r, nil
 }
 
-// Key puts the request's context into the keyed state for one use: with
-// the Clone backend it loads the template tmpl ([mac.Context.Load], no key
-// schedule); with the Rekey backend it runs the key schedule for raw
-// ([mac.Context.SetKey]). Callers keep both the template and the raw key
-// bytes, since the backend is per algorithm. It returns an error wrapping
-// [ErrKeyMismatch] if the template is nil (Clone) or of another algorithm,
-// and the error of SetKey (a bad key size) otherwise.
-func (r *Request) Key(tmpl *mac.Key, raw []byte) error {
-	if r.backend == Clone {
-		if tmpl == nil || tmpl.Algorithm() != r.MAC.Algorithm() {
-			return ErrKeyMismatch
-		}
-		r.MAC.Load(tmpl)
-		return nil
-	}
-	if tmpl != nil && tmpl.Algorithm() != r.MAC.Algorithm() {
+// Key puts the request's context into the keyed state of k for one use:
+// with the Clone backend it loads k's template ([mac.Context.Load], no key
+// schedule); with the Rekey backend it runs the key schedule for k's bytes
+// ([mac.Context.Rekey]). A nil key, an empty one or one of another
+// algorithm is [ErrKeyMismatch].
+func (r *Request) Key(k *mac.Key) error {
+	if r == nil || !r.held || r.MAC == nil || k.Algorithm() != r.MAC.Algorithm() {
 		return ErrKeyMismatch
 	}
-	return r.MAC.SetKey(raw)
+	if r.backend == Clone {
+		return r.MAC.Load(k)
+	}
+	return r.MAC.Rekey(k)
 }
 
 // Backend returns the backend Key uses.
-func (r *Request) Backend() Backend { return r.backend }
+func (r *Request) Backend() Backend {
+	if r == nil {
+		return Clone
+	}
+	return r.backend
+}
 
 // End hands the request back, like tcp_sigpool_end(). The request and its
-// Scratch must not be used afterwards. It panics if the request is not
-// held.
+// Scratch must not be used afterwards. End of a request that is not held
+// does nothing.
 func (r *Request) End() {
-	if !r.held {
-		panic("sigpool: End of a request that is not held")
+	if r == nil || !r.held {
+		return
 	}
 	r.held = false
 	r.sh.mu.Unlock()

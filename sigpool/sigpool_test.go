@@ -60,9 +60,9 @@ func direct(t testing.TB, a *mac.Algorithm, raw, msg []byte) []byte {
 // sign computes the MAC through the pool.
 func sign(t testing.TB, p *Pool, id ID, tmpl *mac.Key, raw, msg []byte) []byte {
 	t.Helper()
-	r := p.Start(id)
+	r := mustStart(p, id)
 	defer r.End()
-	if err := r.Key(tmpl, raw); err != nil {
+	if err := r.Key(tmpl); err != nil {
 		t.Fatal(err)
 	}
 	r.MAC.Write(msg)
@@ -70,7 +70,7 @@ func sign(t testing.TB, p *Pool, id ID, tmpl *mac.Key, raw, msg []byte) []byte {
 }
 
 func TestRefcount(t *testing.T) {
-	p := New(Config{Shards: 3})
+	p := mustNew(Config{Shards: 3})
 	sha256 := lookup(t, "hmac(sha256)")
 	sha1 := lookup(t, "hmac(sha1)")
 	id, err := p.Alloc(sha256, 60)
@@ -117,7 +117,7 @@ func TestRefcount(t *testing.T) {
 	if got, want := sign(t, p, id5, template(t, sha256, raw), raw, []byte("m")), direct(t, sha256, raw, []byte("m")); !bytes.Equal(got, want) {
 		t.Fatalf("after re-Alloc: %x want %x", got, want)
 	}
-	if r := p.Start(id5); len(r.Scratch) < 60 {
+	if r := mustStart(p, id5); len(r.Scratch) < 60 {
 		t.Fatalf("scratch %d bytes, want >= 60 (grow-only across Release)", len(r.Scratch))
 	} else {
 		r.End()
@@ -133,7 +133,7 @@ func TestRefcount(t *testing.T) {
 }
 
 func TestPoolFull(t *testing.T) {
-	p := New(Config{Shards: 2})
+	p := mustNew(Config{Shards: 2})
 	p.limit = 3
 	var ids []ID
 	for _, name := range []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)"} {
@@ -162,13 +162,13 @@ func TestPoolFull(t *testing.T) {
 // slots, so it fills the slots with entries whose cleanup is pending
 // (released while a request was in use): they are neither shared nor free.
 func TestTableFull(t *testing.T) {
-	p := New(Config{Shards: 1})
+	p := mustNew(Config{Shards: 1})
 	a := lookup(t, "hmac(sha1)")
 	keep, err := p.Alloc(a, 0) // the request we hold blocks every cleanup
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := p.Start(keep)
+	r := mustStart(p, keep)
 	for i := 1; i < tableSize; i++ {
 		id, err := p.Alloc(lookup(t, "hmac(md5)"), 0)
 		if err != nil {
@@ -191,28 +191,22 @@ func TestTableFull(t *testing.T) {
 
 func TestBackend(t *testing.T) {
 	for _, cfg := range []Backend{Clone, Rekey} {
-		p := New(Config{Shards: 2, Backend: cfg})
+		p := mustNew(Config{Shards: 2, Backend: cfg})
 		for _, a := range allAlgorithms() {
 			id, err := p.Alloc(a, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want := cfg
-			if !a.CanClone() {
-				want = Rekey
-			}
-			if got := p.Backend(id); got != want {
+			if got := mustBackend(p, id); got != want {
 				t.Errorf("pool %v, %s: backend %v, want %v", cfg, a, got, want)
 			}
-			r := p.Start(id)
+			r := mustStart(p, id)
 			if r.Backend() != want {
 				t.Errorf("pool %v, %s: request backend %v, want %v", cfg, a, r.Backend(), want)
 			}
 			r.End()
 		}
-	}
-	if a := lookup(t, "hmac(rmd160)"); a.CanClone() {
-		t.Fatal("hmac(rmd160) is expected not to clone")
 	}
 	if Clone.String() != "clone" || Rekey.String() != "rekey" || Backend(7).String() != "Backend(7)" {
 		t.Fatal("Backend.String")
@@ -231,7 +225,7 @@ func TestRFC4231(t *testing.T) {
 	}
 	tmpl := template(t, a, raw)
 	for _, b := range []Backend{Clone, Rekey} {
-		p := New(Config{Shards: 2, Backend: b})
+		p := mustNew(Config{Shards: 2, Backend: b})
 		id, err := p.Alloc(a, 60)
 		if err != nil {
 			t.Fatal(err)
@@ -248,7 +242,7 @@ func TestRFC4231(t *testing.T) {
 // package on random messages, switching keys between uses.
 func TestBackendsAgree(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	pools := []*Pool{New(Config{Shards: 2, Backend: Clone}), New(Config{Shards: 2, Backend: Rekey})}
+	pools := []*Pool{mustNew(Config{Shards: 2, Backend: Clone}), mustNew(Config{Shards: 2, Backend: Rekey})}
 	for _, a := range allAlgorithms() {
 		ids := make([]ID, len(pools))
 		for i, p := range pools {
@@ -267,7 +261,7 @@ func TestBackendsAgree(t *testing.T) {
 			want := direct(t, a, raw, msg)
 			for i, p := range pools {
 				if got := sign(t, p, ids[i], tmpl, raw, msg); !bytes.Equal(got, want) {
-					t.Fatalf("%s %v, %d-byte message: %x want %x", a, p.Backend(ids[i]), len(msg), got, want)
+					t.Fatalf("%s %v, %d-byte message: %x want %x", a, mustBackend(p, ids[i]), len(msg), got, want)
 				}
 			}
 		}
@@ -277,35 +271,27 @@ func TestBackendsAgree(t *testing.T) {
 func TestKeyMismatch(t *testing.T) {
 	sha1, sha256 := lookup(t, "hmac(sha1)"), lookup(t, "hmac(sha256)")
 	for _, b := range []Backend{Clone, Rekey} {
-		p := New(Config{Shards: 1, Backend: b})
+		p := mustNew(Config{Shards: 1, Backend: b})
 		id, _ := p.Alloc(sha256, 0)
-		r := p.Start(id)
-		if err := r.Key(template(t, sha1, []byte("k")), []byte("k")); !errors.Is(err, ErrKeyMismatch) {
-			t.Errorf("%v: template of another algorithm: %v", b, err)
+		r := mustStart(p, id)
+		if err := r.Key(template(t, sha1, []byte("k"))); !errors.Is(err, ErrKeyMismatch) {
+			t.Errorf("%v: key of another algorithm: %v", b, err)
 		}
-		err := r.Key(nil, []byte("k"))
-		if b == Clone && !errors.Is(err, ErrKeyMismatch) {
-			t.Errorf("clone without a template: %v", err)
+		if err := r.Key(nil); !errors.Is(err, ErrKeyMismatch) {
+			t.Errorf("%v: nil key: %v", b, err)
 		}
-		if b == Rekey && err != nil {
-			t.Errorf("rekey needs no template: %v", err)
+		if err := r.Key(new(mac.Key)); !errors.Is(err, ErrKeyMismatch) {
+			t.Errorf("%v: empty key: %v", b, err)
 		}
 		r.End()
 	}
-	p := New(Config{Shards: 1, Backend: Rekey})
-	id, _ := p.Alloc(lookup(t, "cmac(aes128)"), 0)
-	r := p.Start(id)
-	if err := r.Key(nil, make([]byte, 15)); !errors.Is(err, mac.ErrKeySize) {
-		t.Errorf("15-byte AES key: %v", err)
-	}
-	r.End()
 }
 
 func TestScratchReservation(t *testing.T) {
-	p := New(Config{Shards: 2})
+	p := mustNew(Config{Shards: 2})
 	id, _ := p.Alloc(lookup(t, "hmac(sha1)"), 60)
 	for i := 0; i < 10; i++ {
-		r := p.Start(id)
+		r := mustStart(p, id)
 		if len(r.Scratch) < 60 {
 			t.Fatalf("scratch %d", len(r.Scratch))
 		}
@@ -314,7 +300,7 @@ func TestScratchReservation(t *testing.T) {
 	id2, _ := p.Alloc(mac.TCPMD5, 200) // another user's larger reservation is every shard's
 	_ = id2
 	for i := 0; i < 10; i++ {
-		r := p.Start(id)
+		r := mustStart(p, id)
 		if len(r.Scratch) < 200 {
 			t.Fatalf("scratch %d after a 200-byte reservation", len(r.Scratch))
 		}
@@ -328,7 +314,7 @@ func TestScratchReservation(t *testing.T) {
 // counts holders per shard.
 func TestExclusive(t *testing.T) {
 	const shards, workers, iters = 3, 16, 2000
-	p := New(Config{Shards: shards})
+	p := mustNew(Config{Shards: shards})
 	a := lookup(t, "hmac(sha256)")
 	id, _ := p.Alloc(a, 64)
 	raw := []byte("traffic key")
@@ -343,7 +329,7 @@ func TestExclusive(t *testing.T) {
 			defer wg.Done()
 			sum := make([]byte, 0, mac.MaxSize)
 			for i := 0; i < iters; i++ {
-				r := p.Start(id)
+				r := mustStart(p, id)
 				if n := holders[r.sh.idx].Add(1); n != 1 {
 					errs <- fmt.Errorf("shard %d has %d holders", r.sh.idx, n)
 					return
@@ -351,7 +337,7 @@ func TestExclusive(t *testing.T) {
 				for k := range r.Scratch {
 					r.Scratch[k] = marker
 				}
-				if err := r.Key(tmpl, raw); err != nil {
+				if err := r.Key(tmpl); err != nil {
 					errs <- err
 					return
 				}
@@ -387,7 +373,7 @@ func TestExclusive(t *testing.T) {
 // is between Start and End: Release must return at once, the holder must
 // finish its MAC undisturbed, and the context is wiped only after its End.
 func TestReleaseWhileInUse(t *testing.T) {
-	p := New(Config{Shards: 2})
+	p := mustNew(Config{Shards: 2})
 	a := lookup(t, "hmac(sha256)")
 	id, _ := p.Alloc(a, 0)
 	raw := []byte("key")
@@ -396,8 +382,8 @@ func TestReleaseWhileInUse(t *testing.T) {
 
 	started, released, done := make(chan *Request), make(chan struct{}), make(chan []byte)
 	go func() {
-		r := p.Start(id)
-		r.Key(tmpl, raw)
+		r := mustStart(p, id)
+		r.Key(tmpl)
 		r.MAC.Write([]byte("before "))
 		started <- r
 		<-released
@@ -438,11 +424,11 @@ func TestReleaseWhileInUse(t *testing.T) {
 // TestReleaseByHolder releases the last reference from the goroutine that
 // holds a request of the same shard: it must not deadlock.
 func TestReleaseByHolder(t *testing.T) {
-	p := New(Config{Shards: 1})
+	p := mustNew(Config{Shards: 1})
 	a, b := lookup(t, "hmac(sha1)"), lookup(t, "hmac(md5)")
 	ia, _ := p.Alloc(a, 0)
 	ib, _ := p.Alloc(b, 0)
-	r := p.Start(ia)
+	r := mustStart(p, ia)
 	p.Release(ib)
 	if _, err := p.Alloc(b, 0); err != nil {
 		t.Fatal(err)
@@ -455,42 +441,45 @@ func TestReleaseByHolder(t *testing.T) {
 	}
 }
 
-func TestMisusePanics(t *testing.T) {
-	p := New(Config{Shards: 2})
+// TestMisuse: every careless call gets ErrNotAllocated or ErrBackend,
+// never a panic; End of a request that is not held does nothing.
+func TestMisuse(t *testing.T) {
+	p := mustNew(Config{Shards: 2})
 	id, _ := p.Alloc(lookup(t, "hmac(sha1)"), 0)
-	r := p.Start(id)
+	r := mustStart(p, id)
 	r.End()
-	for name, f := range map[string]func(){
-		"Start of a free slot":   func() { p.Start(id + 1) },
-		"Start of a negative ID": func() { p.Start(-1) },
-		"Start beyond the table": func() { p.Start(tableSize) },
-		"Get of a free slot":     func() { p.Get(id + 1) },
-		"Release of a free slot": func() { p.Release(id + 1) },
-		"Backend of a free slot": func() { p.Backend(id + 1) },
-		"End twice":              func() { r.End() },
-		"New with a bad backend": func() { New(Config{Backend: 7}) },
+	r.End()
+	var zero Pool
+	var nilPool *Pool
+	_, errBackend := p.Backend(id + 1)
+	_, errStart := p.Start(id + 1)
+	_, errNeg := p.Start(-1)
+	_, errBeyond := p.StartHint(tableSize, 0)
+	_, errZero := zero.Start(0)
+	_, errNil := nilPool.Start(0)
+	_, errZeroAlloc := zero.Alloc(lookup(t, "hmac(sha1)"), 0)
+	for name, err := range map[string]error{
+		"Start of a free slot":   errStart,
+		"Start of a negative ID": errNeg,
+		"Start beyond the table": errBeyond,
+		"Start on a zero Pool":   errZero,
+		"Start on a nil Pool":    errNil,
+		"Alloc on a zero Pool":   errZeroAlloc,
+		"Get of a free slot":     p.Get(id + 1),
+		"Release of a free slot": p.Release(id + 1),
+		"Backend of a free slot": errBackend,
 	} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("%s: no panic", name)
-				}
-			}()
-			f()
-		}()
+		if !errors.Is(err, ErrNotAllocated) {
+			t.Errorf("%s: %v, want ErrNotAllocated", name, err)
+		}
 	}
-	if p.Algorithm(-1) != nil || p.Algorithm(tableSize) != nil || p.Algorithm(id+1) != nil {
-		t.Error("Algorithm of a free slot")
+	if _, err := New(Config{Backend: 7}); !errors.Is(err, ErrBackend) {
+		t.Errorf("New with a bad backend: %v", err)
 	}
-	if _, err := p.Alloc(nil, 0); err == nil {
-		t.Error("Alloc(nil)")
-	}
-	if _, err := p.Alloc(lookup(t, "hmac(sha1)"), -1); err == nil {
-		t.Error("negative scratch size")
-	}
-	// The pool still works after the panics: no shard was left locked.
-	for i := 0; i < 10; i++ {
-		p.Start(id).End()
+	var nilReq *Request
+	nilReq.End()
+	if err := nilReq.Key(nil); !errors.Is(err, ErrKeyMismatch) {
+		t.Errorf("Key on a nil request: %v", err)
 	}
 }
 
@@ -504,14 +493,14 @@ func TestAllocs(t *testing.T) {
 	msg := make([]byte, 1496)
 	sum := make([]byte, 0, mac.MaxSize)
 	for _, b := range []Backend{Clone, Rekey} {
-		p := New(Config{Shards: 2, Backend: b})
+		p := mustNew(Config{Shards: 2, Backend: b})
 		for _, a := range allAlgorithms() {
 			id, _ := p.Alloc(a, 60)
 			raw := keyFor(a, 1)
 			tmpl := template(t, a, raw)
 			n := testing.AllocsPerRun(200, func() {
-				r := p.Start(id)
-				if err := r.Key(tmpl, raw); err != nil {
+				r := mustStart(p, id)
+				if err := r.Key(tmpl); err != nil {
 					panic(err)
 				}
 				r.MAC.Write(r.Scratch[:60])
@@ -520,10 +509,10 @@ func TestAllocs(t *testing.T) {
 				r.End()
 			})
 			switch {
-			case a.IsCMAC() && p.Backend(id) == Rekey:
+			case a.IsCMAC() && mustBackend(p, id) == Rekey:
 				t.Logf("%s %v: %v allocs per use (the AES key schedule)", a, b, n)
 			case n != 0:
-				t.Errorf("%s %v: %v allocs per use, want 0", a, p.Backend(id), n)
+				t.Errorf("%s %v: %v allocs per use, want 0", a, mustBackend(p, id), n)
 			}
 		}
 	}
@@ -552,4 +541,30 @@ func TestDefault(t *testing.T) {
 	if Default.Shards() < 1 {
 		t.Fatal("no shards")
 	}
+}
+
+func mustNew(cfg Config) *Pool {
+	p, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func mustStart(p *Pool, id ID) *Request { return mustStartHint(p, id, rand.Uint32()) }
+
+func mustStartHint(p *Pool, id ID, hint uint32) *Request {
+	r, err := p.StartHint(id, hint)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func mustBackend(p *Pool, id ID) Backend {
+	b, err := p.Backend(id)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -39,9 +39,9 @@ var (
 	// ErrNotAccepted: a server's Auth cannot sign before Verify has
 	// accepted a SYN.
 	ErrNotAccepted = errors.New("aopacket: no SYN accepted yet")
-	// ErrNoRoom: the packet has fewer reserved option bytes than the
-	// current key's option needs.
-	ErrNoRoom = errors.New("aopacket: reserved option space too small for the current key")
+	// ErrNoRoom is ao's: the packet has fewer reserved option bytes than
+	// the current key's option needs.
+	ErrNoRoom = ao.ErrNoRoom
 	// ErrISN: a SYN or SYN-ACK carries another ISN than the connection's.
 	ErrISN = errors.New("aopacket: SYN sequence number is not the connection's ISN")
 	// ErrUnsignedConn: a signed segment arrived on a connection that a
@@ -83,6 +83,9 @@ func space(maclen int) int {
 // largest MAC length of the MKTs the connection may use (the option space
 // it reserves in every segment); 0 reserves room for any.
 func NewClient(ring *ao.Keyring, ep ao.Endpoint, p ao.Policy, maclen int) (*Auth, error) {
+	if maclen < 0 || maclen > ao.MaxMACLen {
+		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
+	}
 	a := &Auth{conn: new(ao.Conn), isn: ep.LocalISN, space: space(maclen)}
 	if err := a.conn.Init(ring, ep, p); err != nil {
 		return nil, err
@@ -93,38 +96,65 @@ func NewClient(ring *ao.Keyring, ep ao.Endpoint, p ao.Policy, maclen int) (*Auth
 
 // NewServer returns the Auth of a connection that l is to accept: the
 // first SYN Verify sees goes through l.Accept, with localISN as the ISN
-// the stack puts in its SYN-ACK. maclen is as for NewClient.
-func NewServer(l *ao.Listener, localISN uint32, maclen int) *Auth {
+// the stack puts in its SYN-ACK. maclen is as for NewClient. A nil
+// listener is ao.ErrKeyNotFound.
+func NewServer(l *ao.Listener, localISN uint32, maclen int) (*Auth, error) {
+	if l == nil {
+		return nil, ao.ErrKeyNotFound
+	}
+	if maclen < 0 || maclen > ao.MaxMACLen {
+		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
+	}
 	a := &Auth{conn: new(ao.Conn), listener: l, isn: localISN, space: space(maclen)}
 	a.state.Store(stateListen)
-	return a
+	return a, nil
 }
 
 // NewEstablished returns the Auth of a connection whose ao.Conn is already
 // set up: restored with [ao.Conn.Import] after a migration, for example.
-// maclen is as for NewClient.
-func NewEstablished(c *ao.Conn, maclen int) *Auth {
+// maclen is as for NewClient. A nil c is ao.ErrNoCurrentKey.
+func NewEstablished(c *ao.Conn, maclen int) (*Auth, error) {
+	if c == nil || c.Current() == nil {
+		return nil, ao.ErrNoCurrentKey
+	}
+	if maclen < 0 || maclen > ao.MaxMACLen {
+		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
+	}
 	a := &Auth{conn: c, space: space(maclen)}
 	a.isn = c.Export().LocalISN
 	a.state.Store(stateSigned)
-	return a
+	return a, nil
 }
 
 // Conn returns the connection's TCP-AO state, for key rotation and
 // counters. On a server it is prepared by the accepted SYN.
-func (a *Auth) Conn() *ao.Conn { return a.conn }
+func (a *Auth) Conn() *ao.Conn {
+	if a == nil {
+		return nil
+	}
+	return a.conn
+}
 
 // Signed reports whether the connection uses TCP-AO: always for a client;
 // for a server once it accepted a signed SYN.
-func (a *Auth) Signed() bool { return a.state.Load() == stateSigned }
+func (a *Auth) Signed() bool { return a != nil && a.state.Load() == stateSigned }
 
 // Close releases the connection's keys (see [ao.Conn.Close]).
-func (a *Auth) Close() { a.conn.Close() }
+func (a *Auth) Close() {
+	if a != nil {
+		a.conn.Close()
+	}
+}
 
 // OptionLen returns the option space to reserve in every segment, SYN or
 // not: the TCP-AO option for the largest MAC, padded with NOPs to a
 // multiple of 4.
-func (a *Auth) OptionLen(syn bool) int { return a.space }
+func (a *Auth) OptionLen() int {
+	if a == nil {
+		return 0
+	}
+	return a.space
+}
 
 // Sign signs pkt, a whole IP packet whose first OptionLen bytes of TCP
 // options are NOPs and whose TCP checksum is not computed yet: it writes the
@@ -132,6 +162,9 @@ func (a *Auth) OptionLen(syn bool) int { return a.space }
 // the RNext key's RecvID, MAC zero, NOPs after it) and fills in the MAC.
 // On a connection accepted without TCP-AO it leaves the NOPs.
 func (a *Auth) Sign(pkt []byte) error {
+	if a == nil || a.conn == nil {
+		return ao.ErrNoCurrentKey
+	}
 	switch a.state.Load() {
 	case stateListen:
 		return ErrNotAccepted
@@ -150,15 +183,11 @@ func (a *Auth) Sign(pkt []byte) error {
 	if cur == nil {
 		return ao.ErrNoCurrentKey
 	}
-	rnext := cur.RecvID()
-	if m := a.conn.RNext(); m != nil {
-		rnext = m.RecvID()
-	}
 	opts := h.Options()
 	if len(opts) < a.space || ao.OptionSpace(cur.MACLen()) > a.space {
 		return fmt.Errorf("%w: %d bytes reserved, %d needed", ErrNoRoom, min(len(opts), a.space), ao.OptionSpace(cur.MACLen()))
 	}
-	ao.AppendOption(opts[:0], cur.SendID(), rnext, cur.MACLen())
+	ao.AppendOption(opts[:0], cur.MACLen())
 	if seg.Auth, err = h.AuthOptions(); err != nil {
 		return err
 	}
@@ -169,6 +198,9 @@ func (a *Auth) Sign(pkt []byte) error {
 // drop it. On a server that has not accepted a SYN yet, the packet must be
 // a SYN that the listener accepts.
 func (a *Auth) Verify(pkt []byte) error {
+	if a == nil || a.conn == nil {
+		return ao.ErrKeyNotFound
+	}
 	seg, err := segment.ParsePacket(pkt)
 	if err != nil {
 		return err
@@ -186,7 +218,7 @@ func (a *Auth) Verify(pkt []byte) error {
 		}
 		return nil
 	case stateUnsigned:
-		if seg.Auth.AO >= 0 || seg.Auth.MD5 >= 0 {
+		if seg.Auth.AO > 0 || seg.Auth.MD5 > 0 {
 			return ErrUnsignedConn
 		}
 		return nil

@@ -79,7 +79,7 @@ func open(t *testing.T, client, server netip.AddrPort, maclen int, mkts ...mkt) 
 	cring, sring := rings(t, client, server, mkts...)
 	a, b := usertcp.Pipe()
 	s := &session{listener: ao.NewListener(sring, ao.Policy{}, 0)}
-	s.sauth = aopacket.NewServer(s.listener, serverISN, maclen)
+	s.sauth = mustServer(t, s.listener, serverISN, maclen)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	type result struct {
@@ -261,7 +261,7 @@ func TestWrongKey(t *testing.T) {
 	defer cancel()
 	acc := make(chan error, 1)
 	go func() {
-		_, err := usertcp.Accept(ctx, b, usertcp.Config{Local: v4Server, Auth: aopacket.NewServer(l, serverISN, 12), ISS: serverISN})
+		_, err := usertcp.Accept(ctx, b, usertcp.Config{Local: v4Server, Auth: mustServer(t, l, serverISN, 12), ISS: serverISN})
 		acc <- err
 	}()
 	cauth, err := aopacket.NewClient(cring, ao.Endpoint{Local: v4Client, Remote: v4Server, LocalISN: clientISN}, ao.Policy{}, 12)
@@ -290,7 +290,7 @@ func TestUnsignedPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := usertcp.Pipe()
-	sauth := aopacket.NewServer(ao.NewListener(ring, ao.Policy{}, 0), serverISN, 12)
+	sauth := mustServer(t, ao.NewListener(ring, ao.Policy{}, 0), serverISN, 12)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	acc := make(chan error, 1)
@@ -333,8 +333,8 @@ func TestSignErrors(t *testing.T) {
 		}
 		return p
 	}
-	srv := aopacket.NewServer(ao.NewListener(sring, ao.Policy{}, 0), serverISN, 0)
-	if err := srv.Sign(pkt(0x12, serverISN, srv.OptionLen(true))); !errors.Is(err, aopacket.ErrNotAccepted) {
+	srv := mustServer(t, ao.NewListener(sring, ao.Policy{}, 0), serverISN, 0)
+	if err := srv.Sign(pkt(0x12, serverISN, srv.OptionLen())); !errors.Is(err, aopacket.ErrNotAccepted) {
 		t.Errorf("server Sign before a SYN: %v", err)
 	}
 	cli, err := aopacket.NewClient(cring, ao.Endpoint{Local: v4Client, Remote: v4Server, LocalISN: clientISN}, ao.Policy{}, 12)
@@ -348,7 +348,7 @@ func TestSignErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := cli.OptionLen(false); got != 20 {
+	if got := cli.OptionLen(); got != 20 {
 		t.Errorf("OptionLen with maclen 0 = %d, want 20", got)
 	}
 	if err := cli.Sign(pkt(0x02, clientISN+1, 20)); !errors.Is(err, aopacket.ErrISN) {
@@ -357,4 +357,12 @@ func TestSignErrors(t *testing.T) {
 	if err := cli.Sign(pkt(0x02, clientISN, 20)); err != nil {
 		t.Errorf("SYN: %v", err)
 	}
+}
+
+func mustServer(t testing.TB, l *ao.Listener, isn uint32, maclen int) *aopacket.Auth {
+	a, err := aopacket.NewServer(l, isn, maclen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

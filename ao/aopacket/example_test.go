@@ -43,7 +43,10 @@ func Example() {
 	serverKey := make(chan uint8, 1)
 	go func() {
 		const isn = 5000
-		auth := aopacket.NewServer(listener, isn, 12)
+		auth, err := aopacket.NewServer(listener, isn, 12)
+		if err != nil {
+			panic(err)
+		}
 		defer auth.Close()
 		c, err := usertcp.Accept(ctx, slink, usertcp.Config{Local: server, Auth: auth, ISS: isn, Greeting: []byte("220 ready")})
 		if err != nil {

@@ -160,7 +160,10 @@ func orNone(s []string) string {
 // goroutines (each with its own connection and segment, one shared pool
 // and keyring, as a server's connections share them) for d.
 func measure(alg string, b sigpool.Backend, op string, payload int, d time.Duration) (benchRow, error) {
-	pool := sigpool.New(sigpool.Config{Backend: b})
+	pool, err := sigpool.New(sigpool.Config{Backend: b})
+	if err != nil {
+		return benchRow{}, err
+	}
 	newWorker, err := benchSetup(alg, pool)
 	if err != nil {
 		return benchRow{}, err
@@ -272,7 +275,7 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 			ao.RepairState{LocalISN: isnB, RemoteISN: isnA, SendSeq: isnB, RecvSeq: isnA, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
 			return nil, err
 		}
-		seg, err := benchSegment(payload, ao.AppendOption(nil, 1, 2, ao.DefaultMACLen))
+		seg, err := benchSegment(payload, ao.AppendOption(nil, ao.DefaultMACLen))
 		if err != nil {
 			return nil, err
 		}

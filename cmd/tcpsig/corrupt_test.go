@@ -57,7 +57,7 @@ func damage(t testing.TB, file, kind string) damaged {
 			continue
 		}
 		ports[seg.Header.SrcPort()], ports[seg.Header.DstPort()] = true, true
-		if seg.Auth.AO < 0 && seg.Auth.MD5 < 0 {
+		if seg.Auth.AO == 0 && seg.Auth.MD5 == 0 {
 			continue
 		}
 		switch kind {
@@ -88,7 +88,7 @@ func damage(t testing.TB, file, kind string) damaged {
 	switch kind {
 	case damageMAC:
 		at := seg.Auth.AO + 4
-		if seg.Auth.AO < 0 {
+		if seg.Auth.AO == 0 {
 			at = seg.Auth.MD5 + 2
 		}
 		h[at] ^= 0x10

@@ -49,9 +49,13 @@ type mirror struct {
 // which L3 domain a segment was, so entries bound to an ifindex are judged
 // as if they were not.
 func loadKeys(kf *keyfile.File) (*keySet, error) {
+	pool, err := sigpool.New(sigpool.Config{})
+	if err != nil {
+		return nil, err
+	}
 	ks := &keySet{
 		file:    kf,
-		pool:    sigpool.New(sigpool.Config{}),
+		pool:    pool,
 		aoEntry: map[*ao.MKT]int{},
 		mirrors: map[[2]netip.Addr]*mirror{},
 	}
@@ -61,12 +65,10 @@ func loadKeys(kf *keyfile.File) (*keySet, error) {
 	for i, e := range kf.AO {
 		cfg := e.Config
 		cfg.IfIndex, cfg.HasIfIndex = 0, false
-		var err error
 		if ks.aoRings, err = ks.addAO(ks.aoRings, cfg, i); err != nil {
 			return nil, fmt.Errorf("%s: %v", keyfile.Label("ao", i, e.Name), err)
 		}
 	}
-	var err error
 	if ks.md5, err = newMD5Keys(ks.pool, kf.MD5); err != nil {
 		return nil, err
 	}

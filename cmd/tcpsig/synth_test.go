@@ -158,7 +158,7 @@ func (cv *convo) send(e *end, flags segment.Flags, payload []byte) []byte {
 		opts = md5sig.AppendOption(opts)
 	} else {
 		cur := e.conn.Current()
-		opts = ao.AppendOption(opts, cur.SendID(), 0, cur.MACLen())
+		opts = ao.AppendOption(opts, cur.MACLen())
 	}
 	for len(opts)%4 != 0 {
 		opts = append(opts, segment.OptionKindNOP)

@@ -121,7 +121,7 @@ func (v *verifier) packet(frame int, ip []byte, truncated bool) {
 	h := seg.Header
 	src := netip.AddrPortFrom(seg.Src.Unmap(), h.SrcPort())
 	dst := netip.AddrPortFrom(seg.Dst.Unmap(), h.DstPort())
-	signed := seg.Auth.AO >= 0 || seg.Auth.MD5 >= 0
+	signed := seg.Auth.AO > 0 || seg.Auth.MD5 > 0
 	if !signed && !v.keys.relevant(src.Addr(), dst.Addr()) {
 		v.totals.skipped++
 		return
@@ -133,9 +133,9 @@ func (v *verifier) packet(frame int, ip []byte, truncated bool) {
 	r := &v.r
 	*r = result{frame: frame, src: src, dst: dst, hasTCP: true, flags: h.Flags(), seq: h.Seq(), flow: f.id}
 	switch {
-	case seg.Auth.AO >= 0:
+	case seg.Auth.AO > 0:
 		v.judgeAO(f, i, d, &seg, r)
-	case seg.Auth.MD5 >= 0:
+	case seg.Auth.MD5 > 0:
 		v.judgeMD5(d, &seg, r)
 	default:
 		r.verdict = unsigned

@@ -96,8 +96,8 @@ func newConn(link Link, cfg Config) (*Conn, error) {
 		}
 	}
 	if cfg.Auth != nil {
-		c.authSyn = roundUp4(cfg.Auth.OptionLen(true))
-		c.authData = roundUp4(cfg.Auth.OptionLen(false))
+		c.authSyn = roundUp4(cfg.Auth.OptionLen())
+		c.authData = roundUp4(cfg.Auth.OptionLen())
 	}
 	if c.authSyn < 0 || c.authData < 0 || c.authSyn+mssOptionLen > maxOptionLen || c.authData > maxOptionLen {
 		return nil, fmt.Errorf("usertcp: Auth wants %d/%d option bytes, more than TCP has", c.authSyn, c.authData)

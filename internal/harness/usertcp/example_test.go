@@ -19,7 +19,7 @@ import (
 // same way.
 type toyAuth struct{ secret []byte }
 
-func (a toyAuth) OptionLen(syn bool) int { return 8 } // 253, 6, crc32, NOP, NOP
+func (a toyAuth) OptionLen() int { return 8 } // 253, 6, crc32, NOP, NOP
 
 func (a toyAuth) Sign(pkt []byte) error {
 	opts, payload := split(pkt)

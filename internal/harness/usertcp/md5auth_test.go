@@ -18,7 +18,11 @@ func newMD5Auth(peer netip.Addr, key string) Auth {
 	if _, err := ring.Add(md5sig.Config{Peer: netip.PrefixFrom(p, p.BitLen()), Key: []byte(key)}); err != nil {
 		panic(err) // test setup: a fixed, valid key
 	}
-	return md5sig.PacketAuth{Ring: ring}
+	a, err := md5sig.NewPacketAuth(ring, 0)
+	if err != nil {
+		panic(err)
+	}
+	return a
 }
 
 func splitIP(pkt []byte) (src, dst netip.Addr, tcp []byte, err error) {

@@ -15,7 +15,7 @@ type SwitchAuth struct {
 func (a *SwitchAuth) Switch(bad Auth) { a.bad.Store(&bad) }
 
 // OptionLen is Good's.
-func (a *SwitchAuth) OptionLen(syn bool) int { return a.Good.OptionLen(syn) }
+func (a *SwitchAuth) OptionLen() int { return a.Good.OptionLen() }
 
 // Verify verifies with Good.
 func (a *SwitchAuth) Verify(pkt []byte) error { return a.Good.Verify(pkt) }

@@ -20,7 +20,7 @@
 // # The Auth hook
 //
 // usertcp knows nothing of the algorithm. For each outgoing packet it
-// reserves the first Auth.OptionLen(syn) bytes of the TCP options (rounded
+// reserves the first Auth.OptionLen() bytes of the TCP options (rounded
 // up to a multiple of 4), fills them with NOPs, writes the rest of the
 // packet with a zero checksum, and calls Auth.Sign on the whole IP packet;
 // Sign writes its option into the reserved bytes (TCP-MD5 writes
@@ -43,9 +43,9 @@ import (
 // called from the goroutine that drives the [Conn].
 type Auth interface {
 	// OptionLen is the number of TCP option bytes the auth option
-	// needs, including any NOP padding it wants (0 = unsigned). It may
-	// differ between SYN segments and others.
-	OptionLen(syn bool) int
+	// needs in every segment, SYN or not, including any NOP padding it
+	// wants (0 = unsigned).
+	OptionLen() int
 	// Sign writes the auth option of an outgoing packet (the whole IP
 	// packet: header, TCP header with options, payload) into the first
 	// OptionLen bytes of the TCP options, which hold NOPs. The TCP

@@ -296,6 +296,6 @@ func TestConfigErrors(t *testing.T) {
 
 type authLen int
 
-func (n authLen) OptionLen(bool) int { return int(n) }
-func (authLen) Sign([]byte) error    { return nil }
-func (authLen) Verify([]byte) error  { return nil }
+func (n authLen) OptionLen() int    { return int(n) }
+func (authLen) Sign([]byte) error   { return nil }
+func (authLen) Verify([]byte) error { return nil }

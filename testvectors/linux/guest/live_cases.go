@@ -358,7 +358,7 @@ func (t *tap) segments(since int) []liveSeg {
 			continue
 		}
 		ls := liveSeg{out: p.out, flags: s.Header.Flags(), seq: s.Header.Seq(), payload: s.Payload}
-		if s.Auth.AO >= 0 {
+		if s.Auth.AO > 0 {
 			ls.ao, ls.keyID, ls.rnext = true, s.Header[s.Auth.AO+2], s.Header[s.Auth.AO+3]
 		}
 		out = append(out, ls)
@@ -728,7 +728,10 @@ func (c liveCase) runKernelDials(r *liveReport, n *liveNet) error {
 	}
 	listener := ao.NewListener(ring, ao.Policy{}, 0)
 	isn := randISN()
-	auth := aopacket.NewServer(listener, isn, c.maclen)
+	auth, err := aopacket.NewServer(listener, isn, c.maclen)
+	if err != nil {
+		return err
+	}
 	defer auth.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), liveIO)
 	defer cancel()
@@ -942,7 +945,10 @@ func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 	if err := bad.Import(wrongRing, ao.Endpoint{Local: n.engineAP(), Remote: n.kernelAP()}, ao.Policy{}, auth.Conn().Export()); err != nil {
 		return fmt.Errorf("import onto the wrong key: %w", err)
 	}
-	badAuth := aopacket.NewEstablished(&bad, c.maclen)
+	badAuth, err := aopacket.NewEstablished(&bad, c.maclen)
+	if err != nil {
+		return err
+	}
 	before, err := readAOStats()
 	if err != nil {
 		return err
@@ -993,7 +999,10 @@ func (c liveCase) runWrongKeyKernel(r *liveReport, n *liveNet) error {
 	}
 	listener := ao.NewListener(ring, ao.Policy{}, 0)
 	isn := randISN()
-	auth := aopacket.NewServer(listener, isn, c.maclen)
+	auth, err := aopacket.NewServer(listener, isn, c.maclen)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), liveIO)
 	defer cancel()
 	engine := make(chan error, 1)

@@ -126,7 +126,7 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 	if err != nil {
 		return err
 	}
-	if want.Auth.AO < 0 {
+	if want.Auth.AO == 0 {
 		return fmt.Errorf("the kernel's RST is not signed: %x", rst)
 	}
 	o := want.Header[want.Auth.AO:]

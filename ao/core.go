@@ -1,0 +1,252 @@
+package ao
+
+import (
+	"encoding/binary"
+	"net/netip"
+
+	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/segment"
+)
+
+// ISNs are a connection's two initial sequence numbers as one segment sees
+// them: Src is the ISN of the end that sends the segment, Dst that of the
+// end that receives it (RFC 5925 §5.2). A SYN's traffic key ignores Dst.
+type ISNs struct{ Src, Dst uint32 }
+
+// SignSegment is the per-segment core without a connection: it signs seg
+// with m for a connection whose ISNs are isns, sne being the SNE of seg's
+// sequence number (RFC 5925 §6.2; 0 in the first 2^32 bytes). It writes
+// KeyID m.SendID(), rnextKeyID and the MAC into seg's TCP-AO option, which
+// must have room for m's MAC (a longer option is shortened, NOPs filling
+// the rest). A SYN without ACK takes the Send_SYN traffic key, every other
+// segment the Send_other key; the key is derived for this call and wiped
+// after it ([Conn] keeps its keys instead). Errors: [ErrNoOption],
+// [ErrNoRoom], [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
+func SignSegment(m *MKT, isns ISNs, sne uint32, rnextKeyID uint8, seg *segment.Segment) error {
+	in, err := segmentInput(seg, isns)
+	if err != nil {
+		return err
+	}
+	return signOnce(m, &in, sne, rnextKeyID, seg)
+}
+
+// VerifySegment checks seg's MAC with m for a connection whose ISNs are
+// isns (Src: the sender's), sne the SNE of seg's sequence number, as
+// [SignSegment] computes it. It does not look at the option's KeyID: the
+// caller picks m, usually by it. Errors: [ErrNoOption], [ErrMACLength],
+// [ErrBadMAC], [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
+func VerifySegment(m *MKT, isns ISNs, sne uint32, seg *segment.Segment) error {
+	in, err := segmentInput(seg, isns)
+	if err != nil {
+		return err
+	}
+	return verifyOnce(m, &in, sne, seg)
+}
+
+// segmentInput is the KDF input of seg's own direction.
+func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
+	if err := checkSegment(seg); err != nil {
+		return kdf.Input{}, err
+	}
+	h := seg.Header
+	in := kdf.Input{Src: seg.Src, Dst: seg.Dst, SrcPort: h.SrcPort(), DstPort: h.DstPort(), SrcISN: isns.Src, DstISN: isns.Dst}
+	if isSYN(h.Flags()) {
+		in.DstISN = 0
+	}
+	return in, nil
+}
+
+// isSYN reports a SYN without ACK: the segments of the SYN traffic keys.
+func isSYN(f segment.Flags) bool { return f&(segment.SYN|segment.ACK) == segment.SYN }
+
+// checkSegment refuses what a Segment not made by package segment may
+// hold: a header shorter than 20 bytes or than its data offset, and
+// addresses that are invalid or of two families.
+func checkSegment(seg *segment.Segment) error {
+	if seg == nil || len(seg.Header) < segment.TCPMinimumSize || seg.Header.DataOffset() > len(seg.Header) {
+		return ErrNoOption
+	}
+	if !seg.Src.IsValid() || seg.Src.Is4() != seg.Dst.Is4() || !seg.Dst.IsValid() {
+		return segment.ErrAddrFamily
+	}
+	return nil
+}
+
+// signOnce derives the traffic key for in, signs seg with it and wipes it.
+func signOnce(m *MKT, in *kdf.Input, sne uint32, rnext uint8, seg *segment.Segment) error {
+	var key mac.Key
+	defer key.Wipe()
+	if err := m.deriveOnce(in, &key); err != nil {
+		return err
+	}
+	return sign(m, &key, seg, sne, rnext, 0)
+}
+
+// verifyOnce derives the traffic key for in, verifies seg with it and
+// wipes it.
+func verifyOnce(m *MKT, in *kdf.Input, sne uint32, seg *segment.Segment) error {
+	if m == nil {
+		return ErrKeyNotFound
+	}
+	if err := checkSegment(seg); err != nil {
+		return err
+	}
+	off, opt, err := findOption(seg)
+	if err != nil {
+		return err
+	}
+	if len(opt.MAC) != int(m.maclen) {
+		return ErrMACLength
+	}
+	var key mac.Key
+	defer key.Wipe()
+	if err := m.deriveOnce(in, &key); err != nil {
+		return err
+	}
+	return verify(m, &key, seg, off, opt.MAC, sne, 0)
+}
+
+// deriveOnce derives a traffic key of m into key, with m pinned.
+func (m *MKT) deriveOnce(in *kdf.Input, key *mac.Key) error {
+	if m == nil || m.master == nil {
+		return ErrKeyNotFound
+	}
+	p, ok := m.acquire()
+	if !ok {
+		return ErrKeyNotFound
+	}
+	defer m.release(p)
+	return derive(m, in, key)
+}
+
+// derive computes a traffic key of m into key; m must be pinned.
+func derive(m *MKT, in *kdf.Input, key *mac.Key) error {
+	req, err := m.pool.Start(m.poolID)
+	if err != nil {
+		return err
+	}
+	var raw [mac.MaxSize]byte
+	tk, err := m.master.Derive(req.MAC, req.Scratch, in, raw[:0])
+	req.End()
+	if err == nil {
+		err = key.Init(m.alg, tk)
+	}
+	clear(raw[:])
+	return err
+}
+
+// signOption returns the offset of seg's TCP-AO option after making it
+// exactly m's length: a longer one is shortened and its tail turned into
+// NOPs; a shorter one is [ErrNoRoom].
+func signOption(m *MKT, seg *segment.Segment) (int, error) {
+	if err := checkSegment(seg); err != nil {
+		return 0, err
+	}
+	h, off, n := seg.Header, seg.Auth.AO, seg.Auth.AOLen
+	if off < segment.TCPMinimumSize || n <= OptionHeaderLen || off+n > len(h) || h[off] != OptionKind || int(h[off+1]) != n {
+		return 0, ErrNoOption
+	}
+	want := OptionLen(int(m.maclen))
+	if n < want {
+		return 0, ErrNoRoom
+	}
+	if n > want {
+		h[off+1] = byte(want)
+		for i := off + want; i < off+n; i++ {
+			h[i] = segment.OptionKindNOP
+		}
+		seg.Auth.AOLen = want
+	}
+	return off, nil
+}
+
+// sign writes m's KeyID, rnext and the MAC of seg under key into seg's
+// option: the per-segment core of every signer.
+func sign(m *MKT, key *mac.Key, seg *segment.Segment, sne uint32, rnext uint8, hint uint32) error {
+	off, err := signOption(m, seg)
+	if err != nil {
+		return err
+	}
+	h := seg.Header
+	h[off+2], h[off+3] = m.sendID, rnext
+	var sum [mac.MaxSize]byte
+	if err := segmentMAC(m, key, seg, off, sne, hint, &sum); err != nil {
+		return err
+	}
+	copy(h[off+OptionHeaderLen:off+OptionHeaderLen+int(m.maclen)], sum[:m.maclen])
+	clear(sum[:])
+	return nil
+}
+
+// verify compares got, the MAC of seg's option at off, with the MAC of seg
+// under key, in constant time: the per-segment core of every verifier.
+func verify(m *MKT, key *mac.Key, seg *segment.Segment, off int, got []byte, sne uint32, hint uint32) error {
+	if len(got) != int(m.maclen) {
+		return ErrMACLength
+	}
+	var sum [mac.MaxSize]byte
+	if err := segmentMAC(m, key, seg, off, sne, hint, &sum); err != nil {
+		return err
+	}
+	good := mac.Equal(sum[:m.maclen], got)
+	clear(sum[:])
+	if !good {
+		return ErrBadMAC
+	}
+	return nil
+}
+
+// segmentMAC computes the MAC of seg (RFC 5925 §5.1, Linux
+// tcp_ao_hash_skb) into sum: SNE, pseudo-header, TCP header with checksum
+// and MAC zeroed (or only the base header and the AO option when options
+// are excluded), payload.
+func segmentMAC(m *MKT, key *mac.Key, seg *segment.Segment, off int, sne uint32, hint uint32, sum *[mac.MaxSize]byte) error {
+	req, err := m.pool.StartHint(m.poolID, hint)
+	if err != nil {
+		return err
+	}
+	defer req.End()
+	if err := req.Key(key); err != nil {
+		return err
+	}
+	maclen := int(m.maclen)
+	sc := req.Scratch
+	b := binary.BigEndian.AppendUint32(sc[:0], sne)
+	b = segment.AppendPseudoHeader(b, seg.Src, seg.Dst, seg.Len())
+	start := len(b)
+	h := seg.Header
+	if m.exclude {
+		b = append(b, h[:segment.TCPMinimumSize]...)
+		b = append(b, h[off:off+OptionHeaderLen]...)
+		for i := 0; i < maclen; i++ {
+			b = append(b, 0)
+		}
+	} else {
+		b = append(b, h...)
+		clear(b[start+off+OptionHeaderLen : start+off+OptionHeaderLen+maclen])
+	}
+	b[start+segment.TCPChecksumOffset], b[start+segment.TCPChecksumOffset+1] = 0, 0
+	// Complete the hash's first block(s) here: the hash would otherwise
+	// buffer the header and the payload's first bytes in its own block
+	// buffer and run its block function once more. The bytes staged are
+	// at most one block of payload, exactly what the hash would have
+	// copied itself; the payload is otherwise hashed in place.
+	pay := seg.Payload
+	if bs := m.alg.BlockSize(); bs > 16 {
+		fill := min((bs-len(b)%bs)%bs, len(pay))
+		b = append(b, pay[:fill]...)
+		pay = pay[fill:]
+	}
+	req.MAC.Write(b)
+	req.MAC.Write(pay)
+	for _, f := range seg.Frags {
+		req.MAC.Write(f)
+	}
+	copy(sum[:], req.MAC.Sum(sc[sumOff:sumOff]))
+	return nil
+}
+
+func netipAddrPort(a netip.Addr, port uint16) netip.AddrPort {
+	return netip.AddrPortFrom(a.Unmap(), port)
+}
