@@ -45,6 +45,9 @@ func (l *Layer) cover(peer netip.Addr) Kind {
 // RST it cannot sign (RFC 5925 §7.7); the peer's own timers then end its
 // side. TCP-MD5 needs no ISNs: every segment to an MD5 peer is signed.
 func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
+	if l == nil {
+		return nil, ErrConfig
+	}
 	seg, err := segment.ParsePacket(pkt)
 	if err != nil {
 		return l.unparsed(pkt, err, false)
@@ -286,6 +289,9 @@ func insertOption(dst, pkt []byte, seg *segment.Segment, opt []byte) ([]byte, []
 // tracked connection (else ErrNoConn). Fragments to or from covered peers
 // are dropped (ErrFragment): one fragment carries no verifiable segment.
 func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
+	if l == nil {
+		return nil, ErrConfig
+	}
 	seg, err := segment.ParsePacket(pkt)
 	if err != nil {
 		return l.unparsed(pkt, err, true)
@@ -325,7 +331,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 		return nil, l.drop(sh, nil, ErrClosed)
 	case kind == KindMD5:
 		if err := l.cfg.MD5.Verify(&seg, l.cfg.L3Index); err != nil {
-			return nil, l.drop(sh, nil, err)
+			return nil, l.drop(sh, nil, unsigned(err))
 		}
 		if synOnly {
 			if err := l.startServer(KindMD5, &t, &seg, now); err != nil {
@@ -392,10 +398,7 @@ func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
 		return ErrClosed
 	}
 	if c.kind == KindMD5 {
-		err := l.cfg.MD5.Verify(seg, l.cfg.L3Index)
-		if errors.Is(err, md5sig.ErrMissing) {
-			return errUnsignedMD5
-		}
+		err := unsigned(l.cfg.MD5.Verify(seg, l.cfg.L3Index))
 		if err == nil && c.State() == StateSynSent && seg.Header.Flags().Has(segment.SYN|segment.ACK) {
 			c.state.CompareAndSwap(uint32(StateSynSent), uint32(StateEstablished))
 		}
@@ -417,8 +420,19 @@ func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
 	default:
 		err = c.ao.Verify(seg)
 	}
-	if errors.Is(err, ao.ErrAORequired) {
+	return unsigned(err)
+}
+
+// unsigned returns ao's and md5sig's errors for an unsigned segment as
+// ErrUnsigned too, and any other error as it is.
+func unsigned(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ao.ErrAORequired):
 		return errUnsignedAO
+	case errors.Is(err, md5sig.ErrMissing):
+		return errUnsignedMD5
 	}
 	return err
 }
@@ -535,6 +549,9 @@ func isSegmentError(err error) bool {
 // Counters returns the layer's totals.
 func (l *Layer) Counters() Counters {
 	var c Counters
+	if l == nil {
+		return c
+	}
 	for i := range l.shards {
 		sh := &l.shards[i]
 		c.Passed += sh.passed.Load()

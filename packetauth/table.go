@@ -127,6 +127,9 @@ func (l *Layer) remove(t *tuple, c *conn) {
 // by FIN both ways since before now−TimeWait. Front ends call it from a
 // ticker; a new connection that finds the table full calls it too.
 func (l *Layer) Expire(now time.Time) {
+	if l == nil {
+		return
+	}
 	idle := now.Add(-l.cfg.Idle).UnixNano()
 	closed := now.Add(-l.cfg.TimeWait).UnixNano()
 	for i := range l.shards {
@@ -153,6 +156,9 @@ func (l *Layer) Expire(now time.Time) {
 // afterwards covered peers' packets are dropped with ErrClosed and
 // uncovered ones still pass.
 func (l *Layer) Close() {
+	if l == nil {
+		return
+	}
 	l.closed.Store(true)
 	for i := range l.shards {
 		sh := &l.shards[i]
@@ -170,6 +176,9 @@ func (l *Layer) Close() {
 // yield returns false (a range-over-func iterator). yield runs without
 // the table's locks held.
 func (l *Layer) Conns(yield func(ConnInfo) bool) {
+	if l == nil {
+		return
+	}
 	var batch []ConnInfo
 	for i := range l.shards {
 		sh := &l.shards[i]
@@ -216,6 +225,9 @@ func (l *Layer) lookup(t *tuple) (*shard, *conn) {
 // *ao.Conn is the layer's: use it only while the connection is tracked
 // (a key pinned through it after the connection was freed stays pinned).
 func (l *Layer) Conn(local, remote netip.AddrPort) (*ao.Conn, bool) {
+	if l == nil {
+		return nil, false
+	}
 	t := tupleOf(local, remote)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
@@ -232,6 +244,9 @@ func (l *Layer) Conn(local, remote netip.AddrPort) (*ao.Conn, bool) {
 // needs none of that; Seed registers its connection all the same. A
 // tracked connection with the same addresses is replaced.
 func (l *Layer) Seed(local, remote netip.AddrPort, st ao.RepairState) error {
+	if l == nil {
+		return ErrConfig
+	}
 	local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
 	remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
 	kind := l.cover(remote.Addr())
