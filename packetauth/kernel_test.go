@@ -234,7 +234,7 @@ func TestLinuxAOReplay(t *testing.T) {
 			snd, rcv := layers[p.src], layers[p.dst]
 			h := p.seg.Header
 			a := p.seg.Auth.AO
-			if a < 0 {
+			if a <= 0 {
 				t.Fatalf("%s packet %d: unsigned", c.Name, i)
 			}
 			keyID, rnext := h[a+2], h[a+3]
