@@ -1,0 +1,18 @@
+// Package nfrules installs and removes the netfilter rules that send a
+// host's TCP traffic with given peers to a netfilter queue: one nftables
+// table per address family (ip and ip6), of one name, owned by one
+// process, so that removing it removes every rule it added and nothing else.
+//
+// The rules are written over nftables' netlink interface with
+// github.com/google/nftables (pure Go), so they need neither the nft nor the
+// iptables binary — a qemu guest or a router image has neither. A kernel
+// built with nft_queue gets nftables' own queue statement; one built with
+// only the xtables NFQUEUE target and nft_compat (as some distribution
+// kernels are) gets that target, as iptables-nft would write it.
+//
+// The output chain (hook output, priority 300: after the output NAT and
+// mangle chains) queues TCP to a peer; the input chain (hook input, priority
+// -150) queues TCP from a peer. Only the host's own traffic passes these
+// hooks, never forwarded packets. The queue is fail-closed: with no reader
+// the kernel drops the queued packets.
+package nfrules

@@ -1,0 +1,189 @@
+//go:build linux
+
+package nfrules
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/google/nftables/xt"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoPeers: a rule set needs at least one peer prefix.
+var ErrNoPeers = errors.New("nfrules: no peer prefixes")
+
+// Spec is the rule set: TCP with any of Peers goes to queue Queue.
+type Spec struct {
+	Table string // name of the tables (ip and ip6) holding the rules
+	Queue uint16
+	Peers []netip.Prefix
+}
+
+// Method says how the installed rules queue packets.
+type Method string
+
+// The two ways of queueing.
+const (
+	NativeQueue Method = "nft queue"           // nftables' queue statement (nft_queue)
+	XTQueue     Method = "xt NFQUEUE (compat)" // xtables NFQUEUE target through nft_compat
+)
+
+// Install replaces the tables named spec.Table (left by an earlier run, or
+// by this one: a reload) by the rules of spec, atomically per family, in the
+// network namespace of the calling thread. It returns how packets are
+// queued.
+func Install(spec Spec) (Method, error) {
+	if len(spec.Peers) == 0 {
+		return "", ErrNoPeers
+	}
+	if spec.Table == "" {
+		return "", errors.New("nfrules: empty table name")
+	}
+	var errs []error
+	for _, m := range []Method{NativeQueue, XTQueue} {
+		err := install(spec, m)
+		if err == nil {
+			return m, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", m, err))
+	}
+	return "", fmt.Errorf("nfrules: install table %s: %w", spec.Table, errors.Join(errs...))
+}
+
+// Remove deletes the tables named table, if they exist.
+func Remove(table string) error {
+	c, err := nftables.New()
+	if err != nil {
+		return fmt.Errorf("nfrules: %w", err)
+	}
+	for _, fam := range []nftables.TableFamily{nftables.TableFamilyIPv4, nftables.TableFamilyIPv6} {
+		present, err := exists(c, table, fam)
+		if err != nil {
+			return err
+		}
+		if !present {
+			continue
+		}
+		c.DelTable(&nftables.Table{Name: table, Family: fam})
+		if err := c.Flush(); err != nil {
+			return fmt.Errorf("nfrules: delete table %s: %w", table, err)
+		}
+	}
+	return nil
+}
+
+// Exists reports whether a table named table exists in either family.
+func Exists(table string) (bool, error) {
+	c, err := nftables.New()
+	if err != nil {
+		return false, fmt.Errorf("nfrules: %w", err)
+	}
+	for _, fam := range []nftables.TableFamily{nftables.TableFamilyIPv4, nftables.TableFamilyIPv6} {
+		if ok, err := exists(c, table, fam); err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+func exists(c *nftables.Conn, table string, fam nftables.TableFamily) (bool, error) {
+	ts, err := c.ListTablesOfFamily(fam)
+	if err != nil {
+		return false, fmt.Errorf("nfrules: list tables: %w", err)
+	}
+	for _, t := range ts {
+		if t.Name == table {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func install(spec Spec, m Method) error {
+	c, err := nftables.New()
+	if err != nil {
+		return err
+	}
+	for _, fam := range []nftables.TableFamily{nftables.TableFamilyIPv4, nftables.TableFamilyIPv6} {
+		var peers []netip.Prefix
+		for _, p := range spec.Peers {
+			if p.Addr().Unmap().Is4() == (fam == nftables.TableFamilyIPv4) {
+				peers = append(peers, netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-unmapBits(p)).Masked())
+			}
+		}
+		present, err := exists(c, spec.Table, fam)
+		if err != nil {
+			return err
+		}
+		// One batch: the old table goes and the new one comes at once.
+		if present {
+			c.DelTable(&nftables.Table{Name: spec.Table, Family: fam})
+		}
+		if len(peers) == 0 {
+			if err := c.Flush(); err != nil {
+				return err
+			}
+			continue
+		}
+		t := c.AddTable(&nftables.Table{Name: spec.Table, Family: fam})
+		accept := nftables.ChainPolicyAccept
+		out := c.AddChain(&nftables.Chain{Name: "out", Table: t, Type: nftables.ChainTypeFilter,
+			Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityRef(300), Policy: &accept})
+		in := c.AddChain(&nftables.Chain{Name: "in", Table: t, Type: nftables.ChainTypeFilter,
+			Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityMangle, Policy: &accept})
+		for _, p := range peers {
+			c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: match(p, false, queueExpr(m, spec.Queue))})
+			c.AddRule(&nftables.Rule{Table: t, Chain: in, Exprs: match(p, true, queueExpr(m, spec.Queue))})
+		}
+		if err := c.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unmapBits is 96 for an IPv4-mapped IPv6 prefix, whose IPv4 rule matches
+// the last 32 bits.
+func unmapBits(p netip.Prefix) int {
+	if p.Addr().Is4In6() {
+		return 96
+	}
+	return 0
+}
+
+// match is "meta l4proto tcp ip[6] saddr|daddr p" followed by then.
+func match(p netip.Prefix, src bool, then expr.Any) []expr.Any {
+	off, n := uint32(16), uint32(4) // IPv4 daddr
+	if p.Addr().Is6() {
+		off, n = 24, 16
+	}
+	if src {
+		off -= n // saddr precedes daddr in both headers
+	}
+	mask := make([]byte, n)
+	for i := 0; i < p.Bits(); i++ {
+		mask[i/8] |= 0x80 >> (i % 8)
+	}
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: n, Mask: mask, Xor: make([]byte, n)},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: p.Masked().Addr().AsSlice()},
+		then,
+	}
+}
+
+func queueExpr(m Method, num uint16) expr.Any {
+	if m == NativeQueue {
+		return &expr.Queue{Num: num, Total: 1} // no bypass: fail-closed
+	}
+	// struct xt_NFQ_info (revision 0): the queue number, host byte order.
+	info := xt.Unknown(binary.NativeEndian.AppendUint16(nil, num))
+	return &expr.Target{Name: "NFQUEUE", Rev: 0, Info: &info}
+}
