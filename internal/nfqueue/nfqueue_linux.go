@@ -71,7 +71,7 @@ const (
 // nfnetlink_queue constants (linux/netfilter/nfnetlink_queue.h).
 const (
 	subsysQueue    = 3
-	msgPacket      = subsysQueue<<8 | 0
+	msgPacket      = subsysQueue << 8
 	msgVerdict     = subsysQueue<<8 | 1
 	msgConfig      = subsysQueue<<8 | 2
 	cfgCmd         = 1

@@ -1,0 +1,296 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/internal/nfrules"
+)
+
+// The shim tests run BIRD, tcpsig shim (this test binary, re-executed) and
+// TCP endpoints in two network namespaces joined by a veth pair:
+//
+//	ns A: shA 192.0.2.1/24 2001:db8::1/64  — the kernel signs (TCP-MD5)
+//	ns B: shB 192.0.2.2/24 2001:db8::2/64  — plain sockets behind tcpsig shim
+
+// TestShimHelperProcess is tcpsig itself when the shim tests re-execute
+// the test binary; otherwise it does nothing.
+func TestShimHelperProcess(t *testing.T) {
+	if os.Getenv("TCPSIG_SHIM_HELPER") != "1" {
+		t.Skip("helper process for the shim tests")
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(os.Getenv("TCPSIG_SHIM_ARGS")), &args); err != nil {
+		os.Exit(2)
+	}
+	os.Exit(run(args, os.Stdout, os.Stderr))
+}
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces, netfilter rules and a netfilter queue")
+	}
+}
+
+// ns is a network namespace kept alive by one locked goroutine that runs
+// the functions given to do; processes started from do live in it.
+type ns struct {
+	fns chan func()
+	fd  *os.File // its /proc/thread-self/ns/net
+}
+
+func newNS(t *testing.T) *ns {
+	n := &ns{fns: make(chan func())}
+	ready := make(chan error, 1)
+	go func() {
+		_ = netns.Run(func() error {
+			f, err := os.Open("/proc/thread-self/ns/net")
+			n.fd = f
+			ready <- err
+			for fn := range n.fns {
+				fn()
+			}
+			return nil
+		})
+	}()
+	if err := <-ready; err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		close(n.fns)
+		n.fd.Close()
+	})
+	return n
+}
+
+// do runs f in the namespace and returns its error.
+func (n *ns) do(f func() error) error {
+	errc := make(chan error, 1)
+	n.fns <- func() { errc <- f() }
+	return <-errc
+}
+
+var (
+	addrA4 = netip.MustParseAddr("192.0.2.1")
+	addrB4 = netip.MustParseAddr("192.0.2.2")
+	addrA6 = netip.MustParseAddr("2001:db8::1")
+	addrB6 = netip.MustParseAddr("2001:db8::2")
+)
+
+// newPair makes namespaces A and B joined by a veth pair with the
+// addresses above.
+func newPair(t *testing.T) (a, b *ns) {
+	a, b = newNS(t), newNS(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(a.do(func() error { return netns.AddVeth("shA", "shB", int(b.fd.Fd())) }))
+	for _, x := range []struct {
+		n        *ns
+		dev      string
+		ip4, ip6 netip.Addr
+	}{{a, "shA", addrA4, addrA6}, {b, "shB", addrB4, addrB6}} {
+		must(x.n.do(func() error {
+			if err := netns.LinkUp(x.dev); err != nil {
+				return err
+			}
+			if err := netns.AddAddr(x.dev, netip.PrefixFrom(x.ip4, 24)); err != nil {
+				return err
+			}
+			return netns.AddAddr(x.dev, netip.PrefixFrom(x.ip6, 64))
+		}))
+	}
+	return a, b
+}
+
+// proc is a process the test started; its output goes to log.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan error
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// start runs a command in n; it is killed at the end of the test and its
+// output logged if the test failed.
+func (n *ns) start(t *testing.T, name string, env []string, argv ...string) *proc {
+	t.Helper()
+	p := &proc{name: name, log: &syncBuffer{}, done: make(chan error, 1)}
+	err := n.do(func() error {
+		p.cmd = exec.Command(argv[0], argv[1:]...)
+		p.cmd.Env = append(os.Environ(), env...)
+		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+		return p.cmd.Start()
+	})
+	if err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	go func() { p.done <- p.cmd.Wait() }()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			t.Logf("--- %s output:\n%s", name, p.log.String())
+		}
+	})
+	return p
+}
+
+func (p *proc) kill() {
+	if p.cmd.ProcessState == nil {
+		_ = p.cmd.Process.Kill()
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+}
+
+// startShim runs tcpsig shim with args in n and waits until its status
+// socket answers.
+func startShim(t *testing.T, n *ns, dir string, args ...string) (*proc, string) {
+	t.Helper()
+	sock := filepath.Join(dir, "shim.sock")
+	args = append([]string{"shim", "-status", sock}, args...)
+	j, _ := json.Marshal(args)
+	p := n.start(t, "tcpsig shim", []string{"TCPSIG_SHIM_HELPER=1", "TCPSIG_SHIM_ARGS=" + string(j)},
+		os.Args[0], "-test.run=^TestShimHelperProcess$", "-test.v=false")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := shimStatusOf(sock); err == nil {
+			return p, sock
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("tcpsig shim exited: %v\n%s", err, p.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tcpsig shim did not start serving its status\n%s", p.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func shimStatusOf(sock string) (shimStatus, error) {
+	var st shimStatus
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return st, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	err = json.NewDecoder(c).Decode(&st)
+	return st, err
+}
+
+// stop sends SIGTERM and waits for the exit status.
+func (p *proc) stop(t *testing.T) error {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s did not exit on SIGTERM", p.name)
+		return nil
+	}
+}
+
+func writeKeys(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func rulesExist(t *testing.T, n *ns, table string) bool {
+	t.Helper()
+	var ok bool
+	if err := n.do(func() (err error) { ok, err = nfrules.Exists(table); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func md5Counters(t *testing.T, n *ns) linuxmd5.Counters {
+	t.Helper()
+	var c linuxmd5.Counters
+	if err := n.do(func() (err error) { c, err = linuxmd5.ReadCounters(); return err }); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// shortDir is a temporary directory with a short path: unix socket paths
+// are limited to 107 bytes.
+func shortDir(t *testing.T) string {
+	d, err := os.MkdirTemp("", "shim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// TestShimCommandErrors: usage errors exit 2 with a message.
+func TestShimCommandErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "-keys FILE is required"},
+		{[]string{"-keys", "/nonexistent/keys.json"}, "no such file"},
+		{[]string{"-keys", "k", "-queue", "70000"}, "want 0..65535"},
+		{[]string{"-keys", "k", "extra"}, "unexpected argument"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(append([]string{"shim"}, c.args...), &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {
+			t.Errorf("shim %q: exit %d, stderr %q; want 2 and %q", c.args, code, errb.String(), c.want)
+		}
+	}
+}
+
+// fmtKeysMD5 is a keys file with one TCP-MD5 key for peer.
+func fmtKeysMD5(peer netip.Addr, secret string) string {
+	return fmt.Sprintf(`{"md5": [{"peer": %q, "key": "text:%s"}]}`, netip.PrefixFrom(peer, peer.BitLen()), secret)
+}
+
+func writeConf(path, body string) error { return os.WriteFile(path, []byte(body), 0o644) }
