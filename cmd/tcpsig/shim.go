@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
-	"os"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
 
@@ -81,11 +81,7 @@ type shimKeys struct {
 
 // loadShimKeys reads and validates the keys file at path.
 func loadShimKeys(path string) (*shimKeys, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	kf, err := parseKeys(path, b)
+	kf, err := keyfile.Load(path)
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +96,11 @@ func loadShimKeys(path string) (*shimKeys, error) {
 	}
 	for _, e := range kf.AO {
 		k.AO = append(k.AO, e.Config)
-		peer(e.Peer)
+		peer(e.Config.Peer)
 	}
 	for _, e := range kf.MD5 {
-		k.MD5 = append(k.MD5, md5sig.Config{Peer: e.Peer, Key: e.Key})
-		peer(e.Peer)
+		k.MD5 = append(k.MD5, e.Config)
+		peer(e.Config.Peer)
 	}
 	return k, nil
 }
