@@ -87,7 +87,10 @@ func newShim(f shimFlags, log *slog.Logger) (*shim, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool := sigpool.New(sigpool.Config{})
+	pool, err := sigpool.New(sigpool.Config{})
+	if err != nil {
+		return nil, err
+	}
 	s := &shim{f: f, log: log, table: fmt.Sprintf("tcpsig-shim-%d", f.queue), keys: &shimKeys{},
 		aoRing: ao.NewKeyring(pool), md5Ring: md5sig.NewKeyring(pool), unseen: map[[2]netip.AddrPort]*unseenConn{}}
 	if err := s.apply(keys); err != nil {
