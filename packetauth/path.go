@@ -207,7 +207,7 @@ func (l *Layer) signAO(dst, pkt []byte, seg *segment.Segment, c *conn) ([]byte, 
 		if err == nil {
 			err = c.ao.Sign(&s)
 		}
-		if errors.Is(err, ao.ErrNoOption) && try == 0 {
+		if (errors.Is(err, ao.ErrNoRoom) || errors.Is(err, ao.ErrNoOption)) && try == 0 {
 			continue // the current key changed to one of another MAC length meanwhile
 		}
 		if err != nil {

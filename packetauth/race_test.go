@@ -1,0 +1,5 @@
+//go:build race
+
+package packetauth
+
+const raceEnabled = true
