@@ -357,15 +357,15 @@ func withoutHandshake(t testing.TB, b []byte) ([]byte, map[string]uint32) {
 }
 
 // The built-in kernel capture with its handshake cut: every segment is
-// unknown-isn (exit 0: nothing failed, nothing checked), then good with
-// the two ISNs on the command line.
+// unknown-isn (exit 3: nothing verified), then good with the two ISNs on
+// the command line.
 func TestKernelCaptureWithoutHandshake(t *testing.T) {
 	pcap, isn := withoutHandshake(t, demoPcap)
 	if len(isn) != 2 {
 		t.Fatalf("handshake ISNs %v", isn)
 	}
 	code, segs, sum, _ := verifyPcap(t, pcap, demoKeys(t))
-	if code != 0 || sum.Summary.Verdicts.UnknownISN == 0 || sum.Summary.Verdicts.UnknownISN != sum.Summary.Checked {
+	if code != 3 || sum.Summary.Verdicts.UnknownISN == 0 || sum.Summary.Verdicts.UnknownISN != sum.Summary.Checked {
 		t.Fatalf("exit %d, verdicts %+v", code, sum.Summary.Verdicts)
 	}
 	var flags []string
@@ -393,7 +393,7 @@ func TestKernelSNEFlags(t *testing.T) {
 			t.Errorf("without -sne: exit %d, verdicts %+v", code, sum.Summary.Verdicts)
 		}
 		code, _, sum, _ = verifyPcap(t, mustRead(t, f.file), f.keys)
-		if code != 0 || sum.Summary.Verdicts.UnknownISN != sum.Summary.Checked {
+		if code != 3 || sum.Summary.Verdicts.UnknownISN != sum.Summary.Checked {
 			t.Errorf("without -isn: exit %d, verdicts %+v", code, sum.Summary.Verdicts)
 		}
 		return

@@ -73,6 +73,7 @@ func (e *endState) advance(seq uint32) {
 // receiver gets.
 type aoJudge struct {
 	ring     *ao.Keyring
+	sender   bool // ring holds the sender's keys, mirrored
 	conn     ao.Conn
 	imported bool
 }
@@ -80,11 +81,15 @@ type aoJudge struct {
 // dirState is one direction of a flow: the readings it is judged under
 // and what was found.
 type dirState struct {
-	ready     bool // readings below are set
-	ao        []*aoJudge
-	aoSender  bool // ao holds the sender's keys, mirrored
-	md5       *md5Keys
-	md5Sender bool
+	ready    bool // readings below are set
+	ao       []*aoJudge
+	aoSender bool // ao holds only the sender's keys, mirrored
+	// Both ends share an address, so an entry may be either end's: ao
+	// holds the receiver's reading, then the sender's.
+	twoReadings bool
+	used        [2]bool // a TCP-AO segment was judged under the receiver's [0], the sender's [1] reading
+	md5         *md5Keys
+	md5Sender   bool
 
 	counts [numVerdicts]uint64
 	keyIDs [4]uint64 // TCP-AO KeyIDs seen, a bit each
@@ -166,6 +171,7 @@ func (f *flow) learn(i int, h segment.TCP, opts *verifyOptions) {
 		if e.isnFrom == isnFromSYN && e.isn == seq {
 			return // a retransmitted SYN
 		}
+		opts.contradicted(e, seq, "SYN")
 		if e.isnFrom == isnFromSYN || e.isnFrom == isnFromSYNACK {
 			// A new connection on the same ports: what was learnt
 			// about the peer belongs to the old one.
@@ -179,10 +185,22 @@ func (f *flow) learn(i int, h segment.TCP, opts *verifyOptions) {
 		if e.isnFrom == isnFromSYN || (e.isnFrom == isnFromSYNACK && e.isn == seq) {
 			return
 		}
+		opts.contradicted(e, seq, "SYN-ACK")
 		*e = endState{addr: e.addr, isn: seq, isnFrom: isnFromSYNACK, basis: seq, sneSet: true}
 		return
 	}
 	if !e.sneSet {
 		e.sne, e.basis, e.sneSet = opts.sne[e.addr], seq, true
+	}
+}
+
+// contradicted warns when the handshake segment (a SYN or SYN-ACK with
+// sequence number isn) of endpoint e overrides what -isn or -sne said.
+func (o *verifyOptions) contradicted(e *endState, isn uint32, what string) {
+	if n, ok := o.isn[e.addr]; ok && n != isn {
+		o.warnf("-isn %v=%d contradicts the capture: %v's %s has ISN %d, which is used", e.addr, n, e.addr, what, isn)
+	}
+	if n, ok := o.sne[e.addr]; ok && n != 0 {
+		o.warnf("-sne %v=%d ignored: the capture has %v's %s, where its SNE is 0", e.addr, n, e.addr, what)
 	}
 }

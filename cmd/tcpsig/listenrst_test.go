@@ -65,7 +65,14 @@ func TestVerifyLinuxListenReset(t *testing.T) {
 			if r := segs[1]; r.Verdict != wantVerdict || !strings.HasPrefix(r.Reason, tc.want) {
 				t.Errorf("%s %s: RST %s: %q, want %s: %q…", c.Name, tc.name, r.Verdict, r.Reason, wantVerdict, tc.want)
 			}
-			if wantCode := map[bool]int{true: 1, false: 0}[wantVerdict == "bad"]; code != wantCode {
+			wantCode := 0 // a good ACK
+			switch {
+			case wantVerdict == "bad":
+				wantCode = 1
+			case tc.ackVerdict != "good":
+				wantCode = 3 // nothing verified
+			}
+			if code != wantCode {
 				t.Errorf("%s %s: exit %d, want %d", c.Name, tc.name, code, wantCode)
 			}
 		}

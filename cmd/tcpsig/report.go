@@ -1,6 +1,9 @@
 package main
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // reporter prints what verify finds: as text (a line per segment that is
 // not good, a table per flow, a summary) or as JSON lines (an object per
@@ -9,7 +12,9 @@ type reporter interface {
 	begin(file, title string)
 	segment(file string, r *result)
 	end(file string, t *totals, fs []flowSummary, err error)
-	summary(t *totals, files int, exit int)
+	// summary ends the report: files captures of which failed stopped at
+	// an error; why explains exitNothing.
+	summary(t *totals, files, failed int, exit int, why string)
 }
 
 // verdictCounts are the counts per verdict, in the order of the verdicts.
@@ -28,10 +33,13 @@ func countsOf(c *[numVerdicts]uint64) verdictCounts {
 
 // flowSummary and dirSummary are a flow's table.
 type flowSummary struct {
-	Flow        int          `json:"flow"`
-	Endpoints   [2]string    `json:"endpoints"`
-	Connections int          `json:"connections"`
-	Directions  []dirSummary `json:"directions"`
+	Flow        int       `json:"flow"`
+	Endpoints   [2]string `json:"endpoints"`
+	Connections int       `json:"connections"`
+	// Reading says, when both ends share an address, whose MKTs the
+	// keys file's entries were read as.
+	Reading    string       `json:"reading,omitempty"`
+	Directions []dirSummary `json:"directions"`
 }
 
 type dirSummary struct {
@@ -86,9 +94,12 @@ func summarize(t *flows) []flowSummary {
 					ds.KeyIDs = append(ds.KeyIDs, id)
 				}
 			}
-			if (d.kinds[kindAO] && d.aoSender) || (d.kinds[kindMD5] && d.md5Sender) {
+			switch {
+			case d.used[0] && d.used[1]:
+				ds.Reading = "receiver+sender"
+			case d.used[1] || (d.kinds[kindMD5] && d.md5Sender):
 				ds.Reading = "sender"
-			} else if d.kinds[kindAO] || d.kinds[kindMD5] {
+			case d.kinds[kindAO] || d.kinds[kindMD5]:
 				ds.Reading = "receiver"
 			}
 			if ds.Algs == nil {
@@ -96,9 +107,41 @@ func summarize(t *flows) []flowSummary {
 			}
 			fs.Directions = append(fs.Directions, ds)
 		}
+		fs.Reading = flowReading(f)
 		if len(fs.Directions) > 0 {
 			out = append(out, fs)
 		}
 	}
 	return out
+}
+
+// flowReading says whose MKTs the entries were read as in a flow whose
+// ends share an address, or "" for other flows.
+func flowReading(f *flow) string {
+	if !f.dirs[0].twoReadings && !f.dirs[1].twoReadings {
+		return ""
+	}
+	// Direction i judged under the sender's reading: the entries are
+	// ends[i]'s; under the receiver's: ends[1-i]'s.
+	owner := -1
+	for i := range f.dirs {
+		d := &f.dirs[i]
+		var o int
+		switch {
+		case d.used[1] && !d.used[0]:
+			o = i
+		case d.used[0] && !d.used[1]:
+			o = 1 - i
+		default:
+			continue
+		}
+		if owner >= 0 && owner != o {
+			return "both ends on " + f.ends[0].addr.Addr().String() + ": each end's segments verified with the other end's entries as its receiver's MKTs (the file lists both ends' keys)"
+		}
+		owner = o
+	}
+	if owner < 0 {
+		return ""
+	}
+	return fmt.Sprintf("both ends on %v: the entries read as %v's MKTs (the file lists one end's keys)", f.ends[owner].addr.Addr(), f.ends[owner].addr)
 }

@@ -48,7 +48,9 @@ type summaryJSON struct {
 		Skipped  uint64        `json:"skipped"`
 		Verdicts verdictCounts `json:"verdicts"`
 		Files    []fileSummary `json:"files"`
+		Errors   int           `json:"errors"` // captures that stopped at an error
 		Exit     int           `json:"exit"`
+		Why      string        `json:"why,omitempty"` // for exit 3: why nothing was verified
 	} `json:"summary"`
 }
 
@@ -96,9 +98,10 @@ func (p *jsonReporter) end(file string, t *totals, fs []flowSummary, err error) 
 	p.files = append(p.files, s)
 }
 
-func (p *jsonReporter) summary(t *totals, files int, exit int) {
+func (p *jsonReporter) summary(t *totals, files, failed int, exit int, why string) {
 	var s summaryJSON
 	s.Summary.Packets, s.Summary.Checked, s.Summary.Skipped = t.packets, t.checked(), t.skipped
 	s.Summary.Verdicts, s.Summary.Files, s.Summary.Exit = countsOf(&t.counts), p.files, exit
+	s.Summary.Errors, s.Summary.Why = failed, why
 	_ = p.enc.Encode(&s)
 }

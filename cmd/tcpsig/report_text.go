@@ -78,6 +78,9 @@ func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) 
 			conn = fmt.Sprintf(", %d connections", f.Connections)
 		}
 		fmt.Fprintf(p.w, "\nflow %d: %s <-> %s%s\n", f.Flow, f.Endpoints[0], f.Endpoints[1], conn)
+		if f.Reading != "" {
+			fmt.Fprintf(p.w, "  reading: %s\n", f.Reading)
+		}
 		tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  FROM\tISN\tAUTH\tKEYIDS\tSNE\tGOOD\tBAD\tNO-KEY\tUNSIGNED\tMALFORMED\tUNKNOWN-ISN")
 		for _, d := range f.Directions {
@@ -85,8 +88,11 @@ func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) 
 			if len(d.Algs) > 0 && !(len(d.Algs) == 1 && d.Algs[0] == "md5") {
 				auth += " " + strings.Join(d.Algs, ",")
 			}
-			if d.Reading == "sender" {
+			switch d.Reading {
+			case "sender":
 				auth += " (sender's keys)"
+			case "receiver+sender":
+				auth += " (both readings)"
 			}
 			ids := "-"
 			if len(d.KeyIDs) > 0 {
@@ -109,19 +115,26 @@ func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) 
 	}
 }
 
-func (p *textReporter) summary(t *totals, files int, exit int) {
-	if files > 1 {
-		fmt.Fprintf(p.w, "all %d captures: %s\n", files, describe(t))
-	}
+func (p *textReporter) summary(t *totals, files, failed int, exit int, why string) {
 	switch {
-	case exit == 0 && t.counts[unknownISN] > 0:
-		fmt.Fprintln(p.w, "result: nothing failed, but some segments could not be checked (unknown-isn)")
-	case exit == 0 && t.checked() == 0:
-		fmt.Fprintln(p.w, "result: no segment was judged: none carries TCP-AO or TCP-MD5 or is covered by a key")
-	case exit == 0:
-		fmt.Fprintln(p.w, "result: every checked segment is good")
-	case exit == 1:
+	case files > 1 && failed == 0:
+		fmt.Fprintf(p.w, "all %d captures: %s\n", files, describe(t))
+	case files > 1:
+		fmt.Fprintf(p.w, "%d captures, %d of them stopped at an error: %s\n", files, failed, describe(t))
+	}
+	switch exit {
+	case exitGood:
+		if t.counts[unknownISN] > 0 {
+			fmt.Fprintln(p.w, "result: nothing failed, but some segments could not be checked (unknown-isn)")
+		} else {
+			fmt.Fprintln(p.w, "result: every checked segment is good")
+		}
+	case exitFailed:
 		fmt.Fprintln(p.w, "result: FAILED (see the segments above)")
+	case exitError:
+		fmt.Fprintln(p.w, "result: ERROR: a capture could not be read whole (see the error above)")
+	case exitNothing:
+		fmt.Fprintf(p.w, "result: NOTHING VERIFIED (exit 3): %s\n", strings.TrimPrefix(why, "nothing was verified: "))
 	}
 }
 

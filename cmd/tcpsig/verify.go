@@ -3,7 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/tcpsig/tcpsig/ao"
@@ -60,10 +62,55 @@ type result struct {
 	flow         int // 0 when it belongs to no flow
 }
 
-// verifyOptions are the command line's settings that shape verification.
+// verifyOptions are the command line's settings that shape verification,
+// and what the captures said about them.
 type verifyOptions struct {
 	isn map[netip.AddrPort]uint32 // -isn
 	sne map[netip.AddrPort]uint32 // -sne
+
+	warn   func(string)            // prints a warning line; nil: none
+	seen   map[netip.AddrPort]bool // -isn/-sne endpoints some segment was from or to
+	warned map[string]bool         // warnings already given
+}
+
+// note records that a segment was from or to ap.
+func (o *verifyOptions) note(ap netip.AddrPort) {
+	_, a := o.isn[ap]
+	_, b := o.sne[ap]
+	if (a || b) && !o.seen[ap] {
+		if o.seen == nil {
+			o.seen = map[netip.AddrPort]bool{}
+		}
+		o.seen[ap] = true
+	}
+}
+
+// warnf prints a warning once.
+func (o *verifyOptions) warnf(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	if o.warn == nil || o.warned[msg] {
+		return
+	}
+	if o.warned == nil {
+		o.warned = map[string]bool{}
+	}
+	o.warned[msg] = true
+	o.warn(msg)
+}
+
+// unseen warns about the -isn and -sne endpoints that no segment was from
+// or to: they changed nothing.
+func (o *verifyOptions) unseen() {
+	for _, f := range []struct {
+		name string
+		m    map[netip.AddrPort]uint32
+	}{{"-isn", o.isn}, {"-sne", o.sne}} {
+		for _, ap := range slices.SortedFunc(maps.Keys(f.m), func(a, b netip.AddrPort) int { return a.Compare(b) }) {
+			if !o.seen[ap] {
+				o.warnf("%s %v=%d: no segment of the capture is from or to %v: ignored (check the address and port)", f.name, ap, f.m[ap], ap)
+			}
+		}
+	}
 }
 
 // totals counts a capture's packets and verdicts.
@@ -71,13 +118,26 @@ type totals struct {
 	packets uint64
 	skipped uint64 // not TCP over IP, or TCP that no key concerns
 	counts  [numVerdicts]uint64
+	needISN []netip.AddrPort // endpoints whose unknown ISN made segments unknown-isn (the first few)
 }
+
+// maxNeedISN bounds totals.needISN.
+const maxNeedISN = 4
 
 func (t *totals) add(o *totals) {
 	t.packets += o.packets
 	t.skipped += o.skipped
 	for i := range t.counts {
 		t.counts[i] += o.counts[i]
+	}
+	for _, ap := range o.needISN {
+		t.noteNeedISN(ap)
+	}
+}
+
+func (t *totals) noteNeedISN(ap netip.AddrPort) {
+	if len(t.needISN) < maxNeedISN && !slices.Contains(t.needISN, ap) {
+		t.needISN = append(t.needISN, ap)
 	}
 }
 
@@ -121,6 +181,10 @@ func (v *verifier) packet(frame int, ip []byte, truncated bool) {
 	h := seg.Header
 	src := netip.AddrPortFrom(seg.Src.Unmap(), h.SrcPort())
 	dst := netip.AddrPortFrom(seg.Dst.Unmap(), h.DstPort())
+	if len(v.opts.isn)+len(v.opts.sne) > 0 {
+		v.opts.note(src)
+		v.opts.note(dst)
+	}
 	signed := seg.Auth.AO > 0 || seg.Auth.MD5 > 0
 	if !signed && !v.keys.relevant(src.Addr(), dst.Addr()) {
 		v.totals.skipped++
@@ -184,6 +248,9 @@ func (v *verifier) record(d *dirState, r *result) {
 		d.counts[r.verdict]++
 		d.kinds[r.kind] = true
 		if r.kind == kindAO {
+			if r.key != "" {
+				d.used[b2i(r.sender)] = true
+			}
 			d.keyIDs[r.keyID/64] |= 1 << (r.keyID % 64)
 			d.sne = r.sne
 			d.sneHi = max(d.sneHi, r.sne)
@@ -203,9 +270,18 @@ func (v *verifier) direction(f *flow, i int) *dirState {
 		src, dst := f.ends[i].addr.Addr(), f.ends[1-i].addr.Addr()
 		rings, sender := v.keys.aoReadings(src, dst)
 		for _, r := range rings {
-			d.ao = append(d.ao, &aoJudge{ring: r})
+			d.ao = append(d.ao, &aoJudge{ring: r, sender: sender})
 		}
 		d.aoSender = sender
+		if src == dst && !sender {
+			// The addresses cannot tell the ends apart: every entry may
+			// be the receiver's MKT or the sender's. The receiver's
+			// reading is tried first.
+			for _, r := range v.keys.mirrorOf(src, dst).aoRings {
+				d.ao = append(d.ao, &aoJudge{ring: r, sender: true})
+			}
+			d.twoReadings = true
+		}
 		d.md5, d.md5Sender = v.keys.md5Readings(src, dst)
 		d.ready = true
 	}
@@ -220,7 +296,7 @@ func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r 
 		r.verdict, r.reason = malformed, err.Error()
 		return
 	}
-	r.kind, r.keyID, r.rnext, r.sender = kindAO, opt.KeyID, opt.RNextKeyID, d.aoSender
+	r.kind, r.keyID, r.rnext = kindAO, opt.KeyID, opt.RNextKeyID
 	e, o := &f.ends[i], &f.ends[1-i]
 	flags, seq := h.Flags(), h.Seq()
 	if flags&segment.SYN == 0 {
@@ -241,9 +317,15 @@ func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r 
 		r.verdict, r.reason = noKey, v.aoNoKey(d, r)
 		return
 	}
-	r.key, r.alg = v.keys.aoName(cands[0].m), cands[0].m.Algorithm().Name()
+	r.key, r.alg, r.sender = v.keys.aoName(cands[0].m), cands[0].m.Algorithm().Name(), cands[0].j.sender
 	if missing := missingISNs(flags, e, o); missing != "" {
 		r.verdict, r.reason = unknownISN, missing
+		if !e.isnKnown() && flags&segment.SYN == 0 {
+			v.totals.noteNeedISN(e.addr)
+		}
+		if !o.isnKnown() && flags&(segment.SYN|segment.ACK) != segment.SYN {
+			v.totals.noteNeedISN(o.addr)
+		}
 		for _, c := range cands {
 			if v.listenReset(seg, o, c.m, r) {
 				break
@@ -261,7 +343,7 @@ func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r 
 		switch {
 		case err == nil:
 			r.verdict, r.reason = good, ""
-			r.key, r.alg = v.keys.aoName(c.m), c.m.Algorithm().Name()
+			r.key, r.alg, r.sender = v.keys.aoName(c.m), c.m.Algorithm().Name(), c.j.sender
 			if flags&segment.SYN == 0 {
 				e.advance(seq)
 			}
@@ -273,7 +355,7 @@ func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r 
 		case errors.Is(err, ao.ErrBadMAC):
 			if r.verdict != bad {
 				r.verdict, r.reason = bad, "MAC does not match"
-				r.key, r.alg = v.keys.aoName(c.m), c.m.Algorithm().Name()
+				r.key, r.alg, r.sender = v.keys.aoName(c.m), c.m.Algorithm().Name(), c.j.sender
 			}
 		case r.verdict == noKey:
 			r.verdict, r.reason = malformed, strings.TrimPrefix(err.Error(), "ao: ")
@@ -358,6 +440,20 @@ func (v *verifier) aoNoKey(d *dirState, r *result) string {
 	for k, j := range d.ao {
 		rings[k] = j.ring
 	}
+	if d.twoReadings {
+		var recv, send []*ao.Keyring
+		for _, j := range d.ao {
+			if j.sender {
+				send = append(send, j.ring)
+			} else {
+				recv = append(recv, j.ring)
+			}
+		}
+		names, ids := v.keys.aoCovering(recv, r.src.Addr())
+		_, sendIDs := v.keys.aoCovering(send, r.src.Addr()) // mirrored: RecvID is the entry's sndid
+		return fmt.Sprintf("no MKT with KeyID %d for peer %v under either reading (both ends on one address): the entries for it (%s) have rcvid %s and sndid %s",
+			r.keyID, r.src.Addr(), strings.Join(names, ", "), joinInts(ids), joinInts(sendIDs))
+	}
 	names, ids := v.keys.aoCovering(rings, r.src.Addr())
 	whose := "receiver"
 	if d.aoSender {
@@ -365,6 +461,13 @@ func (v *verifier) aoNoKey(d *dirState, r *result) string {
 	}
 	return fmt.Sprintf("no MKT with RecvID %d for peer %v; the %s's MKTs for it (%s) have RecvID %s",
 		r.keyID, r.src.Addr(), whose, strings.Join(names, ", "), joinInts(ids))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // judgeMD5 judges a segment with a TCP-MD5 option.

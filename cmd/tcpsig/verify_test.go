@@ -122,8 +122,8 @@ func TestSNEWrap(t *testing.T) {
 	wantVerdicts(t, segs, map[string]int{"good": len(cut.pkts) - from})
 }
 
-// A capture without the handshake: unknown-isn (exit 0: nothing failed),
-// then good with the ISNs on the command line.
+// A capture without the handshake: unknown-isn (exit 3: nothing was
+// verified), then good with the ISNs on the command line.
 func TestCutHandshake(t *testing.T) {
 	cv := newConvo(t, demoConfig())
 	cv.session(3, 0)
@@ -131,8 +131,8 @@ func TestCutHandshake(t *testing.T) {
 	pcap, isn := withoutHandshake(t, full)
 	n := len(cv.pkts) - 2
 	code, segs, _, _ := verifyPcap(t, pcap, cv.keys())
-	if code != 0 {
-		t.Errorf("exit %d, want 0", code)
+	if code != 3 {
+		t.Errorf("exit %d, want 3", code)
 	}
 	wantVerdicts(t, segs, map[string]int{"unknown-isn": n})
 	if !strings.Contains(segs[0].Reason, "-isn "+cv.c.ap.String()+"=ISN") {
@@ -437,5 +437,65 @@ func TestSteadyStateAllocations(t *testing.T) {
 	}
 	if base > 0 {
 		t.Logf("ao.Conn.Verify allocates %v times per segment", base)
+	}
+}
+
+// Issue 14 item 1: both ends on one address (loopback) and a keys file
+// with one end's MKTs. Each entry may be the receiver's MKT or the
+// sender's, so both readings are tried; the report says whose MKTs they
+// were read as. Before, the direction the file's end sends was no-key
+// ("no MKT with RecvID 100 for peer 127.0.0.1; the receiver's MKTs for
+// it have RecvID 200").
+func TestSameAddressOneSidedKeys(t *testing.T) {
+	lo := netip.MustParseAddr("127.0.0.1")
+	c, s := netip.AddrPortFrom(lo, 40001), netip.AddrPortFrom(lo, 179)
+	cv := newConvo(t, convoConfig{client: c, server: s, clientISN: 11, serverISN: 22, mkts: sha1MKTs()})
+	cv.session(3, 2)
+	pcap := pcapFile(ltRaw, false, framed(ltRaw, cv.pkts))
+	for _, tc := range []struct {
+		name    string
+		keys    []byte
+		owner   netip.AddrPort
+		reading [2]string // of the client's and the server's direction
+	}{
+		{"client's keys", cv.keys(cv.c), c, [2]string{"sender", "receiver"}},
+		{"server's keys", cv.keys(cv.s), s, [2]string{"receiver", "sender"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, segs, sum, errOut := verifyPcap(t, pcap, tc.keys)
+			if code != 0 {
+				t.Fatalf("exit %d %s", code, errOut)
+			}
+			wantVerdicts(t, segs, map[string]int{"good": len(cv.pkts)})
+			f := sum.Summary.Files[0].Flows[0]
+			if want := fmt.Sprintf("the entries read as %v's MKTs", tc.owner); !strings.Contains(f.Reading, want) {
+				t.Errorf("flow reading %q, want %q", f.Reading, want)
+			}
+			for k, d := range f.Directions {
+				if d.Reading != tc.reading[k] {
+					t.Errorf("direction %s: reading %q, want %q", d.From, d.Reading, tc.reading[k])
+				}
+			}
+			for _, sg := range segs {
+				if want := map[bool]string{true: "sender", false: "receiver"}[(sg.Src == tc.owner.String())]; sg.Reading != want {
+					t.Fatalf("frame %d from %s: reading %q, want %q", sg.Frame, sg.Src, sg.Reading, want)
+				}
+			}
+			_, out, _ := cli(t, "verify", "-keys", writeFile(t, "k.json", tc.keys), writeFile(t, "c.pcap", pcap))
+			if !strings.Contains(out, "  reading: both ends on 127.0.0.1: the entries read as "+tc.owner.String()+"'s MKTs") {
+				t.Errorf("text report does not say the reading:\n%s", out)
+			}
+		})
+	}
+	// Both ends' keys: each direction under the receiver's reading.
+	_, _, sum, _ := verifyPcap(t, pcap, cv.keys())
+	if f := sum.Summary.Files[0].Flows[0]; !strings.Contains(f.Reading, "lists both ends' keys") || f.Directions[0].Reading != "receiver" {
+		t.Errorf("both ends' keys: flow reading %q, directions %+v", f.Reading, f.Directions)
+	}
+	// A KeyID that neither reading has stays no-key, and says so.
+	wrong := []byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:first-key", "sndid": 7, "rcvid": 8, "peer": "127.0.0.1"}]}`)
+	code, segs, _, _ := verifyPcap(t, pcap, wrong)
+	if code != 1 || segs[0].Verdict != "no-key" || !strings.Contains(segs[0].Reason, "under either reading") {
+		t.Errorf("exit %d, first segment %+v", code, segs[0])
 	}
 }

@@ -84,43 +84,86 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	} else {
 		rep = &textReporter{w: stdout, verbose: *verbose, multi: len(inputs) > 1}
 	}
-	opts := &verifyOptions{isn: isn.m, sne: sne.m}
+	opts := &verifyOptions{isn: isn.m, sne: sne.m, warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
 	var all totals
+	failed := 0
 	for _, in := range inputs {
+		// A capture that cannot be read whole is reported, and the
+		// others are still verified.
 		t, err := verifyOne(in, ks, opts, rep, stderr)
 		all.add(t)
 		if err != nil {
-			exit := 2
-			rep.summary(&all, len(inputs), exit)
-			return failf(stderr, "verify: %s: %v", in.name, err)
+			failed++
+			fmt.Fprintf(stderr, "tcpsig verify: %s: %v\n", in.name, err)
 		}
 	}
-	exit := 0
-	for v := range numVerdicts {
-		if v.failing() && all.counts[v] > 0 {
-			exit = 1
-		}
+	opts.unseen()
+	exit, why := exitStatus(&all, failed)
+	rep.summary(&all, len(inputs), failed, exit, why)
+	if exit == exitNothing && *asJSON {
+		fmt.Fprintf(stderr, "tcpsig verify: %s\n", why)
 	}
-	rep.summary(&all, len(inputs), exit)
 	if hint != "" && !*asJSON {
 		fmt.Fprintln(stdout, hint)
 	}
 	return exit
 }
 
+// The exit statuses of verify.
+const (
+	exitGood    = 0 // every checked segment is good, and at least one was checked
+	exitFailed  = 1 // a segment is bad, no-key, unsigned or malformed
+	exitError   = 2 // a usage, keys-file or capture error
+	exitNothing = 3 // nothing was verified: no segment judged, or none had its ISNs
+)
+
+// exitStatus is the exit status of a run, and for exitNothing one line
+// saying why and what to do.
+func exitStatus(t *totals, failed int) (int, string) {
+	switch {
+	case failed > 0:
+		return exitError, ""
+	case anyFailing(t):
+		return exitFailed, ""
+	case t.counts[good] > 0:
+		return exitGood, ""
+	case t.counts[unknownISN] > 0:
+		flags := make([]string, len(t.needISN))
+		for i, ap := range t.needISN {
+			flags[i] = "-isn " + ap.String() + "=ISN"
+		}
+		return exitNothing, fmt.Sprintf("nothing was verified: the %d TCP-AO segments need ISNs the capture does not have (its handshake is missing): give %s",
+			t.counts[unknownISN], strings.Join(flags, " "))
+	case t.packets == 0:
+		return exitNothing, "nothing was verified: the capture holds no packets"
+	}
+	return exitNothing, fmt.Sprintf("nothing was verified: none of the %d packets carries TCP-AO or TCP-MD5 or comes from a peer a key covers (check the keys' peers against the capture's addresses)", t.packets)
+}
+
+func anyFailing(t *totals) bool {
+	for v := range numVerdicts {
+		if v.failing() && t.counts[v] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // verifyOne verifies one capture, streaming its frames.
 func verifyOne(in input, ks *keySet, opts *verifyOptions, rep reporter, stderr io.Writer) (*totals, error) {
+	rep.begin(in.name, in.title)
 	rc, size, err := in.open()
 	if err != nil {
+		rep.end(in.name, &totals{}, nil, err)
 		return &totals{}, err
 	}
 	defer rc.Close()
 	cr := &countingReader{r: rc}
 	c, err := openCapture(cr)
 	if err != nil {
+		rep.end(in.name, &totals{}, nil, err)
 		return &totals{}, err
 	}
-	rep.begin(in.name, in.title)
 	v := newVerifier(ks, opts, func(r *result) { rep.segment(in.name, r) })
 	defer v.flows.close()
 	prog := newProgress(stderr, in.name, size, cr)
