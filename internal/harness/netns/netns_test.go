@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"syscall"
 	"testing"
 )
 
@@ -83,5 +84,34 @@ func TestRunReturnsError(t *testing.T) {
 	}
 	if err := Run(func() error { return LinkUp("no-such-if0") }); err == nil {
 		t.Error("LinkUp on a missing interface succeeded")
+	}
+}
+
+// AddVeth makes a pair the kernel then lists; AddVRF makes a VRF where
+// the kernel has one, and SetMaster enslaves a veth end to it.
+func TestLinks(t *testing.T) {
+	needRoot(t)
+	err := Run(func() error {
+		if err := AddVeth("soveth0", "soveth1"); err != nil {
+			return err
+		}
+		for _, n := range []string{"soveth0", "soveth1"} {
+			if _, err := net.InterfaceByName(n); err != nil {
+				return err
+			}
+		}
+		if err := AddVRF("sovrf0", 10); errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Log("kernel without CONFIG_NET_VRF:", err)
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if _, err := net.InterfaceByName("sovrf0"); err != nil {
+			return err
+		}
+		return SetMaster("soveth0", "sovrf0")
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

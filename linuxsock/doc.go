@@ -1,0 +1,39 @@
+// Package linuxsock configures the Linux kernel's own TCP-AO (RFC 5925)
+// and TCP-MD5 (RFC 2385) on Go sockets, from the engine's configuration
+// types: one ao.Config or md5sig.Config drives either the kernel, through
+// this package, or the ao and md5sig engines where the kernel cannot sign.
+//
+// Every call takes a Socket: a *net.TCPConn, a *net.TCPListener, or
+// Raw(c) of a syscall.RawConn. ListenConfig and Dialer install Keys
+// before listen() and connect() and turn Multipath TCP off, which Go 1.24+
+// turns on for listeners and which refuses keys (ErrMPTCP).
+//
+// What each call needs from the kernel:
+//
+//	AddMD5Key, DeleteMD5Key   CONFIG_TCP_MD5SIG; one address: TCP_MD5SIG (any
+//	                          Linux); a prefix: TCP_MD5SIG_EXT, Linux 4.13+;
+//	                          an L3 domain (HasIfIndex): Linux 5.6+, and the
+//	                          ifindex of a VRF (CONFIG_NET_VRF), else EINVAL.
+//	AddAOKey, DeleteAOKey,    CONFIG_TCP_AO, Linux 6.7+. Algorithms are the
+//	AOKeys, ReadAOInfo,       kernel's crypto API names ("hmac(sha1)",
+//	SelectAOKeys, SetAOFlags, "cmac(aes128)", "hmac(sha256)", ...; RFC 5926
+//	SetAOCounters             names are translated); which ones it accepts
+//	                          depends on its CONFIG_CRYPTO_* options. maclen
+//	                          up to 16 (the SYN's option space). IfIndex
+//	                          scoping needs a VRF as for TCP-MD5.
+//	ReadAORepair, SetAORepair CONFIG_TCP_AO, and the socket in TCP_REPAIR
+//	                          mode (CAP_NET_ADMIN).
+//
+// All of this was checked against Linux 6.12 (TCP-AO, under qemu) and
+// 6.18 (TCP-MD5). A kernel without a feature answers ENOPROTOOPT, which
+// comes back wrapping ErrNoAO or ErrNoMD5 (both wrap errors.ErrUnsupported
+// and name the missing option); on other operating systems every call
+// returns those errors. Other refusals are the kernel's errno, wrapped
+// (errors.Is(err, syscall.EEXIST) for overlapping KeyIDs, for example).
+//
+// Linux picks a new connection's current and RNext TCP-AO keys as the
+// last added key matching the peer; an accepted connection takes the keys
+// the peer's SYN names. A peer may have TCP-AO or TCP-MD5 keys, not both.
+// Key bytes are passed to the kernel from a buffer that is then cleared;
+// AOKeys returns them, as the kernel does, and printing never shows them.
+package linuxsock

@@ -1,0 +1,377 @@
+//go:build linux
+
+package linuxsock_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/harness/kstat"
+	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/internal/harness/vrfproof"
+	. "github.com/tcpsig/tcpsig/linuxsock"
+	"github.com/tcpsig/tcpsig/md5sig"
+)
+
+// kernelHasAO reports whether the running kernel knows TCP_AO_ADD_KEY.
+func kernelHasAO(t *testing.T) bool {
+	t.Helper()
+	ln, err := ListenConfig(Keys{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = ReadAOInfo(ln.(*net.TCPListener))
+	return !errors.Is(err, ErrNoAO)
+}
+
+// On a kernel without CONFIG_TCP_AO every TCP-AO call, on a listener, a
+// connection and a RawConn alike, and the helpers given TCP-AO keys,
+// return an error wrapping ErrNoAO and errors.ErrUnsupported that names
+// the option.
+func TestAOUnsupported(t *testing.T) {
+	if kernelHasAO(t) {
+		t.Skip("this kernel has CONFIG_TCP_AO; the calls are proven under qemu (testvectors/linux, linuxsock-* cases)")
+	}
+	ln, err := ListenConfig(Keys{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := Dialer(Keys{}).Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rc, err := c.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := ao.Config{Peer: netip.MustParsePrefix("127.0.0.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 2, Key: []byte("k")}
+	calls := map[string]func(s Socket) error{
+		"AddAOKey":      func(s Socket) error { return AddAOKey(s, key, Current) },
+		"DeleteAOKey":   func(s Socket) error { return DeleteAOKey(s, key, AODelete{}) },
+		"AOKeys":        func(s Socket) error { _, err := AOKeys(s); return err },
+		"ReadAOInfo":    func(s Socket) error { _, err := ReadAOInfo(s); return err },
+		"SelectAOKeys":  func(s Socket) error { return SelectAOKeys(s, Current|RNext, 1, 2) },
+		"SetAOFlags":    func(s Socket) error { return SetAOFlags(s, true, false) },
+		"SetAOCounters": func(s Socket) error { return SetAOCounters(s, AOCounters{}) },
+		"ReadAORepair":  func(s Socket) error { _, err := ReadAORepair(s); return err },
+		"SetAORepair":   func(s Socket) error { return SetAORepair(s, AORepair{}) },
+		"Install":       func(s Socket) error { return Install(s, Keys{AO: []ao.Config{key}}) },
+	}
+	socks := map[string]Socket{"listener": ln.(*net.TCPListener), "conn": c.(*net.TCPConn), "raw": Raw(rc)}
+	for name, call := range calls {
+		for sname, s := range socks {
+			err := call(s)
+			if !errors.Is(err, ErrNoAO) || !errors.Is(err, errors.ErrUnsupported) || !strings.Contains(fmtErr(err), "CONFIG_TCP_AO") {
+				t.Errorf("%s on a %s: %v", name, sname, err)
+			}
+		}
+	}
+	_, err = ListenConfig(Keys{AO: []ao.Config{key}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if !errors.Is(err, ErrNoAO) {
+		t.Errorf("ListenConfig with a TCP-AO key: %v", err)
+	}
+	_, err = Dialer(Keys{AO: []ao.Config{key}}).Dial("tcp", ln.Addr().String())
+	if !errors.Is(err, ErrNoAO) {
+		t.Errorf("Dialer with a TCP-AO key: %v", err)
+	}
+	t.Logf("e.g. %v", AddAOKey(ln.(*net.TCPListener), key, 0))
+}
+
+func fmtErr(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
+
+// A nil socket or RawConn is ErrInvalid, never a panic.
+func TestNilSockets(t *testing.T) {
+	var tc *net.TCPConn
+	for _, s := range []Socket{nil, Raw(nil), tc} {
+		if err := AddMD5Key(s, md5sig.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte("k")}); err == nil {
+			t.Errorf("%T: no error", s)
+		}
+		if _, err := ReadAOInfo(s); err == nil {
+			t.Errorf("%T: no error", s)
+		}
+	}
+}
+
+// inNetns runs f in a fresh network namespace, skipping where the test
+// cannot run the kernel side.
+func inNetns(t *testing.T, f func() error) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the test creates a network namespace")
+	}
+	if err := netns.Run(f); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// needMD5 skips on a kernel without CONFIG_TCP_MD5SIG; it must run on
+// the namespace's goroutine.
+func needMD5(t *testing.T) bool {
+	ln, err := ListenConfig(Keys{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	err = AddMD5Key(ln.(*net.TCPListener), md5sig.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte("k")})
+	if errors.Is(err, ErrNoMD5) {
+		t.Log(err)
+		return false
+	}
+	return true
+}
+
+// exchange accepts one connection on ln, which sends a byte; it dials
+// ln from local with d and reports whether the byte arrived within
+// bound. It must run on the namespace's goroutine.
+func exchange(ln net.Listener, d *net.Dialer, local string, bound time.Duration) bool {
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Write([]byte{42})
+			c.Close()
+		}
+	}()
+	if local != "" {
+		la, err := net.ResolveTCPAddr("tcp", local)
+		if err != nil {
+			return false
+		}
+		d.LocalAddr = la
+	}
+	d.Timeout = bound
+	target := ln.Addr().(*net.TCPAddr)
+	if target.IP.IsUnspecified() { // a dual-stack listener, reached over IPv4
+		target = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: target.Port}
+	}
+	c, err := d.Dial("tcp", target.String())
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(bound))
+	b, err := io.ReadAll(c)
+	return err == nil && bytes.Equal(b, []byte{42})
+}
+
+// protocol returns SO_PROTOCOL of s: 6 for TCP, 262 for MPTCP.
+func protocol(t *testing.T, s Socket) int {
+	rc, err := s.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p int
+	var perr error
+	rc.Control(func(fd uintptr) { p, perr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, 38 /* SO_PROTOCOL */) })
+	if perr != nil {
+		t.Fatal(perr)
+	}
+	return p
+}
+
+// A failure must show within the bound; success has a generous one.
+const (
+	refusedBound = 1500 * time.Millisecond
+	okBound      = 20 * time.Second
+)
+
+// TCP-MD5 through the package on the running kernel: a listener made by
+// ListenConfig with a prefix key accepts a client whose Dialer holds its
+// one address's key, over IPv4, IPv6 and to a dual-stack listener; a
+// wrong key is dropped and counted (TCPMD5Failure); a deleted key is
+// gone (TCPMD5Unexpected).
+func TestMD5Kernel(t *testing.T) {
+	inNetns(t, func() error {
+		if !needMD5(t) {
+			t.Skip("kernel without CONFIG_TCP_MD5SIG")
+		}
+		good, bad := []byte("good-key"), []byte("bad-key")
+		k := func(p string, key []byte) md5sig.Config {
+			return md5sig.Config{Peer: netip.MustParsePrefix(p), Key: key}
+		}
+		for _, tc := range []struct {
+			name          string
+			listen, local string
+			srv, cli      md5sig.Config
+			ok            bool
+			moved         func(b, a kstat.MD5) bool
+		}{
+			{"v4 prefix listener", "127.0.0.1:0", "127.0.0.2:0", k("127.0.0.0/8", good), k("127.0.0.1/32", good), true, nil},
+			{"v4 wrong key", "127.0.0.1:0", "127.0.0.2:0", k("127.0.0.0/8", good), k("127.0.0.1/32", bad), false,
+				func(b, a kstat.MD5) bool { return a.Failure > b.Failure }},
+			{"v4 peer of a dual-stack listener", ":0", "127.0.0.2:0", k("127.0.0.0/8", good), k("127.0.0.1/32", good), true, nil},
+			{"v4 peer of a dual-stack listener, wrong key", ":0", "127.0.0.2:0", k("127.0.0.2/32", good), k("127.0.0.1/32", bad), false,
+				func(b, a kstat.MD5) bool { return a.Failure > b.Failure }},
+			{"v6 prefix", "[::1]:0", "[::1]:0", k("::/64", good), k("::1/128", good), true, nil},
+		} {
+			before, err := kstat.ReadMD5()
+			if err != nil {
+				return err
+			}
+			ln, err := ListenConfig(Keys{MD5: []md5sig.Config{tc.srv}}).Listen(context.Background(), "tcp", tc.listen)
+			if err != nil {
+				return err
+			}
+			if p := protocol(t, ln.(*net.TCPListener)); p != syscall.IPPROTO_TCP {
+				t.Errorf("%s: ListenConfig made a listener of protocol %d", tc.name, p)
+			}
+			bound := refusedBound
+			if tc.ok {
+				bound = okBound
+			}
+			ok := exchange(ln, Dialer(Keys{MD5: []md5sig.Config{tc.cli}}), tc.local, bound)
+			ln.Close()
+			after, err := kstat.ReadMD5()
+			if err != nil {
+				return err
+			}
+			if ok != tc.ok {
+				t.Errorf("%s: connected %v, want %v", tc.name, ok, tc.ok)
+			}
+			if tc.moved != nil && !tc.moved(before, after) {
+				t.Errorf("%s: counters %+v -> %+v", tc.name, before, after)
+			}
+			if tc.ok && after != before {
+				t.Errorf("%s: counters moved %+v -> %+v", tc.name, before, after)
+			}
+		}
+
+		// Delete: the listener's key goes, so the client's signed SYN is
+		// unexpected.
+		srv := k("127.0.0.0/8", good)
+		ln, err := ListenConfig(Keys{MD5: []md5sig.Config{srv}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		if err := DeleteMD5Key(ln.(*net.TCPListener), srv); err != nil {
+			return err
+		}
+		before, _ := kstat.ReadMD5()
+		if exchange(ln, Dialer(Keys{MD5: []md5sig.Config{k("127.0.0.1/32", good)}}), "127.0.0.2:0", refusedBound) {
+			t.Error("connected after the listener's key was deleted")
+		}
+		if after, _ := kstat.ReadMD5(); after.Unexpected <= before.Unexpected {
+			t.Errorf("deleted key: TCPMD5Unexpected %d -> %d", before.Unexpected, after.Unexpected)
+		}
+		return nil
+	})
+}
+
+// An ifindex-scoped TCP-MD5 key (TCP_MD5SIG_FLAG_IFINDEX). Bound to the
+// default L3 domain (ifindex 0) it serves connections over lo; bound to
+// lo, which is not an L3 master device, the kernel refuses it with
+// EINVAL. A key bound to a VRF needs CONFIG_NET_VRF: where the kernel has
+// it, this test runs that case too; where it has not, the qemu guest's
+// linuxsock-md5-vrf case does.
+func TestMD5IfIndex(t *testing.T) {
+	inNetns(t, func() error {
+		if !needMD5(t) {
+			t.Skip("kernel without CONFIG_TCP_MD5SIG")
+		}
+		key := []byte("scoped-key")
+		scoped := md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: key, HasIfIndex: true}
+		ln, err := ListenConfig(Keys{MD5: []md5sig.Config{scoped}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		cli := Dialer(Keys{MD5: []md5sig.Config{{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: key}}})
+		if !exchange(ln, cli, "127.0.0.2:0", okBound) {
+			t.Error("a key bound to the default L3 domain did not serve lo")
+		}
+		lo, err := net.InterfaceByName("lo")
+		if err != nil {
+			return err
+		}
+		err = AddMD5Key(ln.(*net.TCPListener), md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: key, HasIfIndex: true, IfIndex: lo.Index})
+		if !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("a key bound to lo (not an L3 master): %v, want EINVAL", err)
+		}
+		t.Logf("bound to lo: %v", err)
+		if err := netns.AddVRF("sovrf0", 10); errors.Is(err, syscall.EOPNOTSUPP) {
+			t.Logf("this kernel has no CONFIG_NET_VRF (%v): the VRF-bound key is proven under qemu (linuxsock-md5-vrf)", err)
+			return nil
+		} else if err != nil {
+			return err
+		}
+		return vrfMD5(t)
+	})
+}
+
+func vrfMD5(t *testing.T) error { return vrfproof.Run(t.Logf) }
+
+// Why ListenConfig turns MPTCP off: a plain Go listener (net.Listen; Go
+// 1.24+ makes listeners Multipath TCP where the kernel has it) refuses a
+// TCP-MD5 key (ErrMPTCP, not ErrNoMD5, although the kernel answers
+// ENOPROTOOPT to both), so a client signing with the key is not served:
+// its SYNs are dropped as unexpected (TCPMD5Unexpected). The same key
+// added after listen() to a ListenConfig listener works.
+func TestMPTCPListener(t *testing.T) {
+	inNetns(t, func() error {
+		if !needMD5(t) {
+			t.Skip("kernel without CONFIG_TCP_MD5SIG")
+		}
+		key := md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: []byte("late-key")}
+		cli := md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: []byte("late-key")}
+
+		plain, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer plain.Close()
+		if p := protocol(t, plain.(*net.TCPListener)); p != 262 {
+			t.Skipf("net.Listen made a listener of protocol %d, not MPTCP (262): kernel without CONFIG_MPTCP or net.mptcp.enabled=0", p)
+		}
+		err = AddMD5Key(plain.(*net.TCPListener), key)
+		if !errors.Is(err, ErrMPTCP) || !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrNoMD5) {
+			t.Errorf("TCP-MD5 key on an MPTCP listener: %v, want ErrMPTCP", err)
+		}
+		t.Logf("plain Go listener (MPTCP): %v", err)
+		before, _ := kstat.ReadMD5()
+		if exchange(plain, Dialer(Keys{MD5: []md5sig.Config{cli}}), "127.0.0.2:0", refusedBound) {
+			t.Error("a signed client was served by the MPTCP listener")
+		}
+		after, _ := kstat.ReadMD5()
+		if after.Unexpected <= before.Unexpected {
+			t.Errorf("MPTCP listener: TCPMD5Unexpected %d -> %d", before.Unexpected, after.Unexpected)
+		}
+
+		ln, err := ListenConfig(Keys{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		if p := protocol(t, ln.(*net.TCPListener)); p != syscall.IPPROTO_TCP {
+			t.Errorf("ListenConfig listener of protocol %d", p)
+		}
+		if err := AddMD5Key(ln.(*net.TCPListener), key); err != nil {
+			t.Errorf("TCP-MD5 key after listen(): %v", err)
+		}
+		before, _ = kstat.ReadMD5()
+		if !exchange(ln, Dialer(Keys{MD5: []md5sig.Config{cli}}), "127.0.0.2:0", okBound) {
+			t.Error("the ListenConfig listener did not serve the signed client")
+		}
+		if after, _ := kstat.ReadMD5(); after != before {
+			t.Errorf("ListenConfig listener: counters moved %+v -> %+v", before, after)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,318 @@
+//go:build linux
+
+package linuxsock
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"syscall"
+	"unsafe"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/md5sig"
+)
+
+const (
+	soDomain     = 39  // SO_DOMAIN
+	soProtocol   = 38  // SO_PROTOCOL
+	ipprotoMPTCP = 262 // IPPROTO_MPTCP
+)
+
+// withFD runs f on s's file descriptor.
+func withFD(s Socket, f func(fd int) error) error {
+	if s == nil {
+		return fmt.Errorf("%w: nil Socket", ErrInvalid)
+	}
+	if v := reflect.ValueOf(s); v.Kind() == reflect.Pointer && v.IsNil() {
+		return fmt.Errorf("%w: nil %T", ErrInvalid, s) // (*net.TCPConn)(nil).SyscallConn panics
+	}
+	rc, err := s.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("linuxsock: %w", err)
+	}
+	var ferr error
+	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+		return fmt.Errorf("linuxsock: %w", err)
+	}
+	return ferr
+}
+
+// isIPv6 reports whether fd is an AF_INET6 socket.
+func isIPv6(fd int) (bool, error) {
+	d, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, soDomain)
+	if err != nil {
+		return false, fmt.Errorf("linuxsock: SO_DOMAIN: %w", err)
+	}
+	return d == syscall.AF_INET6, nil
+}
+
+// setsockopt passes b to the kernel without copying it into a string,
+// so that key material is wiped with b.
+func setsockopt(fd, opt int, b []byte) error {
+	_, _, e := syscall.Syscall6(syscall.SYS_SETSOCKOPT, uintptr(fd), syscall.IPPROTO_TCP, uintptr(opt),
+		uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// getsockopt fills b (whose contents are also the request, for
+// TCP_AO_GET_KEYS) and returns the length the kernel reported.
+func getsockopt(fd, opt int, b []byte) (int, error) {
+	l := uint32(len(b))
+	_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.IPPROTO_TCP, uintptr(opt),
+		uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&l)), 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(l), nil
+}
+
+var optNames = map[int]string{
+	optMD5Sig: "TCP_MD5SIG", optMD5SigExt: "TCP_MD5SIG_EXT", optAOAddKey: "TCP_AO_ADD_KEY",
+	optAODelKey: "TCP_AO_DEL_KEY", optAOInfo: "TCP_AO_INFO", optAOGetKeys: "TCP_AO_GET_KEYS",
+	optAORepair: "TCP_AO_REPAIR",
+}
+
+// sockoptError explains an errno from option opt on fd: ENOPROTOOPT is a
+// kernel built without the feature or an MPTCP socket; anything else is
+// the kernel's verdict on the argument, returned wrapped.
+func sockoptError(fd, opt int, what string, errno error) error {
+	if what != "" {
+		what = " " + what
+	}
+	if opt == optAORepair && errors.Is(errno, syscall.EPERM) {
+		// Linux checks for repair mode before it looks for TCP-AO:
+		// whether it has TCP-AO at all, TCP_AO_INFO tells.
+		var b [sizeAOInfo]byte
+		if _, err := getsockopt(fd, optAOInfo, b[:]); errors.Is(err, syscall.ENOPROTOOPT) {
+			errno = err
+		}
+	}
+	if errors.Is(errno, syscall.ENOPROTOOPT) || errors.Is(errno, syscall.EOPNOTSUPP) {
+		if p, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, soProtocol); err == nil && p == ipprotoMPTCP {
+			return fmt.Errorf("linuxsock: %s%s: %w (%w)", optNames[opt], what, ErrMPTCP, errno)
+		}
+		if errors.Is(errno, syscall.ENOPROTOOPT) {
+			missing := ErrNoAO
+			if opt == optMD5Sig || opt == optMD5SigExt {
+				missing = ErrNoMD5
+			}
+			return fmt.Errorf("linuxsock: %s%s: %w (%w)", optNames[opt], what, missing, errno)
+		}
+	}
+	return fmt.Errorf("linuxsock: %s%s: %w", optNames[opt], what, errno)
+}
+
+func describeAO(c ao.Config) string {
+	s := fmt.Sprintf("%s peer %v ids %d/%d", c.Algorithm, c.Peer, c.SendID, c.RecvID)
+	if c.HasIfIndex {
+		s += fmt.Sprintf(" ifindex %d", c.IfIndex)
+	}
+	return s
+}
+
+func describeMD5(c md5sig.Config) string {
+	s := fmt.Sprintf("peer %v", c.Peer)
+	if c.HasIfIndex {
+		s += fmt.Sprintf(" ifindex %d", c.IfIndex)
+	}
+	return s
+}
+
+// AddAOKey adds the MKT c to s (TCP_AO_ADD_KEY) and, as sel says, makes
+// it the current and/or RNext key (not on listeners). Keys for a
+// listener or an outgoing connection go on before listen() or connect().
+func AddAOKey(s Socket, c ao.Config, sel Select) error {
+	return withFD(s, func(fd int) error {
+		in6, err := isIPv6(fd)
+		if err != nil {
+			return err
+		}
+		var b [sizeAOAdd]byte
+		defer clear(b[:])
+		if err := marshalAOAdd(b[:], c, sel, in6); err != nil {
+			return err
+		}
+		if err := setsockopt(fd, optAOAddKey, b[:]); err != nil {
+			return sockoptError(fd, optAOAddKey, describeAO(c), err)
+		}
+		return nil
+	})
+}
+
+// DeleteAOKey deletes the MKT of s that c names (peer prefix, SendID,
+// RecvID and L3 index; the key bytes are ignored), choosing a new current
+// or RNext key in the same call as d says (TCP_AO_DEL_KEY).
+func DeleteAOKey(s Socket, c ao.Config, d AODelete) error {
+	return withFD(s, func(fd int) error {
+		in6, err := isIPv6(fd)
+		if err != nil {
+			return err
+		}
+		var b [sizeAODel]byte
+		if err := marshalAODel(b[:], c, d, in6); err != nil {
+			return err
+		}
+		if err := setsockopt(fd, optAODelKey, b[:]); err != nil {
+			return sockoptError(fd, optAODelKey, describeAO(c), err)
+		}
+		return nil
+	})
+}
+
+// AOKeys returns every MKT of s with its counters (TCP_AO_GET_KEYS),
+// key material included.
+func AOKeys(s Socket) ([]AOKey, error) {
+	var keys []AOKey
+	err := withFD(s, func(fd int) error {
+		for n := 4; ; {
+			b := marshalAOGetAll(n)
+			if _, err := getsockopt(fd, optAOGetKeys, b); err != nil {
+				clear(b)
+				return sockoptError(fd, optAOGetKeys, "", err)
+			}
+			// nkeys comes back as the number of keys, which may exceed
+			// the room given: ask again with enough.
+			got := int(ne.Uint32(b[272:]))
+			if got > n {
+				clear(b)
+				n = got
+				continue
+			}
+			keys = make([]AOKey, got)
+			for i := range keys {
+				keys[i] = unmarshalAOKey(b[i*sizeAOGet:])
+			}
+			clear(b)
+			return nil
+		}
+	})
+	return keys, err
+}
+
+// ReadAOInfo returns s's TCP-AO state and counters (TCP_AO_INFO). A
+// socket without any TCP-AO key or setting has none (ENOENT).
+func ReadAOInfo(s Socket) (AOInfo, error) {
+	var i AOInfo
+	err := withFD(s, func(fd int) (err error) {
+		i, err = readAOInfo(fd)
+		return err
+	})
+	return i, err
+}
+
+func readAOInfo(fd int) (AOInfo, error) {
+	b := make([]byte, sizeAOInfo)
+	if _, err := getsockopt(fd, optAOInfo, b); err != nil {
+		return AOInfo{}, sockoptError(fd, optAOInfo, "", err)
+	}
+	return unmarshalAOInfo(b), nil
+}
+
+// setAOInfo writes TCP_AO_INFO, keeping the socket's flags unless change
+// sets them: the kernel writes ao_required and accept_icmps on every call.
+func setAOInfo(s Socket, what string, change func(cur AOInfo) aoInfoSet) error {
+	return withFD(s, func(fd int) error {
+		cur, err := readAOInfo(fd)
+		if err != nil && !errors.Is(err, syscall.ENOENT) { // ENOENT: no TCP-AO state yet
+			return err
+		}
+		if err := setsockopt(fd, optAOInfo, marshalAOInfo(change(cur))); err != nil {
+			return sockoptError(fd, optAOInfo, what, err)
+		}
+		return nil
+	})
+}
+
+// SelectAOKeys makes the key whose SendID is sendID the current key
+// and/or the key whose RecvID is recvID the RNext key, as sel says, in
+// one TCP_AO_INFO call. Asking for RNext is how a rotation starts: the
+// peer switches its current key when it sees the new RNextKeyID.
+func SelectAOKeys(s Socket, sel Select, sendID, recvID uint8) error {
+	return setAOInfo(s, fmt.Sprintf("select %d/%d", sendID, recvID), func(cur AOInfo) aoInfoSet {
+		cur.Current, cur.RNext = sendID, recvID
+		return aoInfoSet{setCurrent: sel&Current != 0, setRNext: sel&RNext != 0, info: cur}
+	})
+}
+
+// SetAOFlags sets s's ao_required (drop unsigned segments from every
+// peer, even one without a key) and accept_icmps flags (TCP_AO_INFO). On
+// a listener it is inherited by the connections it accepts.
+func SetAOFlags(s Socket, required, acceptICMPs bool) error {
+	return setAOInfo(s, "flags", func(cur AOInfo) aoInfoSet {
+		cur.Required, cur.AcceptICMPs = required, acceptICMPs
+		return aoInfoSet{info: cur}
+	})
+}
+
+// SetAOCounters overwrites s's five TCP-AO counters, for a restored
+// connection (TCP_AO_INFO set_counters).
+func SetAOCounters(s Socket, c AOCounters) error {
+	return setAOInfo(s, "counters", func(cur AOInfo) aoInfoSet {
+		cur.Counters = c
+		return aoInfoSet{setCounters: true, info: cur}
+	})
+}
+
+// ReadAORepair returns the ISNs and SNEs of s (TCP_AO_REPAIR); s must be
+// in TCP_REPAIR mode (EPERM otherwise).
+func ReadAORepair(s Socket) (AORepair, error) {
+	var r AORepair
+	err := withFD(s, func(fd int) error {
+		b := make([]byte, sizeAORepair)
+		if _, err := getsockopt(fd, optAORepair, b); err != nil {
+			return sockoptError(fd, optAORepair, "", err)
+		}
+		r = unmarshalAORepair(b)
+		return nil
+	})
+	return r, err
+}
+
+// SetAORepair sets the ISNs and SNEs of s (TCP_AO_REPAIR) so that a
+// restored connection derives the same traffic keys; s must be in
+// TCP_REPAIR mode (EPERM otherwise).
+func SetAORepair(s Socket, r AORepair) error {
+	return withFD(s, func(fd int) error {
+		if err := setsockopt(fd, optAORepair, marshalAORepair(r)); err != nil {
+			return sockoptError(fd, optAORepair, "", err)
+		}
+		return nil
+	})
+}
+
+// AddMD5Key adds (or replaces) the TCP-MD5 key c on s: TCP_MD5SIG for
+// one peer address, TCP_MD5SIG_EXT (Linux 4.13+) for a prefix or an L3
+// domain. Keys for a listener or an outgoing connection go on before
+// listen() or connect().
+func AddMD5Key(s Socket, c md5sig.Config) error {
+	return md5(s, c, false)
+}
+
+// DeleteMD5Key deletes the TCP-MD5 key c names (peer prefix and L3
+// domain) from s.
+func DeleteMD5Key(s Socket, c md5sig.Config) error {
+	return md5(s, c, true)
+}
+
+func md5(s Socket, c md5sig.Config, del bool) error {
+	return withFD(s, func(fd int) error {
+		in6, err := isIPv6(fd)
+		if err != nil {
+			return err
+		}
+		var b [sizeMD5]byte
+		defer clear(b[:])
+		opt, err := marshalMD5(b[:], c, in6, del)
+		if err != nil {
+			return err
+		}
+		if err := setsockopt(fd, opt, b[:]); err != nil {
+			return sockoptError(fd, opt, describeMD5(c), err)
+		}
+		return nil
+	})
+}
