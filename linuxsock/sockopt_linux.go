@@ -5,6 +5,7 @@ package linuxsock
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"syscall"
 	"unsafe"
@@ -315,4 +316,44 @@ func md5(s Socket, c md5sig.Config, del bool) error {
 		}
 		return nil
 	})
+}
+
+// ProbeAO reports whether the kernel has TCP-AO: nil, an error wrapping
+// ErrNoAO, or another error if the probe could not run. It opens (and
+// closes) a TCP socket in the calling thread's network namespace.
+func ProbeAO() error {
+	return probe(func(fd int) error {
+		var b [sizeAOInfo]byte
+		_, err := getsockopt(fd, optAOInfo, b[:])
+		if err == nil || errors.Is(err, syscall.ENOENT) { // ENOENT: known option, no TCP-AO state yet
+			return nil
+		}
+		return sockoptError(fd, optAOInfo, "probe", err)
+	})
+}
+
+// ProbeMD5 reports whether the kernel has TCP-MD5, as ProbeAO does for
+// TCP-AO.
+func ProbeMD5() error {
+	return probe(func(fd int) error {
+		var b [sizeMD5]byte
+		c := md5sig.Config{Peer: netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, 1}), 32), Key: []byte{1}}
+		opt, err := marshalMD5(b[:], c, false, false)
+		if err != nil {
+			return err
+		}
+		if err := setsockopt(fd, opt, b[:]); err != nil {
+			return sockoptError(fd, opt, "probe", err)
+		}
+		return nil
+	})
+}
+
+func probe(f func(fd int) error) error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, syscall.IPPROTO_TCP)
+	if err != nil {
+		return fmt.Errorf("linuxsock: probe: %w", err)
+	}
+	defer syscall.Close(fd)
+	return f(fd)
 }

@@ -44,3 +44,9 @@ func AddMD5Key(s Socket, c md5sig.Config) error { return noMD5("TCP_MD5SIG") }
 
 // DeleteMD5Key returns an error wrapping ErrNoMD5.
 func DeleteMD5Key(s Socket, c md5sig.Config) error { return noMD5("TCP_MD5SIG") }
+
+// ProbeAO returns an error wrapping ErrNoAO.
+func ProbeAO() error { return noAO("probe") }
+
+// ProbeMD5 returns an error wrapping ErrNoMD5.
+func ProbeMD5() error { return noMD5("probe") }

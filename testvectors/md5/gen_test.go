@@ -28,8 +28,10 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/internal/harness/kstat"
 	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/linuxsock"
+	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 var update = flag.Bool("update", false, "rewrite the pcap files and manifest.json from the running kernel (needs root)")
@@ -55,14 +57,14 @@ const (
 // endpoint is one connection of a scenario.
 type endpoint struct {
 	client, server netip.Addr
-	clientKey      linuxmd5.Key
+	clientKey      md5sig.Config
 	close          closeKind
 }
 
 type scenario struct {
 	name       string
 	listen     netip.Addr // the listener's address (possibly unspecified)
-	serverKeys []linuxmd5.Key
+	serverKeys []md5sig.Config
 	conns      []endpoint
 	notes      string
 	// keys are the manifest's spellings of the keys, by secret.
@@ -118,8 +120,8 @@ func scenarios() []scenario {
 			return scenario{
 				name:       fam.v + "-" + name,
 				listen:     fam.srv,
-				serverKeys: []linuxmd5.Key{{Peer: fam.net, Key: k, Ext: true}},
-				conns:      []endpoint{{client: fam.cli, server: fam.srv, clientKey: linuxmd5.Key{Peer: host(fam.srv), Key: k}, close: ck}},
+				serverKeys: []md5sig.Config{{Peer: fam.net, Key: k}},
+				conns:      []endpoint{{client: fam.cli, server: fam.srv, clientKey: md5sig.Config{Peer: host(fam.srv), Key: k}, close: ck}},
 				notes: fmt.Sprintf("%s; one connection %v -> %v:%d, %s; listener key TCP_MD5SIG_EXT prefix %v, client key TCP_MD5SIG %v; "+
 					"client writes %v bytes in turn, server echoes each; MSS %d, so 1448-byte segments are full; TCP_NODELAY; %s",
 					what, fam.cli, fam.srv, port, fam.v, fam.net, fam.srv, sizes, mss, closeNote(ck)),
@@ -133,14 +135,14 @@ func scenarios() []scenario {
 			scenario{
 				name:   fam.v + "-two-peers",
 				listen: fam.any,
-				serverKeys: []linuxmd5.Key{
-					{Peer: fam.net, Key: decoy, Ext: true},
-					{Peer: host(fam.cli), Key: peerA, Ext: true},
-					{Peer: host(fam.cli2), Key: peerB, Ext: true},
+				serverKeys: []md5sig.Config{
+					{Peer: fam.net, Key: decoy},
+					{Peer: host(fam.cli), Key: peerA},
+					{Peer: host(fam.cli2), Key: peerB},
 				},
 				conns: []endpoint{
-					{client: fam.cli, server: fam.srv, clientKey: linuxmd5.Key{Peer: host(fam.srv), Key: peerA}, close: closeFIN},
-					{client: fam.cli2, server: fam.s2, clientKey: linuxmd5.Key{Peer: host(fam.s2), Key: peerB}, close: closeServerRST},
+					{client: fam.cli, server: fam.srv, clientKey: md5sig.Config{Peer: host(fam.srv), Key: peerA}, close: closeFIN},
+					{client: fam.cli2, server: fam.s2, clientKey: md5sig.Config{Peer: host(fam.s2), Key: peerB}, close: closeServerRST},
 				},
 				notes: fmt.Sprintf("two concurrent connections, different keys, one listener on %v with per-peer keys "+
 					"(TCP_MD5SIG_EXT %v and %v) and a decoy key for %v that only a longest-prefix match avoids; "+
@@ -171,7 +173,7 @@ func closeNote(c closeKind) string {
 func (s scenario) manifestKeys() []Key {
 	var ks []Key
 	seen := map[Key]bool{}
-	add := func(k linuxmd5.Key) {
+	add := func(k md5sig.Config) {
 		e := Key{Peer: k.Peer.String(), Key: s.spell[string(k.Key)]}
 		if !seen[e] {
 			seen[e] = true
@@ -234,7 +236,7 @@ func (s scenario) run() (capture.LinkType, []capture.Packet, error) {
 		return 0, nil, err
 	}
 	defer c.Stop()
-	lc := net.ListenConfig{Control: both(linuxmd5.Control(s.serverKeys...), setMSS), KeepAlive: -1}
+	lc := net.ListenConfig{Control: both(linuxsock.Control(linuxsock.Keys{MD5: s.serverKeys}), setMSS), KeepAlive: -1}
 	network := "tcp6"
 	if s.listen.Is4() {
 		network = "tcp4" // an AF_INET socket, even on 0.0.0.0
@@ -251,7 +253,7 @@ func (s scenario) run() (capture.LinkType, []capture.Packet, error) {
 	for i, e := range s.conns {
 		d := net.Dialer{
 			LocalAddr: &net.TCPAddr{IP: e.client.AsSlice()},
-			Control:   both(linuxmd5.Control(e.clientKey), setMSS),
+			Control:   both(linuxsock.Control(linuxsock.Keys{MD5: []md5sig.Config{e.clientKey}}), setMSS),
 			KeepAlive: -1,
 			Timeout:   10 * time.Second,
 		}
@@ -424,7 +426,7 @@ func TestKernelCaptures(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the kernel captures need a network namespace and AF_PACKET")
 	}
-	if err := linuxmd5.Supported(); errors.Is(err, linuxmd5.ErrNotSupported) {
+	if err := linuxsock.ProbeMD5(); errors.Is(err, linuxsock.ErrNoMD5) {
 		t.Skip("no CONFIG_TCP_MD5SIG: ", err)
 	} else if err != nil {
 		t.Fatal(err)
@@ -441,7 +443,7 @@ func TestKernelCaptures(t *testing.T) {
 				return err
 			}
 		}
-		before, err := linuxmd5.ReadCounters()
+		before, err := kstat.ReadMD5()
 		if err != nil {
 			return err
 		}
@@ -481,7 +483,7 @@ func TestKernelCaptures(t *testing.T) {
 				}
 			}
 		}
-		after, err := linuxmd5.ReadCounters()
+		after, err := kstat.ReadMD5()
 		if err != nil {
 			return err
 		}

@@ -22,8 +22,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpsig/tcpsig/internal/harness/kstat"
 	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/linuxsock"
+	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 const (
@@ -94,7 +96,7 @@ func needMD5(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the test creates a network namespace and a TUN device")
 	}
-	if err := linuxmd5.Supported(); errors.Is(err, linuxmd5.ErrNotSupported) {
+	if err := linuxsock.ProbeMD5(); errors.Is(err, linuxsock.ErrNoMD5) {
 		t.Skip("no CONFIG_TCP_MD5SIG: ", err)
 	} else if err != nil {
 		t.Fatal(err)
@@ -126,8 +128,8 @@ func (a *countingAuth) Verify(pkt []byte) error {
 	return err
 }
 
-func listen(k kernelNet, keys ...linuxmd5.Key) (*net.TCPListener, error) {
-	lc := net.ListenConfig{Control: linuxmd5.Control(keys...), KeepAlive: -1}
+func listen(k kernelNet, keys ...md5sig.Config) (*net.TCPListener, error) {
+	lc := net.ListenConfig{Control: linuxsock.Control(linuxsock.Keys{MD5: keys}), KeepAlive: -1}
 	ln, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(k.kaddr, kernelPort).String())
 	if err != nil {
 		return nil, err
@@ -163,7 +165,7 @@ func kernelServer(ln *net.TCPListener) error {
 
 // activeOpen: the endpoint connects to a kernel listener, sends the
 // request, reads the reply and closes.
-func activeOpen(k kernelNet, auth Auth, keys ...linuxmd5.Key) (Stats, error) {
+func activeOpen(k kernelNet, auth Auth, keys ...md5sig.Config) (Stats, error) {
 	ln, err := listen(k, keys...)
 	if err != nil {
 		return Stats{}, err
@@ -202,7 +204,7 @@ func activeOpen(k kernelNet, auth Auth, keys ...linuxmd5.Key) (Stats, error) {
 // passiveOpen: the kernel connects to the endpoint, which greets in its
 // SYN-ACK; the kernel reads the greeting, sends the request, reads the
 // reply and closes.
-func passiveOpen(k kernelNet, auth Auth, keys ...linuxmd5.Key) (Stats, error) {
+func passiveOpen(k kernelNet, auth Auth, keys ...md5sig.Config) (Stats, error) {
 	type result struct {
 		st  Stats
 		err error
@@ -239,7 +241,7 @@ func passiveOpen(k kernelNet, auth Auth, keys ...linuxmd5.Key) (Stats, error) {
 
 	// The kernel side, on the namespace's goroutine.
 	kerr := func() error {
-		d := net.Dialer{Control: linuxmd5.Control(keys...), KeepAlive: -1, Timeout: 20 * time.Second}
+		d := net.Dialer{Control: linuxsock.Control(linuxsock.Keys{MD5: keys}), KeepAlive: -1, Timeout: 20 * time.Second}
 		c, err := d.Dial("tcp", netip.AddrPortFrom(k.uaddr, userPort).String())
 		if err != nil {
 			return err
@@ -323,9 +325,9 @@ func TestKernelMD5(t *testing.T) {
 			name := map[bool]string{false: "v4", true: "v6"}[v6] + map[bool]string{false: "-active", true: "-passive"}[passive]
 			t.Run(name, func(t *testing.T) {
 				inKernelNet(t, v6, func(k kernelNet) error {
-					kkey := linuxmd5.Key{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)}
+					kkey := md5sig.Config{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)}
 					auth := &countingAuth{Auth: newMD5Auth(k.kaddr, md5Key)}
-					before, err := linuxmd5.ReadCounters()
+					before, err := kstat.ReadMD5()
 					if err != nil {
 						return err
 					}
@@ -337,7 +339,7 @@ func TestKernelMD5(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					after, err := linuxmd5.ReadCounters()
+					after, err := kstat.ReadMD5()
 					if err != nil {
 						return err
 					}
@@ -371,13 +373,13 @@ func TestKernelMD5WrongKey(t *testing.T) {
 		t.Run(fam+"-handshake", func(t *testing.T) {
 			inKernelNet(t, v6, func(k kernelNet) error {
 				return wrongKeyHandshake(t, k, newMD5Auth(k.kaddr, "not-the-key"),
-					func(b, a linuxmd5.Counters) uint64 { return a.Failure - b.Failure })
+					func(b, a kstat.MD5) uint64 { return a.Failure - b.Failure })
 			})
 		})
 		t.Run(fam+"-unsigned", func(t *testing.T) {
 			inKernelNet(t, v6, func(k kernelNet) error {
 				return wrongKeyHandshake(t, k, nil,
-					func(b, a linuxmd5.Counters) uint64 { return a.NotFound - b.NotFound })
+					func(b, a kstat.MD5) uint64 { return a.NotFound - b.NotFound })
 			})
 		})
 		t.Run(fam+"-data", func(t *testing.T) {
@@ -388,13 +390,13 @@ func TestKernelMD5WrongKey(t *testing.T) {
 
 // wrongKeyHandshake: the endpoint's SYNs carry a bad signature (or none);
 // each is dropped and counted, no connection is accepted.
-func wrongKeyHandshake(t *testing.T, k kernelNet, auth Auth, moved func(b, a linuxmd5.Counters) uint64) error {
-	ln, err := listen(k, linuxmd5.Key{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)})
+func wrongKeyHandshake(t *testing.T, k kernelNet, auth Auth, moved func(b, a kstat.MD5) uint64) error {
+	ln, err := listen(k, md5sig.Config{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)})
 	if err != nil {
 		return err
 	}
 	defer ln.Close()
-	before, err := linuxmd5.ReadCounters()
+	before, err := kstat.ReadMD5()
 	if err != nil {
 		return err
 	}
@@ -405,7 +407,7 @@ func wrongKeyHandshake(t *testing.T, k kernelNet, auth Auth, moved func(b, a lin
 	if !errors.Is(err, ErrTimeout) {
 		t.Errorf("Dial = %v, want ErrTimeout", err)
 	}
-	after, err := linuxmd5.ReadCounters()
+	after, err := kstat.ReadMD5()
 	if err != nil {
 		return err
 	}
@@ -417,7 +419,7 @@ func wrongKeyHandshake(t *testing.T, k kernelNet, auth Auth, moved func(b, a lin
 	if n := moved(before, after); n != syns {
 		t.Errorf("the kernel counted %d drops for %d SYNs", n, syns)
 	}
-	if linuxmd5.Pending(ln) {
+	if kstat.Pending(ln) {
 		t.Error("the kernel completed a connection")
 	}
 	return nil
@@ -427,7 +429,7 @@ func wrongKeyHandshake(t *testing.T, k kernelNet, auth Auth, moved func(b, a lin
 // wrong key: the kernel drops every data segment, counts it, and the
 // application reads nothing.
 func wrongKeyData(t *testing.T, k kernelNet) error {
-	ln, err := listen(k, linuxmd5.Key{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)})
+	ln, err := listen(k, md5sig.Config{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)})
 	if err != nil {
 		return err
 	}
@@ -445,7 +447,7 @@ func wrongKeyData(t *testing.T, k kernelNet) error {
 		return err
 	}
 	defer kc.Close()
-	before, err := linuxmd5.ReadCounters()
+	before, err := kstat.ReadMD5()
 	if err != nil {
 		return err
 	}
@@ -453,7 +455,7 @@ func wrongKeyData(t *testing.T, k kernelNet) error {
 	if _, err := c.Write([]byte("must not arrive")); !errors.Is(err, ErrTimeout) {
 		t.Errorf("Write = %v, want ErrTimeout", err)
 	}
-	after, err := linuxmd5.ReadCounters()
+	after, err := kstat.ReadMD5()
 	if err != nil {
 		return err
 	}

@@ -18,9 +18,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/internal/harness/capture"
-	"github.com/tcpsig/tcpsig/internal/linuxao"
-	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/internal/harness/kstat"
+	"github.com/tcpsig/tcpsig/internal/harness/tcprepair"
+	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -235,20 +237,13 @@ func (c aoCase) mkts() []mkt {
 	return ms
 }
 
-func (c aoCase) keyflags() uint8 {
-	if c.exclude {
-		return linuxao.TCP_AO_KEYF_EXCLUDE_OPT
-	}
-	return 0
-}
-
 func hostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 
 // sockKeys returns the TCP_AO_ADD_KEY commands for one end: server swaps
 // the IDs. The first MKT (A) is added last and, on the client, made current
 // and rnext explicitly.
-func (c aoCase) sockKeys(server bool, peer netip.Addr, setCurrent bool) []linuxao.AddKey {
-	var ks []linuxao.AddKey
+func (c aoCase) sockKeys(server bool, peer netip.Addr, setCurrent bool) []aoKey {
+	var ks []aoKey
 	ms := c.mkts()
 	for i := len(ms) - 1; i >= 0; i-- {
 		m := ms[i]
@@ -256,20 +251,23 @@ func (c aoCase) sockKeys(server bool, peer netip.Addr, setCurrent bool) []linuxa
 		if server {
 			snd, rcv = rcv, snd
 		}
-		ks = append(ks, linuxao.AddKey{Peer: hostPrefix(peer), Alg: c.alg.alg, SndID: snd, RcvID: rcv,
-			MACLen: c.maclen, KeyFlags: c.keyflags(), Key: m.key,
-			SetCurrent: setCurrent && i == 0, SetRNext: setCurrent && i == 0})
+		k := aoKey{Config: ao.Config{Peer: hostPrefix(peer), Algorithm: c.alg.alg, SendID: snd, RecvID: rcv,
+			MACLen: int(c.maclen), ExcludeOptions: c.exclude, Key: m.key}}
+		if setCurrent && i == 0 {
+			k.sel = linuxsock.Current | linuxsock.RNext
+		}
+		ks = append(ks, k)
 	}
 	return ks
 }
 
-func manifestKeys(ks ...[]linuxao.AddKey) KeysFile {
+func manifestKeys(ks ...[]aoKey) KeysFile {
 	var f KeysFile
 	for _, side := range ks {
 		for i := len(side) - 1; i >= 0; i-- { // A first
 			k := side[i]
-			f.AO = append(f.AO, AOKey{Alg: k.Alg, Key: "hex:" + hex.EncodeToString(k.Key), SndID: k.SndID, RcvID: k.RcvID,
-				Peer: k.Peer.String(), MACLen: int(k.MACLen), ExcludeOptions: k.KeyFlags&linuxao.TCP_AO_KEYF_EXCLUDE_OPT != 0})
+			f.AO = append(f.AO, AOKey{Alg: k.Algorithm, Key: "hex:" + hex.EncodeToString(k.Key), SndID: k.SendID, RcvID: k.RecvID,
+				Peer: k.Peer.String(), MACLen: k.MACLen, ExcludeOptions: k.ExcludeOptions})
 		}
 	}
 	return f
@@ -291,7 +289,7 @@ func sockaddr(ap netip.AddrPort) syscall.Sockaddr {
 	return &syscall.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}
 }
 
-func newSocket(local netip.AddrPort, keys []linuxao.AddKey, repair bool) (int, error) {
+func newSocket(local netip.AddrPort, keys []aoKey, repair bool) (int, error) {
 	fd, err := syscall.Socket(family(local.Addr()), syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
@@ -303,7 +301,7 @@ func newSocket(local netip.AddrPort, keys []linuxao.AddKey, repair bool) (int, e
 	tv := syscall.NsecToTimeval(int64(15 * time.Second))
 	syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_SNDTIMEO, &tv)
 	if repair {
-		if err := linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_ON); err != nil {
+		if err := tcprepair.SetMode(fd, tcprepair.On); err != nil {
 			return fail(err)
 		}
 	}
@@ -311,14 +309,14 @@ func newSocket(local netip.AddrPort, keys []linuxao.AddKey, repair bool) (int, e
 		return fail(fmt.Errorf("bind %v: %w", local, err))
 	}
 	for _, k := range keys {
-		if err := linuxao.AddKeyFD(fd, k); err != nil {
-			return fail(fmt.Errorf("%s sndid %d rcvid %d maclen %d keylen %d: %w", k.Alg, k.SndID, k.RcvID, k.MACLen, len(k.Key), err))
+		if err := linuxsock.AddAOKey(fdSock(fd), k.Config, k.sel); err != nil {
+			return fail(fmt.Errorf("maclen %d keylen %d: %w", k.MACLen, len(k.Key), err))
 		}
 	}
 	return fd, nil
 }
 
-func listenAO(local netip.AddrPort, keys []linuxao.AddKey) (*net.TCPListener, error) {
+func listenAO(local netip.AddrPort, keys []aoKey) (*net.TCPListener, error) {
 	fd, err := newSocket(local, keys, false)
 	if err != nil {
 		return nil, err
@@ -364,7 +362,7 @@ func fdConn(fd int) (*net.TCPConn, error) {
 	return tc, nil
 }
 
-func dialAO(local, remote netip.AddrPort, keys []linuxao.AddKey) (*net.TCPConn, error) {
+func dialAO(local, remote netip.AddrPort, keys []aoKey) (*net.TCPConn, error) {
 	fd, err := newSocket(local, keys, false)
 	if err != nil {
 		return nil, err
@@ -388,15 +386,27 @@ func withFD(c syscall.Conn, fn func(fd int) error) error {
 	return ferr
 }
 
-func aoInfo(c syscall.Conn) (linuxao.Info, error) {
-	var i linuxao.Info
-	err := withFD(c, func(fd int) (err error) { i, err = linuxao.InfoFD(fd); return })
-	return i, err
+func aoInfo(c linuxsock.Socket) (linuxsock.AOInfo, error) { return linuxsock.ReadAOInfo(c) }
+
+// aoKey is one TCP_AO_ADD_KEY: an MKT, and whether it becomes the
+// current and RNext key.
+type aoKey struct {
+	ao.Config
+	sel linuxsock.Select
 }
 
-func setAOInfo(c syscall.Conn, i linuxao.Info) error {
-	return withFD(c, func(fd int) error { return linuxao.SetInfoFD(fd, i) })
-}
+// fdSock is a socket file descriptor as a linuxsock.Socket.
+type fdSock int
+
+func (f fdSock) SyscallConn() (syscall.RawConn, error) { return fdRaw(f), nil }
+
+// fdRaw is the syscall.RawConn of an fd used from one goroutine: Control
+// is all linuxsock calls.
+type fdRaw int
+
+func (f fdRaw) Control(fn func(fd uintptr)) error { fn(uintptr(f)); return nil }
+func (f fdRaw) Read(func(fd uintptr) bool) error  { return errors.ErrUnsupported }
+func (f fdRaw) Write(func(fd uintptr) bool) error { return errors.ErrUnsupported }
 
 // pattern returns n recognisable bytes (direction and step in the data).
 func pattern(tag string, n int) []byte {
@@ -456,7 +466,7 @@ func (cs aoCase) run(t *T) {
 		t.check(sysctl("net/ipv4/tcp_sack", "1"), "sysctl")
 		defer sysctl("net/ipv4/tcp_sack", "0")
 	}
-	ns0, err := linuxmd5.ReadTCPExt()
+	ns0, err := kstat.TCPExt()
 	t.check(err, "netstat")
 	capt, err := capture.Start(capture.Options{Interface: "lo", Filter: capture.TCPPorts(cp, sp)})
 	t.check(err, "capture")
@@ -509,13 +519,13 @@ func (cs aoCase) run(t *T) {
 	}{{"client", cn.c}, {"server", cn.s}} {
 		i, err := aoInfo(side.c)
 		t.check(err, side.n+" TCP_AO_INFO")
-		t.Logf("%s: current %d rnext %d good %d bad %d key_not_found %d", side.n, i.CurrentKey, i.RNext, i.PktGood, i.PktBad, i.PktKeyNotFound)
-		if i.PktBad != 0 || i.PktKeyNotFound != 0 || i.PktAORequired != 0 || i.PktGood == 0 {
-			t.Errorf("%s socket counters: good %d bad %d key_not_found %d ao_required %d", side.n, i.PktGood, i.PktBad, i.PktKeyNotFound, i.PktAORequired)
+		t.Logf("%s: current %d rnext %d good %d bad %d key_not_found %d", side.n, i.Current, i.RNext, i.Counters.Good, i.Counters.Bad, i.Counters.KeyNotFound)
+		if i.Counters.Bad != 0 || i.Counters.KeyNotFound != 0 || i.Counters.Required != 0 || i.Counters.Good == 0 {
+			t.Errorf("%s socket counters: good %d bad %d key_not_found %d ao_required %d", side.n, i.Counters.Good, i.Counters.Bad, i.Counters.KeyNotFound, i.Counters.Required)
 		}
 	}
 	var twSnd, twRcv uint32
-	var twRepair linuxao.Repair
+	var twRepair linuxsock.AORepair
 	if cs.timewait {
 		var err error
 		twSnd, twRcv, twRepair, err = repairState(cn.s)
@@ -531,7 +541,7 @@ func (cs aoCase) run(t *T) {
 		t.Fatalf("capture on lo has link type %v, want %v", lt, capture.LinkTypeEthernet)
 	}
 	pkts := capt.Packets()
-	ns1, err := linuxmd5.ReadTCPExt()
+	ns1, err := kstat.TCPExt()
 	t.check(err, "netstat")
 
 	entry := ManifestCapture{Name: cs.name, File: cs.name + ".pcap", Keys: manifestKeys(cliKeys, srvKeys), ISN: isn, SNE: sne}
@@ -563,22 +573,22 @@ func (cs aoCase) rotation(t *T, cn conns) {
 		want want
 	}{
 		{"client asks for B (set_rnext 201)", func() error {
-			return setAOInfo(cn.c, linuxao.Info{SetRNext: true, RNext: 201})
+			return linuxsock.SelectAOKeys(cn.c, linuxsock.RNext, 0, 201)
 		}, want{100, 201, 201, 100}},
 		{"server asks for B (set_rnext 101)", func() error {
-			return setAOInfo(cn.s, linuxao.Info{SetRNext: true, RNext: 101})
+			return linuxsock.SelectAOKeys(cn.s, linuxsock.RNext, 0, 101)
 		}, want{101, 201, 201, 101}},
 		{"server asks for A again (set_rnext 100)", func() error {
-			return setAOInfo(cn.s, linuxao.Info{SetRNext: true, RNext: 100})
+			return linuxsock.SelectAOKeys(cn.s, linuxsock.RNext, 0, 100)
 		}, want{100, 201, 201, 100}},
 		{"client asks for A again (set_rnext 200)", func() error {
-			return setAOInfo(cn.c, linuxao.Info{SetRNext: true, RNext: 200})
+			return linuxsock.SelectAOKeys(cn.c, linuxsock.RNext, 0, 200)
 		}, want{100, 200, 200, 100}},
 		{"both switch to B (set_current + set_rnext)", func() error {
-			if err := setAOInfo(cn.c, linuxao.Info{SetCurrent: true, CurrentKey: 101, SetRNext: true, RNext: 201}); err != nil {
+			if err := linuxsock.SelectAOKeys(cn.c, linuxsock.Current|linuxsock.RNext, 101, 201); err != nil {
 				return err
 			}
-			return setAOInfo(cn.s, linuxao.Info{SetCurrent: true, CurrentKey: 201, SetRNext: true, RNext: 101})
+			return linuxsock.SelectAOKeys(cn.s, linuxsock.Current|linuxsock.RNext, 201, 101)
 		}, want{101, 201, 201, 101}},
 	}
 	for i, st := range steps {
@@ -588,7 +598,7 @@ func (cs aoCase) rotation(t *T, cn conns) {
 		t.check(err, "client TCP_AO_INFO")
 		si, err := aoInfo(cn.s)
 		t.check(err, "server TCP_AO_INFO")
-		got := want{ci.CurrentKey, ci.RNext, si.CurrentKey, si.RNext}
+		got := want{ci.Current, ci.RNext, si.Current, si.RNext}
 		if got != st.want {
 			t.Errorf("rotation step %d (%s): client current/rnext %d/%d server %d/%d, want %d/%d and %d/%d",
 				i+1, st.what, got.cCur, got.cNext, got.sCur, got.sNext, st.want.cCur, st.want.cNext, st.want.sCur, st.want.sNext)
@@ -633,16 +643,16 @@ const (
 
 // restorePair builds an established pair with TCP_REPAIR (no packet on the
 // wire): sequence numbers just below 2^32, ISNs and SNEs via TCP_AO_REPAIR.
-func (cs aoCase) restorePair(t *T, cli, srv netip.AddrPort, cliKeys, srvKeys []linuxao.AddKey) (conns, map[string]uint32, map[string]uint32) {
+func (cs aoCase) restorePair(t *T, cli, srv netip.AddrPort, cliKeys, srvKeys []aoKey) (conns, map[string]uint32, map[string]uint32) {
 	cSeq, sSeq := uint32(cliSeqBelowWrap), uint32(srvSeqBelowWrap)
 	cISN, sISN := cSeq-cliISNBack, sSeq-srvISNBack
 	mss := cs.mss()
-	cfd := restoreSocket(t, local(cli, srv, cliKeys), mss, linuxao.Repair{SntISN: cISN, RcvISN: sISN, SndSNE: cs.sne0, RcvSNE: cs.sne0}, cSeq, sSeq)
-	sfd := restoreSocket(t, local(srv, cli, srvKeys), mss, linuxao.Repair{SntISN: sISN, RcvISN: cISN, SndSNE: cs.sne0, RcvSNE: cs.sne0}, sSeq, cSeq)
+	cfd := restoreSocket(t, local(cli, srv, cliKeys), mss, linuxsock.AORepair{LocalISN: cISN, RemoteISN: sISN, SendSNE: cs.sne0, RecvSNE: cs.sne0}, cSeq, sSeq)
+	sfd := restoreSocket(t, local(srv, cli, srvKeys), mss, linuxsock.AORepair{LocalISN: sISN, RemoteISN: cISN, SendSNE: cs.sne0, RecvSNE: cs.sne0}, sSeq, cSeq)
 	// Leave repair mode only once both ends exist, without window probes, so
 	// the first segments on the wire are the data below.
 	for _, fd := range []int{cfd, sfd} {
-		t.check(linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_OFF_NO_WP), "TCP_REPAIR off")
+		t.check(tcprepair.SetMode(fd, tcprepair.OffNoWP), "TCP_REPAIR off")
 	}
 	c, err := fdConn(cfd)
 	t.check(err, "client conn")
@@ -655,10 +665,10 @@ func (cs aoCase) restorePair(t *T, cli, srv netip.AddrPort, cliKeys, srvKeys []l
 
 type sockEnds struct {
 	local, remote netip.AddrPort
-	keys          []linuxao.AddKey
+	keys          []aoKey
 }
 
-func local(l, r netip.AddrPort, keys []linuxao.AddKey) sockEnds { return sockEnds{l, r, keys} }
+func local(l, r netip.AddrPort, keys []aoKey) sockEnds { return sockEnds{l, r, keys} }
 
 func (cs aoCase) mss() uint32 {
 	if cs.v6 {
@@ -671,22 +681,22 @@ func (cs aoCase) mss() uint32 {
 // packet on the wire: sequence numbers, then connect, then the TCP-AO ISNs
 // and SNEs, options (MSS, timestamps) and window. The caller leaves repair
 // mode.
-func restoreSocket(t *T, e sockEnds, mss uint32, r linuxao.Repair, sndSeq, rcvSeq uint32) int {
+func restoreSocket(t *T, e sockEnds, mss uint32, r linuxsock.AORepair, sndSeq, rcvSeq uint32) int {
 	fd, err := newSocket(e.local, e.keys, true)
 	t.check(err, "repair socket")
 	steps := []struct {
 		what string
 		fn   func() error
 	}{
-		{"TCP_QUEUE_SEQ send", func() error { return linuxao.SetQueueSeqFD(fd, linuxao.TCP_SEND_QUEUE, sndSeq) }},
-		{"TCP_QUEUE_SEQ recv", func() error { return linuxao.SetQueueSeqFD(fd, linuxao.TCP_RECV_QUEUE, rcvSeq) }},
+		{"TCP_QUEUE_SEQ send", func() error { return tcprepair.SetQueueSeq(fd, tcprepair.SendQueue, sndSeq) }},
+		{"TCP_QUEUE_SEQ recv", func() error { return tcprepair.SetQueueSeq(fd, tcprepair.RecvQueue, rcvSeq) }},
 		{"repair connect", func() error { return connectFD(fd, e.remote) }},
-		{"TCP_AO_REPAIR", func() error { return linuxao.SetRepairFD(fd, r) }},
+		{"TCP_AO_REPAIR", func() error { return linuxsock.SetAORepair(fdSock(fd), r) }},
 		{"TCP_REPAIR_OPTIONS", func() error {
-			return linuxao.SetRepairOptionsFD(fd, []linuxao.RepairOpt{{Code: linuxao.TCPOPT_MSS, Val: mss}, {Code: linuxao.TCPOPT_TIMESTAMP}})
+			return tcprepair.SetOptions(fd, []tcprepair.Opt{{Code: tcprepair.OptMSS, Val: mss}, {Code: tcprepair.OptTimestamp}})
 		}},
 		{"TCP_REPAIR_WINDOW", func() error {
-			return linuxao.SetRepairWindowFD(fd, linuxao.RepairWindow{SndWL1: rcvSeq, SndWnd: 65535, MaxWindow: 65535, RcvWnd: 65535, RcvWup: rcvSeq})
+			return tcprepair.SetWindow(fd, tcprepair.Window{SndWL1: rcvSeq, SndWnd: 65535, MaxWindow: 65535, RcvWnd: 65535, RcvWup: rcvSeq})
 		}},
 	}
 	for _, st := range steps {
@@ -695,7 +705,7 @@ func restoreSocket(t *T, e sockEnds, mss uint32, r linuxao.Repair, sndSeq, rcvSe
 			t.Fatalf("%s on %v: %v", st.what, e.local, err)
 		}
 	}
-	if got, err := linuxao.RepairFD(fd); err != nil || got != r {
+	if got, err := linuxsock.ReadAORepair(fdSock(fd)); err != nil || got != r {
 		t.Errorf("TCP_AO_REPAIR read back %+v, %v; want %+v", got, err, r)
 	}
 	return fd
@@ -703,20 +713,20 @@ func restoreSocket(t *T, e sockEnds, mss uint32, r linuxao.Repair, sndSeq, rcvSe
 
 // repairState reads an established socket's sequence numbers and TCP-AO
 // ISNs/SNEs (repair mode on, read, off).
-func repairState(c *net.TCPConn) (snd, rcv uint32, r linuxao.Repair, err error) {
+func repairState(c *net.TCPConn) (snd, rcv uint32, r linuxsock.AORepair, err error) {
 	err = withFD(c, func(fd int) error {
-		if err := linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_ON); err != nil {
+		if err := tcprepair.SetMode(fd, tcprepair.On); err != nil {
 			return err
 		}
-		defer linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_OFF_NO_WP)
+		defer tcprepair.SetMode(fd, tcprepair.OffNoWP)
 		var err error
-		if snd, err = linuxao.QueueSeqFD(fd, linuxao.TCP_SEND_QUEUE); err != nil {
+		if snd, err = tcprepair.QueueSeq(fd, tcprepair.SendQueue); err != nil {
 			return err
 		}
-		if rcv, err = linuxao.QueueSeqFD(fd, linuxao.TCP_RECV_QUEUE); err != nil {
+		if rcv, err = tcprepair.QueueSeq(fd, tcprepair.RecvQueue); err != nil {
 			return err
 		}
-		r, err = linuxao.RepairFD(fd)
+		r, err = linuxsock.ReadAORepair(fdSock(fd))
 		return err
 	})
 	return
@@ -728,11 +738,11 @@ func repairState(c *net.TCPConn) (snd, rcv uint32, r linuxao.Repair, err error) 
 // state and leaves repair mode with a window probe (seq = snd_una-1, signed
 // with the same traffic keys); the TIME-WAIT socket answers it with a signed
 // ACK. The recreated server then resets (SO_LINGER {1,0}).
-func (cs aoCase) timeWaitACK(t *T, capt *capture.Capture, cn conns, srvKeys []linuxao.AddKey, snd, rcv uint32, r linuxao.Repair) {
+func (cs aoCase) timeWaitACK(t *T, capt *capture.Capture, cn conns, srvKeys []aoKey, snd, rcv uint32, r linuxsock.AORepair) {
 	capt.WaitIdle(captureQuiet, 5*time.Second)
 	// both FINs consumed one sequence number
 	fd := restoreSocket(t, local(cn.srv, cn.cli, srvKeys), cs.mss(), r, snd+1, rcv+1)
-	if err := linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_OFF); err != nil { // sends the probe
+	if err := tcprepair.SetMode(fd, tcprepair.Off); err != nil { // sends the probe
 		syscall.Close(fd)
 		t.Fatalf("TCP_REPAIR off: %v", err)
 	}
@@ -750,22 +760,22 @@ func (cs aoCase) checkSNE(t *T, cn conns) {
 		n string
 		c *net.TCPConn
 	}{{"client", cn.c}, {"server", cn.s}} {
-		var r linuxao.Repair
+		var r linuxsock.AORepair
 		err := withFD(side.c, func(fd int) error {
-			if err := linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_ON); err != nil {
+			if err := tcprepair.SetMode(fd, tcprepair.On); err != nil {
 				return err
 			}
 			var err error
-			r, err = linuxao.RepairFD(fd)
-			if err2 := linuxao.SetRepairModeFD(fd, linuxao.TCP_REPAIR_OFF_NO_WP); err == nil {
+			r, err = linuxsock.ReadAORepair(fdSock(fd))
+			if err2 := tcprepair.SetMode(fd, tcprepair.OffNoWP); err == nil {
 				err = err2
 			}
 			return err
 		})
 		t.check(err, side.n+" TCP_AO_REPAIR read")
 		t.Logf("%s after the wrap: %+v", side.n, r)
-		if r.SndSNE != cs.sne0+1 || r.RcvSNE != cs.sne0+1 {
-			t.Errorf("%s: snd_sne %d rcv_sne %d after the wrap, want %d", side.n, r.SndSNE, r.RcvSNE, cs.sne0+1)
+		if r.SendSNE != cs.sne0+1 || r.RecvSNE != cs.sne0+1 {
+			t.Errorf("%s: snd_sne %d rcv_sne %d after the wrap, want %d", side.n, r.SendSNE, r.RecvSNE, cs.sne0+1)
 		}
 	}
 }

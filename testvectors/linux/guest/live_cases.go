@@ -48,10 +48,10 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
+	"github.com/tcpsig/tcpsig/internal/harness/kstat"
 	"github.com/tcpsig/tcpsig/internal/harness/netns"
 	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
-	"github.com/tcpsig/tcpsig/internal/linuxao"
-	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -406,15 +406,11 @@ func (c liveCase) wrongMKTs() []liveMKT {
 	return []liveMKT{{key: keyMaterial(c.name, "wrong", c.alg.keyLen, false), send: 100, recv: 200}}
 }
 
-func (c liveCase) kernelKeys(n *liveNet, ms []liveMKT) []linuxao.AddKey {
-	var ks []linuxao.AddKey
+func (c liveCase) kernelKeys(n *liveNet, ms []liveMKT) []aoKey {
+	var ks []aoKey
 	for _, m := range ms {
-		k := linuxao.AddKey{Peer: m.peer(n.uaddr), Alg: c.alg.alg, SndID: m.recv, RcvID: m.send,
-			MACLen: uint8(c.maclen), Key: m.key}
-		if c.exclude {
-			k.KeyFlags = linuxao.TCP_AO_KEYF_EXCLUDE_OPT
-		}
-		ks = append(ks, k)
+		ks = append(ks, aoKey{Config: ao.Config{Peer: m.peer(n.uaddr), Algorithm: c.alg.alg, SendID: m.recv, RecvID: m.send,
+			MACLen: c.maclen, Key: m.key, ExcludeOptions: c.exclude}})
 	}
 	return ks
 }
@@ -432,22 +428,18 @@ func (c liveCase) engineRing(n *liveNet, ms []liveMKT) (*ao.Keyring, error) {
 
 // keyControl adds TCP-AO keys to a socket before it binds (net.Dialer and
 // net.ListenConfig Control).
-func keyControl(keys []linuxao.AddKey) func(network, address string, rc syscall.RawConn) error {
+func keyControl(keys []aoKey) func(network, address string, rc syscall.RawConn) error {
 	return func(network, address string, rc syscall.RawConn) error {
-		var err error
-		cerr := rc.Control(func(fd uintptr) {
-			for _, k := range keys {
-				if err = linuxao.AddKeyFD(int(fd), k); err != nil {
-					err = fmt.Errorf("TCP_AO_ADD_KEY %s sndid %d rcvid %d maclen %d: %w", k.Alg, k.SndID, k.RcvID, k.MACLen, err)
-					return
-				}
+		for _, k := range keys {
+			if err := linuxsock.AddAOKey(linuxsock.Raw(rc), k.Config, k.sel); err != nil {
+				return fmt.Errorf("maclen %d: %w", k.MACLen, err)
 			}
-		})
-		return errors.Join(cerr, err)
+		}
+		return nil
 	}
 }
 
-func kernelListen(n *liveNet, keys []linuxao.AddKey) (*net.TCPListener, error) {
+func kernelListen(n *liveNet, keys []aoKey) (*net.TCPListener, error) {
 	lc := net.ListenConfig{Control: keyControl(keys), KeepAlive: -1}
 	ln, err := lc.Listen(context.Background(), "tcp", n.kernelAP().String())
 	if err != nil {
@@ -456,7 +448,7 @@ func kernelListen(n *liveNet, keys []linuxao.AddKey) (*net.TCPListener, error) {
 	return ln.(*net.TCPListener), nil
 }
 
-func kernelDial(n *liveNet, keys []linuxao.AddKey, timeout time.Duration) (*net.TCPConn, error) {
+func kernelDial(n *liveNet, keys []aoKey, timeout time.Duration) (*net.TCPConn, error) {
 	d := net.Dialer{Control: keyControl(keys), KeepAlive: -1, Timeout: timeout,
 		LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(n.kaddr, 0))}
 	c, err := d.Dial("tcp", n.engineAP().String())
@@ -482,7 +474,7 @@ func acceptOne(ln *net.TCPListener) (*net.TCPConn, error) {
 type aoStats struct{ good, bad, keyNotFound, required int64 }
 
 func readAOStats() (aoStats, error) {
-	m, err := linuxmd5.ReadTCPExt() // /proc/thread-self/net/netstat: this namespace
+	m, err := kstat.TCPExt() // /proc/thread-self/net/netstat: this namespace
 	if err != nil {
 		return aoStats{}, err
 	}
@@ -525,7 +517,7 @@ func checkEngine(r *liveReport, c *usertcp.Conn, a *aopacket.Auth, greeted bool)
 	}
 }
 
-func kernelInfo(r *liveReport, kc *net.TCPConn) linuxao.Info {
+func kernelInfo(r *liveReport, kc *net.TCPConn) linuxsock.AOInfo {
 	i, err := aoInfo(kc)
 	if err != nil {
 		r.errorf("kernel TCP_AO_INFO: %v", err)
@@ -661,7 +653,7 @@ func (c liveCase) runEngineDials(r *liveReport, n *liveNet) error {
 	sent := n.link.sent()
 	checkClean(r, "after the data", mid.minus(before), sent)
 	ki := kernelInfo(r, kc)
-	if ki.PktBad != 0 || ki.PktKeyNotFound != 0 || ki.PktAORequired != 0 {
+	if ki.Counters.Bad != 0 || ki.Counters.KeyNotFound != 0 || ki.Counters.Required != 0 {
 		r.errorf("kernel socket TCP_AO_INFO: %+v", ki)
 	}
 	checkEngine(r, uc, auth, false)
@@ -784,7 +776,7 @@ func (c liveCase) runKernelDials(r *liveReport, n *liveNet) error {
 		if d.good < 1 || d.bad != 0 || d.keyNotFound != 0 || d.required != 0 {
 			r.errorf("handshake: kernel %v; want the SYN-ACK verified", d)
 		}
-		if ki := kernelInfo(r, kc); ki.PktGood < 1 || ki.PktBad != 0 {
+		if ki := kernelInfo(r, kc); ki.Counters.Good < 1 || ki.Counters.Bad != 0 {
 			r.errorf("kernel socket after connect: TCP_AO_INFO %+v", ki)
 		}
 		kc.SetDeadline(time.Now().Add(liveIO))
@@ -901,7 +893,7 @@ func (c liveCase) runWrongKeySYN(r *liveReport, n *liveNet) error {
 	if fromKernel != 0 {
 		r.errorf("the kernel answered %d times", fromKernel)
 	}
-	if linuxmd5.Pending(e.ln) {
+	if kstat.Pending(e.ln) {
 		r.errorf("the kernel completed a connection")
 	}
 	r.logf("%d SYNs with a wrong key: kernel %v", syns, d)
@@ -972,8 +964,8 @@ func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 	if want := 1 + failFast.MaxRetries; sent != want || d.bad != int64(sent) || d.good != 0 {
 		r.errorf("%d data segments with a wrong key (want %d), kernel %v: want TCPAOBad +%d and no TCPAOGood", sent, want, d, sent)
 	}
-	if ki := kernelInfo(r, kc); ki.PktBad != uint64(sent) {
-		r.errorf("kernel socket TCP_AO_INFO pkt_bad %d, want %d", ki.PktBad, sent)
+	if ki := kernelInfo(r, kc); ki.Counters.Bad != uint64(sent) {
+		r.errorf("kernel socket TCP_AO_INFO pkt_bad %d, want %d", ki.Counters.Bad, sent)
 	}
 	rc, err := kc.SyscallConn()
 	if err != nil {
@@ -1079,14 +1071,14 @@ func (c liveCase) runRotation(r *liveReport, n *liveNet) error {
 	state := func() string {
 		ki := kernelInfo(r, kc)
 		return fmt.Sprintf("engine current %d rnext %d, kernel current %d rnext %d",
-			conn.Current().SendID(), conn.RNext().RecvID(), ki.CurrentKey, ki.RNext)
+			conn.Current().SendID(), conn.RNext().RecvID(), ki.Current, ki.RNext)
 	}
 	if err := exchange(1000, "A"); err != nil {
 		return err
 	}
 	r.logf("on A: %s", state())
-	if ki := kernelInfo(r, kc); ki.CurrentKey != 200 || ki.RNext != 100 {
-		r.errorf("kernel before the rotation: current %d rnext %d, want 200/100", ki.CurrentKey, ki.RNext)
+	if ki := kernelInfo(r, kc); ki.Current != 200 || ki.RNext != 100 {
+		r.errorf("kernel before the rotation: current %d rnext %d, want 200/100", ki.Current, ki.RNext)
 	}
 	mark := n.link.mark()
 	var wantOut, wantIn [2]uint8 // KeyID, RNextKeyID after the rotation
@@ -1103,7 +1095,7 @@ func (c liveCase) runRotation(r *liveReport, n *liveNet) error {
 		}
 		wantOut, wantIn, wantState = [2]uint8{100, 201}, [2]uint8{201, 100}, [4]uint8{100, 201, 201, 100}
 	case rotateKernel:
-		if err := setAOInfo(kc, linuxao.Info{SetRNext: true, RNext: 101}); err != nil {
+		if err := linuxsock.SelectAOKeys(kc, linuxsock.RNext, 0, 101); err != nil {
 			return fmt.Errorf("kernel set_rnext 101: %w", err)
 		}
 		// The engine learns 101 from the kernel's next segment: send from
@@ -1124,7 +1116,7 @@ func (c liveCase) runRotation(r *liveReport, n *liveNet) error {
 		wantOut, wantIn, wantState = [2]uint8{101, 200}, [2]uint8{200, 101}, [4]uint8{101, 200, 200, 101}
 	}
 	ki := kernelInfo(r, kc)
-	got := [4]uint8{conn.Current().SendID(), conn.RNext().RecvID(), ki.CurrentKey, ki.RNext}
+	got := [4]uint8{conn.Current().SendID(), conn.RNext().RecvID(), ki.Current, ki.RNext}
 	r.logf("rotated: %s", state())
 	if got != wantState {
 		r.errorf("after the rotation: engine current/rnext %d/%d, kernel %d/%d; want %d/%d and %d/%d",
@@ -1172,8 +1164,8 @@ func (c liveCase) runRotation(r *liveReport, n *liveNet) error {
 			return err
 		}
 		for _, k := range keys {
-			if k.RcvID == 101 && (k.PktGood == 0 || k.PktBad != 0) {
-				r.errorf("kernel MKT B (rcvid 101): %d good, %d bad", k.PktGood, k.PktBad)
+			if k.RecvID == 101 && (k.Good == 0 || k.Bad != 0) {
+				r.errorf("kernel MKT B (rcvid 101): %d good, %d bad", k.Good, k.Bad)
 			}
 		}
 	}
@@ -1197,10 +1189,8 @@ func side(out bool) string {
 	return "kernel"
 }
 
-func kernelKeysOf(kc *net.TCPConn) ([]linuxao.KeyInfo, error) {
-	var ks []linuxao.KeyInfo
-	err := withFD(kc, func(fd int) (err error) { ks, err = linuxao.KeysFD(fd); return })
-	return ks, err
+func kernelKeysOf(kc *net.TCPConn) ([]linuxsock.AOKey, error) {
+	return linuxsock.AOKeys(kc)
 }
 
 // runDefaultKey: three MKTs for the peer — its address alone, a wide
