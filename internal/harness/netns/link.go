@@ -16,18 +16,7 @@ const (
 	iflaInfoData = 2  // IFLA_INFO_DATA
 	iflaVRFTable = 1  // IFLA_VRF_TABLE
 	iflaMaster   = 10 // IFLA_MASTER
-	vethInfoPeer = 1  // VETH_INFO_PEER
 )
-
-// AddVeth creates a veth pair (CONFIG_VETH), name and peer, both down.
-func AddVeth(name, peer string) error {
-	var p msg
-	p.ifinfo(0)
-	p.attr(syscall.IFLA_IFNAME, append([]byte(peer), 0))
-	var data msg
-	data.attr(syscall.NLA_F_NESTED|vethInfoPeer, p.b)
-	return addLink(name, "veth", data.b)
-}
 
 // AddVRF creates a VRF device (CONFIG_NET_VRF) named name for routing
 // table table, down. A kernel without VRF answers EOPNOTSUPP.

@@ -92,7 +92,7 @@ func TestRunReturnsError(t *testing.T) {
 func TestLinks(t *testing.T) {
 	needRoot(t)
 	err := Run(func() error {
-		if err := AddVeth("soveth0", "soveth1"); err != nil {
+		if err := AddVeth("soveth0", "soveth1", -1); err != nil {
 			return err
 		}
 		for _, n := range []string{"soveth0", "soveth1"} {

@@ -89,7 +89,7 @@ func Run(logf func(format string, a ...any)) error {
 func setup() error {
 	for _, step := range []func() error{
 		func() error { return netns.AddVRF("sovrf0", 10) },
-		func() error { return netns.AddVeth("soveth0", "soveth1") },
+		func() error { return netns.AddVeth("soveth0", "soveth1", -1) },
 		func() error { return netns.SetMaster("soveth0", "sovrf0") },
 		func() error { return netns.LinkUp("sovrf0") },
 		func() error { return netns.LinkUp("soveth0") },
