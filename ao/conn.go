@@ -122,6 +122,9 @@ type Endpoint struct {
 // (whose key list is newest first), unless SetCurrent/SetRNext pick
 // others; the peer's ISN is learnt from a verified SYN-ACK.
 func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
+	if c == nil {
+		return ErrNoCurrentKey
+	}
 	m := ring.newest(ep.Remote.Addr().Unmap(), ep.L3Index)
 	if m == nil {
 		return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
@@ -155,6 +158,9 @@ func (c *Conn) setRISN(risn uint32) {
 
 // Close releases the connection's MKT pins and wipes its traffic keys.
 func (c *Conn) Close() {
+	if c == nil {
+		return
+	}
 	if m := c.current.Swap(nil); m != nil {
 		m.pinsCur.Add(-1)
 	}
@@ -182,14 +188,27 @@ func (c *Conn) Close() {
 }
 
 // Current returns the connection's current MKT (the one it signs with).
-func (c *Conn) Current() *MKT { return resolve(c.current.Load(), nextCur) }
+func (c *Conn) Current() *MKT {
+	if c == nil {
+		return nil
+	}
+	return resolve(c.current.Load(), nextCur)
+}
 
 // RNext returns the MKT whose RecvID the connection asks the peer to use.
-func (c *Conn) RNext() *MKT { return resolve(c.rnext.Load(), nextRNext) }
+func (c *Conn) RNext() *MKT {
+	if c == nil {
+		return nil
+	}
+	return resolve(c.rnext.Load(), nextRNext)
+}
 
 // SetCurrent makes the MKT with this SendID the current key (Linux
 // TCP_AO_INFO set_current).
 func (c *Conn) SetCurrent(sendID uint8) error {
+	if c == nil {
+		return ErrNoSuchKey
+	}
 	m := c.ring.LookupSend(c.remote.Addr(), sendID, c.l3)
 	if m == nil || !c.setCurrent(m) {
 		return ErrNoSuchKey
@@ -200,6 +219,9 @@ func (c *Conn) SetCurrent(sendID uint8) error {
 // SetRNext makes the MKT with this RecvID the RNext key: the connection
 // then asks the peer to send with it (Linux set_rnext).
 func (c *Conn) SetRNext(recvID uint8) error {
+	if c == nil {
+		return ErrNoSuchKey
+	}
 	m := c.ring.LookupRecv(c.remote.Addr(), recvID, c.l3)
 	if m == nil || !c.setRNext(m) {
 		return ErrNoSuchKey
@@ -418,6 +440,9 @@ type pinned struct{ p pinToken }
 // Send_SYN traffic key, everything else (the SYN-ACK, with or without
 // payload, included) with Send_other.
 func (c *Conn) Sign(seg *segment.Segment) error {
+	if c == nil {
+		return ErrNoCurrentKey
+	}
 	if err := checkSegment(seg); err != nil {
 		return err
 	}
@@ -451,6 +476,9 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 // of our SendIDs, that MKT becomes the current key. A nil error means
 // the segment may be processed.
 func (c *Conn) Verify(seg *segment.Segment) error {
+	if c == nil {
+		return ErrKeyNotFound
+	}
 	if err := checkSegment(seg); err != nil {
 		return err
 	}
@@ -575,16 +603,29 @@ func (c *Conn) rotate(opt Option) {
 }
 
 // Counters returns the connection's counters.
-func (c *Conn) Counters() Counters { return c.counters.snapshot() }
+func (c *Conn) Counters() Counters {
+	if c == nil {
+		return Counters{}
+	}
+	return c.counters.snapshot()
+}
 
 // Endpoints returns the connection's local and remote address and port.
-func (c *Conn) Endpoints() (local, remote netip.AddrPort) { return c.local, c.remote }
+func (c *Conn) Endpoints() (local, remote netip.AddrPort) {
+	if c == nil {
+		return
+	}
+	return c.local, c.remote
+}
 
 // ICMP reports whether an ICMP error for an established connection should
 // act on it (RFC 5925 §7.8, Linux tcp_ao_ignore_icmp): unless the policy
 // accepts ICMP, ICMPv4 destination unreachable codes 2–4 and ICMPv6
 // destination unreachable codes 1 and 4 are ignored and counted.
 func (c *Conn) ICMP(v6 bool, typ, code uint8) bool {
+	if c == nil {
+		return false
+	}
 	if c.policy.AcceptICMP {
 		return true
 	}

@@ -47,7 +47,14 @@ func NewKeyring(pool *sigpool.Pool) *Keyring {
 // prefix (in an overlapping L3 domain) is refused with [ErrKeyExists]
 // (RFC 5925 §3.1: IDs must not overlap where connection identifiers do).
 func (r *Keyring) Add(cfg Config) (*MKT, error) {
-	m, err := newMKT(&cfg, r.pool)
+	if r == nil {
+		return nil, fmt.Errorf("%w: nil keyring", ErrInvalidKey)
+	}
+	pool := r.pool
+	if pool == nil {
+		pool = sigpool.Default
+	}
+	m, err := newMKT(&cfg, pool)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +99,9 @@ type DeleteOptions struct {
 // use m and its key bytes (and the traffic keys derived from them) are
 // wiped; neither kind makes other keys' readers or writers wait.
 func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
+	if r == nil {
+		return ErrNoSuchKey
+	}
 	r.mu.Lock()
 	if m == nil || !r.has(m) || m.guard.Retired() || m.deleting.Load() {
 		r.mu.Unlock()
@@ -202,6 +212,9 @@ func (r *Keyring) has(m *MKT) bool {
 // Find returns the MKT added with exactly this peer prefix, SendID and
 // RecvID (for deleting by description, as TCP_AO_DEL_KEY matches).
 func (r *Keyring) Find(peer netip.Prefix, sendID, recvID uint8) *MKT {
+	if r == nil || !peer.IsValid() {
+		return nil
+	}
 	var found *MKT
 	if peer.Addr().Is4In6() && peer.Bits() >= 96 {
 		peer = netip.PrefixFrom(peer.Addr().Unmap(), peer.Bits()-96)
@@ -219,17 +232,23 @@ func (r *Keyring) Find(peer netip.Prefix, sendID, recvID uint8) *MKT {
 // LookupRecv returns the MKT that verifies segments from addr with this
 // KeyID in L3 domain l3 (its RecvID is keyID), or nil.
 func (r *Keyring) LookupRecv(addr netip.Addr, keyID uint8, l3 int) *MKT {
+	if r == nil {
+		return nil
+	}
 	return lookup(&r.byRecv, addr, keyID, l3)
 }
 
 // LookupSend returns the MKT whose SendID is sendID for peer addr, or nil.
 func (r *Keyring) LookupSend(addr netip.Addr, sendID uint8, l3 int) *MKT {
+	if r == nil {
+		return nil
+	}
 	return lookup(&r.bySend, addr, sendID, l3)
 }
 
 // Covers reports whether any MKT applies to peer addr in L3 domain l3:
 // then unsigned segments from it are refused (Linux tcp_ao_required).
-func (r *Keyring) Covers(addr netip.Addr, l3 int) bool { return r.first(addr, l3) != nil }
+func (r *Keyring) Covers(addr netip.Addr, l3 int) bool { return r != nil && r.first(addr, l3) != nil }
 
 // first returns an MKT for a peer regardless of IDs (the most specific):
 // whether the peer is covered, and which key signs a connectionless RST.
@@ -241,6 +260,9 @@ func (r *Keyring) first(addr netip.Addr, l3 int) *MKT { return lookup(&r.byPeer,
 // (linux-notes §5.2). It visits every matching MKT; it runs once per
 // connection, not per segment.
 func (r *Keyring) newest(addr netip.Addr, l3 int) *MKT {
+	if r == nil {
+		return nil
+	}
 	var found *MKT
 	r.byPeer.Lookup(addr, 0, func(_ netip.Prefix, m *MKT) bool {
 		if m.matchesL3(l3) && !m.deleting.Load() && (found == nil || m.added > found.added) {
@@ -264,4 +286,9 @@ func lookup(idx *prefixmap.Map[*MKT], addr netip.Addr, tag uint8, l3 int) *MKT {
 }
 
 // Len returns the number of MKTs.
-func (r *Keyring) Len() int { return r.byPeer.Len() }
+func (r *Keyring) Len() int {
+	if r == nil {
+		return 0
+	}
+	return r.byPeer.Len()
+}

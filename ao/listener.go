@@ -21,7 +21,12 @@ func NewListener(ring *Keyring, p Policy, l3 int) *Listener {
 }
 
 // Counters returns the listener's counters.
-func (l *Listener) Counters() Counters { return l.counters.snapshot() }
+func (l *Listener) Counters() Counters {
+	if l == nil {
+		return Counters{}
+	}
+	return l.counters.snapshot()
+}
 
 // Accept verifies an incoming SYN with the Receive_SYN traffic key of the
 // MKT its KeyID names, and on success prepares conn for the connection:

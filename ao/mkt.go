@@ -136,30 +136,70 @@ func newMKT(cfg *Config, pool *sigpool.Pool) (*MKT, error) {
 }
 
 // Peer returns the MKT's peer prefix.
-func (m *MKT) Peer() netip.Prefix { return m.peer }
+func (m *MKT) Peer() netip.Prefix {
+	if m == nil {
+		return netip.Prefix{}
+	}
+	return m.peer
+}
 
 // SendID returns the KeyID this MKT puts in segments it signs.
-func (m *MKT) SendID() uint8 { return m.sendID }
+func (m *MKT) SendID() uint8 {
+	if m == nil {
+		return 0
+	}
+	return m.sendID
+}
 
 // RecvID returns the KeyID of segments this MKT verifies.
-func (m *MKT) RecvID() uint8 { return m.recvID }
+func (m *MKT) RecvID() uint8 {
+	if m == nil {
+		return 0
+	}
+	return m.recvID
+}
 
 // MACLen returns the MAC length in bytes.
-func (m *MKT) MACLen() int { return int(m.maclen) }
+func (m *MKT) MACLen() int {
+	if m == nil {
+		return 0
+	}
+	return int(m.maclen)
+}
 
 // Algorithm returns the MKT's algorithm.
-func (m *MKT) Algorithm() *mac.Algorithm { return m.alg }
+func (m *MKT) Algorithm() *mac.Algorithm {
+	if m == nil {
+		return nil
+	}
+	return m.alg
+}
 
 // ExcludeOptions reports whether TCP options other than TCP-AO are left
 // out of the MAC.
-func (m *MKT) ExcludeOptions() bool { return m.exclude }
+func (m *MKT) ExcludeOptions() bool {
+	if m == nil {
+		return false
+	}
+	return m.exclude
+}
 
 // IfIndex returns the L3 index and whether the MKT is bound to it.
-func (m *MKT) IfIndex() (int, bool) { return m.ifindex, m.hasIfIndex }
+func (m *MKT) IfIndex() (int, bool) {
+	if m == nil {
+		return 0, false
+	}
+	return m.ifindex, m.hasIfIndex
+}
 
 // Counters returns the MKT's good and bad segment counts (Linux's per-key
 // pkt_good and pkt_bad).
-func (m *MKT) Counters() (good, bad uint64) { return m.good.Load(), m.bad.Load() }
+func (m *MKT) Counters() (good, bad uint64) {
+	if m == nil {
+		return 0, 0
+	}
+	return m.good.Load(), m.bad.Load()
+}
 
 // String describes the MKT without key material.
 func (m *MKT) String() string {
@@ -180,7 +220,11 @@ func (m *MKT) String() string {
 func (m *MKT) GoString() string { return m.String() }
 
 // Format prints the redacted form for every verb.
-func (m *MKT) Format(f fmt.State, _ rune) { fmt.Fprint(f, m.String()) }
+func (m *MKT) Format(f fmt.State, _ rune) {
+	if f != nil {
+		fmt.Fprint(f, m.String())
+	}
+}
 
 // String redacts the key of a Config.
 func (c Config) String() string {
@@ -192,7 +236,11 @@ func (c Config) String() string {
 func (c Config) GoString() string { return c.String() }
 
 // Format prints the redacted form for every verb.
-func (c Config) Format(f fmt.State, _ rune) { fmt.Fprint(f, c.String()) }
+func (c Config) Format(f fmt.State, _ rune) {
+	if f != nil {
+		fmt.Fprint(f, c.String())
+	}
+}
 
 // matchesL3 reports whether the MKT applies in L3 domain l3 (Linux: a key
 // without TCP_AO_KEYF_IFINDEX matches every VRF).

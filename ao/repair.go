@@ -16,6 +16,9 @@ type RepairState struct {
 
 // Export returns the connection's repair state.
 func (c *Conn) Export() RepairState {
+	if c == nil {
+		return RepairState{}
+	}
 	s := RepairState{LocalISN: c.lisn, RemoteISN: c.risn}
 	s.SendSNE, s.SendSeq = c.snd.load()
 	s.RecvSNE, s.RecvSeq = c.rcv.load()
@@ -31,6 +34,9 @@ func (c *Conn) Export() RepairState {
 // Import restores a connection from an exported state onto ring (whose
 // MKTs the new side has re-added), like TCP_REPAIR + TCP_AO_REPAIR.
 func (c *Conn) Import(ring *Keyring, ep Endpoint, p Policy, s RepairState) error {
+	if c == nil {
+		return ErrNoSuchKey
+	}
 	ep.LocalISN = s.LocalISN
 	cur := ring.LookupSend(ep.Remote.Addr().Unmap(), s.CurrentSendID, ep.L3Index)
 	nxt := ring.LookupRecv(ep.Remote.Addr().Unmap(), s.RNextRecvID, ep.L3Index)

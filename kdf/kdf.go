@@ -68,6 +68,9 @@ func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 // ReduceCMACKey computes AES-CMAC(0^128, key), the KDF_AES_128_CMAC key
 // extraction of RFC 5926 §3.1.1.2 (RFC 4615 AES-CMAC-PRF-128's first step).
 func ReduceCMACKey(dst *[16]byte, key []byte) {
+	if dst == nil {
+		return
+	}
 	alg, _ := mac.Lookup("cmac(aes128)")
 	c := alg.NewContext()
 	var zero [16]byte

@@ -183,7 +183,11 @@ func (k Key) GoString() string { return k.String() }
 
 // Format implements fmt.Formatter so that every verb, %x and %+v
 // included, prints the redacted form.
-func (k Key) Format(f fmt.State, _ rune) { fmt.Fprint(f, k.String()) }
+func (k Key) Format(f fmt.State, _ rune) {
+	if f != nil {
+		fmt.Fprint(f, k.String())
+	}
+}
 
 // Equal reports whether two MACs are equal, in time that depends only on
 // their lengths.

@@ -57,7 +57,11 @@ func (c Config) String() string {
 func (c Config) GoString() string { return c.String() }
 
 // Format prints the redacted form for every verb, %x included.
-func (c Config) Format(f fmt.State, _ rune) { fmt.Fprint(f, c.String()) }
+func (c Config) Format(f fmt.State, _ rune) {
+	if f != nil {
+		fmt.Fprint(f, c.String())
+	}
+}
 
 // Key is one TCP-MD5 key in a [Keyring]: Linux's struct tcp_md5sig_key.
 // It is immutable once added; its key bytes are wiped after deletion, once
@@ -145,15 +149,30 @@ func (k *Key) wipe() {
 
 // Peer returns the key's peer prefix, masked, IPv4-mapped prefixes as
 // IPv4.
-func (k *Key) Peer() netip.Prefix { return k.peer }
+func (k *Key) Peer() netip.Prefix {
+	if k == nil {
+		return netip.Prefix{}
+	}
+	return k.peer
+}
 
 // IfIndex returns the L3 index and whether the key is bound to it.
-func (k *Key) IfIndex() (int, bool) { return k.ifindex, k.bound }
+func (k *Key) IfIndex() (int, bool) {
+	if k == nil {
+		return 0, false
+	}
+	return k.ifindex, k.bound
+}
 
 // Counters returns the number of segments the key verified and the number
 // it found forged or damaged (AO's per-key pkt_good and pkt_bad; Linux
 // keeps no per-key TCP-MD5 counters).
-func (k *Key) Counters() (good, bad uint64) { return k.good.Load(), k.bad.Load() }
+func (k *Key) Counters() (good, bad uint64) {
+	if k == nil {
+		return 0, 0
+	}
+	return k.good.Load(), k.bad.Load()
+}
 
 // String describes the key without its bytes.
 func (k *Key) String() string {
@@ -171,4 +190,8 @@ func (k *Key) String() string {
 func (k *Key) GoString() string { return k.String() }
 
 // Format prints the redacted form for every verb.
-func (k *Key) Format(f fmt.State, _ rune) { fmt.Fprint(f, k.String()) }
+func (k *Key) Format(f fmt.State, _ rune) {
+	if f != nil {
+		fmt.Fprint(f, k.String())
+	}
+}

@@ -47,6 +47,9 @@ type counters struct {
 
 // Counters returns the keyring's counters.
 func (r *Keyring) Counters() Counters {
+	if r == nil {
+		return Counters{}
+	}
 	return Counters{r.good.Load(), r.bad.Load(), r.keyNotFound.Load(), r.unexpected.Load(), r.missing.Load()}
 }
 
@@ -76,6 +79,9 @@ func tag(l3 int) uint32 { return uint32(l3) }
 // TCP-AO key on the same socket; a Keyring does not know the socket's AO
 // keys, so a stack holding both kinds must make that check itself.
 func (r *Keyring) Add(cfg Config) (*Key, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: nil keyring", ErrInvalidKey)
+	}
 	k, err := newKey(&cfg, r)
 	if err != nil {
 		return nil, err
@@ -113,6 +119,9 @@ type DeleteOptions struct {
 // A goroutine must not delete synchronously a key it is itself using (it
 // would wait for itself); Sign and Verify never hold a key on return.
 func (r *Keyring) Delete(k *Key, opts DeleteOptions) error {
+	if r == nil {
+		return ErrNoSuchKey
+	}
 	r.mu.Lock()
 	if k == nil || k.ring != r || k.deleted {
 		r.mu.Unlock()
@@ -133,7 +142,7 @@ func (r *Keyring) Delete(k *Key, opts DeleteOptions) error {
 // the one Linux's setsockopt with a zero key length would delete, or nil.
 func (r *Keyring) Find(peer netip.Prefix, ifindex int, hasIfIndex bool) *Key {
 	p, err := normalise(peer)
-	if err != nil || ifindex < 0 {
+	if r == nil || err != nil || ifindex < 0 {
 		return nil
 	}
 	var found *Key
@@ -159,6 +168,9 @@ func (r *Keyring) Lookup(addr netip.Addr, l3index int) *Key {
 }
 
 func (r *Keyring) lookup(addr netip.Addr, l3 int) *Key {
+	if r == nil {
+		return nil
+	}
 	var found *Key
 	if l3 > 0 {
 		r.keys.Lookup(addr, tag(l3), func(_ netip.Prefix, k *Key) bool {
@@ -195,7 +207,12 @@ func (r *Keyring) acquire(addr netip.Addr, l3 int) (*Key, reclaim.Pin) {
 }
 
 // Len returns the number of keys.
-func (r *Keyring) Len() int { return r.keys.Len() }
+func (r *Keyring) Len() int {
+	if r == nil {
+		return 0
+	}
+	return r.keys.Len()
+}
 
 // String describes the keyring without key material.
 func (r *Keyring) String() string { return fmt.Sprintf("md5sig.Keyring(%d keys)", r.Len()) }

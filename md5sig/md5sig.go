@@ -28,6 +28,12 @@ var (
 // [ErrNoOption] if the header has none and [ErrNoKey] (counted as
 // KeyNotFound) if no key covers the destination.
 func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
+	if r == nil {
+		return ErrNoKey
+	}
+	if err := checkSegment(seg); err != nil {
+		return err
+	}
 	auth, err := seg.Header.AuthOptions()
 	if err != nil {
 		return err
@@ -63,6 +69,12 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 // segment. The options are walked again here rather than taken from
 // seg.Auth, so a header changed after parsing is judged as it is now.
 func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
+	if r == nil {
+		return ErrNoKey
+	}
+	if err := checkSegment(seg); err != nil {
+		return err
+	}
 	auth, err := seg.Header.AuthOptions()
 	if err != nil {
 		return err
@@ -98,6 +110,19 @@ func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 	}
 	r.good.Add(1)
 	k.good.Add(1)
+	return nil
+}
+
+// checkSegment refuses what a Segment not made by package segment may
+// hold: a header AuthOptions refuses, and addresses that are invalid or
+// of two families.
+func checkSegment(seg *segment.Segment) error {
+	if seg == nil || len(seg.Header) < segment.TCPMinimumSize {
+		return segment.ErrShortTCP
+	}
+	if !seg.Src.IsValid() || seg.Src.Is4() != seg.Dst.Is4() || !seg.Dst.IsValid() {
+		return segment.ErrAddrFamily
+	}
 	return nil
 }
 

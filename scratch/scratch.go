@@ -73,14 +73,19 @@ func New(shards int) *Scratch {
 }
 
 // Shards returns the number of shards.
-func (s *Scratch) Shards() int { return len(s.bufs) }
+func (s *Scratch) Shards() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.bufs)
+}
 
 // Reserve makes the size at least n: the size becomes max(Size(), n). It
 // only grows. Every shard whose buffer is too small gets a new one; a
 // goroutine still using an old buffer may go on using it. When Reserve
 // returns, every later Buf of every shard has len >= n. n <= 0 is a no-op.
 func (s *Scratch) Reserve(n int) {
-	if int64(n) <= s.size.Load() {
+	if s == nil || int64(n) <= s.size.Load() {
 		return
 	}
 	s.mu.Lock()
@@ -120,8 +125,18 @@ func misalign(b []byte) int {
 // time it was published: at least every reservation that completed before
 // the call, and equal to Size() while no Reserve runs. Its capacity is its
 // length. The slice stays valid after a later Reserve replaces it.
-// It panics if shard is out of range.
-func (s *Scratch) Buf(shard int) []byte { return *s.bufs[shard].Load() }
+// A shard out of range, or a Scratch not made by New, gets nil.
+func (s *Scratch) Buf(shard int) []byte {
+	if s == nil || shard < 0 || shard >= len(s.bufs) {
+		return nil
+	}
+	return *s.bufs[shard].Load()
+}
 
 // Size returns the size of the buffers: the largest reservation so far.
-func (s *Scratch) Size() int { return int(s.size.Load()) }
+func (s *Scratch) Size() int {
+	if s == nil {
+		return 0
+	}
+	return int(s.size.Load())
+}

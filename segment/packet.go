@@ -145,6 +145,9 @@ func TCPOffset(pkt []byte, s *Segment) (off, end int) {
 	case len(pkt) >= IPv6HeaderLen && pkt[0]>>4 == 6:
 		end = IPv6HeaderLen + int(binary.BigEndian.Uint16(pkt[4:]))
 	}
+	if s == nil {
+		return end, end
+	}
 	return end - len(s.Header) - len(s.Payload), end
 }
 
@@ -239,17 +242,42 @@ func (f Flags) Has(g Flags) bool { return f&g == g }
 func (f Flags) Only(g, mask Flags) bool { return f&mask == g }
 
 // SetSeq sets the sequence number.
-func (t TCP) SetSeq(v uint32) { binary.BigEndian.PutUint32(t[4:], v) }
+func (t TCP) SetSeq(v uint32) {
+	if len(t) < TCPMinimumSize {
+		return
+	}
+	binary.BigEndian.PutUint32(t[4:], v)
+}
 
 // SetAck sets the acknowledgment number.
-func (t TCP) SetAck(v uint32) { binary.BigEndian.PutUint32(t[8:], v) }
+func (t TCP) SetAck(v uint32) {
+	if len(t) < TCPMinimumSize {
+		return
+	}
+	binary.BigEndian.PutUint32(t[8:], v)
+}
 
 // SetFlags sets the eight flag bits of byte 13.
-func (t TCP) SetFlags(f Flags) { t[13] = byte(f) }
+func (t TCP) SetFlags(f Flags) {
+	if len(t) < TCPMinimumSize {
+		return
+	}
+	t[13] = byte(f)
+}
 
 // SetDataOffset sets the data offset field to n bytes (a multiple of 4
 // from 20 to 60); the low four bits of byte 12 are kept.
-func (t TCP) SetDataOffset(n int) { t[12] = byte(n/4)<<4 | t[12]&0x0f }
+func (t TCP) SetDataOffset(n int) {
+	if len(t) < TCPMinimumSize {
+		return
+	}
+	t[12] = byte(n/4)<<4 | t[12]&0x0f
+}
 
 // SetChecksum sets the checksum field.
-func (t TCP) SetChecksum(v uint16) { binary.BigEndian.PutUint16(t[TCPChecksumOffset:], v) }
+func (t TCP) SetChecksum(v uint16) {
+	if len(t) < TCPMinimumSize {
+		return
+	}
+	binary.BigEndian.PutUint16(t[TCPChecksumOffset:], v)
+}

@@ -204,6 +204,9 @@ func parseTCP(src, dst netip.Addr, tcp []byte, frags [][]byte) (Segment, error) 
 // Len returns the length of the whole segment, header and all payload: the
 // length in its pseudo-header.
 func (s *Segment) Len() int {
+	if s == nil {
+		return 0
+	}
 	n := len(s.Header) + len(s.Payload)
 	for _, f := range s.Frags {
 		n += len(f)
@@ -213,12 +216,15 @@ func (s *Segment) Len() int {
 
 // Is4 reports whether the segment has IPv4 addresses, and so the 12-byte
 // IPv4 pseudo-header.
-func (s *Segment) Is4() bool { return s.Src.Is4() }
+func (s *Segment) Is4() bool { return s != nil && s.Src.Is4() }
 
 // EachPayload calls fn with Payload and then each of Frags, skipping empty
 // ones: the bytes a MAC covers after the header, in order, without copying.
 // fn does not escape, so a closure passed here is not allocated.
 func (s *Segment) EachPayload(fn func([]byte)) {
+	if s == nil || fn == nil {
+		return
+	}
 	if len(s.Payload) > 0 {
 		fn(s.Payload)
 	}

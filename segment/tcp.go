@@ -19,37 +19,84 @@ const (
 )
 
 // TCP is a TCP header, options included, as a byte slice (gVisor's
-// header.TCP style): the accessors read the buffer directly. They expect at
-// least TCPMinimumSize bytes, and Options at least DataOffset bytes, as every
-// Segment.Header has; only AuthOptions validates its input.
+// header.TCP style): the accessors read the buffer directly. On a slice
+// shorter than TCPMinimumSize they return 0 (Options: nil, when shorter
+// than its data offset) and the setters do nothing; only AuthOptions
+// reports what is wrong.
 type TCP []byte
 
 // SrcPort returns the source port.
-func (t TCP) SrcPort() uint16 { return binary.BigEndian.Uint16(t[0:]) }
+func (t TCP) SrcPort() uint16 {
+	if len(t) < TCPMinimumSize {
+		return 0
+	}
+	return binary.BigEndian.Uint16(t[0:])
+}
 
 // DstPort returns the destination port.
-func (t TCP) DstPort() uint16 { return binary.BigEndian.Uint16(t[2:]) }
+func (t TCP) DstPort() uint16 {
+	if len(t) < TCPMinimumSize {
+		return 0
+	}
+	return binary.BigEndian.Uint16(t[2:])
+}
 
 // Seq returns the sequence number.
-func (t TCP) Seq() uint32 { return binary.BigEndian.Uint32(t[4:]) }
+func (t TCP) Seq() uint32 {
+	if len(t) < TCPMinimumSize {
+		return 0
+	}
+	return binary.BigEndian.Uint32(t[4:])
+}
 
 // Ack returns the acknowledgment number.
-func (t TCP) Ack() uint32 { return binary.BigEndian.Uint32(t[8:]) }
+func (t TCP) Ack() uint32 {
+	if len(t) < TCPMinimumSize {
+		return 0
+	}
+	return binary.BigEndian.Uint32(t[8:])
+}
 
 // DataOffset returns the header length in bytes (the data offset field × 4).
-func (t TCP) DataOffset() int { return int(t[12]>>4) * 4 }
+func (t TCP) DataOffset() int {
+	if len(t) < TCPMinimumSize {
+		return 0
+	}
+	return int(t[12]>>4) * 4
+}
 
 // Flags returns the eight flag bits of byte 13 (the AE bit is not included).
-func (t TCP) Flags() Flags { return Flags(t[13]) }
+func (t TCP) Flags() Flags {
+	if len(t) < TCPMinimumSize {
+		return 0
+	}
+	return Flags(t[13])
+}
 
 // Window returns the window field.
-func (t TCP) Window() uint16 { return binary.BigEndian.Uint16(t[14:]) }
+func (t TCP) Window() uint16 {
+	if len(t) < TCPMinimumSize {
+		return 0
+	}
+	return binary.BigEndian.Uint16(t[14:])
+}
 
 // Checksum returns the checksum field.
-func (t TCP) Checksum() uint16 { return binary.BigEndian.Uint16(t[TCPChecksumOffset:]) }
+func (t TCP) Checksum() uint16 {
+	if len(t) < TCPMinimumSize {
+		return 0
+	}
+	return binary.BigEndian.Uint16(t[TCPChecksumOffset:])
+}
 
 // Options returns the options, t[TCPMinimumSize:DataOffset()], without copying.
-func (t TCP) Options() []byte { return t[TCPMinimumSize:t.DataOffset()] }
+func (t TCP) Options() []byte {
+	d := t.DataOffset()
+	if d < TCPMinimumSize || d > len(t) {
+		return nil
+	}
+	return t[TCPMinimumSize:d]
+}
 
 // Flags are the TCP control bits.
 type Flags uint8

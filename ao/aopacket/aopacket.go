@@ -86,6 +86,9 @@ func NewClient(ring *ao.Keyring, ep ao.Endpoint, p ao.Policy, maclen int) (*Auth
 	if maclen < 0 || maclen > ao.MaxMACLen {
 		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
 	}
+	if ring == nil {
+		return nil, ao.ErrNoCurrentKey
+	}
 	a := &Auth{conn: new(ao.Conn), isn: ep.LocalISN, space: space(maclen)}
 	if err := a.conn.Init(ring, ep, p); err != nil {
 		return nil, err
@@ -141,7 +144,7 @@ func (a *Auth) Signed() bool { return a != nil && a.state.Load() == stateSigned 
 
 // Close releases the connection's keys (see [ao.Conn.Close]).
 func (a *Auth) Close() {
-	if a != nil {
+	if a != nil && a.conn != nil {
 		a.conn.Close()
 	}
 }

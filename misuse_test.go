@@ -1,0 +1,134 @@
+package tcpsig_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/ao/aopacket"
+	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/scratch"
+	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// sentinels are the exported errors of the engine's packages: every error
+// a careless call gets must be one of them (errors.Is).
+var sentinels = []error{
+	ao.ErrBadMAC, ao.ErrMACLength, ao.ErrKeyNotFound, ao.ErrAORequired, ao.ErrUnexpected, ao.ErrNoOption,
+	ao.ErrNoRoom, ao.ErrNoCurrentKey, ao.ErrNoISN, ao.ErrNotSYN, ao.ErrOption, ao.ErrInvalidKey,
+	ao.ErrMACTooLong, ao.ErrKeyExists, ao.ErrNoSuchKey, ao.ErrKeyBusy,
+	aopacket.ErrNotAccepted, aopacket.ErrISN, aopacket.ErrUnsignedConn,
+	md5sig.ErrBadMAC, md5sig.ErrMissing, md5sig.ErrUnexpected, md5sig.ErrAOOption, md5sig.ErrNoOption,
+	md5sig.ErrNoKey, md5sig.ErrNoRoom, md5sig.ErrInvalidKey, md5sig.ErrNoSuchKey,
+	sigpool.ErrPoolFull, sigpool.ErrKeyMismatch, sigpool.ErrNotAllocated, sigpool.ErrBackend,
+	mac.ErrNoKey, mac.ErrKeySize, mac.ErrUnknownAlgorithm,
+	kdf.ErrMasterKey, kdf.ErrAddress,
+	segment.ErrShortPacket, segment.ErrIPVersion, segment.ErrIPHeaderLength, segment.ErrNotTCP,
+	segment.ErrFragment, segment.ErrExtHeaderChain, segment.ErrShortTCP, segment.ErrDataOffset,
+	segment.ErrOptionLength, segment.ErrAuthOption, segment.ErrDuplicateAuth, segment.ErrBothAuth,
+	segment.ErrAddrFamily, segment.ErrSegmentTooLong, segment.ErrPacketTooLong,
+}
+
+// TestMisuse calls every exported method of the engine's types on zero
+// values and nil pointers, and every exported function, with zero
+// arguments (nil pointers, nil slices, zero structs): none may panic, and
+// every error returned must be one of the packages' sentinels.
+func TestMisuse(t *testing.T) {
+	values := []any{
+		ao.Config{}, ao.Conn{}, ao.Counters{}, ao.DeleteOptions{}, ao.Endpoint{}, ao.ISNs{}, ao.Keyring{},
+		ao.Listener{}, ao.MKT{}, ao.Option{}, ao.Policy{}, ao.RepairState{},
+		aopacket.Auth{},
+		md5sig.Config{}, md5sig.Counters{}, md5sig.DeleteOptions{}, md5sig.Key{}, md5sig.Keyring{}, md5sig.PacketAuth{},
+		sigpool.Backend(0), sigpool.Config{}, sigpool.ID(0), sigpool.Pool{}, sigpool.Request{},
+		mac.Algorithm{}, mac.Context{}, mac.Key{},
+		kdf.Input{}, kdf.Master{},
+		segment.Auth{}, segment.Fields{}, segment.Flags(0), segment.IP{}, segment.Segment{}, segment.TCP(nil),
+		scratch.Scratch{},
+	}
+	funcs := map[string]any{
+		"ao.AppendOption": ao.AppendOption, "ao.ComputeSNE": ao.ComputeSNE, "ao.OptionLen": ao.OptionLen,
+		"ao.OptionSpace": ao.OptionSpace, "ao.SignSegment": ao.SignSegment, "ao.VerifySegment": ao.VerifySegment,
+		"ao.SyncookieISNs": ao.SyncookieISNs, "ao.VerifyListenReset": ao.VerifyListenReset,
+		"ao.NewKeyring": ao.NewKeyring, "ao.NewListener": ao.NewListener, "ao.ParseOption": ao.ParseOption,
+		"aopacket.NewClient": aopacket.NewClient, "aopacket.NewServer": aopacket.NewServer,
+		"aopacket.NewEstablished": aopacket.NewEstablished,
+		"md5sig.AppendOption":     md5sig.AppendOption, "md5sig.NewKeyring": md5sig.NewKeyring,
+		"md5sig.NewPacketAuth": md5sig.NewPacketAuth,
+		"sigpool.New":          sigpool.New, "sigpool.CacheLine": sigpool.CacheLine,
+		"mac.Equal": mac.Equal, "mac.Lookup": mac.Lookup, "mac.Names": mac.Names, "mac.Algorithms": mac.Algorithms,
+		"kdf.ReduceCMACKey": kdf.ReduceCMACKey,
+		"segment.AppendIP":  segment.AppendIP, "segment.AppendPacket": segment.AppendPacket,
+		"segment.AppendPseudoHeader": segment.AppendPseudoHeader, "segment.AppendTCP": segment.AppendTCP,
+		"segment.IPv4Checksum": segment.IPv4Checksum, "segment.Lengths": segment.Lengths,
+		"segment.SetTCPChecksum": segment.SetTCPChecksum, "segment.TCPChecksum": segment.TCPChecksum,
+		"segment.TCPOffset": segment.TCPOffset, "segment.ParsePacket": segment.ParsePacket,
+		"segment.FromTCP": segment.FromTCP,
+		"scratch.New":     scratch.New, "scratch.Align": scratch.Align,
+	}
+	calls := 0
+	for _, v := range values {
+		typ := reflect.TypeOf(v)
+		// The zero value, a pointer to a zero value, and a nil pointer
+		// (only for methods declared on the pointer: calling a value
+		// method through a nil pointer is Go's own panic).
+		for _, recv := range []reflect.Value{reflect.ValueOf(v), reflect.New(typ), reflect.Zero(reflect.PointerTo(typ))} {
+			for i := range recv.NumMethod() {
+				m := recv.Type().Method(i)
+				if recv.Kind() == reflect.Pointer && recv.IsNil() {
+					if _, onValue := typ.MethodByName(m.Name); onValue {
+						continue
+					}
+				}
+				name := fmt.Sprintf("(%v).%s", recv.Type(), m.Name)
+				if recv.Kind() == reflect.Pointer && recv.IsNil() {
+					name = fmt.Sprintf("(%v)(nil).%s", recv.Type(), m.Name)
+				}
+				call(t, name, recv.Method(i))
+				calls++
+			}
+		}
+	}
+	for name, f := range funcs {
+		call(t, name, reflect.ValueOf(f))
+		calls++
+	}
+	t.Logf("%d methods and functions called with zero values and nils", calls)
+}
+
+// call calls f with the zero value of every parameter and checks that it
+// does not panic and that any error it returns is a sentinel.
+func call(t *testing.T, name string, f reflect.Value) {
+	t.Helper()
+	ft := f.Type()
+	n := ft.NumIn()
+	if ft.IsVariadic() {
+		n--
+	}
+	args := make([]reflect.Value, n)
+	for i := range args {
+		args[i] = reflect.Zero(ft.In(i))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s panics: %v", name, r)
+		}
+	}()
+	for _, out := range f.Call(args) {
+		if out.Type() != reflect.TypeFor[error]() || out.IsNil() {
+			continue
+		}
+		err := out.Interface().(error)
+		typed := false
+		for _, s := range sentinels {
+			typed = typed || errors.Is(err, s)
+		}
+		if !typed {
+			t.Errorf("%s: untyped error %q", name, err)
+		}
+	}
+}
