@@ -65,8 +65,7 @@ type shim struct {
 	aoMKT   []*ao.MKT     // the MKT of each keys.AO entry
 	md5Key  []*md5sig.Key // the key of each keys.MD5 entry
 	method  nfrules.Method
-	unseen  map[[2]netip.AddrPort]*unseenConn // sessions met without their handshake
-	adopted uint64                            // TCP-MD5 sessions taken up mid-stream
+	unseen  map[[2]netip.AddrPort]*unseenConn // TCP-AO sessions met without their handshake
 	seeded  uint64                            // TCP-AO sessions resumed from -state
 }
 
@@ -205,8 +204,8 @@ func (s *shim) loop() error {
 			continue
 		}
 		out, err := s.transform(buf[:0], &p)
-		if err != nil && errors.Is(err, packetauth.ErrNoConn) && s.resume(&p) {
-			out, err = s.transform(buf[:0], &p)
+		if err != nil && errors.Is(err, packetauth.ErrNoConn) {
+			s.reportUnseen(&p)
 		}
 		switch {
 		case err != nil:
@@ -266,38 +265,28 @@ func tuple(p *nfqueue.Packet) (local, remote netip.AddrPort, ok bool) {
 	return netip.AddrPortFrom(dst, dp), netip.AddrPortFrom(src, sp), true
 }
 
-// resume takes up a session met without its handshake, where that is
-// possible: a TCP-MD5 session needs no state (the digest covers no ISN),
-// so it is seeded and goes on. A TCP-AO session needs its ISNs and SNEs:
-// without them (from -state, at start) it is reported and its packets
-// dropped. It returns whether the packet should be tried again.
-func (s *shim) resume(p *nfqueue.Packet) bool {
+// reportUnseen records a TCP-AO session met without its handshake (a
+// TCP-MD5 session needs none: its digest covers no ISN, and the layer signs
+// and verifies it without state). Without its ISNs and SNEs (from -state,
+// read at start) it cannot be verified: it is reported, and its packets
+// dropped.
+func (s *shim) reportUnseen(p *nfqueue.Packet) {
 	local, remote, ok := tuple(p)
 	if !ok {
-		return false
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.md5Ring.Lookup(remote.Addr(), 0) != nil && !s.aoRing.Covers(remote.Addr(), 0) {
-		if err := s.layer.Seed(local, remote, ao.RepairState{}); err != nil {
-			s.log.Warn("cannot take up a TCP-MD5 session seen without its handshake", "local", local, "remote", remote, "err", err)
-			return false
-		}
-		s.adopted++
-		s.log.Info("took up a TCP-MD5 session seen without its handshake", "local", local, "remote", remote)
-		return true
-	}
 	k := [2]netip.AddrPort{local, remote}
 	if u := s.unseen[k]; u != nil {
 		u.Dropped++
-		return false
+		return
 	}
 	if len(s.unseen) < maxUnseen {
 		s.unseen[k] = &unseenConn{Local: local, Remote: remote, Kind: "TCP-AO", Dropped: 1, First: time.Now()}
 	}
 	s.log.Warn("TCP-AO session seen without its handshake and not in the state file: its ISNs are unknown, dropping its packets",
 		"local", local, "remote", remote)
-	return false
 }
 
 // dropped logs a refused packet at debug level (the layer counts it).
@@ -460,23 +449,21 @@ func sameMD5Config(a, b md5sig.Config) bool {
 
 // shimStatus is what the status socket serves and SIGUSR1 logs.
 type shimStatus struct {
-	Queue    uint                   `json:"queue"`
-	Rules    string                 `json:"rules"`
-	Overhead int                    `json:"overhead"`
-	Counters packetauth.Counters    `json:"counters"`
-	Conns    []packetauth.ConnInfo  `json:"conns"`
-	Unseen   []unseenConn           `json:"unseen"`
-	Adopted  uint64                 `json:"md5_taken_up"`
-	Seeded   uint64                 `json:"ao_resumed"`
-	Keys     map[string]int         `json:"keys"`
-	AOConns  map[string]ao.Counters `json:"ao_counters,omitempty"`
+	Queue    uint                  `json:"queue"`
+	Rules    string                `json:"rules"`
+	Overhead int                   `json:"overhead"`
+	Counters packetauth.Counters   `json:"counters"`
+	Conns    []packetauth.ConnInfo `json:"conns"`
+	Unseen   []unseenConn          `json:"unseen"`
+	Seeded   uint64                `json:"ao_resumed"`
+	Keys     map[string]int        `json:"keys"`
 }
 
 func (s *shim) status() shimStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := shimStatus{Queue: s.f.queue, Rules: string(s.method), Overhead: s.layer.Overhead(),
-		Counters: s.layer.Counters(), Adopted: s.adopted, Seeded: s.seeded,
+		Counters: s.layer.Counters(), Seeded: s.seeded,
 		Keys: map[string]int{"ao": len(s.keys.AO), "md5": len(s.keys.MD5)}}
 	s.layer.Conns(func(c packetauth.ConnInfo) bool {
 		st.Conns = append(st.Conns, c)
@@ -493,7 +480,7 @@ func (s *shim) logStatus() {
 	s.log.Info("status", "rules", st.Rules, "conns", len(st.Conns), "passed", st.Counters.Passed,
 		"signed", st.Counters.Signed, "verified", st.Counters.Verified, "dropped", st.Counters.Dropped.Total(),
 		"bad_mac", st.Counters.Dropped.BadMAC, "unsigned", st.Counters.Dropped.Unsigned, "no_conn", st.Counters.Dropped.NoConn,
-		"unseen", len(st.Unseen), "md5_taken_up", st.Adopted, "ao_resumed", st.Seeded)
+		"unseen", len(st.Unseen), "ao_resumed", st.Seeded)
 	for _, c := range st.Conns {
 		s.log.Info("conn", "local", c.Local, "remote", c.Remote, "kind", c.Kind.String(), "state", c.State.String(),
 			"signed", c.Signed, "verified", c.Verified, "dropped", c.Dropped, "keyid", c.CurrentKeyID, "rnext", c.RNextKeyID)

@@ -234,8 +234,11 @@ func (q *Queue) Read(p *Packet) error {
 			case msgPacket:
 				return parsePacket(m, p)
 			case unix.NLMSG_ERROR:
+				// The answer to a failed verdict. ENOENT: the kernel
+				// had already dropped the packet (its rule's hook went
+				// away, as when rules are replaced); nothing to do.
 				if len(m) >= 4 {
-					if code := int32(binary.NativeEndian.Uint32(m)); code != 0 {
+					if code := int32(binary.NativeEndian.Uint32(m)); code != 0 && syscall.Errno(-code) != syscall.ENOENT {
 						return fmt.Errorf("nfqueue: kernel: %w", syscall.Errno(-code))
 					}
 				}
