@@ -89,7 +89,9 @@ func serve(q *nfqueue.Queue, decide func(p *nfqueue.Packet) (nfqueue.Verdict, []
 			s.mu.Unlock()
 			v, b := decide(&p)
 			if err := q.Verdict(p.ID, v, b); err != nil {
-				s.err = err
+				if !errors.Is(err, nfqueue.ErrClosed) {
+					s.err = err
+				}
 				return
 			}
 		}
