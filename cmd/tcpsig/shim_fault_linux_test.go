@@ -15,7 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/linuxsock"
+	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // transfer is one TCP connection from B (client, behind the shim) to A
@@ -27,9 +28,9 @@ type transfer struct {
 	data []byte
 }
 
-// startTransfer listens in A (with ctl on the listener: kernel TCP-MD5,
-// or nil), connects from B and returns before any data is sent.
-func startTransfer(t *testing.T, a, b *ns, ctl func(string, string, syscall.RawConn) error, size int) *transfer {
+// startTransfer listens in A (with lc: kernel TCP-MD5 keys; nil: plain),
+// connects from B and returns before any data is sent.
+func startTransfer(t *testing.T, a, b *ns, lc *net.ListenConfig, size int) *transfer {
 	t.Helper()
 	tr := &transfer{got: make(chan [32]byte, 1), data: make([]byte, size)}
 	for i := range tr.data {
@@ -38,7 +39,9 @@ func startTransfer(t *testing.T, a, b *ns, ctl func(string, string, syscall.RawC
 	tr.want = sha256.Sum256(tr.data)
 	var ln net.Listener
 	if err := a.do(func() (err error) {
-		lc := net.ListenConfig{Control: ctl}
+		if lc == nil {
+			lc = &net.ListenConfig{}
+		}
 		ln, err = lc.Listen(t.Context(), "tcp4", netip.AddrPortFrom(addrA4, 0).String())
 		return err
 	}); err != nil {
@@ -118,7 +121,7 @@ func TestShimKillMD5(t *testing.T) {
 	shim, sock := startShim(t, nsB, dir, "-keys", keys, "-queue", "42")
 	before := md5Counters(t, nsA)
 	const size = 16 << 20
-	tr := startTransfer(t, nsA, nsB, linuxmd5.Control(linuxmd5.Key{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}), size)
+	tr := startTransfer(t, nsA, nsB, linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}}), size)
 	waitErr(t, tr.send(0, size/2), "first half")
 
 	// Killed with the second half in flight: its rules stay, and with no

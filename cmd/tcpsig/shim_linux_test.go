@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/internal/harness/kstat"
 	"github.com/tcpsig/tcpsig/internal/nfrules"
 )
 
@@ -250,10 +250,10 @@ func rulesExist(t *testing.T, n *ns, table string) bool {
 	return ok
 }
 
-func md5Counters(t *testing.T, n *ns) linuxmd5.Counters {
+func md5Counters(t *testing.T, n *ns) kstat.MD5 {
 	t.Helper()
-	var c linuxmd5.Counters
-	if err := n.do(func() (err error) { c, err = linuxmd5.ReadCounters(); return err }); err != nil {
+	var c kstat.MD5
+	if err := n.do(func() (err error) { c, err = kstat.ReadMD5(); return err }); err != nil {
 		t.Fatal(err)
 	}
 	return c
