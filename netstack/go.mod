@@ -1,0 +1,15 @@
+module github.com/tcpsig/tcpsig/netstack
+
+go 1.26.3
+
+require gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
+
+require (
+	github.com/google/btree v1.1.2 // indirect
+	github.com/tcpsig/tcpsig v0.0.0-00010101000000-000000000000
+	golang.org/x/exp v0.0.0-20250711185948-6ae5c78190dc // indirect
+	golang.org/x/sys v0.50.0
+	golang.org/x/time v0.15.0 // indirect
+)
+
+replace github.com/tcpsig/tcpsig => ../

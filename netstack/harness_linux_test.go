@@ -1,0 +1,332 @@
+package netstack
+
+// The namespace harness of the kernel tests: a fresh network namespace
+// with a TUN device the kernel owns one end of, and a gVisor stack over
+// the device's file descriptor (gVisor's own fdbased link endpoint) on the
+// other; a tap endpoint between the stack and the device drops every
+// hundredth packet on request and counts retransmissions and SACK blocks
+// on the wire.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/segment"
+	"gvisor.dev/gvisor/pkg/tcpip"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
+	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
+	"gvisor.dev/gvisor/pkg/tcpip/link/tun"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
+	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	tunName  = "ns0" // the TUN device, named with this package's prefix
+	tunMTU   = 1500
+	nicID    = 1
+	kPort    = 179   // the kernel's listener
+	gonetPrt = 17900 // the gonet listener
+)
+
+// kernelNet is one test's namespace: the kernel's address on the TUN
+// device, the stack's address behind it, and the stack.
+type kernelNet struct {
+	kaddr, naddr netip.Addr
+	s            *stack.Stack
+	tap          *tap
+}
+
+var errSkipNoTUN = errors.New("no /dev/net/tun")
+
+// needRoot skips a test that creates namespaces and TUN devices.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the test creates a network namespace and a TUN device")
+	}
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		t.Skip("no /dev/net/tun: ", err)
+	}
+}
+
+// inKernelNet runs f on the goroutine of a fresh network namespace where
+// the kernel owns kaddr on a TUN device whose other end is a gVisor stack
+// answering for naddr; wrap, when not nil, puts a link endpoint between
+// the stack and the tap. Kernel sockets must be created on f's goroutine.
+// Kernel timestamps are off when noTS: with TCP-MD5 and timestamps no
+// SACK block fits in 40 option bytes, on either side.
+func inKernelNet(t *testing.T, v6, noTS bool, wrap func(stack.LinkEndpoint) stack.LinkEndpoint, f func(k *kernelNet) error) {
+	t.Helper()
+	needRoot(t)
+	err := netns.Run(func() error {
+		fd, err := tun.Open(tunName)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
+				return errSkipNoTUN
+			}
+			return fmt.Errorf("open TUN: %w", err)
+		}
+		ep, err := fdbased.New(&fdbased.Options{FDs: []int{fd}, MTU: tunMTU})
+		if err != nil {
+			unix.Close(fd)
+			return err
+		}
+		k := &kernelNet{tap: newTap(ep)}
+		var link stack.LinkEndpoint = k.tap
+		if wrap != nil {
+			link = wrap(link)
+		}
+		p := netip.MustParsePrefix("192.0.2.1/24")
+		k.naddr = netip.MustParseAddr("192.0.2.2")
+		if v6 {
+			p = netip.MustParsePrefix("2001:db8:5::1/64")
+			k.naddr = netip.MustParseAddr("2001:db8:5::2")
+		}
+		k.kaddr = p.Addr()
+		if noTS {
+			if err := os.WriteFile("/proc/sys/net/ipv4/tcp_timestamps", []byte("0"), 0); err != nil {
+				return err
+			}
+		}
+		if err := netns.LinkUp(tunName); err != nil {
+			return err
+		}
+		if err := netns.AddAddr(tunName, p); err != nil {
+			return err
+		}
+		s, err := newStack(link, netip.PrefixFrom(k.naddr, p.Bits()))
+		if err != nil {
+			return err
+		}
+		k.s = s
+		defer func() {
+			s.Close()
+			s.Wait()
+		}()
+		return f(k)
+	})
+	if errors.Is(err, errSkipNoTUN) {
+		t.Skip("no /dev/net/tun")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// stream is a deterministic pseudo-random byte stream of a given length.
+func stream(seed uint64, n int64) io.Reader {
+	var s [32]byte
+	binary.LittleEndian.PutUint64(s[:], seed)
+	return io.LimitReader(rand.NewChaCha8(s), n)
+}
+
+// digest is what one side of a transfer saw: bytes and SHA-256.
+type digest struct {
+	n   int64
+	sum [32]byte
+}
+
+func (d digest) String() string { return fmt.Sprintf("%d bytes, sha256 %x", d.n, d.sum[:8]) }
+
+// halfCloser is a connection whose write side closes alone (net.TCPConn,
+// gonet.TCPConn).
+type halfCloser interface {
+	net.Conn
+	CloseWrite() error
+}
+
+// duplex sends the stream of seed through c while reading c to EOF, then
+// returns the digests of what was sent and what was received.
+func duplex(c halfCloser, seed uint64, n int64) (sent, got digest, err error) {
+	c.SetDeadline(time.Now().Add(5 * time.Minute))
+	var wg sync.WaitGroup
+	var werr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		h := sha256.New()
+		sent.n, werr = io.Copy(io.MultiWriter(c, h), stream(seed, n))
+		copy(sent.sum[:], h.Sum(nil))
+		if werr == nil {
+			werr = c.CloseWrite()
+		}
+	}()
+	h := sha256.New()
+	got.n, err = io.Copy(h, c)
+	copy(got.sum[:], h.Sum(nil))
+	wg.Wait()
+	if err == nil {
+		err = werr
+	}
+	return sent, got, err
+}
+
+// fullAddr is a for gVisor's socket API.
+func fullAddr(a netip.AddrPort) (tcpip.FullAddress, tcpip.NetworkProtocolNumber) {
+	proto := ipv4.ProtocolNumber
+	if a.Addr().Is6() {
+		proto = ipv6.ProtocolNumber
+	}
+	return tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFromSlice(a.Addr().AsSlice()), Port: a.Port()}, proto
+}
+
+func dialGonet(s *stack.Stack, to netip.AddrPort, timeout time.Duration) (*gonet.TCPConn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	fa, proto := fullAddr(to)
+	return gonet.DialContextTCP(ctx, s, fa, proto)
+}
+
+func listenGonet(s *stack.Stack, at netip.AddrPort) (*gonet.TCPListener, error) {
+	fa, proto := fullAddr(at)
+	return gonet.ListenTCP(s, fa, proto)
+}
+
+// tap sits on the wire side of the stack (below the wrapper): it drops
+// every hundredth packet in each direction when drop is set, and counts
+// what it passes.
+type tap struct {
+	nested.Endpoint
+	drop atomic.Bool
+	out  wireCount // to the kernel
+	in   wireCount // from the kernel
+}
+
+// wireCount counts the packets of one direction, as a capture would.
+type wireCount struct {
+	mu       sync.Mutex
+	packets  int64
+	dropped  int64
+	syns     int64
+	data     int64 // segments with payload
+	retrans  int64 // segments with payload none of which is new
+	sack     int64 // SACK blocks
+	auth     int64 // segments with an MD5 or AO option
+	high     uint32
+	haveHigh bool
+}
+
+// wireStats is a snapshot of a wireCount.
+type wireStats struct {
+	Packets, Dropped, SYNs, Data, Retrans, SACKBlocks, Signed int64
+}
+
+func (w *wireCount) stats() wireStats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return wireStats{w.packets, w.dropped, w.syns, w.data, w.retrans, w.sack, w.auth}
+}
+
+// see counts one packet and reports whether the tap drops it.
+func (w *wireCount) see(b []byte, drop bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.packets++
+	if drop && w.packets%100 == 50 {
+		w.dropped++
+		return true
+	}
+	seg, err := segment.ParsePacket(b)
+	if err != nil {
+		return false
+	}
+	h := seg.Header
+	if h.Flags()&segment.SYN != 0 {
+		w.syns++
+		w.high, w.haveHigh = h.Seq()+1, true
+	}
+	if a, err := h.AuthOptions(); err == nil && (a.MD5 > 0 || a.AO > 0) {
+		w.auth++
+	}
+	w.sack += int64(sackBlocks(h.Options()))
+	if n := len(seg.Payload); n > 0 {
+		w.data++
+		end := h.Seq() + uint32(n)
+		if w.haveHigh && int32(end-w.high) <= 0 {
+			w.retrans++
+		}
+		if !w.haveHigh || int32(end-w.high) > 0 {
+			w.high, w.haveHigh = end, true
+		}
+	}
+	return false
+}
+
+// sackBlocks counts the blocks of the SACK option (kind 5) in opts.
+func sackBlocks(opts []byte) int {
+	for i := 0; i < len(opts); {
+		switch opts[i] {
+		case 0:
+			return 0
+		case 1:
+			i++
+			continue
+		}
+		if i+1 >= len(opts) || opts[i+1] < 2 {
+			return 0
+		}
+		if opts[i] == 5 {
+			return (int(opts[i+1]) - 2) / 8
+		}
+		i += int(opts[i+1])
+	}
+	return 0
+}
+
+func newTap(child stack.LinkEndpoint) *tap {
+	t := &tap{}
+	t.Init(child, t)
+	return t
+}
+
+// WritePackets counts (and drops) packets on their way to the kernel.
+func (t *tap) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	var keep stack.PacketBufferList
+	drop := t.drop.Load()
+	for _, p := range pkts.AsSlice() {
+		if t.out.see(flat(p), drop) {
+			continue
+		}
+		keep.PushBack(p)
+	}
+	if keep.Len() == 0 {
+		return pkts.Len(), nil
+	}
+	n, err := t.Endpoint.WritePackets(keep)
+	if err != nil {
+		return n, err
+	}
+	return pkts.Len(), nil
+}
+
+// DeliverNetworkPacket counts (and drops) packets from the kernel.
+func (t *tap) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, p *stack.PacketBuffer) {
+	if t.in.see(flat(p), t.drop.Load()) {
+		return
+	}
+	t.Endpoint.DeliverNetworkPacket(proto, p)
+}
+
+// flat copies a packet's bytes from its network header on.
+func flat(p *stack.PacketBuffer) []byte {
+	v := p.ToView()
+	defer v.Release()
+	b := v.ToSlice()
+	return b[len(p.LinkHeader().Slice()):]
+}
