@@ -5,6 +5,11 @@ go 1.26.3
 require gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
 
 require (
+	github.com/klauspost/cpuid/v2 v2.4.2 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
+)
+
+require (
 	github.com/google/btree v1.1.2 // indirect
 	github.com/tcpsig/tcpsig v0.0.0-00010101000000-000000000000
 	golang.org/x/exp v0.0.0-20250711185948-6ae5c78190dc // indirect

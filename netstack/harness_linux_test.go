@@ -52,6 +52,15 @@ type kernelNet struct {
 	tap          *tap
 }
 
+// addrs returns the kernel's address on the TUN device (with the prefix
+// routed to the device) and the gVisor stack's.
+func addrs(v6 bool) (kernel netip.Prefix, gvisor netip.Addr) {
+	if v6 {
+		return netip.MustParsePrefix("2001:db8:5::1/64"), netip.MustParseAddr("2001:db8:5::2")
+	}
+	return netip.MustParsePrefix("192.0.2.1/24"), netip.MustParseAddr("192.0.2.2")
+}
+
 var errSkipNoTUN = errors.New("no /dev/net/tun")
 
 // needRoot skips a test that creates namespaces and TUN devices.
@@ -92,13 +101,8 @@ func inKernelNet(t *testing.T, v6, noTS bool, wrap func(stack.LinkEndpoint) stac
 		if wrap != nil {
 			link = wrap(link)
 		}
-		p := netip.MustParsePrefix("192.0.2.1/24")
-		k.naddr = netip.MustParseAddr("192.0.2.2")
-		if v6 {
-			p = netip.MustParsePrefix("2001:db8:5::1/64")
-			k.naddr = netip.MustParseAddr("2001:db8:5::2")
-		}
-		k.kaddr = p.Addr()
+		p, naddr := addrs(v6)
+		k.kaddr, k.naddr = p.Addr(), naddr
 		if noTS {
 			if err := os.WriteFile("/proc/sys/net/ipv4/tcp_timestamps", []byte("0"), 0); err != nil {
 				return err

@@ -1,0 +1,278 @@
+package netstack
+
+// TCP-MD5 against the host kernel: a gVisor stack wrapped with a
+// packetauth layer over a TUN device, and kernel sockets with TCP_MD5SIG,
+// in a network namespace the test creates.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/packetauth"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+	"gvisor.dev/gvisor/pkg/tcpip/stack"
+)
+
+const (
+	md5Key   = "tcpsig netstack md5 key"
+	wrongKey = "tcpsig netstack md5 kez"
+)
+
+func needMD5(t *testing.T) {
+	t.Helper()
+	needRoot(t)
+	if err := linuxmd5.Supported(); errors.Is(err, linuxmd5.ErrNotSupported) {
+		t.Skip("no CONFIG_TCP_MD5SIG: ", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// md5Layer is a layer with one TCP-MD5 key for peer.
+func md5Layer(t *testing.T, peer netip.Addr, key string) *packetauth.Layer {
+	t.Helper()
+	ring := md5sig.NewKeyring(nil)
+	if _, err := ring.Add(md5sig.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), Key: []byte(key)}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := packetauth.New(packetauth.Config{MD5: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// wrapWith returns the wrap function of inKernelNet that puts an Endpoint
+// over layer between the stack and the tap.
+func wrapWith(t *testing.T, layer *packetauth.Layer, ep **Endpoint) func(stack.LinkEndpoint) stack.LinkEndpoint {
+	return func(child stack.LinkEndpoint) stack.LinkEndpoint {
+		e, err := New(child, layer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		*ep = e
+		return e
+	}
+}
+
+// bulkSize is what each side sends in the bulk tests.
+func bulkSize() int64 {
+	if raceEnabled {
+		return 4 << 20
+	}
+	return 64 << 20
+}
+
+// transfer opens a connection between the gVisor stack and the kernel —
+// gVisor dials a kernel listener, or (accept) a kernel socket dials a
+// gonet listener — and sends n bytes each way at once; it fails unless
+// each side received exactly the other's stream.
+func transfer(k *kernelNet, accept bool, n int64, kernelKey []byte) error {
+	kaddr, naddr := netip.AddrPortFrom(k.kaddr, kPort), netip.AddrPortFrom(k.naddr, gonetPrt)
+	key := linuxmd5.Key{Peer: netip.PrefixFrom(k.naddr, k.naddr.BitLen()), Key: kernelKey}
+	type result struct {
+		sent, got digest
+		err       error
+	}
+	kc, nc := make(chan result, 1), make(chan result, 1)
+	run := func(c halfCloser, seed uint64, to chan result) {
+		defer c.Close()
+		s, g, err := duplex(c, seed, n)
+		to <- result{s, g, err}
+	}
+	if accept {
+		ln, err := listenGonet(k.s, naddr)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				nc <- result{err: err}
+				return
+			}
+			run(c.(*gonet.TCPConn), 1, nc)
+		}()
+		d := net.Dialer{Control: linuxmd5.Control(key), Timeout: 20 * time.Second, KeepAlive: -1}
+		c, err := d.Dial("tcp", naddr.String())
+		if err != nil {
+			return fmt.Errorf("kernel dial: %w", err)
+		}
+		go run(c.(*net.TCPConn), 2, kc)
+	} else {
+		lc := net.ListenConfig{Control: linuxmd5.Control(key), KeepAlive: -1}
+		ln, err := lc.Listen(context.Background(), "tcp", kaddr.String())
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				kc <- result{err: err}
+				return
+			}
+			run(c.(*net.TCPConn), 2, kc)
+		}()
+		c, err := dialGonet(k.s, kaddr, 20*time.Second)
+		if err != nil {
+			return fmt.Errorf("gonet dial: %w", err)
+		}
+		go run(c, 1, nc)
+	}
+	nr, kr := <-nc, <-kc
+	if err := errors.Join(nr.err, kr.err); err != nil {
+		return err
+	}
+	if nr.sent != kr.got || kr.sent != nr.got || nr.sent.n != n || kr.sent.n != n {
+		return fmt.Errorf("streams differ: gonet sent %v, kernel got %v; kernel sent %v, gonet got %v", nr.sent, kr.got, kr.sent, nr.got)
+	}
+	return nil
+}
+
+// TestKernelMD5 moves 64 MiB each way between gonet and kernel sockets
+// with TCP_MD5SIG, either side opening, on a clean link with timestamps
+// and on a link dropping 1 % of the packets with timestamps off (with
+// MD5 and timestamps no SACK block fits in 40 option bytes, so neither
+// side would send one). Every packet on the wire carries the option, the
+// kernel refuses none (TCPMD5Failure, TCPMD5NotFound stay 0) and the
+// layer none; on the lossy link both sides retransmit and send SACK
+// blocks.
+func TestKernelMD5(t *testing.T) {
+	needMD5(t)
+	n := bulkSize()
+	for _, accept := range []bool{false, true} {
+		for _, drop := range []bool{false, true} {
+			t.Run(fmt.Sprintf("accept=%v/drop=%v", accept, drop), func(t *testing.T) {
+				kp, _ := addrs(false)
+				layer := md5Layer(t, kp.Addr(), md5Key)
+				var ep *Endpoint
+				inKernelNet(t, false, drop, wrapWith(t, layer, &ep), func(k *kernelNet) error {
+					k.tap.drop.Store(drop)
+					before, err := linuxmd5.ReadCounters()
+					if err != nil {
+						return err
+					}
+					if err := transfer(k, accept, n, []byte(md5Key)); err != nil {
+						return err
+					}
+					after, err := linuxmd5.ReadCounters()
+					if err != nil {
+						return err
+					}
+					out, in := k.tap.out.stats(), k.tap.in.stats()
+					c := layer.Counters()
+					t.Logf("%d bytes each way, sha256 equal; to kernel %+v; from kernel %+v", n, out, in)
+					t.Logf("layer %+v; kernel TCPMD5 before %+v after %+v", c, before, after)
+					switch {
+					case after != before:
+						return fmt.Errorf("kernel refused segments: TCP-MD5 counters %+v, then %+v", before, after)
+					case c.Dropped.Total() != 0 || ep.Dropped() != 0:
+						return fmt.Errorf("the layer refused %d segments (%+v)", ep.Dropped(), c.Dropped)
+					case out.Signed != out.Packets-out.Dropped || in.Signed != in.Packets-in.Dropped:
+						return fmt.Errorf("unsigned segments on the wire: to kernel %+v, from kernel %+v", out, in)
+					case c.Signed != uint64(out.Packets) || c.Verified != uint64(in.Signed):
+						return fmt.Errorf("layer signed %d, verified %d; tap saw %d out, %d in", c.Signed, c.Verified, out.Packets, in.Signed)
+					}
+					if drop && (out.Retrans == 0 || in.Retrans == 0 || out.SACKBlocks == 0 || in.SACKBlocks == 0) {
+						return fmt.Errorf("on a lossy link: to kernel %+v, from kernel %+v: want retransmissions and SACK blocks both ways", out, in)
+					}
+					return nil
+				})
+			})
+		}
+	}
+}
+
+// TestKernelMD5WrongKey: with different keys on the two sides no
+// connection opens and no data is delivered. gVisor dialing: the kernel
+// counts every SYN it received in TCPMD5Failure. The kernel dialing: the
+// layer refuses every SYN (BadMAC) and the gonet listener accepts nothing.
+func TestKernelMD5WrongKey(t *testing.T) {
+	needMD5(t)
+	kp, naddr := addrs(false)
+	t.Run("gvisor-dials", func(t *testing.T) {
+		layer := md5Layer(t, kp.Addr(), wrongKey)
+		var ep *Endpoint
+		inKernelNet(t, false, false, wrapWith(t, layer, &ep), func(k *kernelNet) error {
+			key := linuxmd5.Key{Peer: netip.PrefixFrom(naddr, 32), Key: []byte(md5Key)}
+			lc := net.ListenConfig{Control: linuxmd5.Control(key)}
+			ln, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(k.kaddr, kPort).String())
+			if err != nil {
+				return err
+			}
+			defer ln.Close()
+			before, err := linuxmd5.ReadCounters()
+			if err != nil {
+				return err
+			}
+			if c, err := dialGonet(k.s, netip.AddrPortFrom(k.kaddr, kPort), 4*time.Second); err == nil {
+				c.Close()
+				return errors.New("gonet connected with a wrong key")
+			}
+			time.Sleep(100 * time.Millisecond) // the last SYN's way through the kernel
+			after, err := linuxmd5.ReadCounters()
+			if err != nil {
+				return err
+			}
+			out := k.tap.out.stats()
+			t.Logf("SYNs sent %d (all signed: %v); kernel TCPMD5Failure %d -> %d", out.SYNs, out.Signed == out.Packets, before.Failure, after.Failure)
+			switch {
+			case out.SYNs < 2 || out.Signed != out.Packets:
+				return fmt.Errorf("want >= 2 signed SYNs, got %+v", out)
+			case after.Failure-before.Failure != uint64(out.SYNs):
+				return fmt.Errorf("TCPMD5Failure rose by %d for %d SYNs", after.Failure-before.Failure, out.SYNs)
+			case linuxmd5.Pending(ln.(*net.TCPListener)):
+				return errors.New("the kernel listener has a connection")
+			}
+			return nil
+		})
+	})
+	t.Run("kernel-dials", func(t *testing.T) {
+		layer := md5Layer(t, kp.Addr(), md5Key)
+		var ep *Endpoint
+		inKernelNet(t, false, false, wrapWith(t, layer, &ep), func(k *kernelNet) error {
+			ln, err := listenGonet(k.s, netip.AddrPortFrom(k.naddr, gonetPrt))
+			if err != nil {
+				return err
+			}
+			accepted := make(chan error, 1)
+			go func() {
+				c, err := ln.Accept()
+				if err == nil {
+					c.Close()
+					accepted <- errors.New("the gonet listener accepted a connection")
+					return
+				}
+				accepted <- nil
+			}()
+			key := linuxmd5.Key{Peer: netip.PrefixFrom(k.naddr, 32), Key: []byte(wrongKey)}
+			d := net.Dialer{Control: linuxmd5.Control(key), Timeout: 4 * time.Second}
+			if c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt).String()); err == nil {
+				c.Close()
+				return errors.New("the kernel connected with a wrong key")
+			}
+			ln.Close()
+			if err := <-accepted; err != nil {
+				return err
+			}
+			in, out, c := k.tap.in.stats(), k.tap.out.stats(), layer.Counters()
+			t.Logf("kernel SYNs %d; layer %+v; packets to the kernel %d", in.SYNs, c.Dropped, out.Packets)
+			switch {
+			case in.SYNs < 2 || c.Dropped.BadMAC != uint64(in.SYNs) || ep.Dropped() != uint64(in.SYNs):
+				return fmt.Errorf("want every one of >= 2 SYNs refused as BadMAC: SYNs %d, layer %+v", in.SYNs, c.Dropped)
+			case c.Verified != 0 || out.Packets != 0:
+				return fmt.Errorf("verified %d, answered %d", c.Verified, out.Packets)
+			}
+			return nil
+		})
+	})
+}
