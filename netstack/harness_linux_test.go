@@ -8,7 +8,6 @@ package netstack
 // on the wire.
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -27,12 +26,9 @@ import (
 	"github.com/tcpsig/tcpsig/segment"
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/link/fdbased"
 	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
 	"gvisor.dev/gvisor/pkg/tcpip/link/tun"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv4"
-	"gvisor.dev/gvisor/pkg/tcpip/network/ipv6"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -179,27 +175,6 @@ func duplex(c halfCloser, seed uint64, n int64) (sent, got digest, err error) {
 		err = werr
 	}
 	return sent, got, err
-}
-
-// fullAddr is a for gVisor's socket API.
-func fullAddr(a netip.AddrPort) (tcpip.FullAddress, tcpip.NetworkProtocolNumber) {
-	proto := ipv4.ProtocolNumber
-	if a.Addr().Is6() {
-		proto = ipv6.ProtocolNumber
-	}
-	return tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFromSlice(a.Addr().AsSlice()), Port: a.Port()}, proto
-}
-
-func dialGonet(s *stack.Stack, to netip.AddrPort, timeout time.Duration) (*gonet.TCPConn, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	fa, proto := fullAddr(to)
-	return gonet.DialContextTCP(ctx, s, fa, proto)
-}
-
-func listenGonet(s *stack.Stack, at netip.AddrPort) (*gonet.TCPListener, error) {
-	fa, proto := fullAddr(at)
-	return gonet.ListenTCP(s, fa, proto)
 }
 
 // tap sits on the wire side of the stack (below the wrapper): it drops

@@ -1,8 +1,11 @@
 package netstack
 
 import (
+	"context"
 	"fmt"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"net/netip"
+	"time"
 
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/header"
@@ -48,4 +51,25 @@ func newStack(link stack.LinkEndpoint, a netip.Prefix) (*stack.Stack, error) {
 		{Destination: header.IPv6EmptySubnet, NIC: nicID},
 	})
 	return s, nil
+}
+
+// fullAddr is a in the form of gVisor's socket API.
+func fullAddr(a netip.AddrPort) (tcpip.FullAddress, tcpip.NetworkProtocolNumber) {
+	proto := ipv4.ProtocolNumber
+	if a.Addr().Is6() {
+		proto = ipv6.ProtocolNumber
+	}
+	return tcpip.FullAddress{NIC: nicID, Addr: tcpip.AddrFromSlice(a.Addr().AsSlice()), Port: a.Port()}, proto
+}
+
+func dialGonet(s *stack.Stack, to netip.AddrPort, timeout time.Duration) (*gonet.TCPConn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	fa, proto := fullAddr(to)
+	return gonet.DialContextTCP(ctx, s, fa, proto)
+}
+
+func listenGonet(s *stack.Stack, at netip.AddrPort) (*gonet.TCPListener, error) {
+	fa, proto := fullAddr(at)
+	return gonet.ListenTCP(s, fa, proto)
 }
