@@ -74,9 +74,7 @@ func needRoot(t *testing.T) {
 // the kernel owns kaddr on a TUN device whose other end is a gVisor stack
 // answering for naddr; wrap, when not nil, puts a link endpoint between
 // the stack and the tap. Kernel sockets must be created on f's goroutine.
-// Kernel timestamps are off when noTS: with TCP-MD5 and timestamps no
-// SACK block fits in 40 option bytes, on either side.
-func inKernelNet(t *testing.T, v6, noTS bool, wrap func(stack.LinkEndpoint) stack.LinkEndpoint, f func(k *kernelNet) error) {
+func inKernelNet(t *testing.T, v6 bool, wrap func(stack.LinkEndpoint) stack.LinkEndpoint, f func(k *kernelNet) error) {
 	t.Helper()
 	needRoot(t)
 	err := netns.Run(func() error {
@@ -99,11 +97,6 @@ func inKernelNet(t *testing.T, v6, noTS bool, wrap func(stack.LinkEndpoint) stac
 		}
 		p, naddr := addrs(v6)
 		k.kaddr, k.naddr = p.Addr(), naddr
-		if noTS {
-			if err := os.WriteFile("/proc/sys/net/ipv4/tcp_timestamps", []byte("0"), 0); err != nil {
-				return err
-			}
-		}
 		if err := netns.LinkUp(tunName); err != nil {
 			return err
 		}
@@ -178,8 +171,8 @@ func duplex(c halfCloser, seed uint64, n int64) (sent, got digest, err error) {
 }
 
 // tap sits on the wire side of the stack (below the wrapper): it drops
-// every hundredth packet in each direction when drop is set, and counts
-// what it passes.
+// every hundredth TCP packet in each direction when drop is set, and
+// counts what it passes.
 type tap struct {
 	nested.Endpoint
 	drop atomic.Bool
@@ -190,7 +183,9 @@ type tap struct {
 // wireCount counts the packets of one direction, as a capture would.
 type wireCount struct {
 	mu       sync.Mutex
-	packets  int64
+	packets  int64 // TCP packets
+	other    int64 // anything else
+	ts       int64 // segments with a timestamps option
 	dropped  int64
 	syns     int64
 	data     int64 // segments with payload
@@ -203,27 +198,28 @@ type wireCount struct {
 
 // wireStats is a snapshot of a wireCount.
 type wireStats struct {
-	Packets, Dropped, SYNs, Data, Retrans, SACKBlocks, Signed int64
+	Packets, Dropped, SYNs, Data, Retrans, SACKBlocks, Signed, TS, Other int64
 }
 
 func (w *wireCount) stats() wireStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return wireStats{w.packets, w.dropped, w.syns, w.data, w.retrans, w.sack, w.auth}
+	return wireStats{w.packets, w.dropped, w.syns, w.data, w.retrans, w.sack, w.auth, w.ts, w.other}
 }
 
 // see counts one packet and reports whether the tap drops it.
 func (w *wireCount) see(b []byte, drop bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	seg, err := segment.ParsePacket(b)
+	if err != nil {
+		w.other++ // the kernel's IPv6 link-local chatter on the device
+		return false
+	}
 	w.packets++
 	if drop && w.packets%100 == 50 {
 		w.dropped++
 		return true
-	}
-	seg, err := segment.ParsePacket(b)
-	if err != nil {
-		return false
 	}
 	h := seg.Header
 	if h.Flags()&segment.SYN != 0 {
@@ -233,7 +229,11 @@ func (w *wireCount) see(b []byte, drop bool) bool {
 	if a, err := h.AuthOptions(); err == nil && (a.MD5 > 0 || a.AO > 0) {
 		w.auth++
 	}
-	w.sack += int64(sackBlocks(h.Options()))
+	sack, ts := options(h.Options())
+	w.sack += int64(sack)
+	if ts {
+		w.ts++
+	}
 	if n := len(seg.Payload); n > 0 {
 		w.data++
 		end := h.Seq() + uint32(n)
@@ -247,25 +247,29 @@ func (w *wireCount) see(b []byte, drop bool) bool {
 	return false
 }
 
-// sackBlocks counts the blocks of the SACK option (kind 5) in opts.
-func sackBlocks(opts []byte) int {
+// options returns the number of blocks of the SACK option (kind 5) in
+// opts and whether there is a timestamps option (kind 8).
+func options(opts []byte) (sack int, ts bool) {
 	for i := 0; i < len(opts); {
 		switch opts[i] {
 		case 0:
-			return 0
+			return sack, ts
 		case 1:
 			i++
 			continue
 		}
 		if i+1 >= len(opts) || opts[i+1] < 2 {
-			return 0
+			return sack, ts
 		}
-		if opts[i] == 5 {
-			return (int(opts[i+1]) - 2) / 8
+		switch opts[i] {
+		case 5:
+			sack += (int(opts[i+1]) - 2) / 8
+		case 8:
+			ts = true
 		}
 		i += int(opts[i+1])
 	}
-	return 0
+	return sack, ts
 }
 
 func newTap(child stack.LinkEndpoint) *tap {

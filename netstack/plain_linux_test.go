@@ -13,7 +13,7 @@ import (
 // the tap dropping 1 % of the packets.
 func TestKernelPlain(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
-		inKernelNet(t, v6, false, nil, func(k *kernelNet) error {
+		inKernelNet(t, v6, nil, func(k *kernelNet) error {
 			k.tap.drop.Store(true)
 			ln, err := net.Listen("tcp", netip.AddrPortFrom(k.kaddr, kPort).String())
 			if err != nil {
