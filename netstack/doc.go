@@ -1,2 +1,34 @@
-// Package netstack gives gVisor's netstack TCP-AO and TCP-MD5.
+// Package netstack gives gVisor's netstack (gvisor.dev/gvisor/pkg/tcpip)
+// TCP-AO (RFC 5925) and TCP-MD5 (RFC 2385) without patching gVisor: an
+// [Endpoint] wraps any stack.LinkEndpoint — a TUN device's fdbased
+// endpoint, a channel endpoint, wireguard-go's netstack device — and
+// passes every packet through a [packetauth.Layer] built from the
+// engine's keyrings (a keys file: package keyfile).
+//
+//	layer, _ := packetauth.New(packetauth.Config{AO: aoRing, MD5: md5Ring})
+//	ep, _ := netstack.New(child, layer)
+//	s.CreateNIC(1, ep) // gonet.DialContextTCP, gonet.ListenTCP as usual
+//
+// Segments to and from peers a key covers are signed on the way out and
+// verified on the way in; the stack never sees a covered peer's segment
+// whose MAC did not verify, nor the option itself (the layer overwrites
+// it with NOPs and clamps the peer's MSS). Everything else passes
+// untouched. The endpoint reports the child's MTU less
+// [packetauth.Layer.Overhead], so a full-sized segment still fits once
+// the option is in; it turns GSO and TX checksum offload off; SACK blocks
+// that would overflow 40 option bytes are trimmed by the layer, as Linux
+// trims them.
+//
+// Counters, per-connection state and key rotation (Conn by 4-tuple, then
+// SetCurrent / SetRNext) are the layer's: [Endpoint.Layer].
+//
+// RSTs (packetauth's choice, tested here): netstack answers a segment for
+// no connection, or a SYN to a closed port, with a RST. To a TCP-MD5 peer
+// that RST is signed like any segment (MD5 needs no ISNs), so the peer
+// sees "connection refused". To a TCP-AO peer it belongs to no connection
+// the layer can sign for (no ISNs, or only the peer's), so the layer drops
+// it (packetauth.ErrNoConn, counted) and the peer's own timers end its
+// side, as RFC 5925 section 7.7 has it for a RST that cannot be signed. A
+// covered peer's segment for no tracked connection never reaches netstack:
+// the layer drops it first, so netstack has nothing to answer.
 package netstack
