@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/linuxmd5"
+	"github.com/tcpsig/tcpsig/internal/harness/kstat"
+	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
@@ -28,7 +29,7 @@ const (
 func needMD5(t *testing.T) {
 	t.Helper()
 	needRoot(t)
-	if err := linuxmd5.Supported(); errors.Is(err, linuxmd5.ErrNotSupported) {
+	if err := linuxsock.ProbeMD5(); errors.Is(err, linuxsock.ErrNoMD5) {
 		t.Skip("no CONFIG_TCP_MD5SIG: ", err)
 	} else if err != nil {
 		t.Fatal(err)
@@ -76,7 +77,7 @@ func bulkSize() int64 {
 // each side received exactly the other's stream.
 func transfer(k *kernelNet, accept bool, n int64, kernelKey []byte) error {
 	kaddr, naddr := netip.AddrPortFrom(k.kaddr, kPort), netip.AddrPortFrom(k.naddr, gonetPrt)
-	key := linuxmd5.Key{Peer: netip.PrefixFrom(k.naddr, k.naddr.BitLen()), Key: kernelKey}
+	keys := linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(k.naddr, k.naddr.BitLen()), Key: kernelKey}}}
 	type result struct {
 		sent, got digest
 		err       error
@@ -101,14 +102,16 @@ func transfer(k *kernelNet, accept bool, n int64, kernelKey []byte) error {
 			}
 			run(c.(*gonet.TCPConn), 1, nc)
 		}()
-		d := net.Dialer{Control: linuxmd5.Control(key), Timeout: 20 * time.Second, KeepAlive: -1}
+		d := linuxsock.Dialer(keys)
+		d.Timeout, d.KeepAlive = 20*time.Second, -1
 		c, err := d.Dial("tcp", naddr.String())
 		if err != nil {
 			return fmt.Errorf("kernel dial: %w", err)
 		}
 		go run(c.(*net.TCPConn), 2, kc)
 	} else {
-		lc := net.ListenConfig{Control: linuxmd5.Control(key), KeepAlive: -1}
+		lc := linuxsock.ListenConfig(keys)
+		lc.KeepAlive = -1
 		ln, err := lc.Listen(context.Background(), "tcp", kaddr.String())
 		if err != nil {
 			return err
@@ -157,14 +160,14 @@ func TestKernelMD5(t *testing.T) {
 				var ep *Endpoint
 				inKernelNet(t, false, wrapWith(t, layer, &ep), func(k *kernelNet) error {
 					k.tap.drop.Store(drop)
-					before, err := linuxmd5.ReadCounters()
+					before, err := kstat.ReadMD5()
 					if err != nil {
 						return err
 					}
 					if err := transfer(k, accept, n, []byte(md5Key)); err != nil {
 						return err
 					}
-					after, err := linuxmd5.ReadCounters()
+					after, err := kstat.ReadMD5()
 					if err != nil {
 						return err
 					}
@@ -203,14 +206,13 @@ func TestKernelMD5WrongKey(t *testing.T) {
 		layer := md5Layer(t, kp.Addr(), wrongKey)
 		var ep *Endpoint
 		inKernelNet(t, false, wrapWith(t, layer, &ep), func(k *kernelNet) error {
-			key := linuxmd5.Key{Peer: netip.PrefixFrom(naddr, 32), Key: []byte(md5Key)}
-			lc := net.ListenConfig{Control: linuxmd5.Control(key)}
+			lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(naddr, 32), Key: []byte(md5Key)}}})
 			ln, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(k.kaddr, kPort).String())
 			if err != nil {
 				return err
 			}
 			defer ln.Close()
-			before, err := linuxmd5.ReadCounters()
+			before, err := kstat.ReadMD5()
 			if err != nil {
 				return err
 			}
@@ -219,7 +221,7 @@ func TestKernelMD5WrongKey(t *testing.T) {
 				return errors.New("gonet connected with a wrong key")
 			}
 			time.Sleep(100 * time.Millisecond) // the last SYN's way through the kernel
-			after, err := linuxmd5.ReadCounters()
+			after, err := kstat.ReadMD5()
 			if err != nil {
 				return err
 			}
@@ -230,7 +232,7 @@ func TestKernelMD5WrongKey(t *testing.T) {
 				return fmt.Errorf("want >= 2 signed SYNs, got %+v", out)
 			case after.Failure-before.Failure != uint64(out.SYNs):
 				return fmt.Errorf("TCPMD5Failure rose by %d for %d SYNs", after.Failure-before.Failure, out.SYNs)
-			case linuxmd5.Pending(ln.(*net.TCPListener)):
+			case kstat.Pending(ln.(*net.TCPListener)):
 				return errors.New("the kernel listener has a connection")
 			}
 			return nil
@@ -254,8 +256,8 @@ func TestKernelMD5WrongKey(t *testing.T) {
 				}
 				accepted <- nil
 			}()
-			key := linuxmd5.Key{Peer: netip.PrefixFrom(k.naddr, 32), Key: []byte(wrongKey)}
-			d := net.Dialer{Control: linuxmd5.Control(key), Timeout: 4 * time.Second}
+			d := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(k.naddr, 32), Key: []byte(wrongKey)}}})
+			d.Timeout = 4 * time.Second
 			if c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt).String()); err == nil {
 				c.Close()
 				return errors.New("the kernel connected with a wrong key")
