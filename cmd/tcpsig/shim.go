@@ -4,11 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/netip"
-
-	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/keyfile"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 const shimUsage = `usage: tcpsig shim -keys FILE [-queue N] [-status SOCK] [-state FILE] [-v]
@@ -69,38 +64,4 @@ func parseShimFlags(args []string, stderr io.Writer) (shimFlags, int, bool) {
 		return f, failf(stderr, "shim: -queue %d: want 0..65535", f.queue), false
 	}
 	return f, 0, true
-}
-
-// shimKeys is a keys file as the shim uses it: the MKTs and MD5 keys in
-// file order, and the peer prefixes they cover.
-type shimKeys struct {
-	AO    []ao.Config
-	MD5   []md5sig.Config
-	Peers []netip.Prefix
-}
-
-// loadShimKeys reads and validates the keys file at path.
-func loadShimKeys(path string) (*shimKeys, error) {
-	kf, err := keyfile.Load(path)
-	if err != nil {
-		return nil, err
-	}
-	k := &shimKeys{}
-	seen := map[netip.Prefix]bool{}
-	peer := func(p netip.Prefix) {
-		p = p.Masked()
-		if !seen[p] {
-			seen[p] = true
-			k.Peers = append(k.Peers, p)
-		}
-	}
-	for _, e := range kf.AO {
-		k.AO = append(k.AO, e.Config)
-		peer(e.Config.Peer)
-	}
-	for _, e := range kf.MD5 {
-		k.MD5 = append(k.MD5, e.Config)
-		peer(e.Config.Peer)
-	}
-	return k, nil
 }

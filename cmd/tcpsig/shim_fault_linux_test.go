@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpsig/tcpsig/internal/shim"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
@@ -118,7 +119,7 @@ func TestShimKillMD5(t *testing.T) {
 	nsA, nsB := newPair(t)
 	dir := shortDir(t)
 	keys := writeKeys(t, dir, "keys.json", fmtKeysMD5(addrA4, secret))
-	shim, sock := startShim(t, nsB, dir, "-keys", keys, "-queue", "42")
+	sh, sock := startShim(t, nsB, dir, "-keys", keys, "-queue", "42")
 	before := md5Counters(t, nsA)
 	const size = 16 << 20
 	tr := startTransfer(t, nsA, nsB, linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}}), size)
@@ -128,10 +129,10 @@ func TestShimKillMD5(t *testing.T) {
 	// reader bound to the queue the kernel drops what they queue.
 	second := tr.send(size/2, size)
 	time.Sleep(20 * time.Millisecond)
-	if err := shim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := sh.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-shim.done
+	<-sh.done
 	if !rulesExist(t, nsB, "tcpsig-shim-42") {
 		t.Fatal("no rules left by the killed shim: the test shows nothing")
 	}
@@ -204,7 +205,7 @@ func TestShimKillAOState(t *testing.T) {
 	// Without the state: reported, not resumed.
 	second := tr.send(size/2, size)
 	blind, sockBlind := startShim(t, nsB, dirB, "-keys", keysB, "-queue", "43")
-	var st shimStatus
+	var st shim.Status
 	if !waitFor(30*time.Second, func() bool {
 		var err error
 		st, err = shimStatusOf(sockBlind)

@@ -20,6 +20,7 @@ import (
 	"github.com/tcpsig/tcpsig/internal/harness/kstat"
 	"github.com/tcpsig/tcpsig/internal/harness/netns"
 	"github.com/tcpsig/tcpsig/internal/nfrules"
+	"github.com/tcpsig/tcpsig/internal/shim"
 )
 
 // The shim tests run BIRD, tcpsig shim (this test binary, re-executed) and
@@ -207,8 +208,8 @@ func startShim(t *testing.T, n *ns, dir string, args ...string) (*proc, string) 
 	}
 }
 
-func shimStatusOf(sock string) (shimStatus, error) {
-	var st shimStatus
+func shimStatusOf(sock string) (shim.Status, error) {
+	var st shim.Status
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		return st, err

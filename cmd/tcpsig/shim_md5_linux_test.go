@@ -36,7 +36,7 @@ func TestBIRDMD5Shim(t *testing.T) {
 						shimKey = "not-the-secret"
 					}
 					keys := writeKeys(t, dir, "keys.json", fmtKeysMD5(sa.me, shimKey))
-					shim, sock := startShim(t, nsB, dir, "-keys", keys, "-queue", "41")
+					sh, sock := startShim(t, nsB, dir, "-keys", keys, "-queue", "41")
 					before := md5Counters(t, nsA)
 					b := startBIRD(t, nsB, dir, "b", sb)
 					a := startBIRD(t, nsA, dir, "a", sa)
@@ -81,7 +81,7 @@ func TestBIRDMD5Shim(t *testing.T) {
 						}
 						t.Logf("wrong key: never Established; A's kernel TCPMD5Failure %d -> %d; shim dropped %d for a bad MAC", before.Failure, after.Failure, st.Counters.Dropped.BadMAC)
 					}
-					if err := shim.stop(t); err != nil {
+					if err := sh.stop(t); err != nil {
 						t.Errorf("shim exit on SIGTERM: %v", err)
 					}
 					if rulesExist(t, nsB, "tcpsig-shim-41") {
