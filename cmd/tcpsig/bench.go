@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,10 +86,28 @@ func (a *algList) Set(s string) error {
 	}
 	alg, err := mac.Lookup(s)
 	if err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), "mac: "))
+		return fmt.Errorf("unknown algorithm %q (known: %s, md5)", s, strings.Join(mac.Names(), ", "))
 	}
 	*a = append(*a, alg.Name())
 	return nil
+}
+
+// minBenchTime is the shortest -time: below it, starting the goroutines
+// of a measurement takes longer than the measurement.
+const minBenchTime = time.Millisecond
+
+// gbps formats a throughput with three significant digits, so that a
+// slow cell never reads 0.00.
+func gbps(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // runBench is "tcpsig bench".
@@ -110,8 +129,8 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	if len(rest) > 0 {
 		return failf(stderr, "bench: unexpected argument %q (see tcpsig help)", rest[0])
 	}
-	if *d <= 0 {
-		return failf(stderr, "bench: -time must be positive")
+	if *d < minBenchTime {
+		return failf(stderr, "bench: -time %v is too short to measure anything: at least %v", *d, minBenchTime)
 	}
 	if len(algs) == 0 {
 		algs = append(mac.Names(), "md5")
@@ -130,7 +149,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, row, "ALGORITHM", "BACKEND", "OP", "PAYLOAD", "NS/SEGMENT", "GBIT/S 1 CORE", fmt.Sprintf("GBIT/S %d CORES", cpu.GOMAXPROCS))
 		emit = func(r benchRow) {
 			fmt.Fprintf(stdout, row, r.Alg, r.Backend, r.Op, fmt.Sprint(r.Payload), fmt.Sprintf("%.0f", r.NsPerSegment),
-				fmt.Sprintf("%.2f", r.Gbps1), fmt.Sprintf("%.2f", r.GbpsAll))
+				gbps(r.Gbps1), gbps(r.GbpsAll))
 		}
 	}
 	for _, alg := range algs {

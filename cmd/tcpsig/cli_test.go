@@ -143,7 +143,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"verify", "-keys", k}, "no CAPTURE"},
 		{[]string{"verify", "-keys", filepath.Join(t.TempDir(), "none.json"), "c.pcap"}, "none.json: no such file"},
 		{[]string{"bench", "extra"}, `unexpected argument "extra"`},
-		{[]string{"bench", "-time", "0s"}, "-time must be positive"},
+		{[]string{"bench", "-time", "0s"}, "-time 0s is too short"},
 		{[]string{"bench", "-alg", "sha1"}, `unknown algorithm "sha1"`},
 	} {
 		code, _, errOut := cli(t, tc.args...)
@@ -323,5 +323,29 @@ func TestDemoCommandWorks(t *testing.T) {
 	code, out, errOut := cli(t, args...)
 	if code != 0 || !strings.Contains(out, "49 segments judged: 49 good") {
 		t.Fatalf("%q: exit %d %s\n%s", args, code, errOut, out)
+	}
+}
+
+// Issue 14 item 8: bench's help says the CPU object comes first (it
+// does), the -alg error lists md5 (which -alg accepts), and a -time too
+// short to measure is refused instead of printing 0.00 Gbit/s; small
+// throughputs keep three significant digits.
+func TestBenchFixes(t *testing.T) {
+	_, help, _ := cli(t, "help")
+	if !strings.Contains(help, "the CPU as one JSON object, then one per measurement") {
+		t.Errorf("help does not say the CPU object comes first:\n%s", help)
+	}
+	code, _, errOut := cli(t, "bench", "-alg", "sha1")
+	if code != 2 || !strings.Contains(errOut, ", md5)") || !strings.Contains(errOut, "hmac(sha1)") {
+		t.Errorf("-alg sha1: exit %d %q", code, errOut)
+	}
+	code, _, errOut = cli(t, "bench", "-time", "1ns", "-alg", "md5")
+	if code != 2 || !strings.Contains(errOut, "-time 1ns is too short to measure anything: at least 1ms") {
+		t.Errorf("-time 1ns: exit %d %q", code, errOut)
+	}
+	for v, want := range map[float64]string{123.4: "123", 12.34: "12.3", 1.234: "1.23", 0.01234: "0.0123", 0.0004: "0.0004"} {
+		if got := gbps(v); got != want {
+			t.Errorf("gbps(%v) = %q, want %q", v, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@
 //
 //	tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
 //	tcpsig bench [-json] [-time D] [-alg NAME]
+//	tcpsig version
 //
 // Run "tcpsig help" for the details.
 package main
@@ -21,6 +22,7 @@ Usage:
 
   tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
   tcpsig bench [-json] [-time D] [-alg NAME]
+  tcpsig version
   tcpsig help
 
 verify judges every segment that carries a TCP-AO or TCP-MD5 option, and
@@ -57,9 +59,13 @@ bench measures signing and verifying per algorithm, payload size (0, 64,
 536, 1448, 8948 bytes) and pool backend (clone, rekey), on one core and on
 all cores.
 
-  -json        one JSON object per measurement, then the CPU
-  -time D      how long to run each measurement (default 30ms)
-  -alg NAME    only this algorithm (repeatable)
+  -json        the CPU as one JSON object, then one per measurement
+  -time D      how long to run each measurement (default 30ms, at least 1ms)
+  -alg NAME    only this algorithm (repeatable): a TCP-AO algorithm's Linux or
+               RFC 5926 name, or md5 for TCP-MD5
+
+version prints the module version, the commit it was built from and the Go
+version.
 `
 
 func main() {
@@ -69,20 +75,23 @@ func main() {
 // run is the command: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return failf(stderr, "needs a command: verify, bench or help (tcpsig help for usage)")
+		return failf(stderr, "needs a command: verify, bench, version or help (tcpsig help for usage)")
 	}
 	switch args[0] {
 	case "verify":
 		return runVerify(args[1:], stdout, stderr)
 	case "bench":
 		return runBench(args[1:], stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version())
+		return 0
 	case "shim":
 		return runShim(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "tcpsig: unknown command %q: want verify, bench or help\n", args[0])
+	fmt.Fprintf(stderr, "tcpsig: unknown command %q: want verify, bench, version or help\n", args[0])
 	return 2
 }
 
