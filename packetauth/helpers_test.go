@@ -44,6 +44,17 @@ func aoRing(t testing.TB, peer netip.Addr, maclen int, mkts ...struct {
 	return r
 }
 
+// aoRingAlg returns a keyring with one MKT of algorithm alg for peer.
+func aoRingAlg(t testing.TB, peer netip.Addr, alg string, send, recv uint8) *ao.Keyring {
+	t.Helper()
+	r := ao.NewKeyring(nil)
+	if _, err := r.Add(ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: send, RecvID: recv,
+		Algorithm: alg, Key: []byte("sixteen byte key"), MACLen: 12}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 type mkt = struct {
 	send, recv uint8
 	key        string
