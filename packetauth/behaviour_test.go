@@ -33,6 +33,10 @@ var (
 	payload = []byte("BGP OPEN")
 )
 
+// netstackSYN is the option list of a netstack SYN: MSS, NOP NOP TS,
+// NOP WS, NOP NOP SACK-permitted: 24 bytes.
+var netstackSYN = []byte{2, 4, 5, 0xb4, 1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 0, 1, 3, 3, 7, 1, 1, 4, 2}
+
 // sackN is sack3 cut to n blocks, its length byte set to match.
 func sackN(n int) []byte {
 	o := slices.Clone(sack3[:4+8*n])
@@ -41,10 +45,11 @@ func sackN(n int) []byte {
 }
 
 // TestSACKTrim: a segment whose TS and three SACK blocks fill the 40
-// option bytes leaves with as many blocks as fit beside the option, the
-// way Linux's tcp_established_options counts them: one beside a 16-byte
-// TCP-AO option and TS, none beside MD5 and TS (the SACK option then goes
-// with its NOPs). The peer verifies either.
+// option bytes leaves with as many blocks as fit beside the option: one
+// beside a 16-byte TCP-AO option and TS, as Linux's
+// tcp_established_options counts them; beside MD5 and TS, where Linux
+// sends none, one too, once the aligning NOPs are packed away. The peer
+// verifies either.
 func TestSACKTrim(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -52,7 +57,7 @@ func TestSACKTrim(t *testing.T) {
 		want []byte // the options after the authentication option
 	}{
 		{"ao-maclen12", aoPair(t, false, "k", "k"), slices.Concat(tsOpt, sackN(1))},
-		{"md5", newPair(t, true, Config{MD5: md5Ring(t, addrB6, "m")}, Config{MD5: md5Ring(t, addrA6, "m")}), tsOpt},
+		{"md5", newPair(t, true, Config{MD5: md5Ring(t, addrB6, "m")}, Config{MD5: md5Ring(t, addrA6, "m")}), slices.Concat(tsOpt[2:], sackN(1)[2:])},
 	} {
 		c.p.handshake()
 		wire, got := c.p.send(c.p.a, c.p.b, segment.ACK, payload, tsOpt, sack3)
@@ -74,6 +79,27 @@ func TestSACKTrim(t *testing.T) {
 	}
 }
 
+// TestNetstackSYNFits: netstack's SYN options (24 bytes with their NOPs)
+// beside MD5's 20 bytes, or a 16-byte MAC's 20, do not fit as laid out;
+// packed they do, and the peer verifies the SYN with every option there.
+func TestNetstackSYNFits(t *testing.T) {
+	for _, p := range []*pair{
+		newPair(t, false, Config{MD5: md5Ring(t, addrB4, "m")}, Config{MD5: md5Ring(t, addrA4, "m")}),
+		newPair(t, true, Config{AO: aoRingMAC(t, addrB6, 16)}, Config{AO: aoRingMAC(t, addrA6, 16)}),
+	} {
+		wire, got := p.send(p.a, p.b, segment.SYN, nil, netstackSYN)
+		if o := options(t, wire); len(o) != 40 {
+			t.Fatalf("%d option bytes", len(o))
+		}
+		o := options(t, got)
+		for _, want := range [][]byte{{2, 4, 5, 0xa0}, {8, 10, 0, 0, 0, 9, 0, 0, 0, 0}, {3, 3, 7}, {4, 2}} {
+			if !bytes.Contains(o, want) {
+				t.Fatalf("delivered SYN options %x lack %x", o, want)
+			}
+		}
+	}
+}
+
 // TestFitOptions covers what the trimming leaves and what it refuses.
 func TestFitOptions(t *testing.T) {
 	for _, c := range []struct {
@@ -85,14 +111,17 @@ func TestFitOptions(t *testing.T) {
 	}{
 		{"fits", tsOpt, 24, tsOpt, nil},
 		{"two blocks left", sack3, 20, sackN(2), nil},
-		{"none left", slices.Concat(tsOpt, sack3), 20, tsOpt, nil},
+		{"one left once packed", slices.Concat(tsOpt, sack3), 20, slices.Concat(tsOpt[2:], sackN(1)[2:]), nil},
+		{"none left", slices.Concat(tsOpt, sack3), 19, tsOpt, nil},
+		{"netstack's SYN beside MD5", netstackSYN, 20, []byte{2, 4, 5, 0xb4, 8, 10, 0, 0, 0, 9, 0, 0, 0, 0, 3, 3, 7, 4, 2}, nil},
 		{"SACK first", slices.Concat(sack3, tsOpt), 24, slices.Concat(sackN(1), tsOpt), nil},
-		{"no SACK to drop", slices.Concat(tsOpt, tsOpt), 20, nil, ErrNoRoom},
-		{"too much besides SACK", slices.Concat(tsOpt, tsOpt, sackN(1)), 20, nil, ErrNoRoom},
+		{"no SACK to drop", slices.Concat(tsOpt, tsOpt, tsOpt), 20, nil, ErrNoRoom},
+		{"too much besides SACK", slices.Concat(tsOpt, tsOpt, sackN(1)), 19, nil, ErrNoRoom},
 		{"bad length", []byte{1, 1, 5, 30, 0, 0}, 2, nil, ErrOptions},
 		{"length 0", []byte{8, 0, 1, 1}, 2, nil, ErrOptions},
 		{"EOL ends the walk", []byte{5, 10, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0}, 4, []byte{0, 0}, nil},
-		{"malformed after EOL is not read", []byte{0, 5, 99, 1, 1, 1}, 4, nil, ErrNoRoom},
+		{"packing drops EOL", []byte{1, 1, 8, 10, 0, 0, 0, 9, 0, 0, 0, 7, 0, 0}, 11, tsOpt[2:], nil},
+		{"malformed after EOL is not read", []byte{0, 5, 99, 1, 1, 1}, 4, []byte{}, nil},
 	} {
 		var buf [40]byte
 		got, err := fitOptions(buf[:0], c.old, c.room)

@@ -55,6 +55,17 @@ func aoRingAlg(t testing.TB, peer netip.Addr, alg string, send, recv uint8) *ao.
 	return r
 }
 
+// aoRingMAC returns a keyring with MKT 1/2 for peer, MACs of maclen bytes.
+func aoRingMAC(t testing.TB, peer netip.Addr, maclen int) *ao.Keyring {
+	t.Helper()
+	r := ao.NewKeyring(nil)
+	if _, err := r.Add(ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: 1, RecvID: 1,
+		Algorithm: "hmac(sha256)", Key: []byte("k"), MACLen: maclen}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 type mkt = struct {
 	send, recv uint8
 	key        string
