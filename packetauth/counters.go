@@ -100,10 +100,10 @@ type ConnInfo struct {
 	Kind                Kind
 	State               State
 	LocalISN, RemoteISN uint32
-	SendSNE, RecvSNE    uint32 // SNE of the highest sequence number signed / verified
-	CurrentKeyID        uint8  // the current MKT's SendID: the KeyID we send
-	RNextKeyID          uint8  // the RNext MKT's RecvID: the RNextKeyID we send
-	Signed, Verified    uint64 // this connection's packets
-	Dropped             uint64 // this connection's refused inbound packets
-	LastSeen            time.Time
+	SendSNE, RecvSNE    uint32    // SNE of the highest sequence number signed / verified
+	CurrentKeyID        uint8     // the current MKT's SendID: the KeyID we send
+	RNextKeyID          uint8     // the RNext MKT's RecvID: the RNextKeyID we send
+	Signed, Verified    uint64    // this connection's packets
+	Dropped             uint64    // this connection's refused inbound packets
+	LastSeen            time.Time // when created, or the last Expire that found packets since the one before
 }

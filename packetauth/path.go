@@ -55,11 +55,10 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 	h := seg.Header
 	flags := h.Flags()
 	t := tuple{seg.Src.As16(), seg.Dst.As16(), h.SrcPort(), h.DstPort()}
-	now := time.Now().UnixNano()
 	for try := 0; try < 2; try++ {
 		sh, c := l.lookup(&t)
 		if c != nil && !(c.kind == KindAO && newClient(c, flags, h.Seq())) {
-			out, free, err := l.outConn(sh, c, dst, pkt, &seg, now)
+			out, free, err := l.outConn(sh, c, dst, pkt, &seg)
 			sh.mu.RUnlock()
 			if free {
 				l.remove(&t, c)
@@ -77,7 +76,7 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 		case l.closed.Load():
 			return nil, l.drop(sh, nil, ErrClosed)
 		case flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST) && try == 0:
-			if err := l.startClient(kind, &t, &seg, now); err != nil {
+			if err := l.startClient(kind, &t, &seg); err != nil {
 				return nil, l.drop(sh, nil, err)
 			}
 			continue // sign it as the new connection's
@@ -101,11 +100,12 @@ func newClient(c *conn, flags segment.Flags, seq uint32) bool {
 }
 
 // startClient tracks a connection the local stack opens with seg, a SYN.
-func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment, now int64) error {
+func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment) error {
+	now := time.Now()
 	h := seg.Header
 	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Src, h.SrcPort()), remote: netip.AddrPortFrom(seg.Dst, h.DstPort())}
 	c.lisn.Store(h.Seq())
-	c.last.Store(now)
+	c.touch(now)
 	c.state.Store(uint32(StateSynSent))
 	if kind == KindAO {
 		ep := ao.Endpoint{Local: c.local, Remote: c.remote, L3Index: l.cfg.L3Index, LocalISN: h.Seq()}
@@ -113,7 +113,7 @@ func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment, now int64
 			return err
 		}
 	}
-	if err := l.insert(t, c, time.Unix(0, now)); err != nil {
+	if err := l.insert(t, c, now); err != nil {
 		c.close()
 		return err
 	}
@@ -122,8 +122,8 @@ func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment, now int64
 
 // outConn signs seg for its tracked connection c (its shard read-locked)
 // and reports whether c is to be freed.
-func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segment, now int64) ([]byte, bool, error) {
-	c.last.Store(now)
+func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segment) ([]byte, bool, error) {
+	c.seen()
 	flags := seg.Header.Flags()
 	var (
 		out []byte
@@ -153,7 +153,7 @@ func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segmen
 	}
 	c.signed.Add(1)
 	sh.signed.Add(1)
-	return out, c.track(flags, finOut, now), nil
+	return out, c.track(flags, finOut), nil
 }
 
 // completeServer gives a server connection its local ISN, from the
@@ -177,13 +177,13 @@ func (l *Layer) completeServer(c *conn, isn uint32) error {
 
 // track follows FIN and RST on a segment that passed in direction dir
 // (finOut or finIn) and reports whether the connection is to be freed.
-func (c *conn) track(flags segment.Flags, dir uint32, now int64) bool {
+func (c *conn) track(flags segment.Flags, dir uint32) bool {
 	if flags.Has(segment.RST) {
 		return true
 	}
 	if flags.Has(segment.FIN) && c.fins.Or(dir)|dir == finOut|finIn {
 		if c.state.CompareAndSwap(uint32(StateEstablished), uint32(StateClosing)) {
-			c.closedAt.Store(now)
+			c.closedAt.Store(time.Now().UnixNano())
 		}
 	}
 	return false
@@ -300,7 +300,6 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	flags := h.Flags()
 	synOnly := flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST)
 	t := tuple{seg.Dst.As16(), seg.Src.As16(), h.DstPort(), h.SrcPort()}
-	now := time.Now().UnixNano()
 	sh, c := l.lookup(&t)
 	if c != nil && !(c.kind == KindAO && synOnly && newServer(c, h.Seq())) {
 		err := l.verifyConn(c, &seg)
@@ -308,11 +307,11 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 		if err != nil {
 			return nil, l.drop(sh, c, err)
 		}
-		c.last.Store(now)
+		c.seen()
 		c.verified.Add(1)
 		sh.verified.Add(1)
 		out := l.strip(dst, pkt, &seg)
-		if c.track(flags, finIn, now) {
+		if c.track(flags, finIn) {
 			l.remove(&t, c)
 		}
 		return out, nil
@@ -334,7 +333,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 			return nil, l.drop(sh, nil, unsigned(err))
 		}
 		if synOnly {
-			if err := l.startServer(KindMD5, &t, &seg, now); err != nil {
+			if err := l.startServer(KindMD5, &t, &seg); err != nil {
 				return nil, l.drop(sh, nil, err)
 			}
 		}
@@ -343,7 +342,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	case !synOnly:
 		return nil, l.drop(sh, nil, ErrNoConn)
 	default:
-		if err := l.startServer(KindAO, &t, &seg, now); err != nil {
+		if err := l.startServer(KindAO, &t, &seg); err != nil {
 			return nil, l.drop(sh, nil, err)
 		}
 	}
@@ -366,11 +365,12 @@ func newServer(c *conn, seq uint32) bool {
 
 // startServer verifies a SYN (TCP-AO: as ao.Listener.Accept; MD5: done
 // by the caller) and tracks the connection it starts.
-func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment, now int64) error {
+func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment) error {
+	now := time.Now()
 	h := seg.Header
 	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Dst, h.DstPort()), remote: netip.AddrPortFrom(seg.Src, h.SrcPort())}
 	c.risn.Store(h.Seq())
-	c.last.Store(now)
+	c.touch(now)
 	c.state.Store(uint32(StateSynReceived))
 	if kind == KindAO {
 		signed, err := l.listener.Accept(seg, 0, &c.ao)
@@ -385,7 +385,7 @@ func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment, now int64
 		c.state.Store(uint32(StateEstablished)) // MD5 needs no ISN
 	}
 	c.verified.Add(1)
-	if err := l.insert(t, c, time.Unix(0, now)); err != nil {
+	if err := l.insert(t, c, now); err != nil {
 		c.close()
 		return err
 	}

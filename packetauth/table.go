@@ -46,7 +46,8 @@ type conn struct {
 	local, remote netip.AddrPort
 	state         atomic.Uint32 // a State
 	fins          atomic.Uint32 // finOut | finIn
-	last          atomic.Int64  // UnixNano of the last packet
+	last          atomic.Int64  // UnixNano: when created, or the last Expire that found it active
+	active        atomic.Bool   // a packet since the last Expire
 	closedAt      atomic.Int64  // UnixNano when FIN was seen both ways
 	lisn, risn    atomic.Uint32 // the ISNs of the SYNs seen (our ISN from our SYN or SYN-ACK)
 
@@ -62,6 +63,21 @@ const (
 )
 
 func (c *conn) State() State { return State(c.state.Load()) }
+
+// seen marks c active: a load, and a store only when Expire has cleared
+// the mark, so the per-packet path neither reads the clock nor writes a
+// cache line both directions share.
+func (c *conn) seen() {
+	if !c.active.Load() {
+		c.active.Store(true)
+	}
+}
+
+// touch sets c's last-seen time and marks it active.
+func (c *conn) touch(now time.Time) {
+	c.last.Store(now.UnixNano())
+	c.active.Store(true)
+}
 
 // close releases the connection's keys; the caller removed it from the
 // table under the shard's write lock, so no packet is using it.
@@ -125,7 +141,10 @@ func (l *Layer) remove(t *tuple, c *conn) {
 
 // Expire forgets connections idle since before now−Idle, and those closed
 // by FIN both ways since before now−TimeWait. Front ends call it from a
-// ticker; a new connection that finds the table full calls it too.
+// ticker; a new connection that finds the table full calls it too. The
+// packet paths do not read the clock: a connection that had a packet since
+// the previous Expire counts as seen at now, so idleness is measured in
+// Expire periods (tick well below Idle).
 func (l *Layer) Expire(now time.Time) {
 	if l == nil {
 		return
@@ -136,6 +155,9 @@ func (l *Layer) Expire(now time.Time) {
 		sh := &l.shards[i]
 		sh.mu.Lock()
 		for t, c := range sh.conns {
+			if c.active.Swap(false) {
+				c.last.Store(now.UnixNano())
+			}
 			switch {
 			case c.last.Load() < idle:
 				l.expired.Add(1)
@@ -261,7 +283,7 @@ func (l *Layer) Seed(local, remote netip.AddrPort, st ao.RepairState) error {
 		}
 	}
 	now := time.Now()
-	c.last.Store(now.UnixNano())
+	c.touch(now)
 	c.state.Store(uint32(StateEstablished))
 	t := tupleOf(local, remote)
 	if err := l.insert(&t, c, now); err != nil {
