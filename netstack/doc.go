@@ -23,12 +23,12 @@
 // SetCurrent / SetRNext) are the layer's: [Endpoint.Layer].
 //
 // RSTs (packetauth's choice, tested here): netstack answers a segment for
-// no connection, or a SYN to a closed port, with a RST. To a TCP-MD5 peer
-// that RST is signed like any segment (MD5 needs no ISNs), so the peer
-// sees "connection refused". To a TCP-AO peer it belongs to no connection
-// the layer can sign for (no ISNs, or only the peer's), so the layer drops
-// it (packetauth.ErrNoConn, counted) and the peer's own timers end its
-// side, as RFC 5925 section 7.7 has it for a RST that cannot be signed. A
-// covered peer's segment for no tracked connection never reaches netstack:
-// the layer drops it first, so netstack has nothing to answer.
+// no connection, or a SYN to a closed port, with a RST. TCP-MD5 needs no
+// ISNs: such a RST is signed like any segment, so the peer sees
+// "connection refused", as from Linux. A TCP-AO RST needs both ISNs: for
+// a connection the layer does not track, or one whose SYN it verified but
+// netstack refused, it cannot be signed, and the layer drops it
+// (packetauth.ErrNoConn, counted); the peer's own timers end its side (RFC
+// 5925 section 7.7). A TCP-AO peer's segment for no tracked connection
+// cannot be verified, so the layer drops it before netstack could answer.
 package netstack

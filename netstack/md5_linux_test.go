@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"testing"
 	"time"
 
@@ -276,5 +277,43 @@ func TestKernelMD5WrongKey(t *testing.T) {
 			}
 			return nil
 		})
+	})
+}
+
+// TestKernelMD5ClosedPort: a kernel socket dials a port of the gVisor
+// stack where nothing listens; netstack's RST goes out signed, the kernel
+// accepts it (ECONNREFUSED, TCPMD5Failure unchanged).
+func TestKernelMD5ClosedPort(t *testing.T) {
+	needMD5(t)
+	kp, _ := addrs(false)
+	layer := md5Layer(t, kp.Addr(), md5Key)
+	var ep *Endpoint
+	inKernelNet(t, false, wrapWith(t, layer, &ep), func(k *kernelNet) error {
+		before, err := kstat.ReadMD5()
+		if err != nil {
+			return err
+		}
+		d := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(k.naddr, 32), Key: []byte(md5Key)}}})
+		d.Timeout = 4 * time.Second
+		c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt+1).String())
+		if err == nil {
+			c.Close()
+			return errors.New("connected to a closed port")
+		}
+		after, rerr := kstat.ReadMD5()
+		if rerr != nil {
+			return rerr
+		}
+		out, c2 := k.tap.out.stats(), layer.Counters()
+		t.Logf("kernel dial: %v; packets to the kernel %+v; layer %+v", err, out, c2)
+		switch {
+		case !errors.Is(err, syscall.ECONNREFUSED):
+			return fmt.Errorf("want ECONNREFUSED, got %w", err)
+		case after != before:
+			return fmt.Errorf("kernel refused segments: %+v, then %+v", before, after)
+		case out.Packets != 1 || out.Signed != 1 || c2.Signed != 1:
+			return fmt.Errorf("want one signed RST: %+v", out)
+		}
+		return nil
 	})
 }

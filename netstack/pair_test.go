@@ -47,9 +47,14 @@ func pairLayers(alg string) (la, lb *packetauth.Layer, err error) {
 				return nil, err
 			}
 		default:
+			// Two MKTs, KeyIDs 1 and 2, for rotations; 1 is added last,
+			// so it starts as the current key.
 			cfg.AO = ao.NewKeyring(nil)
-			if _, err := cfg.AO.Add(ao.Config{Peer: p, SendID: 1, RecvID: 1, Algorithm: alg, Key: []byte("tcpsig netstack ao key")}); err != nil {
-				return nil, err
+			for _, id := range []uint8{2, 1} {
+				key := fmt.Sprintf("tcpsig netstack ao key %d", id)
+				if _, err := cfg.AO.Add(ao.Config{Peer: p, SendID: id, RecvID: id, Algorithm: alg, Key: []byte(key)}); err != nil {
+					return nil, err
+				}
 			}
 		}
 		return packetauth.New(cfg)
