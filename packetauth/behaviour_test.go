@@ -445,8 +445,14 @@ func TestRotationThroughConn(t *testing.T) {
 	if k, _ := keyIDs(w); k != 12 {
 		t.Fatalf("B did not follow A's RNextKeyID: KeyID %d", k)
 	}
-	if err := ca.SetCurrent(1); err != nil {
+	if err := p.a.l.SetCurrent(p.a.ap, p.b.ap, 1); err != nil {
 		t.Fatal(err)
+	}
+	if err := p.a.l.SetCurrent(p.a.ap, p.b.ap, 99); !errors.Is(err, ao.ErrNoSuchKey) {
+		t.Fatalf("SetCurrent(99): %v", err)
+	}
+	if err := p.a.l.SetRNext(p.b.ap, p.a.ap, 2); !errors.Is(err, ErrNoConn) {
+		t.Fatalf("SetRNext on no connection: %v", err)
 	}
 	w, _ = p.send(p.a, p.b, segment.ACK, nil)
 	if k, _ := keyIDs(w); k != 1 {
@@ -513,6 +519,9 @@ func TestMisuse(t *testing.T) {
 	if err := nl.Seed(netip.AddrPort{}, netip.AddrPort{}, ao.RepairState{}); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
 	}
+	if err := nl.SetCurrent(netip.AddrPort{}, netip.AddrPort{}, 1); !errors.Is(err, ErrConfig) {
+		t.Fatal(err)
+	}
 	nl.Expire(time.Now())
 	nl.Close()
 	nl.Conns(func(ConnInfo) bool { return true })
@@ -536,5 +545,65 @@ func TestMisuse(t *testing.T) {
 	l.Close()
 	if _, err := l.Outbound(nil, pkt); !errors.Is(err, ErrClosed) {
 		t.Fatalf("after Close: %v", err)
+	}
+}
+
+// icmpFor returns an ICMP(v6) destination unreachable of the given code,
+// from router to the sender of quoted, quoting its first 28 or 48 bytes.
+func icmpFor(t *testing.T, router netip.Addr, quoted []byte, code uint8) []byte {
+	t.Helper()
+	s, _ := segment.ParsePacket(quoted)
+	q := quoted[:min(len(quoted), 48)]
+	body := slices.Concat([]byte{3, code, 0, 0, 0, 0, 0, 0}, q)
+	if router.Is6() {
+		body[0] = 1
+	}
+	pkt, err := segment.AppendIP(nil, segment.IP{Src: router, Dst: s.Src}, len(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if router.Is4() {
+		pkt[9] = 1
+		binary.BigEndian.PutUint16(pkt[10:], segment.IPv4Checksum(pkt))
+	} else {
+		pkt[6] = 58
+	}
+	return append(pkt, body...)
+}
+
+// TestICMP: an ICMP hard error (RFC 5925 §7.8) quoting a segment of a
+// tracked TCP-AO connection is dropped and counted, as Linux does unless
+// accept_icmps; other codes, other connections and Policy.AcceptICMP let
+// it through to the stack untouched.
+func TestICMP(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		p := aoPair(t, v6, "k", "k")
+		p.handshake()
+		wire, _ := p.send(p.a, p.b, segment.ACK|segment.PSH, payload)
+		router := netip.MustParseAddr("203.0.113.254")
+		hard, soft := uint8(3), uint8(0) // port unreachable; net unreachable
+		if v6 {
+			router = netip.MustParseAddr("2001:db8:ff::1")
+			hard, soft = 4, 0 // port unreachable; no route
+		}
+		if _, err := p.a.l.Inbound(nil, icmpFor(t, router, wire, hard)); !errors.Is(err, ErrICMP) {
+			t.Fatalf("v6=%v hard error: %v", v6, err)
+		}
+		for _, pkt := range [][]byte{icmpFor(t, router, wire, soft), icmpFor(t, router, p.build(p.b, p.a, segment.ACK, nil), hard)} {
+			if out, err := p.a.l.Inbound(nil, pkt); err != nil || &out[0] != &pkt[0] {
+				t.Fatalf("v6=%v: %v", v6, err)
+			}
+		}
+		c, _ := p.a.l.Conn(p.a.ap, p.b.ap)
+		if p.a.l.Counters().Dropped.ICMP != 1 || c.Counters().DroppedICMP != 1 {
+			t.Fatalf("v6=%v: %+v", v6, p.a.l.Counters().Dropped)
+		}
+	}
+	p := newPair(t, false, Config{AO: aoRing(t, addrB4, 12, mkt{1, 2, "k"}), Policy: ao.Policy{AcceptICMP: true}},
+		Config{AO: aoRing(t, addrA4, 12, mkt{2, 1, "k"})})
+	p.handshake()
+	wire, _ := p.send(p.a, p.b, segment.ACK, nil)
+	if _, err := p.a.l.Inbound(nil, icmpFor(t, addrB4, wire, 3)); err != nil {
+		t.Fatalf("AcceptICMP: %v", err)
 	}
 }

@@ -30,21 +30,22 @@ type Drops struct {
 	NoRoom      uint64 // option space exhausted even without SACK blocks (ErrNoRoom)
 	Malformed   uint64 // a covered peer's packet that does not parse (segment errors, ErrOptions)
 	Full        uint64 // a new connection over MaxConns (ErrFull)
+	ICMP        uint64 // an ICMP hard error for a TCP-AO connection, ignored (ErrICMP)
 	Other       uint64 // anything else (a key deleted mid-segment, say)
 }
 
 // Total returns the number of dropped packets.
 func (d Drops) Total() uint64 {
-	return d.BadMAC + d.Unsigned + d.KeyNotFound + d.NoConn + d.Fragment + d.NoRoom + d.Malformed + d.Full + d.Other
+	return d.BadMAC + d.Unsigned + d.KeyNotFound + d.NoConn + d.Fragment + d.NoRoom + d.Malformed + d.Full + d.ICMP + d.Other
 }
 
 type drops struct {
-	badMAC, unsigned, keyNotFound, noConn, fragment, noRoom, malformed, full, other atomic.Uint64
+	badMAC, unsigned, keyNotFound, noConn, fragment, noRoom, malformed, full, icmp, other atomic.Uint64
 }
 
 func (d *drops) snapshot() Drops {
 	return Drops{d.badMAC.Load(), d.unsigned.Load(), d.keyNotFound.Load(), d.noConn.Load(), d.fragment.Load(),
-		d.noRoom.Load(), d.malformed.Load(), d.full.Load(), d.other.Load()}
+		d.noRoom.Load(), d.malformed.Load(), d.full.Load(), d.icmp.Load(), d.other.Load()}
 }
 
 // Kind is how a connection is signed.

@@ -28,6 +28,9 @@ var (
 	ErrFull     = errors.New("packetauth: too many tracked connections")
 	ErrClosed   = errors.New("packetauth: layer closed")
 	ErrConfig   = errors.New("packetauth: invalid configuration")
+	// ErrICMP: an ICMP hard error for a TCP-AO connection, ignored as
+	// RFC 5925 §7.8 and Linux do unless Policy.AcceptICMP.
+	ErrICMP = errors.New("packetauth: ICMP error for a TCP-AO connection ignored")
 	// ErrNotCovered: Seed for a peer no key covers.
 	ErrNotCovered = errors.New("packetauth: no key covers the peer")
 )

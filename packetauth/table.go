@@ -245,7 +245,8 @@ func (l *Layer) lookup(t *tuple) (*shard, *conn) {
 // and remote address and port, to rotate its keys (SetCurrent, SetRNext)
 // or read its counters; false if there is none or it is not TCP-AO. The
 // *ao.Conn is the layer's: use it only while the connection is tracked
-// (a key pinned through it after the connection was freed stays pinned).
+// (a key pinned through it after the connection was freed stays pinned);
+// [Layer.SetCurrent] and [Layer.SetRNext] have no such caveat.
 func (l *Layer) Conn(local, remote netip.AddrPort) (*ao.Conn, bool) {
 	if l == nil {
 		return nil, false
@@ -291,4 +292,37 @@ func (l *Layer) Seed(local, remote netip.AddrPort, st ao.RepairState) error {
 		return err
 	}
 	return nil
+}
+
+// SetCurrent makes the MKT with this SendID the current key of the tracked
+// TCP-AO connection local↔remote (Linux TCP_AO_INFO set_current): its
+// segments are signed with it from now on. ErrNoConn if there is no such
+// connection, ao.ErrNoSuchKey if no MKT for the peer has the SendID.
+func (l *Layer) SetCurrent(local, remote netip.AddrPort, sendID uint8) error {
+	return l.rotate(local, remote, func(c *ao.Conn) error { return c.SetCurrent(sendID) })
+}
+
+// SetRNext makes the MKT with this RecvID the RNext key of the tracked
+// TCP-AO connection local↔remote (Linux set_rnext): its segments then ask
+// the peer, by their RNextKeyID, to send with that MKT.
+func (l *Layer) SetRNext(local, remote netip.AddrPort, recvID uint8) error {
+	return l.rotate(local, remote, func(c *ao.Conn) error { return c.SetRNext(recvID) })
+}
+
+// rotate applies set to the connection's ao.Conn while it is tracked (the
+// shard read-locked, so it cannot be freed meanwhile) and its handshake
+// cannot change it (c.mu).
+func (l *Layer) rotate(local, remote netip.AddrPort, set func(*ao.Conn) error) error {
+	if l == nil {
+		return ErrConfig
+	}
+	t := tupleOf(local, remote)
+	sh, c := l.lookup(&t)
+	defer sh.mu.RUnlock()
+	if c == nil || c.kind != KindAO {
+		return ErrNoConn
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return set(&c.ao)
 }
