@@ -18,7 +18,14 @@
 // handshake (an outbound SYN starts a client, an inbound SYN that verifies
 // a server, whose ISN comes from its outbound SYN-ACK), follows the SNE
 // across 2^32 through an [ao.Conn], and forgets the connection on RST,
-// after FIN both ways (plus Config.TimeWait), or when idle. [Layer.Seed]
-// restores one whose handshake was not seen. Front ends report
-// MTU − [Layer.Overhead] to their stack and turn GSO off.
+// after FIN both ways (plus Config.TimeWait), or when idle ([Layer.Expire]).
+// [Layer.Seed] restores one whose handshake was not seen; [Layer.SetCurrent]
+// and [Layer.SetRNext] rotate its keys, and the peer's RNextKeyID moves
+// the current key as in ao. A segment to a TCP-AO peer without a tracked
+// connection (the stack's RST for an unknown connection, say) cannot be
+// signed and is dropped, as Linux sends no RST it cannot sign; MD5 needs
+// no state. Fragments of covered peers are dropped; ICMP hard errors for
+// TCP-AO connections too (RFC 5925 §7.8). Front ends report
+// MTU − [Layer.Overhead] to their stack, turn GSO off and call Expire from
+// a ticker.
 package packetauth

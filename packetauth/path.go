@@ -58,7 +58,7 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 	t := tuple{seg.Src.As16(), seg.Dst.As16(), h.SrcPort(), h.DstPort()}
 	for try := 0; try < 2; try++ {
 		sh, c := l.lookup(&t)
-		if c != nil && !(c.kind == KindAO && newClient(c, flags, h.Seq())) {
+		if c != nil && !newClient(c, flags, h.Seq()) {
 			out, free, err := l.outConn(sh, c, dst, pkt, &seg)
 			sh.mu.RUnlock()
 			if free {
@@ -302,7 +302,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	synOnly := flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST)
 	t := tuple{seg.Dst.As16(), seg.Src.As16(), h.DstPort(), h.SrcPort()}
 	sh, c := l.lookup(&t)
-	if c != nil && !(c.kind == KindAO && synOnly && newServer(c, h.Seq())) {
+	if c != nil && !(synOnly && newServer(c, h.Seq())) {
 		err := l.verifyConn(c, &seg)
 		sh.mu.RUnlock()
 		if err != nil {
