@@ -3,6 +3,7 @@ package packetauth
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -169,5 +170,50 @@ func BenchmarkLayer(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkLayerVsConn measures what the layer adds to the engine on the
+// steady-state path, interleaved in one run: rounds alternate Outbound
+// (parse, insert the option, sign, IP length and checksums) with
+// ao.Conn.Sign of the same segment already laid out, and Inbound (parse,
+// verify, strip, checksum) with ao.Conn.Verify. It reports the medians of
+// the rounds and their ratios (layer ÷ engine).
+func BenchmarkLayerVsConn(b *testing.B) {
+	for _, n := range []int{0, 1448} {
+		b.Run(fmt.Sprintf("%dB", n), func(b *testing.B) {
+			p, out, in := steady(b, false, n)
+			ca, _ := p.a.l.Conn(p.a.ap, p.b.ap)
+			cb, _ := p.b.l.Conn(p.b.ap, p.a.ap)
+			signSeg, _ := segment.ParsePacket(slices.Clone(in))
+			verifySeg, _ := segment.ParsePacket(slices.Clone(in))
+			dst := make([]byte, 0, 2048)
+			const rounds, per = 15, 400
+			var lo, so, li, vi []float64
+			timeIt := func(f func()) float64 {
+				t0 := time.Now()
+				for i := 0; i < per; i++ {
+					f()
+				}
+				return float64(time.Since(t0).Nanoseconds()) / per
+			}
+			for b.Loop() {
+				lo, so, li, vi = lo[:0], so[:0], li[:0], vi[:0]
+				for r := 0; r < rounds; r++ {
+					lo = append(lo, timeIt(func() { _, _ = p.a.l.Outbound(dst, out) }))
+					so = append(so, timeIt(func() { _ = ca.Sign(&signSeg) }))
+					li = append(li, timeIt(func() { _, _ = p.b.l.Inbound(dst, in) }))
+					vi = append(vi, timeIt(func() { _ = cb.Verify(&verifySeg) }))
+				}
+			}
+			m := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+			mlo, mso, mli, mvi := m(lo), m(so), m(li), m(vi)
+			b.ReportMetric(mlo, "outbound-ns")
+			b.ReportMetric(mso, "sign-ns")
+			b.ReportMetric(mlo/mso, "outbound/sign")
+			b.ReportMetric(mli, "inbound-ns")
+			b.ReportMetric(mvi, "verify-ns")
+			b.ReportMetric(mli/mvi, "inbound/verify")
+		})
 	}
 }
