@@ -3,6 +3,7 @@
 // measures the signing engine.
 //
 //	tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
+//	tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
 //	tcpsig bench [-json] [-time D] [-alg NAME]
 //	tcpsig version
 //
@@ -21,6 +22,7 @@ packet captures, byte for byte as Linux computes them.
 Usage:
 
   tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
+  tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
   tcpsig bench [-json] [-time D] [-alg NAME]
   tcpsig version
   tcpsig help
@@ -47,13 +49,19 @@ capture built into the binary, with its keys.
                for captures without the handshake; once per endpoint
   -sne E=SNE   the SNE of E's send direction at its first captured segment
                (default 0)
+  -i IFACE     verify the packets that pass IFACE as they come (Linux; needs
+               CAP_NET_RAW): a line per segment that is not good, the flow
+               table every -every (default 5s) and at Ctrl-C or SIGTERM
+  -port N      with -i: only TCP segments from or to port N
+  -w FILE      with -i: also write the packets as pcapng, for "verify FILE"
 
 Verdicts: good, bad (MAC mismatch), no-key (no key with that KeyID for the
 peer), unsigned (no option though a key covers the peer), malformed,
 unknown-isn (TCP-AO without the handshake and no -isn).
-Exit status: 0 when every checked segment is good, 1 when any is bad, no-key,
-unsigned or malformed, 2 on a usage, keys-file or capture error. An
-unknown-isn segment was not checked: it does not change the status.
+Exit status: 0 when every checked segment is good (and one was); 1 when any
+is bad, no-key, unsigned or malformed; 2 on a usage, keys-file or capture
+error; 3 when nothing was verified: no segment carried an option or came from
+a covered peer, or every one was unknown-isn (give -isn).
 
 bench measures signing and verifying per algorithm, payload size (0, 64,
 536, 1448, 8948 bytes) and pool backend (clone, rekey), on one core and on

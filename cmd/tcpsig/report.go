@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // reporter prints what verify finds: as text (a line per segment that is
@@ -12,6 +13,8 @@ type reporter interface {
 	begin(file, title string)
 	segment(file string, r *result)
 	end(file string, t *totals, fs []flowSummary, err error)
+	// table shows the flows so far of a live capture.
+	table(file string, t *totals, fs []flowSummary, now time.Time)
 	// summary ends the report: files captures of which failed stopped at
 	// an error; why explains exitNothing.
 	summary(t *totals, files, failed int, exit int, why string)

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"time"
 )
 
 // jsonReporter writes one JSON object per line.
@@ -83,6 +84,23 @@ func (p *jsonReporter) segment(file string, r *result) {
 		if r.sender {
 			j.Reading = "sender"
 		}
+	}
+	_ = p.enc.Encode(&j)
+}
+
+// table writes {"table": {...}}: the file summary of a live capture so
+// far, with the time.
+func (p *jsonReporter) table(file string, t *totals, fs []flowSummary, now time.Time) {
+	var j struct {
+		Table struct {
+			Time time.Time `json:"time"`
+			fileSummary
+		} `json:"table"`
+	}
+	j.Table.Time = now
+	j.Table.fileSummary = fileSummary{File: file, Packets: t.packets, Checked: t.checked(), Skipped: t.skipped, Verdicts: countsOf(&t.counts), Flows: fs}
+	if j.Table.Flows == nil {
+		j.Table.Flows = []flowSummary{}
 	}
 	_ = p.enc.Encode(&j)
 }

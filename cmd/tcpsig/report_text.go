@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // textReporter writes for people.
@@ -72,6 +73,20 @@ func (p *textReporter) segment(file string, r *result) {
 
 func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) {
 	clear(p.said)
+	p.tables(fs)
+	fmt.Fprintf(p.w, "\n%s: %s\n", file, describe(t))
+	if err != nil {
+		fmt.Fprintf(p.w, "%s: stopped at an error: %v\n", file, err)
+	}
+}
+
+func (p *textReporter) table(file string, t *totals, fs []flowSummary, now time.Time) {
+	fmt.Fprintf(p.w, "\n%s %s: %s\n", now.Format("15:04:05"), file, describe(t))
+	p.tables(fs)
+}
+
+// tables prints a table per flow.
+func (p *textReporter) tables(fs []flowSummary) {
 	for _, f := range fs {
 		conn := ""
 		if f.Connections > 1 {
@@ -108,10 +123,6 @@ func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) 
 				v.Good, v.Bad, v.NoKey, v.Unsigned, v.Malformed, v.UnknownISN)
 		}
 		tw.Flush()
-	}
-	fmt.Fprintf(p.w, "\n%s: %s\n", file, describe(t))
-	if err != nil {
-		fmt.Fprintf(p.w, "%s: stopped at an error: %v\n", file, err)
 	}
 }
 

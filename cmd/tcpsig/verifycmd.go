@@ -1,16 +1,26 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/tcpsig/tcpsig/keyfile"
 )
+
+// liveContext is the context a live capture runs under: until Ctrl-C or
+// SIGTERM. Tests replace it.
+var liveContext = func() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
 
 // input is one capture to verify.
 type input struct {
@@ -29,6 +39,11 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	var isn, sne endpointValues
 	fs.Var(&isn, "isn", "")
 	fs.Var(&sne, "sne", "")
+	var lo liveOptions
+	fs.StringVar(&lo.iface, "i", "", "")
+	fs.IntVar(&lo.port, "port", 0, "")
+	fs.StringVar(&lo.write, "w", "", "")
+	fs.DurationVar(&lo.every, "every", 5*time.Second, "")
 	files, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
@@ -36,6 +51,38 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		return failf(stderr, "verify: %v (see tcpsig help)", err)
+	}
+
+	if lo.iface == "" && (lo.port != 0 || lo.write != "") {
+		return failf(stderr, "verify: -port and -w go with -i IFACE (live capture)")
+	}
+	if lo.iface != "" {
+		switch {
+		case len(files) > 0:
+			return failf(stderr, "verify: -i %s reads packets live: no CAPTURE file with it (-w FILE writes one)", lo.iface)
+		case *keysPath == "":
+			return failf(stderr, "verify: -keys FILE is required to verify live packets (see tcpsig help)")
+		case lo.port < 0 || lo.port > 65535:
+			return failf(stderr, "verify: -port %d is not a TCP port", lo.port)
+		case lo.every <= 0:
+			return failf(stderr, "verify: -every must be positive")
+		}
+		kf, err := readKeys(*keysPath, nil)
+		if err != nil {
+			return failf(stderr, "verify: %v", err)
+		}
+		ks, err := loadKeys(kf)
+		if err != nil {
+			return failf(stderr, "verify: %s: %v", *keysPath, err)
+		}
+		var rep reporter = &textReporter{w: stdout, verbose: *verbose}
+		if *asJSON {
+			rep = newJSONReporter(stdout, false)
+		}
+		ctx, stop := liveContext()
+		defer stop()
+		opts := &verifyOptions{isn: isn.m, sne: sne.m, warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
+		return runLive(ctx, lo, ks, opts, rep, stderr)
 	}
 
 	var ks *keySet
