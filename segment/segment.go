@@ -12,7 +12,10 @@
 //     SKB_DROP_REASON_TCP_AUTH_HDR is an error here too.
 //
 // Checksums (IPv4 header, TCP) are not verified: TCP-AO and TCP-MD5 compute
-// their MAC with the checksum field zeroed.
+// their MAC with the checksum field zeroed. For stacks that build packets,
+// [AppendPacket], [AppendIP], [Lengths], [TCPChecksum] and [SetTCPChecksum]
+// lay out IPv4/IPv6 headers, lengths and checksums, and [Flags.Has] and the
+// TCP setters handle the header fields.
 package segment
 
 import (
