@@ -471,8 +471,13 @@ func TestSeed(t *testing.T) {
 	p := aoPair(t, false, "k", "k")
 	p.handshake()
 	p.send(p.a, p.b, segment.ACK|segment.PSH, payload)
-	cb, _ := p.b.l.Conn(p.b.ap, p.a.ap)
-	st := cb.Export()
+	st, ok := p.b.l.Export(p.b.ap, p.a.ap)
+	if !ok {
+		t.Fatal("no state to export")
+	}
+	if _, ok := p.b.l.Export(p.a.ap, p.b.ap); ok {
+		t.Fatal("Export with the ends swapped")
+	}
 	fresh, err := New(Config{AO: aoRing(t, addrA4, 12, mkt{2, 1, "k"})})
 	if err != nil {
 		t.Fatal(err)

@@ -294,6 +294,27 @@ func (l *Layer) Seed(local, remote netip.AddrPort, st ao.RepairState) error {
 	return nil
 }
 
+// Export returns the repair state of the tracked, established TCP-AO
+// connection local↔remote (ISNs, SNEs, key IDs: what [Layer.Seed] takes
+// back, after a restart of the front end), or false.
+func (l *Layer) Export(local, remote netip.AddrPort) (ao.RepairState, bool) {
+	if l == nil {
+		return ao.RepairState{}, false
+	}
+	t := tupleOf(local, remote)
+	sh, c := l.lookup(&t)
+	defer sh.mu.RUnlock()
+	if c == nil || c.kind != KindAO {
+		return ao.RepairState{}, false
+	}
+	if s := c.State(); s != StateEstablished && s != StateClosing {
+		return ao.RepairState{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ao.Export(), true
+}
+
 // SetCurrent makes the MKT with this SendID the current key of the tracked
 // TCP-AO connection local↔remote (Linux TCP_AO_INFO set_current): its
 // segments are signed with it from now on. ErrNoConn if there is no such
