@@ -105,6 +105,6 @@ type ConnInfo struct {
 	CurrentKeyID        uint8     // the current MKT's SendID: the KeyID we send
 	RNextKeyID          uint8     // the RNext MKT's RecvID: the RNextKeyID we send
 	Signed, Verified    uint64    // this connection's packets
-	Dropped             uint64    // this connection's refused inbound packets
+	Dropped             uint64    // this connection's refused packets, both ways
 	LastSeen            time.Time // when created, or the last Expire that found packets since the one before
 }

@@ -150,7 +150,7 @@ func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segmen
 		out, err = l.signAO(dst, pkt, seg, c)
 	}
 	if err != nil {
-		return nil, flags.Has(segment.RST), l.drop(sh, nil, err)
+		return nil, flags.Has(segment.RST), l.drop(sh, c, err)
 	}
 	c.signed.Add(1)
 	sh.signed.Add(1)
