@@ -14,7 +14,7 @@ import (
 const (
 	DefaultIdle     = 2 * time.Hour    // Linux's tcp_keepalive_time: a live idle connection probes before this
 	DefaultTimeWait = 60 * time.Second // Linux's TCP_TIMEWAIT_LEN
-	DefaultMaxConns = 16384
+	DefaultMaxConns = 16384            // at 3.7–5 KB each (one MKT), about 80 MB at most
 )
 
 // Errors of Outbound and Inbound besides those of ao, md5sig and segment;
@@ -27,7 +27,7 @@ var (
 	ErrOptions  = errors.New("packetauth: malformed TCP options from the local stack")
 	ErrFull     = errors.New("packetauth: too many tracked connections")
 	ErrClosed   = errors.New("packetauth: layer closed")
-	ErrConfig   = errors.New("packetauth: invalid configuration")
+	ErrConfig   = errors.New("packetauth: invalid configuration") // a negative Config field, or a nil *Layer
 	// ErrICMP: an ICMP hard error for a TCP-AO connection, ignored as
 	// RFC 5925 §7.8 and Linux do unless Policy.AcceptICMP.
 	ErrICMP = errors.New("packetauth: ICMP error for a TCP-AO connection ignored")
