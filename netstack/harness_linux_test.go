@@ -8,10 +8,13 @@ package netstack
 // on the wire.
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/tcpsig/tcpsig/linuxsock"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -189,6 +192,7 @@ type wireCount struct {
 	dropped  int64
 	syns     int64
 	data     int64 // segments with payload
+	bytes    int64 // their payload bytes
 	retrans  int64 // segments with payload none of which is new
 	sack     int64 // SACK blocks
 	auth     int64 // segments with an MD5 or AO option
@@ -198,13 +202,13 @@ type wireCount struct {
 
 // wireStats is a snapshot of a wireCount.
 type wireStats struct {
-	Packets, Dropped, SYNs, Data, Retrans, SACKBlocks, Signed, TS, Other int64
+	Packets, Dropped, SYNs, Data, Bytes, Retrans, SACKBlocks, Signed, TS, Other int64
 }
 
 func (w *wireCount) stats() wireStats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return wireStats{w.packets, w.dropped, w.syns, w.data, w.retrans, w.sack, w.auth, w.ts, w.other}
+	return wireStats{w.packets, w.dropped, w.syns, w.data, w.bytes, w.retrans, w.sack, w.auth, w.ts, w.other}
 }
 
 // see counts one packet and reports whether the tap drops it.
@@ -236,6 +240,7 @@ func (w *wireCount) see(b []byte, drop bool) bool {
 	}
 	if n := len(seg.Payload); n > 0 {
 		w.data++
+		w.bytes += int64(n)
 		end := h.Seq() + uint32(n)
 		if w.haveHigh && int32(end-w.high) <= 0 {
 			w.retrans++
@@ -312,4 +317,104 @@ func flat(p *stack.PacketBuffer) []byte {
 	defer v.Release()
 	b := v.ToSlice()
 	return b[len(p.LinkHeader().Slice()):]
+}
+
+// transfer opens a connection between the gVisor stack and the kernel —
+// gVisor dials a kernel listener, or (accept) a kernel socket dials a
+// gonet listener — with keys on the kernel's socket, and sends n bytes
+// each way at once; it fails unless each side received exactly the
+// other's stream. during, if not nil, runs alongside with the kernel's
+// socket and the gVisor one, and its error fails the transfer too.
+func transfer(k *kernelNet, accept bool, n int64, keys linuxsock.Keys, during func(kc *net.TCPConn, nc *gonet.TCPConn) error) error {
+	kaddr, naddr := netip.AddrPortFrom(k.kaddr, kPort), netip.AddrPortFrom(k.naddr, gonetPrt)
+	type result struct {
+		sent, got digest
+		err       error
+	}
+	kc, nc := make(chan result, 1), make(chan result, 1)
+	kconn, nconn := make(chan *net.TCPConn, 1), make(chan *gonet.TCPConn, 1)
+	run := func(c halfCloser, seed uint64, to chan result) {
+		defer c.Close()
+		s, g, err := duplex(c, seed, n)
+		to <- result{s, g, err}
+	}
+	if accept {
+		ln, err := listenGonet(k.s, naddr)
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				nc <- result{err: err}
+				return
+			}
+			nconn <- c.(*gonet.TCPConn)
+			run(c.(*gonet.TCPConn), 1, nc)
+		}()
+		d := linuxsock.Dialer(keys)
+		d.Timeout, d.KeepAlive = 20*time.Second, -1
+		c, err := d.Dial("tcp", naddr.String())
+		if err != nil {
+			return fmt.Errorf("kernel dial: %w", err)
+		}
+		kconn <- c.(*net.TCPConn)
+		go run(c.(*net.TCPConn), 2, kc)
+	} else {
+		lc := linuxsock.ListenConfig(keys)
+		lc.KeepAlive = -1
+		ln, err := lc.Listen(context.Background(), "tcp", kaddr.String())
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		go func() {
+			c, err := ln.Accept()
+			if err != nil {
+				kc <- result{err: err}
+				return
+			}
+			kconn <- c.(*net.TCPConn)
+			run(c.(*net.TCPConn), 2, kc)
+		}()
+		c, err := dialGonet(k.s, kaddr, 20*time.Second)
+		if err != nil {
+			return fmt.Errorf("gonet dial: %w", err)
+		}
+		nconn <- c
+		go run(c, 1, nc)
+	}
+	derr := make(chan error, 1)
+	go func() {
+		if during == nil {
+			derr <- nil
+			return
+		}
+		var kcn *net.TCPConn
+		var ncn *gonet.TCPConn
+		select {
+		case kcn = <-kconn:
+		case r := <-kc:
+			kc <- r
+			derr <- errors.New("the kernel's side ended before it connected")
+			return
+		}
+		select {
+		case ncn = <-nconn:
+		case r := <-nc:
+			nc <- r
+			derr <- errors.New("gVisor's side ended before it connected")
+			return
+		}
+		derr <- during(kcn, ncn)
+	}()
+	nr, kr := <-nc, <-kc
+	if err := errors.Join(nr.err, kr.err, <-derr); err != nil {
+		return err
+	}
+	if nr.sent != kr.got || kr.sent != nr.got || nr.sent.n != n || kr.sent.n != n {
+		return fmt.Errorf("streams differ: gonet sent %v, kernel got %v; kernel sent %v, gonet got %v", nr.sent, kr.got, kr.sent, nr.got)
+	}
+	return nil
 }

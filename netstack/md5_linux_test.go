@@ -18,7 +18,6 @@ import (
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
-	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -64,82 +63,17 @@ func wrapWith(t *testing.T, layer *packetauth.Layer, ep **Endpoint) func(stack.L
 	}
 }
 
+// md5Keys are the kernel's TCP-MD5 keys for the gVisor stack's address.
+func md5Keys(peer netip.Addr, key string) linuxsock.Keys {
+	return linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(peer, peer.BitLen()), Key: []byte(key)}}}
+}
+
 // bulkSize is what each side sends in the bulk tests.
 func bulkSize() int64 {
 	if raceEnabled {
 		return 4 << 20
 	}
 	return 64 << 20
-}
-
-// transfer opens a connection between the gVisor stack and the kernel —
-// gVisor dials a kernel listener, or (accept) a kernel socket dials a
-// gonet listener — and sends n bytes each way at once; it fails unless
-// each side received exactly the other's stream.
-func transfer(k *kernelNet, accept bool, n int64, kernelKey []byte) error {
-	kaddr, naddr := netip.AddrPortFrom(k.kaddr, kPort), netip.AddrPortFrom(k.naddr, gonetPrt)
-	keys := linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(k.naddr, k.naddr.BitLen()), Key: kernelKey}}}
-	type result struct {
-		sent, got digest
-		err       error
-	}
-	kc, nc := make(chan result, 1), make(chan result, 1)
-	run := func(c halfCloser, seed uint64, to chan result) {
-		defer c.Close()
-		s, g, err := duplex(c, seed, n)
-		to <- result{s, g, err}
-	}
-	if accept {
-		ln, err := listenGonet(k.s, naddr)
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				nc <- result{err: err}
-				return
-			}
-			run(c.(*gonet.TCPConn), 1, nc)
-		}()
-		d := linuxsock.Dialer(keys)
-		d.Timeout, d.KeepAlive = 20*time.Second, -1
-		c, err := d.Dial("tcp", naddr.String())
-		if err != nil {
-			return fmt.Errorf("kernel dial: %w", err)
-		}
-		go run(c.(*net.TCPConn), 2, kc)
-	} else {
-		lc := linuxsock.ListenConfig(keys)
-		lc.KeepAlive = -1
-		ln, err := lc.Listen(context.Background(), "tcp", kaddr.String())
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-		go func() {
-			c, err := ln.Accept()
-			if err != nil {
-				kc <- result{err: err}
-				return
-			}
-			run(c.(*net.TCPConn), 2, kc)
-		}()
-		c, err := dialGonet(k.s, kaddr, 20*time.Second)
-		if err != nil {
-			return fmt.Errorf("gonet dial: %w", err)
-		}
-		go run(c, 1, nc)
-	}
-	nr, kr := <-nc, <-kc
-	if err := errors.Join(nr.err, kr.err); err != nil {
-		return err
-	}
-	if nr.sent != kr.got || kr.sent != nr.got || nr.sent.n != n || kr.sent.n != n {
-		return fmt.Errorf("streams differ: gonet sent %v, kernel got %v; kernel sent %v, gonet got %v", nr.sent, kr.got, kr.sent, nr.got)
-	}
-	return nil
 }
 
 // TestKernelMD5 moves 64 MiB each way between gonet and kernel sockets
@@ -165,7 +99,7 @@ func TestKernelMD5(t *testing.T) {
 					if err != nil {
 						return err
 					}
-					if err := transfer(k, accept, n, []byte(md5Key)); err != nil {
+					if err := transfer(k, accept, n, md5Keys(k.naddr, md5Key), nil); err != nil {
 						return err
 					}
 					after, err := kstat.ReadMD5()

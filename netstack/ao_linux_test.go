@@ -1,0 +1,278 @@
+package netstack
+
+// TCP-AO against a Linux kernel: a gVisor stack wrapped with a packetauth
+// layer over a TUN device, and kernel sockets with TCP-AO keys. The host's
+// kernel usually lacks CONFIG_TCP_AO (Debian's 6.12 and 6.18 do), so these
+// tests skip there; testvectors/linux/run-qemu.sh runs this package's test
+// binary inside its Linux 6.12 guest (TCPSIG_CASES=netstack for only it).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/harness/kstat"
+	"github.com/tcpsig/tcpsig/linuxsock"
+	"github.com/tcpsig/tcpsig/packetauth"
+	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
+)
+
+func needAO(t *testing.T) {
+	t.Helper()
+	needRoot(t)
+	if err := linuxsock.ProbeAO(); errors.Is(err, linuxsock.ErrNoAO) {
+		t.Skip("no CONFIG_TCP_AO in this kernel (testvectors/linux/run-qemu.sh runs this test under Linux 6.12): ", err)
+	} else if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// aoKeys are two MKTs (KeyIDs 1 and 2, the same both ways) for peer,
+// 2 first: the last added, 1, is where both sides start.
+func aoKeys(peer netip.Addr, alg, secret string) []ao.Config {
+	var cs []ao.Config
+	for _, id := range []uint8{2, 1} {
+		cs = append(cs, ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: id, RecvID: id,
+			Algorithm: alg, Key: []byte(fmt.Sprintf("%s %d", secret, id)), MACLen: 12})
+	}
+	return cs
+}
+
+func aoLayer(t *testing.T, peer netip.Addr, alg, secret string) (*packetauth.Layer, *ao.Keyring) {
+	t.Helper()
+	ring := ao.NewKeyring(nil)
+	for _, c := range aoKeys(peer, alg, secret) {
+		if _, err := ring.Add(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := packetauth.New(packetauth.Config{AO: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, ring
+}
+
+func aoCounters() (good, bad uint64, err error) {
+	m, err := kstat.TCPExt()
+	if err != nil {
+		return 0, 0, err
+	}
+	return m["TCPAOGood"], m["TCPAOBad"], nil
+}
+
+// aoBulk is what each side sends in TestKernelAO.
+func aoBulk() int64 {
+	if raceEnabled {
+		return 2 << 20
+	}
+	return 16 << 20
+}
+
+// TestKernelAO moves 16 MiB each way between gonet and kernel TCP-AO
+// sockets, per algorithm and address family, either side opening. During
+// the transfer the kernel rotates (TCP_AO_INFO set_current and set_rnext
+// to KeyID 2: the layer's current key follows the kernel's RNextKeyID),
+// then the gVisor side does (the connection looked up by 4-tuple through
+// the wrapper, SetCurrent and SetRNext 2: the kernel's current key
+// follows). Both end on KeyID 2 both ways; the kernel's key 2 verified
+// segments; TCPAOGood rose, TCPAOBad did not; the layer refused nothing.
+func TestKernelAO(t *testing.T) {
+	needAO(t)
+	n := aoBulk()
+	for _, alg := range []string{"hmac(sha1)", "cmac(aes128)", "hmac(sha256)"} {
+		for _, v6 := range []bool{false, true} {
+			for _, accept := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/v6=%v/accept=%v", alg, v6, accept), func(t *testing.T) {
+					kp, naddr := addrs(v6)
+					layer, _ := aoLayer(t, kp.Addr(), alg, "tcpsig netstack ao")
+					var ep *Endpoint
+					inKernelNet(t, v6, wrapWith(t, layer, &ep), func(k *kernelNet) error {
+						good0, bad0, err := aoCounters()
+						if err != nil {
+							return err
+						}
+						keys := linuxsock.Keys{AO: aoKeys(naddr, alg, "tcpsig netstack ao")}
+						var info linuxsock.AOInfo
+						var kkeys []linuxsock.AOKey
+						var ci packetauth.ConnInfo
+						rotate := func(kc *net.TCPConn, nc *gonet.TCPConn) error {
+							if err := waitData(k, n/4); err != nil {
+								return err
+							}
+							if err := linuxsock.SelectAOKeys(kc, linuxsock.Current|linuxsock.RNext, 2, 2); err != nil {
+								return fmt.Errorf("kernel set_current/set_rnext: %w", err)
+							}
+							if err := waitData(k, n/2); err != nil {
+								return err
+							}
+							local, remote := nc.LocalAddr().(*net.TCPAddr).AddrPort(), nc.RemoteAddr().(*net.TCPAddr).AddrPort()
+							c, ok := ep.Layer().Conn(local, remote)
+							if !ok {
+								return fmt.Errorf("the layer tracks no %v -> %v", local, remote)
+							}
+							if err := c.SetCurrent(2); err != nil {
+								return err
+							}
+							if err := c.SetRNext(2); err != nil {
+								return err
+							}
+							if err := waitData(k, 3*n/4); err != nil {
+								return err
+							}
+							if info, err = linuxsock.ReadAOInfo(kc); err != nil {
+								return err
+							}
+							if kkeys, err = linuxsock.AOKeys(kc); err != nil {
+								return err
+							}
+							for c := range ep.Layer().Conns {
+								ci = c
+							}
+							return nil
+						}
+						if err := transfer(k, accept, n, keys, rotate); err != nil {
+							return err
+						}
+						good1, bad1, err := aoCounters()
+						if err != nil {
+							return err
+						}
+						out, in, c := k.tap.out.stats(), k.tap.in.stats(), layer.Counters()
+						t.Logf("%d bytes each way, sha256 equal; to kernel %+v; from kernel %+v", n, out, in)
+						t.Logf("layer %+v; kernel TCPAOGood %d -> %d, TCPAOBad %d -> %d", c, good0, good1, bad0, bad1)
+						t.Logf("kernel after the rotations: current %d, rnext %d, counters %+v; layer: current %d, rnext %d",
+							info.Current, info.RNext, info.Counters, ci.CurrentKeyID, ci.RNextKeyID)
+						var good2 uint64
+						for _, kk := range kkeys {
+							t.Logf("kernel key %d/%d: good %d, bad %d", kk.SendID, kk.RecvID, kk.Good, kk.Bad)
+							if kk.RecvID == 2 {
+								good2 = kk.Good
+							}
+						}
+						switch {
+						case bad1 != bad0 || good1-good0 < uint64(out.Packets)/2:
+							return fmt.Errorf("kernel TCPAOGood %d -> %d, TCPAOBad %d -> %d for %d segments sent", good0, good1, bad0, bad1, out.Packets)
+						case c.Dropped.Total() != 0 || ep.Dropped() != 0:
+							return fmt.Errorf("the layer refused %+v", c.Dropped)
+						case out.Signed != out.Packets || in.Signed != in.Packets:
+							return fmt.Errorf("unsigned segments on the wire: to kernel %+v, from kernel %+v", out, in)
+						case info.Current != 2 || info.RNext != 2 || ci.CurrentKeyID != 2 || ci.RNextKeyID != 2:
+							return errors.New("the rotations did not end on KeyID 2 on both sides")
+						case good2 == 0:
+							return errors.New("the kernel's key 2 verified nothing")
+						}
+						return nil
+					})
+				})
+			}
+		}
+	}
+}
+
+// waitData waits until the tap has seen want payload bytes each way on
+// average (at most a minute).
+func waitData(k *kernelNet, want int64) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, in := k.tap.out.stats(), k.tap.in.stats()
+		if out.Bytes+in.Bytes >= 2*want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d payload bytes after a minute", out.Bytes+in.Bytes)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestKernelAOWrongKey: different keys on the two sides (KeyIDs equal, so
+// the MAC is what fails). gVisor dialing: the kernel counts every SYN in
+// TCPAOBad and its listener gets nothing. The kernel dialing: the layer
+// refuses every SYN (BadMAC) and the gonet listener accepts nothing.
+func TestKernelAOWrongKey(t *testing.T) {
+	needAO(t)
+	for _, v6 := range []bool{false, true} {
+		kp, naddr := addrs(v6)
+		t.Run(fmt.Sprintf("v6=%v/gvisor-dials", v6), func(t *testing.T) {
+			layer, _ := aoLayer(t, kp.Addr(), "hmac(sha256)", "wrong")
+			var ep *Endpoint
+			inKernelNet(t, v6, wrapWith(t, layer, &ep), func(k *kernelNet) error {
+				lc := linuxsock.ListenConfig(linuxsock.Keys{AO: aoKeys(naddr, "hmac(sha256)", "right")})
+				ln, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(k.kaddr, kPort).String())
+				if err != nil {
+					return err
+				}
+				defer ln.Close()
+				_, bad0, err := aoCounters()
+				if err != nil {
+					return err
+				}
+				if c, err := dialGonet(k.s, netip.AddrPortFrom(k.kaddr, kPort), 4*time.Second); err == nil {
+					c.Close()
+					return errors.New("gonet connected with a wrong key")
+				}
+				time.Sleep(200 * time.Millisecond)
+				_, bad1, err := aoCounters()
+				if err != nil {
+					return err
+				}
+				out := k.tap.out.stats()
+				t.Logf("SYNs sent %d, signed %d; kernel TCPAOBad %d -> %d", out.SYNs, out.Signed, bad0, bad1)
+				switch {
+				case out.SYNs < 2 || out.Signed != out.Packets:
+					return fmt.Errorf("want >= 2 signed SYNs, got %+v", out)
+				case bad1-bad0 != uint64(out.SYNs):
+					return fmt.Errorf("TCPAOBad rose by %d for %d SYNs", bad1-bad0, out.SYNs)
+				case kstat.Pending(ln.(*net.TCPListener)):
+					return errors.New("the kernel listener has a connection")
+				}
+				return nil
+			})
+		})
+		t.Run(fmt.Sprintf("v6=%v/kernel-dials", v6), func(t *testing.T) {
+			layer, _ := aoLayer(t, kp.Addr(), "hmac(sha256)", "right")
+			var ep *Endpoint
+			inKernelNet(t, v6, wrapWith(t, layer, &ep), func(k *kernelNet) error {
+				ln, err := listenGonet(k.s, netip.AddrPortFrom(k.naddr, gonetPrt))
+				if err != nil {
+					return err
+				}
+				accepted := make(chan error, 1)
+				go func() {
+					c, err := ln.Accept()
+					if err == nil {
+						c.Close()
+						accepted <- errors.New("the gonet listener accepted a connection")
+						return
+					}
+					accepted <- nil
+				}()
+				d := linuxsock.Dialer(linuxsock.Keys{AO: aoKeys(k.naddr, "hmac(sha256)", "wrong")})
+				d.Timeout = 4 * time.Second
+				if c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt).String()); err == nil {
+					c.Close()
+					return errors.New("the kernel connected with a wrong key")
+				}
+				ln.Close()
+				if err := <-accepted; err != nil {
+					return err
+				}
+				in, out, c := k.tap.in.stats(), k.tap.out.stats(), layer.Counters()
+				t.Logf("kernel SYNs %d; layer %+v; packets to the kernel %d", in.SYNs, c.Dropped, out.Packets)
+				switch {
+				case in.SYNs < 2 || c.Dropped.BadMAC != uint64(in.SYNs):
+					return fmt.Errorf("want every one of >= 2 SYNs refused as BadMAC: SYNs %d, layer %+v", in.SYNs, c.Dropped)
+				case c.Verified != 0 || out.Packets != 0:
+					return fmt.Errorf("verified %d, answered %d", c.Verified, out.Packets)
+				}
+				return nil
+			})
+		})
+	}
+}
