@@ -337,6 +337,12 @@ func rings(tb testing.TB, alg string) (cring, sring *ao.Keyring) {
 func established(tb testing.TB, alg string) (c, s *ao.Conn) {
 	tb.Helper()
 	cring, sring := rings(tb, alg)
+	return establishedOn(tb, cring, sring)
+}
+
+// establishedOn is established on the given keyrings.
+func establishedOn(tb testing.TB, cring, sring *ao.Keyring) (c, s *ao.Conn) {
+	tb.Helper()
 	c, s = new(ao.Conn), new(ao.Conn)
 	if err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 1000}, ao.Policy{}); err != nil {
 		tb.Fatal(err)

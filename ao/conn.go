@@ -3,7 +3,6 @@ package ao
 import (
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -57,37 +56,104 @@ func (c *counters) snapshot() Counters {
 	return Counters{c.good.Load(), c.bad.Load(), c.keyNotFound.Load(), c.aoRequired.Load(), c.droppedICMP.Load()}
 }
 
-// The four traffic keys of RFC 5925 §5.2, as indexes into connKey.keys.
-const (
-	sendSYN = iota
-	recvSYN
-	sendOther
-	recvOther
-)
-
-// connKey holds the traffic keys one connection derived from one MKT,
-// each derived on first use. It is linked into the MKT so that deleting
-// the MKT wipes them.
-type connKey struct {
-	mkt        *MKT
-	mu         sync.Mutex
-	ready      [4]atomic.Bool
-	keys       [4]mac.Key
-	prev, next *connKey // the MKT's list, under mkt.mu
+// A connection signs and verifies in two lanes, one per direction. Each
+// lane owns a working MAC context, scratch, and the traffic keys of its
+// direction, per MKT: nothing on the per-segment path is shared with
+// another connection, so connections on different cores never meet. A
+// lane's lock serialises the calls of one direction (a Sign waits for
+// another Sign on the same Conn, never for a Verify).
+type lane struct {
+	mu      sync.Mutex
+	ctx     *mac.Context       // of the algorithm of the last key used
+	keys    []*laneKey         // traffic keys per MKT; entries of deleted MKTs are wiped and reused
+	tmp     mac.Key            // a handshake key for an ISN not committed yet
+	scratch [scratchSize]byte  // MAC input prefix and the MAC
+	_       [cachePad]byte     // the next lane's lock on another line
 }
 
-func (k *connKey) wipe() {
-	for i := range k.keys {
-		k.ready[i].Store(false)
-		k.keys[i].Wipe()
+// laneKey is one MKT's two traffic keys of a lane's direction: the SYN
+// key and the key of every other segment (RFC 5925 §5.2), each derived on
+// first use.
+type laneKey struct {
+	mkt   *MKT
+	ready [2]bool
+	key   [2]mac.Key
+}
+
+// Indexes into laneKey.key.
+const (
+	synKey   = 0
+	otherKey = 1
+)
+
+// cachePad keeps the two lanes' locks apart.
+const cachePad = 64
+
+func (k *laneKey) wipe() {
+	k.key[0].Wipe()
+	k.key[1].Wipe()
+	k.ready = [2]bool{}
+	k.mkt = nil
+}
+
+// context returns the lane's working context for alg, making one when the
+// algorithm changes (a rotation to an MKT of another algorithm).
+func (l *lane) context(alg *mac.Algorithm) *mac.Context {
+	if l.ctx == nil || l.ctx.Algorithm() != alg {
+		l.ctx = alg.NewContext()
+	}
+	return l.ctx
+}
+
+// find returns the lane's keys of m, nil if it has none yet.
+func (l *lane) find(m *MKT) *laneKey {
+	for _, k := range l.keys {
+		if k.mkt == m {
+			return k
+		}
+	}
+	return nil
+}
+
+// add returns a fresh entry for m: a wiped one whose MKT was deleted, or a
+// new one. Entries of deleted MKTs are wiped here, so a long-lived
+// connection that rotates keys neither grows nor keeps their bytes beyond
+// its next new key.
+func (l *lane) add(m *MKT) *laneKey {
+	var free *laneKey
+	for _, k := range l.keys {
+		if k.mkt != nil && k.mkt.guard.Retired() {
+			k.wipe()
+		}
+		if k.mkt == nil && free == nil {
+			free = k
+		}
+	}
+	if free == nil {
+		free = new(laneKey)
+		l.keys = append(l.keys, free)
+	}
+	free.mkt = m
+	return free
+}
+
+// wipe clears every key of the lane.
+func (l *lane) wipe() {
+	for _, k := range l.keys {
+		k.wipe()
+	}
+	l.tmp.Wipe()
+	if l.ctx != nil {
+		l.ctx.Wipe()
 	}
 }
 
 // Conn is one connection's TCP-AO state. Sign and Verify may be called
-// concurrently from many goroutines; Init, Close and Import may not run
-// concurrently with anything else on the same Conn. A Conn can be reused
-// after Close: its derived-key storage is recycled, so setting up a new
-// connection allocates nothing in steady state.
+// concurrently from many goroutines (calls of one direction wait for each
+// other); Init, Close and Import may not run concurrently with anything
+// else on the same Conn. A Conn can be reused after Close: its key storage
+// is recycled, so setting up a new connection allocates nothing in
+// steady state.
 type Conn struct {
 	ring          *Keyring
 	local, remote netip.AddrPort
@@ -96,16 +162,34 @@ type Conn struct {
 	lisn, risn    uint32
 	risnKnown     atomic.Bool
 
+	// current and rnext are written under the keyring's lock (role
+	// changes), read without it; link chains the Conn into its two MKTs'
+	// user lists, under the keyring's lock.
 	current, rnext atomic.Pointer[MKT]
+	link           [2]struct{ prev, next *Conn }
 	snd, rcv       sneState
 
-	mu        sync.Mutex                 // slow paths: deriving, adding connKeys, handshakes
-	handshake mac.Key                    // a key for an ISN not yet committed, under mu
-	hint      uint32                     // the connection's shard hint for MKT pins and the pool
-	slots     [4]atomic.Pointer[connKey] // derived keys, per MKT; more in extra
-	extra     atomic.Pointer[[]*connKey]
-	spare     []*connKey
+	send, recv lane
 	counters
+}
+
+// String describes the connection without key material.
+func (c *Conn) String() string {
+	if c == nil {
+		return "ao.Conn(nil)"
+	}
+	return fmt.Sprintf("ao.Conn{%v -> %v, current %v, RNext %v, keys [redacted]}", c.local, c.remote, c.current.Load(), c.rnext.Load())
+}
+
+// GoString is String, so %#v does not print key material.
+func (c *Conn) GoString() string { return c.String() }
+
+// Format prints the redacted form for every verb: a Conn holds traffic
+// keys.
+func (c *Conn) Format(f fmt.State, _ rune) {
+	if f != nil {
+		fmt.Fprint(f, c.String())
+	}
 }
 
 // Endpoint names a connection: its local and remote address and port, its
@@ -122,25 +206,24 @@ type Endpoint struct {
 // (whose key list is newest first), unless SetCurrent/SetRNext pick
 // others; the peer's ISN is learnt from a verified SYN-ACK.
 func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
-	if c == nil {
+	if c == nil || ring == nil {
 		return ErrNoCurrentKey
 	}
+	c.Close() // drop a previous connection's roles and traffic keys
+	c.reset(ring, ep, p)
+	ring.mu.Lock()
+	defer ring.mu.Unlock()
 	m := ring.newest(ep.Remote.Addr().Unmap(), ep.L3Index)
 	if m == nil {
 		return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
 	}
-	c.Close() // drop a previous connection's pins and traffic keys
-	c.reset(ring, ep, p)
-	if !c.setCurrent(m) || !c.setRNext(m) { // m is being deleted
-		c.Close()
-		return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
-	}
+	ring.setRole(c, roleCurrent, m)
+	ring.setRole(c, roleRNext, m)
 	return nil
 }
 
 func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.ring, c.policy, c.l3 = ring, p, ep.L3Index
-	c.hint = rand.Uint32()
 	c.local = netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
 	c.remote = netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
 	c.lisn, c.risn = ep.LocalISN, 0
@@ -156,34 +239,22 @@ func (c *Conn) setRISN(risn uint32) {
 	c.risnKnown.Store(true)
 }
 
-// Close releases the connection's MKT pins and wipes its traffic keys.
+// Close gives up the connection's current and RNext key and wipes its
+// traffic keys.
 func (c *Conn) Close() {
 	if c == nil {
 		return
 	}
-	if m := c.current.Swap(nil); m != nil {
-		m.pinsCur.Add(-1)
+	if r := c.ring; r != nil {
+		r.mu.Lock()
+		r.setRole(c, roleCurrent, nil)
+		r.setRole(c, roleRNext, nil)
+		r.mu.Unlock()
 	}
-	if m := c.rnext.Swap(nil); m != nil {
-		m.pinsNext.Add(-1)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	release := func(k *connKey) {
-		k.mkt.unregister(k)
-		k.wipe()
-		k.mkt = nil
-		c.spare = append(c.spare, k)
-	}
-	for i := range c.slots {
-		if k := c.slots[i].Swap(nil); k != nil {
-			release(k)
-		}
-	}
-	if ks := c.extra.Swap(nil); ks != nil {
-		for _, k := range *ks {
-			release(k)
-		}
+	for _, l := range []*lane{&c.send, &c.recv} {
+		l.mu.Lock()
+		l.wipe()
+		l.mu.Unlock()
 	}
 }
 
@@ -192,7 +263,7 @@ func (c *Conn) Current() *MKT {
 	if c == nil {
 		return nil
 	}
-	return resolve(c.current.Load(), nextCur)
+	return c.current.Load()
 }
 
 // RNext returns the MKT whose RecvID the connection asks the peer to use.
@@ -200,237 +271,88 @@ func (c *Conn) RNext() *MKT {
 	if c == nil {
 		return nil
 	}
-	return resolve(c.rnext.Load(), nextRNext)
+	return c.rnext.Load()
 }
 
 // SetCurrent makes the MKT with this SendID the current key (Linux
 // TCP_AO_INFO set_current).
 func (c *Conn) SetCurrent(sendID uint8) error {
-	if c == nil {
+	if c == nil || c.ring == nil {
 		return ErrNoSuchKey
 	}
-	m := c.ring.LookupSend(c.remote.Addr(), sendID, c.l3)
-	if m == nil || !c.setCurrent(m) {
-		return ErrNoSuchKey
-	}
-	return nil
+	return c.ring.switchTo(c, roleCurrent, c.ring.LookupSend(c.remote.Addr(), sendID, c.l3))
 }
 
 // SetRNext makes the MKT with this RecvID the RNext key: the connection
 // then asks the peer to send with it (Linux set_rnext).
 func (c *Conn) SetRNext(recvID uint8) error {
-	if c == nil {
+	if c == nil || c.ring == nil {
 		return ErrNoSuchKey
 	}
-	m := c.ring.LookupRecv(c.remote.Addr(), recvID, c.l3)
-	if m == nil || !c.setRNext(m) {
-		return ErrNoSuchKey
-	}
-	return nil
+	return c.ring.switchTo(c, roleRNext, c.ring.LookupRecv(c.remote.Addr(), recvID, c.l3))
 }
 
-// pin counts a connection's use of m in one role; it fails if m is being
-// deleted (Dekker with Keyring.Delete: pin, then read deleting).
-func pin(m *MKT, pins *atomic.Int64) bool {
-	pins.Add(1)
-	if m.deleting.Load() {
-		pins.Add(-1)
-		return false
-	}
-	return true
-}
-
-func (c *Conn) setCurrent(m *MKT) bool {
-	if !pin(m, &m.pinsCur) {
-		return false
-	}
-	if old := c.current.Swap(m); old != nil {
-		old.pinsCur.Add(-1)
-	}
-	return true
-}
-
-func (c *Conn) setRNext(m *MKT) bool {
-	if !pin(m, &m.pinsNext) {
-		return false
-	}
-	if old := c.rnext.Swap(m); old != nil {
-		old.pinsNext.Add(-1)
-	}
-	return true
-}
-
-// sendKey returns the current MKT pinned for use, following the
-// replacement a forced delete named.
-func (c *Conn) sendKey() (*MKT, pinned, error) {
-	for i := 0; i < 8; i++ {
-		m := c.current.Load()
-		if m == nil {
-			return nil, pinned{}, ErrNoCurrentKey
-		}
-		if p, ok := m.acquireHint(c.hint); ok {
-			return m, pinned{p}, nil
-		}
-		next := m.nextCur.Load()
-		if next == nil {
-			return nil, pinned{}, ErrNoCurrentKey
-		}
-		if !pin(next, &next.pinsCur) {
-			// A delete of next is deciding, under the keyring's lock: it
-			// backs off (next is busy, being m's replacement) or forwards
-			// m to next's replacement. Wait for it and look again.
-			c.ring.settle()
-			continue
-		}
-		if c.current.CompareAndSwap(m, next) {
-			m.pinsCur.Add(-1)
-		} else {
-			next.pinsCur.Add(-1)
-		}
-	}
-	return nil, pinned{}, ErrNoCurrentKey
-}
-
-// rnextID returns the RecvID to advertise as RNextKeyID.
-func (c *Conn) rnextID(cur *MKT) uint8 {
-	m := c.rnext.Load()
-	for i := 0; i < 8 && m != nil && m.guard.Retired(); i++ {
-		n := m.nextRNext.Load()
-		if n == nil {
-			break
-		}
-		if !pin(n, &n.pinsNext) { // see sendKey
-			c.ring.settle()
-		} else if c.rnext.CompareAndSwap(m, n) {
-			m.pinsNext.Add(-1)
-		} else {
-			n.pinsNext.Add(-1)
-		}
-		m = c.rnext.Load()
-	}
-	if m == nil {
-		return cur.recvID
-	}
-	return m.recvID
-}
-
-// resolve follows the replacements that forced deletes named for a
-// connection's key it has not switched away from yet.
-func resolve(m *MKT, next func(*MKT) *MKT) *MKT {
-	for i := 0; i < 8 && m != nil && m.guard.Retired(); i++ {
-		n := next(m)
-		if n == nil {
-			break
-		}
-		m = n
-	}
-	return m
-}
-
-func nextCur(m *MKT) *MKT   { return m.nextCur.Load() }
-func nextRNext(m *MKT) *MKT { return m.nextRNext.Load() }
-
-// keysFor returns the connection's derived-key holder for m, creating it.
-func (c *Conn) keysFor(m *MKT) (*connKey, error) {
-	for i := range c.slots {
-		if k := c.slots[i].Load(); k != nil && k.mkt == m {
-			return k, nil
-		}
-	}
-	if ks := c.extra.Load(); ks != nil {
-		for _, k := range *ks {
-			if k.mkt == m {
-				return k, nil
-			}
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range c.slots { // again, under the lock
-		if k := c.slots[i].Load(); k != nil && k.mkt == m {
-			return k, nil
-		}
-	}
-	var k *connKey
-	if n := len(c.spare); n > 0 {
-		k, c.spare = c.spare[n-1], c.spare[:n-1]
-	} else {
-		k = new(connKey)
-	}
-	k.mkt = m
-	if !m.register(k) {
-		k.mkt = nil
-		c.spare = append(c.spare, k)
-		return nil, ErrKeyNotFound
-	}
-	// A slot whose MKT was deleted is taken over; the holder it had is
-	// dropped, not recycled, since a reader may still be looking at it.
-	// So a long-lived connection that rotates keys does not grow.
-	for i := range c.slots {
-		if old := c.slots[i].Load(); old == nil || old.mkt.guard.Retired() {
-			c.slots[i].Store(k)
-			return k, nil
-		}
-	}
-	var ks []*connKey
-	if old := c.extra.Load(); old != nil {
-		for _, o := range *old {
-			if !o.mkt.guard.Retired() {
-				ks = append(ks, o)
-			}
-		}
-	}
-	ks = append(ks, k)
-	c.extra.Store(&ks)
-	return k, nil
-}
-
-// input returns the KDF context of traffic key `which` (RFC 5925 §5.2).
-func (c *Conn) input(which int, peerISN uint32) kdf.Input {
+// input returns the KDF context of the traffic key of direction send (or
+// receive), SYN or not (RFC 5925 §5.2).
+func (c *Conn) input(send, syn bool, peerISN uint32) kdf.Input {
 	l, r := c.local, c.remote
-	switch which {
-	case sendSYN:
-		return kdf.Input{Src: l.Addr(), Dst: r.Addr(), SrcPort: l.Port(), DstPort: r.Port(), SrcISN: c.lisn}
-	case recvSYN:
-		return kdf.Input{Src: r.Addr(), Dst: l.Addr(), SrcPort: r.Port(), DstPort: l.Port(), SrcISN: peerISN}
-	case sendOther:
-		return kdf.Input{Src: l.Addr(), Dst: r.Addr(), SrcPort: l.Port(), DstPort: r.Port(), SrcISN: c.lisn, DstISN: peerISN}
-	default:
-		return kdf.Input{Src: r.Addr(), Dst: l.Addr(), SrcPort: r.Port(), DstPort: l.Port(), SrcISN: peerISN, DstISN: c.lisn}
+	var dstISN uint32
+	if !syn {
+		dstISN = peerISN
 	}
+	if send {
+		return kdf.Input{Src: l.Addr(), Dst: r.Addr(), SrcPort: l.Port(), DstPort: r.Port(), SrcISN: c.lisn, DstISN: dstISN}
+	}
+	if !syn {
+		dstISN = c.lisn
+	}
+	return kdf.Input{Src: r.Addr(), Dst: l.Addr(), SrcPort: r.Port(), DstPort: l.Port(), SrcISN: peerISN, DstISN: dstISN}
 }
 
-// trafficKey returns the cached traffic key `which` of m for this
-// connection, deriving it on first use.
-func (c *Conn) trafficKey(m *MKT, which int) (*mac.Key, error) {
-	k, err := c.keysFor(m)
-	if err != nil {
+// laneKey returns the lane's traffic key of m (SYN or not), deriving it on
+// first use; the lane's lock is held. For the SYN key of the send lane the
+// peer's ISN is not read: a SYN retransmitted while the SYN-ACK that sets
+// it is verified would race.
+func (c *Conn) key(l *lane, m *MKT, send, syn bool) (*mac.Key, error) {
+	k := l.find(m)
+	which := otherKey
+	if syn {
+		which = synKey
+	}
+	if k != nil && k.ready[which] {
+		return &k.key[which], nil
+	}
+	if k == nil {
+		k = l.add(m)
+	}
+	var peerISN uint32
+	if !(send && syn) {
+		peerISN = c.risn
+	}
+	in := c.input(send, syn, peerISN)
+	if err := c.derive(l, m, &in, &k.key[which]); err != nil {
 		return nil, err
 	}
-	if k.ready[which].Load() {
-		return &k.keys[which], nil
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if !k.ready[which].Load() {
-		// Only Send_SYN does without the peer's ISN; for it c.risn must
-		// not even be read: a SYN retransmitted while the SYN-ACK that
-		// sets it is verified would race.
-		var peerISN uint32
-		if which != sendSYN {
-			peerISN = c.risn // risnKnown was seen true: Sign, Verify
-		}
-		in := c.input(which, peerISN)
-		if err := derive(m, &in, &k.keys[which]); err != nil {
-			return nil, err
-		}
-		k.ready[which].Store(true)
-	}
-	return &k.keys[which], nil
+	k.ready[which] = true
+	return &k.key[which], nil
 }
 
-// pinned is a reader's hold on an MKT.
-type pinned struct{ p pinToken }
+// derive computes a traffic key of m into key with the lane's context,
+// m's master key pinned.
+func (c *Conn) derive(l *lane, m *MKT, in *kdf.Input, key *mac.Key) error {
+	p, ok := m.acquire()
+	if !ok {
+		return ErrKeyNotFound
+	}
+	defer m.release(p)
+	var raw [mac.MaxSize]byte
+	tk, err := m.master.Derive(l.context(m.alg), l.scratch[:], in, raw[:0])
+	if err == nil {
+		err = key.Init(m.alg, tk)
+	}
+	clear(raw[:])
+	return err
+}
 
 // Sign computes the MAC of an outgoing segment and writes it, with the
 // connection's KeyID (current key's SendID) and RNextKeyID (RNext key's
@@ -446,24 +368,28 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if err := checkSegment(seg); err != nil {
 		return err
 	}
-	m, hold, err := c.sendKey()
-	if err != nil {
-		return err
+	l := &c.send
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := c.current.Load()
+	if m == nil {
+		return ErrNoCurrentKey
 	}
-	defer m.release(hold.p)
 	h := seg.Header
-	which := sendOther
-	if isSYN(h.Flags()) {
-		which = sendSYN
-	} else if !c.risnKnown.Load() {
+	syn := isSYN(h.Flags())
+	if !syn && !c.risnKnown.Load() {
 		return ErrNoISN
 	}
-	tk, err := c.trafficKey(m, which)
+	k, err := c.key(l, m, true, syn)
 	if err != nil {
 		return err
 	}
+	rnext := m.recvID
+	if n := c.rnext.Load(); n != nil {
+		rnext = n.recvID
+	}
 	seq := h.Seq()
-	if err := sign(m, tk, seg, c.snd.of(seq), c.rnextID(m), c.hint); err != nil {
+	if err := sign(m, k, l.context(m.alg), l.scratch[:], seg, c.snd.of(seq), rnext); err != nil {
 		return err
 	}
 	c.snd.advance(seq)
@@ -497,7 +423,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		return ErrKeyNotFound
 	}
 	m := c.rnext.Load()
-	if m == nil || m.recvID != opt.KeyID || m.deleting.Load() {
+	if m == nil || m.recvID != opt.KeyID {
 		m = c.ring.LookupRecv(c.remote.Addr(), opt.KeyID, c.l3)
 	}
 	if m == nil {
@@ -507,44 +433,44 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		}
 		return ErrKeyNotFound
 	}
-	p, ok := m.acquireHint(c.hint)
-	if !ok {
-		c.keyNotFound.Add(1)
-		return ErrKeyNotFound
-	}
-	defer m.release(p)
 	if len(opt.MAC) != int(m.maclen) {
 		c.bad.Add(1)
 		m.bad.Add(1)
 		return ErrMACLength
 	}
+	l := &c.recv
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	h := seg.Header
 	flags, seq := h.Flags(), h.Seq()
 	var (
-		tk  *mac.Key
+		k   *mac.Key
 		sne uint32
 	)
 	switch {
 	case isSYN(flags):
 		// A (retransmitted) SYN: Receive_SYN key with the SYN's own ISN.
 		if !c.risnKnown.Load() || seq != c.risn {
-			return c.verifyHandshake(m, seg, opt, off, recvSYN, seq)
+			return c.verifyHandshake(l, m, seg, opt, off, true, seq)
 		}
-		tk, err = c.trafficKey(m, recvSYN)
+		k, err = c.key(l, m, false, true)
 	case !c.risnKnown.Load():
 		if flags&segment.SYN == 0 {
 			return ErrNoISN
 		}
 		// The SYN-ACK teaches the peer's ISN, but only once it verifies.
-		return c.verifyHandshake(m, seg, opt, off, recvOther, seq)
+		return c.verifyHandshake(l, m, seg, opt, off, false, seq)
 	default:
-		tk, err = c.trafficKey(m, recvOther)
+		k, err = c.key(l, m, false, false)
 		sne = c.rcv.of(seq)
 	}
 	if err != nil {
+		if errors.Is(err, ErrKeyNotFound) {
+			c.keyNotFound.Add(1)
+		}
 		return err
 	}
-	if err := c.check(m, tk, seg, opt, off, sne); err != nil {
+	if err := c.check(l, m, k, seg, opt, off, sne); err != nil {
 		return err
 	}
 	if flags&segment.SYN == 0 {
@@ -554,10 +480,10 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	return nil
 }
 
-// check verifies seg under tk and counts the result.
-func (c *Conn) check(m *MKT, tk *mac.Key, seg *segment.Segment, opt Option, off int, sne uint32) error {
-	err := verify(m, tk, seg, off, opt.MAC, sne, c.hint)
-	if err != nil {
+// check verifies seg under k with the lane's context and counts the
+// result.
+func (c *Conn) check(l *lane, m *MKT, k *mac.Key, seg *segment.Segment, opt Option, off int, sne uint32) error {
+	if err := verify(m, k, l.context(m.alg), l.scratch[:], seg, off, opt.MAC, sne); err != nil {
 		c.bad.Add(1)
 		m.bad.Add(1)
 		return err
@@ -569,22 +495,19 @@ func (c *Conn) check(m *MKT, tk *mac.Key, seg *segment.Segment, opt Option, off 
 
 // verifyHandshake verifies a SYN or SYN-ACK whose traffic key depends on
 // an ISN the connection has not committed to: the key is derived into the
-// connection's spare slot under its lock (handshakes are rare and
-// serialised), and a SYN-ACK's ISN is learnt only once it verifies.
-func (c *Conn) verifyHandshake(m *MKT, seg *segment.Segment, opt Option, off, which int, seq uint32) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	tk := &c.handshake
-	in := c.input(which, seq)
-	err := derive(m, &in, tk)
+// lane's spare key, and a SYN-ACK's ISN is learnt only once it verifies.
+// The lane's lock is held.
+func (c *Conn) verifyHandshake(l *lane, m *MKT, seg *segment.Segment, opt Option, off int, syn bool, seq uint32) error {
+	in := c.input(false, syn, seq)
+	err := c.derive(l, m, &in, &l.tmp)
 	if err == nil {
-		err = c.check(m, tk, seg, opt, off, 0)
+		err = c.check(l, m, &l.tmp, seg, opt, off, 0)
 	}
-	tk.Wipe()
+	l.tmp.Wipe()
 	if err != nil {
 		return err
 	}
-	if which == recvOther && !c.risnKnown.Load() {
+	if !syn && !c.risnKnown.Load() {
 		c.setRISN(seq)
 	}
 	c.rotate(opt)
@@ -597,7 +520,7 @@ func (c *Conn) verifyHandshake(m *MKT, seg *segment.Segment, opt Option, off, wh
 func (c *Conn) rotate(opt Option) {
 	if cur := c.current.Load(); cur == nil || opt.RNextKeyID != cur.sendID {
 		if n := c.ring.LookupSend(c.remote.Addr(), opt.RNextKeyID, c.l3); n != nil {
-			c.setCurrent(n)
+			_ = c.ring.switchTo(c, roleCurrent, n)
 		}
 	}
 }
@@ -635,11 +558,4 @@ func (c *Conn) ICMP(v6 bool, typ, code uint8) bool {
 		return false
 	}
 	return true
-}
-
-// trafficKeyFor is trafficKey for a known peer ISN before it is committed
-// (the listener's SYN).
-func (c *Conn) trafficKeyFor(m *MKT, which int, peerISN uint32) (*mac.Key, error) {
-	c.risn = peerISN
-	return c.trafficKey(m, which)
 }

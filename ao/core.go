@@ -80,7 +80,12 @@ func signOnce(m *MKT, in *kdf.Input, sne uint32, rnext uint8, seg *segment.Segme
 	if err := m.deriveOnce(in, &key); err != nil {
 		return err
 	}
-	return sign(m, &key, seg, sne, rnext, 0)
+	req, err := m.pool.Start(m.poolID)
+	if err != nil {
+		return err
+	}
+	defer req.End()
+	return sign(m, &key, req.MAC, req.Scratch, seg, sne, rnext)
 }
 
 // verifyOnce derives the traffic key for in, verifies seg with it and
@@ -104,7 +109,12 @@ func verifyOnce(m *MKT, in *kdf.Input, sne uint32, seg *segment.Segment) error {
 	if err := m.deriveOnce(in, &key); err != nil {
 		return err
 	}
-	return verify(m, &key, seg, off, opt.MAC, sne, 0)
+	req, err := m.pool.Start(m.poolID)
+	if err != nil {
+		return err
+	}
+	defer req.End()
+	return verify(m, &key, req.MAC, req.Scratch, seg, off, opt.MAC, sne)
 }
 
 // deriveOnce derives a traffic key of m into key, with m pinned.
@@ -120,7 +130,8 @@ func (m *MKT) deriveOnce(in *kdf.Input, key *mac.Key) error {
 	return derive(m, in, key)
 }
 
-// derive computes a traffic key of m into key; m must be pinned.
+// derive computes a traffic key of m into key through m's pool; m must be
+// pinned.
 func derive(m *MKT, in *kdf.Input, key *mac.Key) error {
 	req, err := m.pool.Start(m.poolID)
 	if err != nil {
@@ -162,56 +173,49 @@ func signOption(m *MKT, seg *segment.Segment) (int, error) {
 }
 
 // sign writes m's KeyID, rnext and the MAC of seg under key into seg's
-// option: the per-segment core of every signer.
-func sign(m *MKT, key *mac.Key, seg *segment.Segment, sne uint32, rnext uint8, hint uint32) error {
+// option: the per-segment core of every signer. w is a working context of
+// m's algorithm and sc at least scratchSize bytes, both the caller's alone.
+func sign(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, sne uint32, rnext uint8) error {
 	off, err := signOption(m, seg)
 	if err != nil {
 		return err
 	}
 	h := seg.Header
 	h[off+2], h[off+3] = m.sendID, rnext
-	var sum [mac.MaxSize]byte
-	if err := segmentMAC(m, key, seg, off, sne, hint, &sum); err != nil {
+	sum, err := segmentMAC(m, key, w, sc, seg, off, sne)
+	if err != nil {
 		return err
 	}
-	copy(h[off+OptionHeaderLen:off+OptionHeaderLen+int(m.maclen)], sum[:m.maclen])
-	clear(sum[:])
+	copy(h[off+OptionHeaderLen:off+OptionHeaderLen+int(m.maclen)], sum)
 	return nil
 }
 
 // verify compares got, the MAC of seg's option at off, with the MAC of seg
-// under key, in constant time: the per-segment core of every verifier.
-func verify(m *MKT, key *mac.Key, seg *segment.Segment, off int, got []byte, sne uint32, hint uint32) error {
+// under key, in constant time: the per-segment core of every verifier. w
+// and sc are as for sign.
+func verify(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, got []byte, sne uint32) error {
 	if len(got) != int(m.maclen) {
 		return ErrMACLength
 	}
-	var sum [mac.MaxSize]byte
-	if err := segmentMAC(m, key, seg, off, sne, hint, &sum); err != nil {
+	sum, err := segmentMAC(m, key, w, sc, seg, off, sne)
+	if err != nil {
 		return err
 	}
-	good := mac.Equal(sum[:m.maclen], got)
-	clear(sum[:])
-	if !good {
+	if !mac.Equal(sum, got) {
 		return ErrBadMAC
 	}
 	return nil
 }
 
 // segmentMAC computes the MAC of seg (RFC 5925 §5.1, Linux
-// tcp_ao_hash_skb) into sum: SNE, pseudo-header, TCP header with checksum
+// tcp_ao_hash_skb) with w: SNE, pseudo-header, TCP header with checksum
 // and MAC zeroed (or only the base header and the AO option when options
-// are excluded), payload.
-func segmentMAC(m *MKT, key *mac.Key, seg *segment.Segment, off int, sne uint32, hint uint32, sum *[mac.MaxSize]byte) error {
-	req, err := m.pool.StartHint(m.poolID, hint)
-	if err != nil {
-		return err
-	}
-	defer req.End()
-	if err := req.Key(key); err != nil {
-		return err
+// are excluded), payload. The result, m's MAC length, aliases sc.
+func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, sne uint32) ([]byte, error) {
+	if err := w.Load(key); err != nil {
+		return nil, err
 	}
 	maclen := int(m.maclen)
-	sc := req.Scratch
 	b := binary.BigEndian.AppendUint32(sc[:0], sne)
 	b = segment.AppendPseudoHeader(b, seg.Src, seg.Dst, seg.Len())
 	start := len(b)
@@ -238,13 +242,12 @@ func segmentMAC(m *MKT, key *mac.Key, seg *segment.Segment, off int, sne uint32,
 		b = append(b, pay[:fill]...)
 		pay = pay[fill:]
 	}
-	req.MAC.Write(b)
-	req.MAC.Write(pay)
+	w.Write(b)
+	w.Write(pay)
 	for _, f := range seg.Frags {
-		req.MAC.Write(f)
+		w.Write(f)
 	}
-	copy(sum[:], req.MAC.Sum(sc[sumOff:sumOff]))
-	return nil
+	return w.Sum(sc[sumOff:sumOff])[:maclen], nil
 }
 
 func netipAddrPort(a netip.Addr, port uint16) netip.AddrPort {

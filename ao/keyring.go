@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
+	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
@@ -22,15 +22,18 @@ const (
 
 // Keyring holds the MKTs of a listener and its connections. Lookups by
 // (peer address, KeyID, L3 index) take no lock and cost the same at 16
-// and at a million keys; adds and deletes serialise on a mutex and never
-// wait for readers of other keys. Safe for concurrent use.
+// and at a million keys; adds, deletes and the rare changes of a
+// connection's current or RNext key serialise on a mutex. Safe for
+// concurrent use. The zero Keyring is empty and computes through
+// sigpool.Default.
 type Keyring struct {
 	mu     sync.Mutex
 	pool   *sigpool.Pool
-	byRecv prefixmap.Map[*MKT] // tag: RecvID
-	bySend prefixmap.Map[*MKT] // tag: SendID
-	byPeer prefixmap.Map[*MKT] // tag: 0, every MKT
-	added  uint64              // under mu: MKTs ever added, for MKT.added
+	ids    map[*mac.Algorithm]sigpool.ID // under mu: the pool entry of each algorithm in use
+	byRecv prefixmap.Map[*MKT]           // tag: RecvID
+	bySend prefixmap.Map[*MKT]           // tag: SendID
+	byPeer prefixmap.Map[*MKT]           // tag: 0, every MKT
+	added  uint64                        // under mu: MKTs ever added, for MKT.added
 }
 
 // NewKeyring returns an empty keyring whose MKTs compute through pool
@@ -42,6 +45,27 @@ func NewKeyring(pool *sigpool.Pool) *Keyring {
 	return &Keyring{pool: pool}
 }
 
+// poolID returns the pool entry of alg, taking one the first time; under
+// r.mu. The keyring keeps its entries for its lifetime (one per
+// algorithm), so no MKT's wipe has to call into the pool.
+func (r *Keyring) poolID(alg *mac.Algorithm) (*sigpool.Pool, sigpool.ID, error) {
+	if r.pool == nil {
+		r.pool = sigpool.Default
+	}
+	if id, ok := r.ids[alg]; ok {
+		return r.pool, id, nil
+	}
+	id, err := r.pool.Alloc(alg, scratchSize)
+	if err != nil {
+		return nil, 0, err
+	}
+	if r.ids == nil {
+		r.ids = map[*mac.Algorithm]sigpool.ID{}
+	}
+	r.ids[alg] = id
+	return r.pool, id, nil
+}
+
 // Add validates cfg like Linux's TCP_AO_ADD_KEY and adds the MKT. An MKT
 // whose SendID or RecvID equals that of an MKT with an overlapping peer
 // prefix (in an overlapping L3 domain) is refused with [ErrKeyExists]
@@ -50,11 +74,7 @@ func (r *Keyring) Add(cfg Config) (*MKT, error) {
 	if r == nil {
 		return nil, fmt.Errorf("%w: nil keyring", ErrInvalidKey)
 	}
-	pool := r.pool
-	if pool == nil {
-		pool = sigpool.Default
-	}
-	m, err := newMKT(&cfg, pool)
+	m, err := newMKT(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +95,10 @@ func (r *Keyring) Add(cfg Config) (*MKT, error) {
 		m.guard.Retire(m.wipe)
 		return nil, fmt.Errorf("%w: %v", ErrKeyExists, m)
 	}
+	if m.pool, m.poolID, err = r.poolID(m.alg); err != nil {
+		m.guard.Retire(m.wipe)
+		return nil, err
+	}
 	r.added++
 	m.added = r.added // before the inserts publish m
 	// newMKT validated the prefix, so the inserts cannot fail.
@@ -86,49 +110,48 @@ func (r *Keyring) Add(cfg Config) (*MKT, error) {
 
 // DeleteOptions says how to delete an MKT.
 type DeleteOptions struct {
-	// Async returns at once and wipes the key once its last reader is
-	// done (Linux del_async); otherwise Delete returns after the wipe.
+	// Async returns at once and wipes the master key once its last
+	// reader is done (Linux del_async); otherwise Delete returns after
+	// the wipe.
 	Async bool
 	// Current and RNext replace the MKT on connections that use it as
 	// their current or RNext key (Linux's set_current/set_rnext in
-	// TCP_AO_DEL_KEY). Without them such a delete fails with ErrKeyBusy.
+	// TCP_AO_DEL_KEY), at once. Without them such a delete fails with
+	// ErrKeyBusy.
 	Current, RNext *MKT
 }
 
 // Delete removes m. A synchronous delete returns once no reader can still
-// use m and its key bytes (and the traffic keys derived from them) are
-// wiped; neither kind makes other keys' readers or writers wait.
+// use m's master key and it is wiped; neither kind makes the readers of
+// other keys wait. Each connection wipes the traffic keys it derived from
+// m itself: when it next needs a key it has not derived yet, and at Close.
 func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	if r == nil {
 		return ErrNoSuchKey
 	}
 	r.mu.Lock()
-	if m == nil || !r.has(m) || m.guard.Retired() || m.deleting.Load() {
+	if m == nil || !r.has(m) {
 		r.mu.Unlock()
 		return ErrNoSuchKey
 	}
-	// Dekker with Conn.pin: set deleting, then read the pins: first those
-	// of the MKTs forwarding to m, then m's own (a connection switching
-	// from one of them to m pins m before it unpins the old one).
-	m.deleting.Store(true)
-	busyCur := curRole.forwarding(m) || m.pinsCur.Load() > 0
-	busyNext := nextRole.forwarding(m) || m.pinsNext.Load() > 0
-	if (busyCur && opts.Current == nil) || (busyNext && opts.RNext == nil) {
-		m.deleting.Store(false)
-		r.mu.Unlock()
-		return ErrKeyBusy
-	}
-	for _, rep := range []*MKT{opts.Current, opts.RNext} {
-		if rep != nil && (rep == m || !r.has(rep) || rep.guard.Retired() || rep.deleting.Load()) {
-			m.deleting.Store(false)
+	for role, rep := range [2]*MKT{opts.Current, opts.RNext} {
+		if m.users[role] == nil {
+			continue
+		}
+		if rep == nil {
+			r.mu.Unlock()
+			return ErrKeyBusy
+		}
+		if rep == m || !r.has(rep) {
 			r.mu.Unlock()
 			return fmt.Errorf("%w: replacement %v", ErrNoSuchKey, rep)
 		}
 	}
-	m.nextCur.Store(opts.Current)
-	m.nextRNext.Store(opts.RNext)
-	curRole.forward(m, opts.Current)
-	nextRole.forward(m, opts.RNext)
+	for role, rep := range [2]*MKT{opts.Current, opts.RNext} {
+		for m.users[role] != nil {
+			r.setRole(m.users[role], role, rep)
+		}
+	}
 	is := func(o *MKT) bool { return o == m }
 	r.byRecv.Delete(m.peer, uint32(m.recvID), is)
 	r.bySend.Delete(m.peer, uint32(m.sendID), is)
@@ -142,61 +165,60 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	return nil
 }
 
-// role is one of the two ways a connection uses an MKT: as its current
-// key or as its RNext key.
-type role struct {
-	pins func(*MKT) *atomic.Int64        // connections using the MKT so
-	next func(*MKT) *atomic.Pointer[MKT] // the replacement a forced delete named
-	fwd  func(*MKT) *[]*MKT              // deleted MKTs forwarding to this one
-}
-
-var (
-	curRole = role{
-		func(m *MKT) *atomic.Int64 { return &m.pinsCur },
-		func(m *MKT) *atomic.Pointer[MKT] { return &m.nextCur },
-		func(m *MKT) *[]*MKT { return &m.fwdCur },
-	}
-	nextRole = role{
-		func(m *MKT) *atomic.Int64 { return &m.pinsNext },
-		func(m *MKT) *atomic.Pointer[MKT] { return &m.nextRNext },
-		func(m *MKT) *[]*MKT { return &m.fwdNext },
-	}
+// The two ways a connection uses an MKT, as indexes into MKT.users and
+// Conn.link.
+const (
+	roleCurrent = 0
+	roleRNext   = 1
 )
 
-// forwarding drops from m's forwarders those no connection uses any more
-// (a deleted MKT's pins never grow again) and reports whether any remain.
-func (r role) forwarding(m *MKT) bool {
-	fwd := r.fwd(m)
-	live := (*fwd)[:0]
-	for _, g := range *fwd {
-		if r.pins(g).Load() > 0 {
-			live = append(live, g)
-		}
+// setRole makes m (nil: none) the connection's key in role, moving c from
+// the old MKT's user list to m's; under r.mu.
+func (r *Keyring) setRole(c *Conn, role int, m *MKT) {
+	ptr := &c.current
+	if role == roleRNext {
+		ptr = &c.rnext
 	}
-	clear((*fwd)[len(live):])
-	*fwd = live
-	return len(live) > 0
+	old := ptr.Load()
+	if old == m {
+		return
+	}
+	if old != nil {
+		l := &c.link[role]
+		if l.prev != nil {
+			l.prev.link[role].next = l.next
+		} else {
+			old.users[role] = l.next
+		}
+		if l.next != nil {
+			l.next.link[role].prev = l.prev
+		}
+		l.prev, l.next = nil, nil
+	}
+	if m != nil {
+		head := m.users[role]
+		c.link[role].next = head
+		if head != nil {
+			head.link[role].prev = c
+		}
+		m.users[role] = c
+	}
+	ptr.Store(m)
 }
 
-// forward makes the deleted m, and every MKT that forwarded to it, forward
-// to its replacement rep (nil: none needed, m's forwarders are all gone).
-func (r role) forward(m, rep *MKT) {
-	if rep != nil {
-		for _, g := range *r.fwd(m) {
-			r.next(g).Store(rep)
-		}
-		f := r.fwd(rep)
-		*f = append(append(*f, *r.fwd(m)...), m)
-		r.forwarding(rep) // keep only those still in use
+// switchTo makes m the connection's key in role if m is still in the
+// keyring, else [ErrNoSuchKey].
+func (r *Keyring) switchTo(c *Conn, role int, m *MKT) error {
+	if m == nil {
+		return ErrNoSuchKey
 	}
-	*r.fwd(m) = nil
-}
-
-// settle waits until no add or delete is in progress (a delete that is
-// deciding whether a key is busy has it marked deleting meanwhile).
-func (r *Keyring) settle() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.has(m) {
+		return ErrNoSuchKey
+	}
+	r.setRole(c, role, m)
+	return nil
 }
 
 // has reports whether m is in r (and not deleted); under r.mu.
@@ -265,7 +287,7 @@ func (r *Keyring) newest(addr netip.Addr, l3 int) *MKT {
 	}
 	var found *MKT
 	r.byPeer.Lookup(addr, 0, func(_ netip.Prefix, m *MKT) bool {
-		if m.matchesL3(l3) && !m.deleting.Load() && (found == nil || m.added > found.added) {
+		if m.matchesL3(l3) && (found == nil || m.added > found.added) {
 			found = m
 		}
 		return true
@@ -276,7 +298,7 @@ func (r *Keyring) newest(addr netip.Addr, l3 int) *MKT {
 func lookup(idx *prefixmap.Map[*MKT], addr netip.Addr, tag uint8, l3 int) *MKT {
 	var found *MKT
 	idx.Lookup(addr, uint32(tag), func(_ netip.Prefix, m *MKT) bool {
-		if m.matchesL3(l3) && !m.deleting.Load() {
+		if m.matchesL3(l3) {
 			found = m
 			return false
 		}

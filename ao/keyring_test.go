@@ -30,29 +30,25 @@ func allZero(p unsafe.Pointer, n uintptr) bool {
 func masterWiped(m *MKT) bool { return allZero(unsafe.Pointer(m.master), unsafe.Sizeof(*m.master)) }
 
 // connKeyWiped reports whether every traffic key of k is all zero.
-func connKeyWiped(k *connKey) bool {
-	for i := range k.keys {
-		if !allZero(unsafe.Pointer(&k.keys[i]), unsafe.Sizeof(k.keys[i])) {
+func connKeyWiped(k *laneKey) bool {
+	for i := range k.key {
+		if !allZero(unsafe.Pointer(&k.key[i]), unsafe.Sizeof(k.key[i])) {
 			return false
 		}
 	}
 	return true
 }
 
-// connKeysOf returns the traffic-key holders c derived from m.
-func connKeysOf(c *Conn, m *MKT) []*connKey {
-	var ks []*connKey
-	for i := range c.slots {
-		if k := c.slots[i].Load(); k != nil && k.mkt == m {
+// connKeysOf returns the traffic-key holders c derived from m, in both
+// lanes.
+func connKeysOf(c *Conn, m *MKT) []*laneKey {
+	var ks []*laneKey
+	for _, l := range []*lane{&c.send, &c.recv} {
+		l.mu.Lock()
+		if k := l.find(m); k != nil {
 			ks = append(ks, k)
 		}
-	}
-	if x := c.extra.Load(); x != nil {
-		for _, k := range *x {
-			if k.mkt == m {
-				ks = append(ks, k)
-			}
-		}
+		l.mu.Unlock()
 	}
 	return ks
 }
@@ -332,14 +328,18 @@ func TestDelete(t *testing.T) {
 	if err := r.Delete(k1, DeleteOptions{Current: k5}); err != nil {
 		t.Fatalf("forced delete: %v", err)
 	}
-	if !masterWiped(k1) || !connKeyWiped(derived[0]) {
-		t.Fatal("synchronous delete returned before k1's keys were wiped")
+	if !masterWiped(k1) {
+		t.Fatal("synchronous delete returned before k1's master key was wiped")
 	}
 	if r.Len() != 2 || r.LookupRecv(srv4.Addr(), 2, 0) != nil || r.LookupSend(srv4.Addr(), 1, 0) != nil || r.Find(host(srv4.Addr()), 1, 2) != nil {
 		t.Fatal("deleted key still found")
 	}
 	if o, err := signData(t, c, 19); err != nil || o.KeyID != 5 || o.RNextKeyID != 4 {
 		t.Fatalf("sign after forced delete: %+v %v", o, err)
+	}
+	// The connection wiped its traffic keys of k1 when it derived k5's.
+	if len(connKeysOf(c, k1)) != 0 || !connKeyWiped(derived[0]) && derived[0].mkt == k1 {
+		t.Fatal("the connection still holds k1's traffic keys after deriving k5's")
 	}
 	if c.Current() != k5 {
 		t.Fatalf("current %v, want k5", c.Current())

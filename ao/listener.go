@@ -1,6 +1,8 @@
 package ao
 
 import (
+	"errors"
+
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -66,12 +68,6 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 		l.keyNotFound.Add(1)
 		return false, ErrKeyNotFound
 	}
-	p, ok := m.acquire()
-	if !ok {
-		l.keyNotFound.Add(1)
-		return false, ErrKeyNotFound
-	}
-	defer m.release(p)
 	if len(opt.MAC) != int(m.maclen) {
 		l.bad.Add(1)
 		m.bad.Add(1)
@@ -85,12 +81,20 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 	}
 	conn.Close()
 	conn.reset(l.ring, ep, l.policy)
-	tk, err := conn.trafficKeyFor(m, recvSYN, h.Seq())
-	if err != nil {
-		return true, err
+	conn.risn = h.Seq() // for the Receive_SYN key; committed once the SYN verifies
+	rl := &conn.recv
+	rl.mu.Lock()
+	k, err := conn.key(rl, m, false, true)
+	if err == nil {
+		err = verify(m, k, rl.context(m.alg), rl.scratch[:], syn, off, opt.MAC, 0)
 	}
-	if err := verify(m, tk, syn, off, opt.MAC, 0, conn.hint); err != nil {
+	rl.mu.Unlock()
+	if err != nil {
 		conn.Close()
+		if errors.Is(err, ErrKeyNotFound) {
+			l.keyNotFound.Add(1)
+			return true, err
+		}
 		l.bad.Add(1)
 		m.bad.Add(1)
 		return true, err
@@ -100,15 +104,24 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 	conn.setRISN(h.Seq())
 	// As Linux's tcp_ao_copy_all_matching: current = the MKT whose SendID
 	// is the SYN's RNextKeyID, else the newest MKT for the peer.
-	cur := l.ring.LookupSend(src, opt.RNextKeyID, l.l3)
-	if cur == nil {
-		cur = l.ring.newest(src, l.l3)
-	}
-	if (cur == nil || !conn.setCurrent(cur)) && !conn.setCurrent(m) || !conn.setRNext(m) {
-		// The MKT is being deleted as the SYN arrives: as gone.
+	r := l.ring
+	r.mu.Lock()
+	if !r.has(m) {
+		// The MKT was deleted as the SYN arrived: as gone.
+		r.mu.Unlock()
 		conn.Close()
 		return true, ErrKeyNotFound
 	}
+	cur := r.LookupSend(src, opt.RNextKeyID, l.l3)
+	if cur == nil {
+		cur = r.newest(src, l.l3)
+	}
+	if cur == nil {
+		cur = m
+	}
+	r.setRole(conn, roleCurrent, cur)
+	r.setRole(conn, roleRNext, m)
+	r.mu.Unlock()
 	return true, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/internal/reclaim"
@@ -58,7 +57,7 @@ type MKT struct {
 	// without its methods, prints an address and not the keyed state
 	// (for hmac(rmd160) that is key⊕ipad and key⊕opad).
 	master *kdf.Master
-	pool   *sigpool.Pool
+	pool   *sigpool.Pool // for the calls without a connection
 	poolID sigpool.ID
 
 	added uint64 // order of addition in its keyring (newest wins by default)
@@ -66,27 +65,16 @@ type MKT struct {
 	good  atomic.Uint64
 	bad   atomic.Uint64
 
-	// Connections that use the MKT as current (pinsCur) or RNext key
-	// (pinsNext); a delete that would leave them without one is refused.
-	pinsCur, pinsNext atomic.Int64
-	// deleting is set before a delete checks the pins, so a connection
-	// that switches to the MKT concurrently sees it and backs off.
-	deleting atomic.Bool
-	// Replacements a forced delete named for connections that still use
-	// this MKT: they switch on their next segment.
-	nextCur, nextRNext atomic.Pointer[MKT]
-	// Under the keyring's mu: deleted MKTs that named this one as their
-	// replacement (directly or through a chain of forced deletes), whose
-	// connections may not have switched yet. Until they have, this MKT is
-	// their current or RNext key, as Linux sets it at once.
-	fwdCur, fwdNext []*MKT
-
-	mu      sync.Mutex // guards derived and wiped
-	derived *connKey   // traffic keys derived from this MKT (intrusive list)
-	wiped   bool
+	// users lists the connections that have the MKT as current key
+	// (users[roleCurrent]) or RNext key, under the keyring's lock: a
+	// delete that would leave them without one is refused, and a forced
+	// delete moves them to the replacement.
+	users [2]*Conn
 }
 
-func newMKT(cfg *Config, pool *sigpool.Pool) (*MKT, error) {
+// newMKT validates cfg and prepares its master key; the keyring sets the
+// pool it computes through.
+func newMKT(cfg *Config) (*MKT, error) {
 	alg, err := mac.Lookup(cfg.Algorithm)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
@@ -121,17 +109,11 @@ func newMKT(cfg *Config, pool *sigpool.Pool) (*MKT, error) {
 		return nil, fmt.Errorf("%w: ifindex without HasIfIndex", ErrInvalidKey)
 	}
 	m := &MKT{peer: peer, sendID: cfg.SendID, recvID: cfg.RecvID, maclen: uint8(maclen),
-		exclude: cfg.ExcludeOptions, hasIfIndex: cfg.HasIfIndex, ifindex: cfg.IfIndex, alg: alg, pool: pool,
+		exclude: cfg.ExcludeOptions, hasIfIndex: cfg.HasIfIndex, ifindex: cfg.IfIndex, alg: alg,
 		master: new(kdf.Master)}
 	if err := m.master.Init(alg, cfg.Key); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
 	}
-	id, err := pool.Alloc(alg, scratchSize)
-	if err != nil {
-		m.master.Wipe()
-		return nil, err
-	}
-	m.poolID = id
 	return m, nil
 }
 
@@ -246,61 +228,13 @@ func (c Config) Format(f fmt.State, _ rune) {
 // without TCP_AO_KEYF_IFINDEX matches every VRF).
 func (m *MKT) matchesL3(l3 int) bool { return !m.hasIfIndex || m.ifindex == l3 }
 
-// pinToken is a reader's pin on an MKT.
-type pinToken = reclaim.Pin
-
-// acquire pins the MKT for a reader; false once it is deleted.
+// acquire pins the MKT's master key for a derivation; false once the MKT
+// is deleted.
 func (m *MKT) acquire() (reclaim.Pin, bool) { return m.guard.Acquire() }
-
-// acquireHint pins the MKT on the reader's own shard.
-func (m *MKT) acquireHint(h uint32) (reclaim.Pin, bool) { return m.guard.AcquireHint(h) }
 
 func (m *MKT) release(p reclaim.Pin) { m.guard.Release(p) }
 
-// wipe clears the master key and every traffic key derived from it. It
-// runs once, when no reader can still use them.
-func (m *MKT) wipe() {
-	m.mu.Lock()
-	m.wiped = true
-	for k := m.derived; k != nil; k = k.next {
-		k.wipe()
-	}
-	m.derived = nil
-	m.mu.Unlock()
-	m.master.Wipe()
-	m.pool.Release(m.poolID)
-}
-
-// register links a connection's traffic keys to the MKT so that deleting
-// the MKT wipes them too. It fails once the MKT is wiped.
-func (m *MKT) register(k *connKey) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.wiped {
-		return false
-	}
-	k.prev, k.next = nil, m.derived
-	if m.derived != nil {
-		m.derived.prev = k
-	}
-	m.derived = k
-	return true
-}
-
-// unregister unlinks k (a closing connection's keys).
-func (m *MKT) unregister(k *connKey) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.wiped {
-		return
-	}
-	if k.prev != nil {
-		k.prev.next = k.next
-	} else if m.derived == k {
-		m.derived = k.next
-	}
-	if k.next != nil {
-		k.next.prev = k.prev
-	}
-	k.prev, k.next = nil, nil
-}
+// wipe clears the master key. It runs once, when no derivation can still
+// use it: quick, no lock, as reclaim asks. (Connections wipe the traffic
+// keys they derived themselves: see lane.add and Conn.Close.)
+func (m *MKT) wipe() { m.master.Wipe() }

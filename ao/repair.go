@@ -48,8 +48,12 @@ func (c *Conn) Import(ring *Keyring, ep Endpoint, p Policy, s RepairState) error
 	c.setRISN(s.RemoteISN)
 	c.snd.store(s.SendSNE, s.SendSeq)
 	c.rcv.store(s.RecvSNE, s.RecvSeq)
-	if !c.setCurrent(cur) || !c.setRNext(nxt) {
+	ring.mu.Lock()
+	defer ring.mu.Unlock()
+	if !ring.has(cur) || !ring.has(nxt) {
 		return ErrNoSuchKey
 	}
+	ring.setRole(c, roleCurrent, cur)
+	ring.setRole(c, roleRNext, nxt)
 	return nil
 }

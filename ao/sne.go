@@ -40,18 +40,12 @@ func (s *sneState) of(seq uint32) uint32 {
 	return ComputeSNE(sne, basis, seq)
 }
 
-// advance moves the basis to seq if seq is after it, carrying the SNE over
-// a wrap; it never moves the basis backwards.
+// advance moves the basis to seq if seq is after it, carrying the SNE
+// over a wrap; it never moves the basis backwards. Callers of one
+// direction are serialised (a lane's lock): there is one writer.
 func (s *sneState) advance(seq uint32) {
-	for {
-		old := s.v.Load()
-		sne, basis := uint32(old>>32), uint32(old)
-		if !before(basis, seq) {
-			return
-		}
-		n := uint64(ComputeSNE(sne, basis, seq))<<32 | uint64(seq)
-		if s.v.CompareAndSwap(old, n) {
-			return
-		}
+	sne, basis := s.load()
+	if before(basis, seq) {
+		s.store(ComputeSNE(sne, basis, seq), seq)
 	}
 }
