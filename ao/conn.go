@@ -66,33 +66,29 @@ type lane struct {
 	mu      sync.Mutex
 	ctx     *mac.Context       // of the algorithm of the last key used
 	keys    []*laneKey         // traffic keys per MKT; entries of deleted MKTs are wiped and reused
-	tmp     mac.Key            // a handshake key for an ISN not committed yet
+	tmp     *mac.Key           // a handshake key for an ISN not committed yet, made on first use
 	scratch [scratchSize]byte  // MAC input prefix and the MAC
 	_       [cachePad]byte     // the next lane's lock on another line
 }
 
-// laneKey is one MKT's two traffic keys of a lane's direction: the SYN
-// key and the key of every other segment (RFC 5925 §5.2), each derived on
-// first use.
+// laneKey is one MKT's two traffic keys of a lane's direction: the key
+// of every segment but a SYN, and the SYN key (RFC 5925 §5.2), each
+// derived on first use. The SYN key, needed by a client's send lane and a
+// server's receive lane only, is made on first use.
 type laneKey struct {
-	mkt   *MKT
-	ready [2]bool
-	key   [2]mac.Key
+	mkt          *MKT
+	ready, synOK bool
+	key          mac.Key
+	syn          *mac.Key
 }
-
-// Indexes into laneKey.key.
-const (
-	synKey   = 0
-	otherKey = 1
-)
 
 // cachePad keeps the two lanes' locks apart.
 const cachePad = 64
 
 func (k *laneKey) wipe() {
-	k.key[0].Wipe()
-	k.key[1].Wipe()
-	k.ready = [2]bool{}
+	k.key.Wipe()
+	k.syn.Wipe()
+	k.ready, k.synOK = false, false
 	k.mkt = nil
 }
 
@@ -142,7 +138,7 @@ func (l *lane) wipe() {
 	for _, k := range l.keys {
 		k.wipe()
 	}
-	l.tmp.Wipe()
+	l.tmp.Wipe() // nil-safe
 	if l.ctx != nil {
 		l.ctx.Wipe()
 	}
@@ -315,12 +311,11 @@ func (c *Conn) input(send, syn bool, peerISN uint32) kdf.Input {
 // it is verified would race.
 func (c *Conn) key(l *lane, m *MKT, send, syn bool) (*mac.Key, error) {
 	k := l.find(m)
-	which := otherKey
-	if syn {
-		which = synKey
+	if k != nil && !syn && k.ready {
+		return &k.key, nil
 	}
-	if k != nil && k.ready[which] {
-		return &k.key[which], nil
+	if k != nil && syn && k.synOK {
+		return k.syn, nil
 	}
 	if k == nil {
 		k = l.add(m)
@@ -330,11 +325,22 @@ func (c *Conn) key(l *lane, m *MKT, send, syn bool) (*mac.Key, error) {
 		peerISN = c.risn
 	}
 	in := c.input(send, syn, peerISN)
-	if err := c.derive(l, m, &in, &k.key[which]); err != nil {
+	dst := &k.key
+	if syn {
+		if k.syn == nil {
+			k.syn = new(mac.Key)
+		}
+		dst = k.syn
+	}
+	if err := c.derive(l, m, &in, dst); err != nil {
 		return nil, err
 	}
-	k.ready[which] = true
-	return &k.key[which], nil
+	if syn {
+		k.synOK = true
+	} else {
+		k.ready = true
+	}
+	return dst, nil
 }
 
 // derive computes a traffic key of m into key with the lane's context,
@@ -499,9 +505,12 @@ func (c *Conn) check(l *lane, m *MKT, k *mac.Key, seg *segment.Segment, opt Opti
 // The lane's lock is held.
 func (c *Conn) verifyHandshake(l *lane, m *MKT, seg *segment.Segment, opt Option, off int, syn bool, seq uint32) error {
 	in := c.input(false, syn, seq)
-	err := c.derive(l, m, &in, &l.tmp)
+	if l.tmp == nil {
+		l.tmp = new(mac.Key)
+	}
+	err := c.derive(l, m, &in, l.tmp)
 	if err == nil {
-		err = c.check(l, m, &l.tmp, seg, opt, off, 0)
+		err = c.check(l, m, l.tmp, seg, opt, off, 0)
 	}
 	l.tmp.Wipe()
 	if err != nil {

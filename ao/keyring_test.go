@@ -31,12 +31,10 @@ func masterWiped(m *MKT) bool { return allZero(unsafe.Pointer(m.master), unsafe.
 
 // connKeyWiped reports whether every traffic key of k is all zero.
 func connKeyWiped(k *laneKey) bool {
-	for i := range k.key {
-		if !allZero(unsafe.Pointer(&k.key[i]), unsafe.Sizeof(k.key[i])) {
-			return false
-		}
+	if !allZero(unsafe.Pointer(&k.key), unsafe.Sizeof(k.key)) {
+		return false
 	}
-	return true
+	return k.syn == nil || allZero(unsafe.Pointer(k.syn), unsafe.Sizeof(*k.syn))
 }
 
 // connKeysOf returns the traffic-key holders c derived from m, in both

@@ -13,7 +13,7 @@ import (
 type Context struct {
 	alg            *Algorithm
 	key            *Key // the keyed state Reset returns to
-	own            Key  // SetKey's template
+	own            *Key // SetKey's template, made on first use
 	inner, outer   hash.Hash
 	innerU, outerU encoding.BinaryUnmarshaler
 	cmac           cmacState
@@ -73,10 +73,13 @@ func (c *Context) SetKey(key []byte) error {
 	if c == nil || c.alg == nil {
 		return ErrNoKey
 	}
+	if c.own == nil {
+		c.own = new(Key)
+	}
 	if err := c.own.Init(c.alg, key); err != nil {
 		return err
 	}
-	return c.Load(&c.own)
+	return c.Load(c.own)
 }
 
 // Reset returns the context to its keyed state, ready for a new message,
