@@ -64,11 +64,11 @@ func (c *counters) snapshot() Counters {
 // another Sign on the same Conn, never for a Verify).
 type lane struct {
 	mu      sync.Mutex
-	ctx     *mac.Context       // of the algorithm of the last key used
-	keys    []*laneKey         // traffic keys per MKT; entries of deleted MKTs are wiped and reused
-	tmp     *mac.Key           // a handshake key for an ISN not committed yet, made on first use
-	scratch [scratchSize]byte  // MAC input prefix and the MAC
-	_       [cachePad]byte     // the next lane's lock on another line
+	ctx     *mac.Context      // of the algorithm of the last key used
+	keys    []*laneKey        // traffic keys per MKT; entries of deleted MKTs are wiped and reused
+	tmp     *mac.Key          // a handshake key for an ISN not committed yet, made on first use
+	scratch [scratchSize]byte // MAC input prefix and the MAC
+	_       [cachePad]byte    // the next lane's lock on another line
 }
 
 // laneKey is one MKT's two traffic keys of a lane's direction: the key
