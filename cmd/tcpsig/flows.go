@@ -68,14 +68,12 @@ func (e *endState) advance(seq uint32) {
 	}
 }
 
-// aoJudge is one TCP-AO reading of a direction: a keyring, and the
-// receiver's connection state over it, used only to Verify what the
-// receiver gets.
+// aoJudge is one TCP-AO reading of a direction: a keyring whose MKTs
+// verify what the receiver gets, with the ISNs and SNE of the flow's
+// endState (the only connection state verify keeps).
 type aoJudge struct {
-	ring     *ao.Keyring
-	sender   bool // ring holds the sender's keys, mirrored
-	conn     ao.Conn
-	imported bool
+	ring   *ao.Keyring
+	sender bool // ring holds the sender's keys, mirrored
 }
 
 // dirState is one direction of a flow: the readings it is judged under
@@ -146,17 +144,6 @@ func (t *flows) get(src, dst netip.AddrPort, opts *verifyOptions) (*flow, int) {
 	t.byKey[k] = f
 	t.order = append(t.order, f)
 	return f, 0
-}
-
-// close releases the TCP-AO state of every flow.
-func (t *flows) close() {
-	for _, f := range t.order {
-		for i := range f.dirs {
-			for _, j := range f.dirs[i].ao {
-				j.conn.Close()
-			}
-		}
-	}
 }
 
 // learn takes what a segment sent by ends[i] tells about the connection,

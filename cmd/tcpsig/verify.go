@@ -334,12 +334,11 @@ func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r 
 		return
 	}
 	r.verdict = noKey
+	// The flow's one tracker gives the ISNs (the sender's first) and the
+	// SNE; the segment is checked against each candidate MKT directly.
+	isns := ao.ISNs{Src: e.isn, Dst: o.isn}
 	for _, c := range cands {
-		if err := c.j.sync(f, i, c.m); err != nil {
-			r.verdict, r.reason = malformed, err.Error()
-			continue
-		}
-		err := c.j.conn.Verify(seg)
+		err := ao.VerifySegment(c.m, isns, r.sne, seg)
 		switch {
 		case err == nil:
 			r.verdict, r.reason = good, ""
@@ -408,27 +407,6 @@ func missingISNs(flags segment.Flags, e, o *endState) string {
 		flag[k] = "-isn " + a + "=ISN"
 	}
 	return fmt.Sprintf("ISN of %s unknown (handshake not in the capture): give %s", strings.Join(miss, " and "), strings.Join(flag, " "))
-}
-
-// sync makes the judge's connection state match what the capture says:
-// the receiver's (local) and sender's (remote) ISNs and the sender's SNE
-// basis. It re-imports only when they differ: once the handshake is
-// complete, and after another reading verified a segment this one did not.
-func (j *aoJudge) sync(f *flow, i int, m *ao.MKT) error {
-	e, o := &f.ends[i], &f.ends[1-i]
-	want := ao.RepairState{LocalISN: o.isn, RemoteISN: e.isn, RecvSNE: e.sne, RecvSeq: e.basis,
-		CurrentSendID: m.SendID(), RNextRecvID: m.RecvID()}
-	if j.imported {
-		got := j.conn.Export()
-		if got.LocalISN == want.LocalISN && got.RemoteISN == want.RemoteISN && got.RecvSNE == want.RecvSNE && got.RecvSeq == want.RecvSeq {
-			return nil
-		}
-	}
-	if err := j.conn.Import(j.ring, ao.Endpoint{Local: o.addr, Remote: e.addr}, ao.Policy{}, want); err != nil {
-		return err
-	}
-	j.imported = true
-	return nil
 }
 
 // aoNoKey explains a no-key verdict for a TCP-AO segment.

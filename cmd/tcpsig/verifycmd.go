@@ -212,7 +212,6 @@ func verifyOne(in input, ks *keySet, opts *verifyOptions, rep reporter, stderr i
 		return &totals{}, err
 	}
 	v := newVerifier(ks, opts, func(r *result) { rep.segment(in.name, r) })
-	defer v.flows.close()
 	prog := newProgress(stderr, in.name, size, cr)
 	var capErr error
 	for frame := 1; ; frame++ {
