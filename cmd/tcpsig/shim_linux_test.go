@@ -42,7 +42,7 @@ func TestShimHelperProcess(t *testing.T) {
 	os.Exit(run(args, os.Stdout, os.Stderr))
 }
 
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces, netfilter rules and a netfilter queue")
@@ -56,7 +56,7 @@ type ns struct {
 	fd  *os.File // its /proc/thread-self/ns/net
 }
 
-func newNS(t *testing.T) *ns {
+func newNS(t testing.TB) *ns {
 	n := &ns{fns: make(chan func())}
 	ready := make(chan error, 1)
 	go func() {
@@ -96,7 +96,7 @@ var (
 
 // newPair makes namespaces A and B joined by a veth pair with the
 // addresses above.
-func newPair(t *testing.T) (a, b *ns) {
+func newPair(t testing.TB) (a, b *ns) {
 	a, b = newNS(t), newNS(t)
 	must := func(err error) {
 		t.Helper()
@@ -150,7 +150,7 @@ func (s *syncBuffer) String() string {
 
 // start runs a command in n; it is killed at the end of the test and its
 // output logged if the test failed.
-func (n *ns) start(t *testing.T, name string, env []string, argv ...string) *proc {
+func (n *ns) start(t testing.TB, name string, env []string, argv ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, log: &syncBuffer{}, done: make(chan error, 1)}
 	err := n.do(func() error {
@@ -184,7 +184,7 @@ func (p *proc) kill() {
 
 // startShim runs tcpsig shim with args in n and waits until its status
 // socket answers.
-func startShim(t *testing.T, n *ns, dir string, args ...string) (*proc, string) {
+func startShim(t testing.TB, n *ns, dir string, args ...string) (*proc, string) {
 	t.Helper()
 	sock := filepath.Join(dir, "shim.sock")
 	args = append([]string{"shim", "-status", sock}, args...)
@@ -221,7 +221,7 @@ func shimStatusOf(sock string) (shim.Status, error) {
 }
 
 // stop sends SIGTERM and waits for the exit status.
-func (p *proc) stop(t *testing.T) error {
+func (p *proc) stop(t testing.TB) error {
 	t.Helper()
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -233,7 +233,7 @@ func (p *proc) stop(t *testing.T) error {
 	}
 }
 
-func writeKeys(t *testing.T, dir, name, body string) string {
+func writeKeys(t testing.TB, dir, name, body string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
 	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
@@ -242,7 +242,7 @@ func writeKeys(t *testing.T, dir, name, body string) string {
 	return p
 }
 
-func rulesExist(t *testing.T, n *ns, table string) bool {
+func rulesExist(t testing.TB, n *ns, table string) bool {
 	t.Helper()
 	var ok bool
 	if err := n.do(func() (err error) { ok, err = nfrules.Exists(table); return err }); err != nil {
@@ -251,7 +251,7 @@ func rulesExist(t *testing.T, n *ns, table string) bool {
 	return ok
 }
 
-func md5Counters(t *testing.T, n *ns) kstat.MD5 {
+func md5Counters(t testing.TB, n *ns) kstat.MD5 {
 	t.Helper()
 	var c kstat.MD5
 	if err := n.do(func() (err error) { c, err = kstat.ReadMD5(); return err }); err != nil {
@@ -262,7 +262,7 @@ func md5Counters(t *testing.T, n *ns) kstat.MD5 {
 
 // shortDir is a temporary directory with a short path: unix socket paths
 // are limited to 107 bytes.
-func shortDir(t *testing.T) string {
+func shortDir(t testing.TB) string {
 	d, err := os.MkdirTemp("", "shim")
 	if err != nil {
 		t.Fatal(err)

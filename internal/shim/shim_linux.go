@@ -23,6 +23,7 @@ import (
 	"github.com/tcpsig/tcpsig/internal/nfrules"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
@@ -30,6 +31,7 @@ import (
 type Shim struct {
 	cfg     Config
 	reloads chan chan error
+	stopped chan struct{} // closed when Run returns
 	log     *slog.Logger
 	table   string
 	q       *nfqueue.Queue
@@ -74,7 +76,7 @@ func New(cfg Config) (*Shim, error) {
 	}
 	s := &Shim{cfg: cfg, log: cfg.Log, table: fmt.Sprintf("tcpsig-shim-%d", cfg.Queue), keys: &keySet{},
 		aoRing: ao.NewKeyring(pool), md5Ring: md5sig.NewKeyring(pool), unseen: map[[2]netip.AddrPort]*UnseenConn{},
-		reloads: make(chan chan error)}
+		reloads: make(chan chan error), stopped: make(chan struct{})}
 	if err := s.apply(keys); err != nil {
 		return nil, err
 	}
@@ -98,6 +100,7 @@ func New(cfg Config) (*Shim, error) {
 // the goroutine (OS thread) whose network namespace is to be covered, and
 // only once.
 func (s *Shim) Run(ctx context.Context) error {
+	defer close(s.stopped)
 	// The queue first: if another shim holds it, its rules stay.
 	q, err := nfqueue.Open(nfqueue.Config{Num: s.cfg.Queue, MaxLen: 4096})
 	if err != nil {
@@ -159,13 +162,21 @@ func (s *Shim) Run(ctx context.Context) error {
 // use is replaced on its sessions by the peer's last remaining one), the
 // peer's last TCP-AO entry in the file becomes its sessions' current key
 // and RNext, and the rules follow the peers. It waits for Run to do it (the
-// rules belong to Run's namespace); on an error the keys stay as they were
+// rules belong to Run's namespace), so it also tells when Run is serving
+// packets; on an error the keys stay as they were
 // or, for an error of one entry, as far as they got.
 func (s *Shim) Reload() error {
 	done := make(chan error, 1)
-	s.reloads <- done
-	return <-done
+	select {
+	case s.reloads <- done:
+		return <-done
+	case <-s.stopped:
+		return ErrStopped
+	}
 }
+
+// ErrStopped is Reload's error once Run has returned.
+var ErrStopped = errors.New("shim: not running")
 
 func (s *Shim) installRules() error {
 	m, err := nfrules.Install(nfrules.Spec{Table: s.table, Queue: uint16(s.cfg.Queue), Peers: s.keys.Peers})
@@ -284,7 +295,13 @@ func (s *Shim) dropped(p *nfqueue.Packet, err error) {
 		return
 	}
 	local, remote, _ := tuple(p)
-	s.log.Debug("dropped", "hook", p.Hook, "local", local, "remote", remote, "err", err)
+	var flags, seq string
+	if seg, perr := segment.ParsePacket(p.Payload); perr == nil && len(seg.Header) >= 20 {
+		flags = fmt.Sprintf("%#02x", seg.Header[13])
+		seq = fmt.Sprint(binary.BigEndian.Uint32(seg.Header[4:]))
+	}
+	s.log.Debug("dropped", "hook", p.Hook, "local", local, "remote", remote, "len", len(p.Payload),
+		"flags", flags, "seq", seq, "err", err)
 }
 
 func (s *Shim) reload() error {
