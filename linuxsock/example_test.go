@@ -9,6 +9,7 @@ import (
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
@@ -40,29 +41,47 @@ func Example() {
 	// Output: hello, signed <nil>
 }
 
-// The same ao.Config values drive a kernel socket here and the ao engine
-// in Example_engine. A kernel without TCP-AO (CONFIG_TCP_AO, Linux 6.7+)
-// answers with an error wrapping errors.ErrUnsupported, so this example
-// is compiled, not run.
+// A TCP-AO listener and a dialer on kernel sockets, from one keys file
+// (package keyfile) holding both ends' MKTs; Example_engine feeds the
+// same file to the engine. Without CONFIG_TCP_AO (Linux 6.7+) Listen
+// fails with an error wrapping errors.ErrUnsupported, so this example is
+// compiled, not run (testvectors/linux runs its like under Linux 6.12).
 func Example_tcpAO() {
-	keys := linuxsock.Keys{AO: []ao.Config{
-		{Peer: netip.MustParsePrefix("192.0.2.0/24"), SendID: 1, RecvID: 1, Algorithm: "hmac(sha256)", Key: []byte("mkt-1")},
-	}}
-	ln, err := linuxsock.ListenConfig(keys).Listen(context.Background(), "tcp", "192.0.2.1:179")
+	f, err := keyfile.Parse([]byte(keysFile))
+	if err != nil {
+		log.Fatal(err)
+	}
+	keys := linuxsock.FileKeys(f)
+	ln, err := linuxsock.ListenConfig(keys).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err) // errors.Is(err, errors.ErrUnsupported) without CONFIG_TCP_AO
 	}
 	defer ln.Close()
-	c, err := ln.Accept()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Write([]byte("hello over TCP-AO"))
+			c.Close()
+		}
+	}()
+	d := linuxsock.Dialer(keys) // installs only the MKTs for the address it dials
+	d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}
+	c, err := d.Dial("tcp", ln.Addr().String())
 	if err != nil {
 		log.Fatal(err)
 	}
+	b, _ := io.ReadAll(c)
 	info, err := linuxsock.ReadAOInfo(c.(*net.TCPConn))
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("current key %d, %d segments verified\n", info.Current, info.Counters.Good)
+	fmt.Printf("%s: key %d, %d segments verified\n", b, info.Current, info.Counters.Good)
 }
+
+// keysFile holds both ends: the client (127.0.0.2) signs with SendID 1
+// for the server (peer 127.0.0.1), the server with SendID 2 for it.
+const keysFile = `{"ao": [
+  {"name": "client", "alg": "hmac(sha256)", "key": "text:mkt-secret", "sndid": 1, "rcvid": 2, "peer": "127.0.0.1"},
+  {"name": "server", "alg": "hmac(sha256)", "key": "text:mkt-secret", "sndid": 2, "rcvid": 1, "peer": "127.0.0.2"}]}`
 
 // A key rotation on a live kernel connection (RFC 5925 §7.5.2): add the
 // new MKT, ask the peer to send with it (RNext), and once the peer has
@@ -98,16 +117,18 @@ func ExampleAOKeys() {
 	fmt.Printf("socket: %+v\n", info.Counters)
 }
 
-// Where the kernel has no TCP-AO (ProbeAO says so), the same
-// configuration drives the ao engine instead, for a userspace stack or
-// the tcpsig shim.
+// Where the kernel has no TCP-AO (ProbeAO says so), the same keys file
+// drives the ao engine instead, for a userspace stack or the tcpsig shim.
 func Example_engine() {
-	cfg := ao.Config{Peer: netip.MustParsePrefix("192.0.2.0/24"), SendID: 1, RecvID: 1, Algorithm: "hmac(sha256)", Key: []byte("mkt-1")}
-	ring := ao.NewKeyring(nil)
-	m, err := ring.Add(cfg)
+	f, err := keyfile.Parse([]byte(keysFile))
 	if err != nil {
 		log.Fatal(err)
 	}
+	ring := ao.NewKeyring(nil)
+	if err := f.AddTo(ring, nil); err != nil {
+		log.Fatal(err)
+	}
+	m := ring.LookupRecv(netip.MustParseAddr("127.0.0.2"), 1, 0) // the server's MKT for the client
 	fmt.Println(m.Algorithm(), m.SendID(), m.RecvID(), m.MACLen())
-	// Output: hmac(sha256) 1 1 12
+	// Output: hmac(sha256) 2 1 12
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -369,4 +370,29 @@ func TestMPTCPListener(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Example_tcpAO on a kernel with TCP-AO (the qemu guest runs this test
+// binary under Linux 6.12): a listener and a dialer from one keys file
+// exchange data over TCP-AO, and the dialer reads its key and counters.
+func TestExampleTCPAO(t *testing.T) {
+	if err := ProbeAO(); err != nil {
+		t.Skip(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	func() {
+		defer func() { os.Stdout = stdout }()
+		Example_tcpAO()
+	}()
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if !regexp.MustCompile(`^hello over TCP-AO: key 1, [1-9][0-9]* segments verified\n$`).Match(out) {
+		t.Errorf("Example_tcpAO printed %q", out)
+	}
+	t.Logf("Example_tcpAO printed: %s", out)
 }

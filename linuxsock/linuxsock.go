@@ -6,6 +6,7 @@ import (
 	"syscall"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
 
@@ -118,6 +119,25 @@ type AORepair struct {
 type Keys struct {
 	AO  []ao.Config
 	MD5 []md5sig.Config
+}
+
+// FileKeys returns the keys of a keys file (package keyfile), in file
+// order: the same file that drives the engine (keyfile.File.AddTo) drives
+// kernel sockets through ListenConfig, Dialer and Install. A file listing
+// both ends of a session serves both: a Dialer installs only the keys
+// for the address it dials.
+func FileKeys(f *keyfile.File) Keys {
+	var k Keys
+	if f == nil {
+		return k
+	}
+	for _, e := range f.AO {
+		k.AO = append(k.AO, e.Config)
+	}
+	for _, e := range f.MD5 {
+		k.MD5 = append(k.MD5, e.Config)
+	}
+	return k
 }
 
 // Install adds every key of k to s (TCP-AO keys first).

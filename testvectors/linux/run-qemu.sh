@@ -169,6 +169,9 @@ rm -rf "$WORK/initramfs" "$WORK/results"
 mkdir -p "$WORK/initramfs"/{bin,dev,proc,sys,tmp,out} "$WORK/results"
 (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$WORK/initramfs/guest" ./testvectors/linux/guest) ||
 	die "building the guest program failed"
+# package linuxsock's tests, run by the guest case linuxsock-gotest under this kernel
+(cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -trimpath -o "$WORK/initramfs/linuxsock.test" ./linuxsock) ||
+	die "building linuxsock's test binary failed"
 cp /bin/busybox "$WORK/initramfs/bin/busybox"
 ln -sf busybox "$WORK/initramfs/bin/sh"
 cat >"$WORK/initramfs/init" <<'EOF'
@@ -230,6 +233,12 @@ if [ -n "$PY" ]; then
 else
 	echo "crosscheck: skipped (no python3 with the cryptography module; apt-get install python3-cryptography)"
 fi
+# kernel sockets configured through package linuxsock from a keys file:
+# tcpsig verify must pass every segment of their capture with that very file
+if [ -f "$WORK/results/linuxsock-ao.pcap" ]; then
+	(cd "$ROOT" && go run ./cmd/tcpsig verify -keys "$WORK/results/linuxsock-keys.json" "$WORK/results/linuxsock-ao.pcap" | tail -3) ||
+		{ echo "linuxsock: tcpsig verify failed on linuxsock-ao.pcap"; CRC=1; }
+fi
 set -e
 if [ "$UPDATE" = 1 ]; then
 	if [ $CRC -ne 0 ]; then
@@ -238,6 +247,11 @@ if [ "$UPDATE" = 1 ]; then
 		# drop captures of cases that no longer exist, then copy the fresh set
 		find "$HERE" -maxdepth 1 -name '*.pcap' -delete
 		cp "$WORK"/results/*.pcap "$WORK/results/manifest.json" "$HERE/"
+		rm -f "$HERE/linuxsock-ao.pcap" # kept apart, with its keys file
+		if [ -f "$WORK/results/linuxsock-ao.pcap" ]; then
+			mkdir -p "$HERE/linuxsock"
+			cp "$WORK/results/linuxsock-ao.pcap" "$WORK/results/linuxsock-keys.json" "$HERE/linuxsock/"
+		fi
 		log "updated $HERE (manifest.json + $(ls "$WORK"/results/*.pcap | wc -l) captures)"
 	fi
 fi

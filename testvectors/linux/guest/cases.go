@@ -16,6 +16,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -60,6 +61,26 @@ type capturedFile struct {
 }
 
 type fatal struct{}
+
+// resultFiles are files cases add to the result tar besides their
+// captures (T.addResultFile), under their own names.
+var resultFiles struct {
+	sync.Mutex
+	files []resultFile
+}
+
+type resultFile struct {
+	name string
+	b    []byte
+}
+
+// addResultFile puts b into the result tar as name, for the host to
+// check (run-qemu.sh).
+func (t *T) addResultFile(name string, b []byte) {
+	resultFiles.Lock()
+	defer resultFiles.Unlock()
+	resultFiles.files = append(resultFiles.files, resultFile{name, b})
+}
 
 func (t *T) Logf(format string, a ...any) {
 	fmt.Fprintf(t.log, "  [%s] %s\n", t.name, fmt.Sprintf(format, a...))
@@ -256,6 +277,13 @@ func writeTar(path string, man Manifest, res Results, files []capturedFile, log 
 	}
 	for _, c := range files {
 		if err := add(c.entry.File, c.pcap); err != nil {
+			return err
+		}
+	}
+	resultFiles.Lock()
+	defer resultFiles.Unlock()
+	for _, f := range resultFiles.files {
+		if err := add(f.name, f.b); err != nil {
 			return err
 		}
 	}
