@@ -59,10 +59,19 @@ func setsockopt(fd, opt int, b []byte) error {
 	return nil
 }
 
-// getsockopt fills b (whose contents are also the request, for
-// TCP_AO_GET_KEYS) and returns the length the kernel reported.
+// getsockopt fills b and returns the length the kernel reported.
 func getsockopt(fd, opt int, b []byte) (int, error) {
-	l := uint32(len(b))
+	return getsockoptLen(fd, opt, b, len(b))
+}
+
+// getsockoptLen passes optlen l with b: TCP_AO_GET_KEYS takes the size
+// of one struct tcp_ao_getsockopt there, reads the array's length from
+// the first one's nkeys, and writes entry i at i*l.
+func getsockoptLen(fd, opt int, b []byte, n int) (int, error) {
+	if n > len(b) {
+		return 0, fmt.Errorf("%w: optlen %d beyond a buffer of %d", ErrInvalid, n, len(b))
+	}
+	l := uint32(n)
 	_, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, uintptr(fd), syscall.IPPROTO_TCP, uintptr(opt),
 		uintptr(unsafe.Pointer(&b[0])), uintptr(unsafe.Pointer(&l)), 0)
 	if e != 0 {
@@ -171,7 +180,7 @@ func AOKeys(s Socket) ([]AOKey, error) {
 	err := withFD(s, func(fd int) error {
 		for n := 4; ; {
 			b := marshalAOGetAll(n)
-			if _, err := getsockopt(fd, optAOGetKeys, b); err != nil {
+			if _, err := getsockoptLen(fd, optAOGetKeys, b, sizeAOGet); err != nil {
 				clear(b)
 				return sockoptError(fd, optAOGetKeys, "", err)
 			}
