@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -109,29 +110,34 @@ func TestNilSockets(t *testing.T) {
 	}
 }
 
-// inNetns runs f in a fresh network namespace, skipping where the test
-// cannot run the kernel side.
+// skip is returned by a function given to inNetns to skip the test: t.Skip
+// must run on the test's goroutine, and netns.Run runs f on another.
+type skip string
+
+func (s skip) Error() string { return string(s) }
+
+// inNetns runs f in a fresh network namespace on a kernel with TCP-MD5,
+// skipping where the test cannot run the kernel side or f says so. f must
+// not call t.Fatal or t.Skip (other goroutine); it reports with t.Errorf
+// and its error.
 func inNetns(t *testing.T, f func() error) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the test creates a network namespace")
 	}
-	if err := netns.Run(f); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// needMD5 skips on a kernel without CONFIG_TCP_MD5SIG; it must run on
-// the namespace's goroutine.
-func needMD5(t *testing.T) bool {
-	err := ProbeMD5()
-	if errors.Is(err, ErrNoMD5) {
-		t.Log(err)
-		return false
+	if err := ProbeMD5(); errors.Is(err, ErrNoMD5) {
+		t.Skip(err)
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return true
+	err := netns.Run(f)
+	var sk skip
+	if errors.As(err, &sk) {
+		t.Skip(string(sk))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // exchange accepts one connection on ln, which sends a byte; it dials
@@ -168,18 +174,17 @@ func exchange(ln net.Listener, d *net.Dialer, local string, bound time.Duration)
 }
 
 // protocol returns SO_PROTOCOL of s: 6 for TCP, 262 for MPTCP.
-func protocol(t *testing.T, s Socket) int {
+func protocol(s Socket) (int, error) {
 	rc, err := s.SyscallConn()
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
 	var p int
 	var perr error
-	rc.Control(func(fd uintptr) { p, perr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, 38 /* SO_PROTOCOL */) })
-	if perr != nil {
-		t.Fatal(perr)
+	if err := rc.Control(func(fd uintptr) { p, perr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, 38 /* SO_PROTOCOL */) }); err != nil {
+		return 0, err
 	}
-	return p
+	return p, perr
 }
 
 // A failure must show within the bound; success has a generous one.
@@ -195,9 +200,6 @@ const (
 // gone (TCPMD5Unexpected).
 func TestMD5Kernel(t *testing.T) {
 	inNetns(t, func() error {
-		if !needMD5(t) {
-			t.Skip("kernel without CONFIG_TCP_MD5SIG")
-		}
 		good, bad := []byte("good-key"), []byte("bad-key")
 		k := func(p string, key []byte) md5sig.Config {
 			return md5sig.Config{Peer: netip.MustParsePrefix(p), Key: key}
@@ -225,7 +227,7 @@ func TestMD5Kernel(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if p := protocol(t, ln.(*net.TCPListener)); p != syscall.IPPROTO_TCP {
+			if p, err := protocol(ln.(*net.TCPListener)); err != nil || p != syscall.IPPROTO_TCP {
 				t.Errorf("%s: ListenConfig made a listener of protocol %d", tc.name, p)
 			}
 			bound := refusedBound
@@ -279,9 +281,6 @@ func TestMD5Kernel(t *testing.T) {
 // linuxsock-md5-vrf case does.
 func TestMD5IfIndex(t *testing.T) {
 	inNetns(t, func() error {
-		if !needMD5(t) {
-			t.Skip("kernel without CONFIG_TCP_MD5SIG")
-		}
 		key := []byte("scoped-key")
 		scoped := md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: key, HasIfIndex: true}
 		ln, err := ListenConfig(Keys{MD5: []md5sig.Config{scoped}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
@@ -302,17 +301,14 @@ func TestMD5IfIndex(t *testing.T) {
 			t.Errorf("a key bound to lo (not an L3 master): %v, want EINVAL", err)
 		}
 		t.Logf("bound to lo: %v", err)
-		if err := netns.AddVRF("sovrf0", 10); errors.Is(err, syscall.EOPNOTSUPP) {
+		err = vrfproof.Run(t.Logf)
+		if errors.Is(err, syscall.EOPNOTSUPP) {
 			t.Logf("this kernel has no CONFIG_NET_VRF (%v): the VRF-bound key is proven under qemu (linuxsock-md5-vrf)", err)
 			return nil
-		} else if err != nil {
-			return err
 		}
-		return vrfMD5(t)
+		return err
 	})
 }
-
-func vrfMD5(t *testing.T) error { return vrfproof.Run(t.Logf) }
 
 // Why ListenConfig turns MPTCP off: a plain Go listener (net.Listen; Go
 // 1.24+ makes listeners Multipath TCP where the kernel has it) refuses a
@@ -322,9 +318,6 @@ func vrfMD5(t *testing.T) error { return vrfproof.Run(t.Logf) }
 // added after listen() to a ListenConfig listener works.
 func TestMPTCPListener(t *testing.T) {
 	inNetns(t, func() error {
-		if !needMD5(t) {
-			t.Skip("kernel without CONFIG_TCP_MD5SIG")
-		}
 		key := md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: []byte("late-key")}
 		cli := md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: []byte("late-key")}
 
@@ -333,8 +326,10 @@ func TestMPTCPListener(t *testing.T) {
 			return err
 		}
 		defer plain.Close()
-		if p := protocol(t, plain.(*net.TCPListener)); p != 262 {
-			t.Skipf("net.Listen made a listener of protocol %d, not MPTCP (262): kernel without CONFIG_MPTCP or net.mptcp.enabled=0", p)
+		if p, err := protocol(plain.(*net.TCPListener)); err != nil {
+			return err
+		} else if p != 262 {
+			return skip(fmt.Sprintf("net.Listen made a listener of protocol %d, not MPTCP (262): kernel without CONFIG_MPTCP or net.mptcp.enabled=0", p))
 		}
 		err = AddMD5Key(plain.(*net.TCPListener), key)
 		if !errors.Is(err, ErrMPTCP) || !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrNoMD5) {
@@ -355,7 +350,7 @@ func TestMPTCPListener(t *testing.T) {
 			return err
 		}
 		defer ln.Close()
-		if p := protocol(t, ln.(*net.TCPListener)); p != syscall.IPPROTO_TCP {
+		if p, err := protocol(ln.(*net.TCPListener)); err != nil || p != syscall.IPPROTO_TCP {
 			t.Errorf("ListenConfig listener of protocol %d", p)
 		}
 		if err := AddMD5Key(ln.(*net.TCPListener), key); err != nil {

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"syscall"
 	"time"
 
@@ -96,6 +97,13 @@ func setup() error {
 		func() error { return netns.LinkUp("soveth1") },
 		func() error { return netns.AddAddr("soveth0", netip.PrefixFrom(srvAddr, 24)) },
 		func() error { return netns.AddAddr("soveth1", netip.PrefixFrom(cliAddr, 24)) },
+		// The rule for the local table comes before the VRF's (l3mdev)
+		// rule, so the client's address, local in the default domain,
+		// is a martian source to the VRF side unless it accepts local
+		// sources.
+		func() error {
+			return os.WriteFile("/proc/sys/net/ipv4/conf/soveth0/accept_local", []byte("1"), 0o644)
+		},
 	} {
 		if err := step(); err != nil {
 			return err
