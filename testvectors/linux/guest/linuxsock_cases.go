@@ -257,8 +257,10 @@ func lsRun(t *T, capt *capture.Capture, c lsConn, ln *net.TCPListener, keys linu
 	case "delete":
 		// The client asks for the server's B; the server then deletes its
 		// A, which is still its RNext key, choosing B as RNext in the same
-		// call (a forced delete); the client deletes its A once it sends
-		// with B.
+		// call (a forced delete), and speaks first: until the client has
+		// verified a segment asking for its B, it sends with A, which the
+		// server no longer has (a segment already in flight is dropped as
+		// key-not-found). The client deletes its A once it sends with B.
 		t.check(linuxsock.SelectAOKeys(cc, linuxsock.RNext, 0, 201), "client: RNext 201")
 		exchange(t, cc, sc, 100, 100)
 		a := c.entries()[2:]
@@ -267,6 +269,7 @@ func lsRun(t *T, capt *capture.Capture, c lsConn, ln *net.TCPListener, keys linu
 			t.Errorf("%s: deleting the RNext key without a replacement: %v, want EBUSY", c.name, err)
 		}
 		t.check(linuxsock.DeleteAOKey(sc, a[1].Config, linuxsock.AODelete{SetRNext: true, RNext: 101}), "server: delete A, RNext 101")
+		send(t, sc, cc, "s2c", 100)
 		exchange(t, cc, sc, 100, 100)
 		t.check(linuxsock.DeleteAOKey(cc, a[0].Config, linuxsock.AODelete{}), "client: delete A")
 	}
