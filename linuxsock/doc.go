@@ -4,9 +4,10 @@
 // this package, or the ao and md5sig engines where the kernel cannot sign.
 //
 // Every call takes a Socket: a *net.TCPConn, a *net.TCPListener, or
-// Raw(c) of a syscall.RawConn. ListenConfig and Dialer install Keys
-// before listen() and connect() and turn Multipath TCP off, which Go 1.24+
-// turns on for listeners and which refuses keys (ErrMPTCP).
+// Raw(c) of a syscall.RawConn. ListenConfig and Dialer install Keys (from
+// a keys file: FileKeys) before listen() and connect() and turn Multipath
+// TCP off, which Go 1.24+ turns on for listeners and which refuses keys
+// (ErrMPTCP). ProbeAO and ProbeMD5 say which the kernel has.
 //
 // What each call needs from the kernel:
 //
@@ -24,8 +25,8 @@
 //	ReadAORepair, SetAORepair CONFIG_TCP_AO, and the socket in TCP_REPAIR
 //	                          mode (CAP_NET_ADMIN).
 //
-// All of this was checked against Linux 6.12 (TCP-AO, under qemu) and
-// 6.18 (TCP-MD5). A kernel without a feature answers ENOPROTOOPT, which
+// Checked against Linux 6.12 (TCP-AO, under qemu) and 6.18 (TCP-MD5).
+// A kernel without a feature answers ENOPROTOOPT, which
 // comes back wrapping ErrNoAO or ErrNoMD5 (both wrap errors.ErrUnsupported
 // and name the missing option); on other operating systems every call
 // returns those errors. Other refusals are the kernel's errno, wrapped
