@@ -310,6 +310,20 @@ func TestIdleExpiry(t *testing.T) {
 	if c := p.b.l.Counters(); c.Dropped.NoConn != 1 {
 		t.Fatalf("%+v", c)
 	}
+
+	// A handshake that never completes goes after HandshakeIdle.
+	p = aoPair(t, false, "k", "k")
+	p.send(p.a, p.b, segment.SYN, nil)
+	p.a.l.Expire(time.Now().Add(HandshakeIdle - time.Second))
+	p.b.l.Expire(time.Now().Add(HandshakeIdle - time.Second))
+	if p.a.l.Counters().Tracked != 1 || p.b.l.Counters().Tracked != 1 {
+		t.Fatal("half-open connections expired too soon")
+	}
+	p.a.l.Expire(time.Now().Add(2 * HandshakeIdle))
+	p.b.l.Expire(time.Now().Add(2 * HandshakeIdle))
+	if p.a.l.Counters().Expired != 1 || p.b.l.Counters().Expired != 1 {
+		t.Fatalf("half-open connections kept: %+v %+v", p.a.l.Counters(), p.b.l.Counters())
+	}
 }
 
 // TestCloseFINAndRST: FIN both ways keeps the connection for TimeWait

@@ -139,8 +139,9 @@ func (l *Layer) remove(t *tuple, c *conn) {
 	sh.mu.Unlock()
 }
 
-// Expire forgets connections idle since before now−Idle, and those closed
-// by FIN both ways since before now−TimeWait. Front ends call it from a
+// Expire forgets connections idle since before now−Idle (handshakes that
+// never completed since before now−HandshakeIdle), and those closed by FIN
+// both ways since before now−TimeWait. Front ends call it from a
 // ticker; a new connection that finds the table full calls it too. The
 // packet paths do not read the clock: a connection that had a packet since
 // the previous Expire counts as seen at now, so idleness is measured in
@@ -150,6 +151,7 @@ func (l *Layer) Expire(now time.Time) {
 		return
 	}
 	idle := now.Add(-l.cfg.Idle).UnixNano()
+	opening := now.Add(-min(l.cfg.Idle, HandshakeIdle)).UnixNano()
 	closed := now.Add(-l.cfg.TimeWait).UnixNano()
 	for i := range l.shards {
 		sh := &l.shards[i]
@@ -158,10 +160,11 @@ func (l *Layer) Expire(now time.Time) {
 			if c.active.Swap(false) {
 				c.last.Store(now.UnixNano())
 			}
+			st := c.State()
 			switch {
-			case c.last.Load() < idle:
+			case c.last.Load() < idle, (st == StateSynSent || st == StateSynReceived) && c.last.Load() < opening:
 				l.expired.Add(1)
-			case c.State() == StateClosing && c.closedAt.Load() < closed:
+			case st == StateClosing && c.closedAt.Load() < closed:
 				l.closedN.Add(1)
 			default:
 				continue
