@@ -286,7 +286,7 @@ func TestLiveKernelMD5(t *testing.T) {
 				return segs[len(segs)-1].Verdict == "bad"
 			})
 		}
-		code = runLiveCLI([]string{"verify", "-json", "-i", "clvA", "-port", "1790", "-w", pcapng, "-keys", keys}, sink, errOut, traffic, stop)
+		code = runLiveCLI([]string{"verify", "-json", "-every", "100ms", "-i", "clvA", "-port", "1790", "-w", pcapng, "-keys", keys}, sink, errOut, traffic, stop)
 		return nil
 	})
 	if err != nil {
@@ -295,6 +295,9 @@ func TestLiveKernelMD5(t *testing.T) {
 	segs, sum := jsonLines(t, sink.String())
 	if code != 1 || sum.Summary.Exit != 1 || errOut.Len() != 0 {
 		t.Fatalf("exit %d, summary %+v, stderr %q", code, sum.Summary, errOut)
+	}
+	if !strings.Contains(sink.String(), `{"table":{"time":"`) {
+		t.Errorf("no periodic flow table in the -json output:\n%s", sink.String())
 	}
 	n := verdictsOf(segs)
 	if n["good"] < 8 || n["bad"] < 1 || n["good"]+n["bad"] != len(segs) {
@@ -491,7 +494,7 @@ func TestLiveFlags(t *testing.T) {
 	}{
 		{[]string{"verify", "-i", "lo"}, "-keys FILE is required to verify live packets"},
 		{[]string{"verify", "-i", "lo", "-keys", keys, "c.pcap"}, "no CAPTURE file with it"},
-		{[]string{"verify", "-port", "179", "-keys", keys, "c.pcap"}, "-port and -w go with -i IFACE"},
+		{[]string{"verify", "-port", "179", "-keys", keys, "c.pcap"}, "-port, -w and -every go with -i IFACE"},
 		{[]string{"verify", "-i", "lo", "-port", "70000", "-keys", keys}, "-port 70000 is not a TCP port"},
 		{[]string{"verify", "-i", "no-such-if9", "-keys", keys}, "-i no-such-if9: no such interface (have: "},
 	} {

@@ -54,6 +54,8 @@ capture built into the binary, with its keys.
                table every -every (default 5s) and at Ctrl-C or SIGTERM
   -port N      with -i: only TCP segments from or to port N
   -w FILE      with -i: also write the packets as pcapng, for "verify FILE"
+  -every D     with -i: how often the flow table is printed (default 5s); with
+               -json it is a {"table": …} object
 
 Verdicts: good, bad (MAC mismatch), no-key (no key with that KeyID for the
 peer), unsigned (no option though a key covers the peer), malformed,

@@ -53,8 +53,10 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "verify: %v (see tcpsig help)", err)
 	}
 
-	if lo.iface == "" && (lo.port != 0 || lo.write != "") {
-		return failf(stderr, "verify: -port and -w go with -i IFACE (live capture)")
+	every := false
+	fs.Visit(func(f *flag.Flag) { every = every || f.Name == "every" })
+	if lo.iface == "" && (lo.port != 0 || lo.write != "" || every) {
+		return failf(stderr, "verify: -port, -w and -every go with -i IFACE (live capture)")
 	}
 	if lo.iface != "" {
 		switch {
