@@ -56,7 +56,7 @@ func cfg4(peer string, send, recv uint8) Config {
 }
 
 // TestAddValidation checks Add against Linux's TCP_AO_ADD_KEY rules
-// (linux-notes §2.4, §5.7), each failure with its errno's sentinel.
+//, each failure with its errno's sentinel.
 func TestAddValidation(t *testing.T) {
 	with := func(f func(*Config)) Config {
 		c := cfg4("192.0.2.2/32", 1, 2)
@@ -282,7 +282,7 @@ func signData(t *testing.T, c *Conn, seq uint32) (Option, error) {
 	return aoOpt(t, seg), nil
 }
 
-// TestDelete checks deletion with Linux semantics (linux-notes §5.6): the
+// TestDelete checks deletion with Linux semantics: the
 // current or RNext key of a live connection is busy unless replacements
 // are named; a forced delete moves the connection on its next segment;
 // deleting twice, nil or another keyring's key is ENOENT; a synchronous
@@ -661,7 +661,7 @@ func TestDeleteReplacementChain(t *testing.T) {
 // TestDefaultKeyIsNewest checks the default current and RNext key of a new
 // connection: the most recently added MKT that matches the peer, whatever
 // its prefix length, as Linux picks the head of its newest-first key list
-// (linux-notes §5.2) — not the most specific prefix, which is TCP-MD5's
+// — not the most specific prefix, which is TCP-MD5's
 // rule. A deleted default gives way to the next newest.
 func TestDefaultKeyIsNewest(t *testing.T) {
 	for _, order := range [][]string{{"192.0.2.0/24", "192.0.2.2/32", "0.0.0.0/0"}, {"0.0.0.0/0", "192.0.2.2/32", "192.0.2.0/24"}} {

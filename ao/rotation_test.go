@@ -58,7 +58,7 @@ func exchange(t *testing.T, a, b *side, n int, aKey, aNext, bKey, bNext uint8) {
 }
 
 // TestRotation rotates both directions of a connection from one MKT pair
-// to another mid-stream, as Linux does (linux-notes §5.3, §5.5): the
+// to another mid-stream, as Linux does: the
 // initiator sets its RNext key to the new key's RecvID; the peer switches
 // its current key when a segment carrying that RNextKeyID verifies (and
 // not when a forged one arrives); then the peer does the same for the

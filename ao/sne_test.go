@@ -196,7 +196,7 @@ func newPair(t testing.TB, cring, sring *Keyring, cli, srv netip.AddrPort, cisn,
 // ---- SNE ----
 
 // TestComputeSNE checks ComputeSNE against the cases of Linux's
-// tcp_ao_compute_sne (linux-notes §4.1): a seq before or after the basis,
+// tcp_ao_compute_sne: a seq before or after the basis,
 // numerically smaller or larger, with and without a wrap between them,
 // and the ±2^31 edges.
 func TestComputeSNE(t *testing.T) {

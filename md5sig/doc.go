@@ -23,19 +23,16 @@
 //     (TCP_MD5SIG_FLAG_IFINDEX) matches only that domain, and one bound to
 //     a VRF wins over every key that is not; keys are 1 to 80 bytes.
 //   - Digests are compared in constant time ([mac.Equal]).
-//   - [Keyring.Sign] and [Keyring.Verify] take no lock on the keyring,
-//     allocate nothing and go through a [sigpool.Pool], as Linux goes
-//     through tcp_sigpool; their cost does not grow with the number of
-//     keys.
+//   - [Keyring.Sign] and [Keyring.Verify] take no lock on the keyring and
+//     allocate nothing; their cost does not grow with the number of keys.
 //   - Deleted keys are wiped once no reader can use them any more (Linux
 //     frees them with kfree_sensitive after an RCU grace period): a
 //     synchronous delete returns after the wipe, an asynchronous one at
 //     once.
 //
-// A stack reserves [OptionSpace] bytes of options with [AppendOption] when
-// it lays out a segment for a peer that has a key, then calls
-// [Keyring.Sign] to fill in the digest; it calls [Keyring.Verify] on every
-// received segment before processing it.
+// A stack reserves [OptionSpace] bytes with [AppendOption] for a peer that
+// has a key and calls [Keyring.Sign]; it calls [Keyring.Verify] on every
+// received segment ([PacketAuth] does both on whole IP packets).
 //
 // Go cannot promise that no copy of a key survives in memory: the runtime
 // may move stacks and the garbage collector frees without zeroing. A wipe

@@ -1,72 +1,30 @@
-// Package sigpool is tcpsig's per-CPU-sharded pool of MAC contexts and
-// scratch buffers: the Go form of Linux's tcp_sigpool
-// (net/ipv4/tcp_sigpool.c), which TCP-AO and TCP-MD5 sign and verify
-// through.
+// Package sigpool is a per-CPU-sharded pool of MAC contexts and scratch
+// buffers, the Go form of Linux's tcp_sigpool (net/ipv4/tcp_sigpool.c),
+// for the calls that have no context of their own: a connection-less
+// TCP-AO signature, a KDF derivation, a TCP-MD5 digest.
 //
-// What mirrors what:
+// [Pool.Alloc] takes a reference on an algorithm (tcp_sigpool_alloc_ahash)
+// and reserves scratch; [Pool.Release] drops it. [Pool.Start] hands out one
+// shard's [Request] exclusively until [Request.End]; [Request.Key] puts its
+// context into a key's state, by loading the key's template ([Clone], the
+// default) or by running the key schedule again ([Rekey], Linux's per-CPU
+// request). Go has no CPU id, so a shard stands in for a CPU: Start picks
+// one at random and tries the next ones while they are busy.
 //
-//   - [Pool.Alloc] is tcp_sigpool_alloc_ahash(): it reserves scratch
-//     (sigpool_reserve_scratch), shares the table entry if the algorithm is
-//     already held (kref_get), else takes the first free slot of a fixed
-//     table (CPOOL_SIZE; [ErrPoolFull] for -ENOSPC) and pre-allocates one
-//     working [mac.Context] per shard. The [ID] is the table index.
-//   - [Pool.Get] and [Pool.Release] are tcp_sigpool_get() and
-//     tcp_sigpool_release(); at refcount 0 the contexts are wiped and the
-//     slot freed (cpool_cleanup_work_cb).
-//   - [Pool.Start] and [Request.End] are tcp_sigpool_start() and
-//     tcp_sigpool_end(): exclusive use of one shard's request (its context
-//     for that algorithm and its scratch) in between.
-//   - [Request.Key] is the crypto_ahash_setkey() step, done by one of two
-//     backends, the two of the v6 patch series (linux-notes §1.3):
-//     [Clone] copies a keyed template ([mac.Key]) into the shard's context
-//     (crypto_clone_ahash, here without allocation: the template is built
-//     once per traffic key and only its midstate is copied), and
-//     [Rekey] re-runs the key schedule in the shard's own pre-allocated
-//     context on every use (the per-CPU ahash_request fallback). An
-//     algorithm whose keyed state cannot be copied (hmac(rmd160)) always
-//     uses Rekey, as Linux fell back for cmac(aes128).
-//
-// # Shards
-//
-// Go exposes no CPU id, so a shard stands in for a CPU: a pool has
-// GOMAXPROCS shards unless told otherwise, and Start picks one at random
-// (runtime-local randomness, no shared counter), try-locks it, and on
-// contention tries the following ones; only after a full round of busy
-// shards (more goroutines inside Start..End than shards, which needs one
-// to be descheduled while holding a request) does it block on one. Two
-// users never share a request. The lock and the request table of each
-// shard sit between 128-byte pads, so shards never share a cache line on
-// CPUs with lines up to 128 bytes (see [CacheLine]).
-//
-// Start, Key (with the Clone backend, and with the Rekey backend for the
-// HMAC algorithms and TCP-MD5), Write, Sum into a buffer with room and End
-// allocate nothing. The Rekey backend allocates for AES-CMAC: the key
-// schedule of crypto/aes allocates on every re-key (two objects per use
-// with Go 1.26), one reason Clone is the default.
-//
-// # Use
+// Start, Key, Write, Sum and End allocate nothing (Rekey of an AES key
+// does: crypto/aes allocates its schedule). Misuse gets an error, never a
+// panic.
 //
 //	id, err := pool.Alloc(alg, 60) // once per user of alg
-//	...
-//	r := pool.Start(id)            // per segment
-//	if err := r.Key(tmpl, raw); err != nil { r.End(); return err }
-//	r.MAC.Write(hdr)               // or copy into r.Scratch first
-//	r.MAC.Write(payload)
+//	r, err := pool.Start(id)       // per message
+//	err = r.Key(&key)
+//	r.MAC.Write(msg)
 //	sum = r.MAC.Sum(sum[:0])
 //	r.End()
-//	...
-//	pool.Release(id)               // once per Alloc or Get
+//	pool.Release(id)               // once per Alloc
 //
-// Verifiers then compare with [mac.Equal].
-//
-// # Key material
-//
-// The pool keeps no keys of its own beyond the working state of each
-// shard's context: after End the context still holds the keyed midstate of
-// the last use (and, with the Rekey backend, the key schedule) until the
-// next Key or until Release wipes it. Templates and raw keys belong to the
-// caller. As everywhere in Go, no erasure is guaranteed beyond the bytes
-// the pool owns.
+// The pool keeps no keys of its own beyond each context's working state,
+// which the next Key overwrites and Release wipes.
 package sigpool
 
 import (

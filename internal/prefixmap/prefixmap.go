@@ -12,7 +12,7 @@
 //     rebuild and no copy of the index, so they cost the same at ten entries
 //     and at a million;
 //   - prefixes are matched as Linux matches TCP-AO and TCP-MD5 keys
-//     (linux-notes §5.2, §8): host bits are ignored, a 0-length prefix
+//    : host bits are ignored, a 0-length prefix
 //     matches every address of its family and none of the other, and
 //     IPv4-mapped IPv6 prefixes and addresses are IPv4.
 //

@@ -39,7 +39,7 @@ func overlaps(m *Map[string], p netip.Prefix, tag uint32) string {
 }
 
 // TestLinuxMatching follows __tcp_ao_key_cmp() and tcp_md5_do_lookup()
-// (linux-notes §5.2, §8): masked prefixes, 0-length prefixes per family,
+//: masked prefixes, 0-length prefixes per family,
 // IPv4-mapped IPv6 as IPv4, longest prefix first, tags never cross.
 func TestLinuxMatching(t *testing.T) {
 	var m Map[string]

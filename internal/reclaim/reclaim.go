@@ -32,53 +32,11 @@ const (
 )
 
 // Guard protects one object (an MKT or an MD5 key) whose secret bytes must be
-// wiped after deletion, once no reader can still use them.
-//
-// The zero Guard is live and ready to use. A Guard must not be copied after
-// first use.
-//
-// How it works: the reader count is split into shards (see [Pin]), and
-// state is one word. The three operations, with Go's sequentially
-// consistent atomics:
-//
-//	Acquire:  state == live?   shard += 1;  state == live? -> pinned
-//	                                        otherwise shard -= 1, tryDrain
-//	Release:  shard -= 1;  state != live? -> tryDrain
-//	Retire:   state = retired;  tryDrain
-//	tryDrain: state == retired, and every shard is 0 -> CAS retired->drained
-//	          -> the winner runs the drain function
-//
-// Why no reader ever uses a wiped object. A reader is pinned only if its
-// second load of state returned live. All atomics form one total order, so
-// that load, and the increment before it, come before the store of retired.
-// Every read of the shards in tryDrain comes after that store, so it sees
-// the increment until the reader's own decrement. Each shard counts the pins
-// taken on it minus the pins released on it (Release always decrements the
-// shard its Acquire incremented), so it is never negative, and it is not zero
-// while a reader that pinned on it still holds the pin. After the store of
-// retired no new reader can pin. Hence once tryDrain has seen every shard at
-// zero (each at some moment after the store), no pin is held and none can
-// be taken: the drain may run. The CAS lets exactly one goroutine run it.
-//
-// Why the drain always happens. A failed Acquire increments a shard too, for
-// a moment, so a tryDrain may see a non-zero shard that no pinned reader
-// holds. Every goroutine that decrements after the store of retired runs
-// tryDrain after its decrement. If none does, the retirer's own tryDrain
-// sees every shard at zero. Otherwise take the last such decrement in the
-// total order: every increment has been matched by then (a pin still held,
-// or an increment after it, would mean a later decrement), so its tryDrain
-// sees every shard at zero. Only readers whose first check ran before Retire
-// claimed the Guard can still increment, so such transient increments are
-// few and a stream of late readers cannot postpone the drain.
-// The same Dekker argument covers Release: it either sees a state other than
-// live and runs tryDrain itself, or its decrement comes before the store of
-// retired and therefore before the retirer's own tryDrain reads the shards.
-//
-// The retiring state closes one gap: Retire first claims the Guard
-// (live->retiring, so a second Retire panics instead of overwriting the drain
-// function), then stores the drain function, then stores retired. A tryDrain
-// that sees retiring returns at once; the retirer's own tryDrain, which reads
-// the shards after the store of retired, does the work.
+// wiped after deletion, once no reader can still use them. Readers pin with
+// [Guard.Acquire] and unpin with [Guard.Release]; a deleter calls
+// [Guard.Retire] or [Guard.RetireWait] once. The zero Guard is live and
+// ready to use; a Guard must not be copied after first use. Why no reader
+// ever sees wiped bytes is argued at tryDrain.
 type Guard struct {
 	state atomic.Uint32
 	cells atomic.Pointer[column] // nil until the first Acquire
@@ -133,6 +91,9 @@ func (g *Guard) AcquireHint(hint uint32) (Pin, bool) {
 // pin, the wipe function given to [Guard.Retire] runs here, on the caller's
 // goroutine, before Release returns.
 func (g *Guard) Release(p Pin) {
+	if p.c == nil {
+		return // not a pin of a successful Acquire
+	}
 	p.c.Add(-1)
 	if g.state.Load() != live {
 		g.tryDrain()
@@ -172,6 +133,9 @@ func (g *Guard) Retired() bool {
 }
 
 func (g *Guard) retire(drain func()) {
+	if drain == nil {
+		drain = func() {}
+	}
 	if !g.state.CompareAndSwap(live, retiring) {
 		panic("reclaim: Guard retired twice")
 	}
@@ -180,6 +144,49 @@ func (g *Guard) retire(drain func()) {
 	g.tryDrain()
 }
 
+// How it works: the reader count is split into shards (see [Pin]), and
+// state is one word. The three operations, with Go's sequentially
+// consistent atomics:
+//
+//	Acquire:  state == live?   shard += 1;  state == live? -> pinned
+//	                                        otherwise shard -= 1, tryDrain
+//	Release:  shard -= 1;  state != live? -> tryDrain
+//	Retire:   state = retired;  tryDrain
+//	tryDrain: state == retired, and every shard is 0 -> CAS retired->drained
+//	          -> the winner runs the drain function
+//
+// Why no reader ever uses a wiped object. A reader is pinned only if its
+// second load of state returned live. All atomics form one total order, so
+// that load, and the increment before it, come before the store of retired.
+// Every read of the shards in tryDrain comes after that store, so it sees
+// the increment until the reader's own decrement. Each shard counts the pins
+// taken on it minus the pins released on it (Release always decrements the
+// shard its Acquire incremented), so it is never negative, and it is not zero
+// while a reader that pinned on it still holds the pin. After the store of
+// retired no new reader can pin. Hence once tryDrain has seen every shard at
+// zero (each at some moment after the store), no pin is held and none can
+// be taken: the drain may run. The CAS lets exactly one goroutine run it.
+//
+// Why the drain always happens. A failed Acquire increments a shard too, for
+// a moment, so a tryDrain may see a non-zero shard that no pinned reader
+// holds. Every goroutine that decrements after the store of retired runs
+// tryDrain after its decrement. If none does, the retirer's own tryDrain
+// sees every shard at zero. Otherwise take the last such decrement in the
+// total order: every increment has been matched by then (a pin still held,
+// or an increment after it, would mean a later decrement), so its tryDrain
+// sees every shard at zero. Only readers whose first check ran before Retire
+// claimed the Guard can still increment, so such transient increments are
+// few and a stream of late readers cannot postpone the drain.
+// The same Dekker argument covers Release: it either sees a state other than
+// live and runs tryDrain itself, or its decrement comes before the store of
+// retired and therefore before the retirer's own tryDrain reads the shards.
+//
+// The retiring state closes one gap: Retire first claims the Guard
+// (live->retiring, so a second Retire panics instead of overwriting the drain
+// function), then stores the drain function, then stores retired. A tryDrain
+// that sees retiring returns at once; the retirer's own tryDrain, which reads
+// the shards after the store of retired, does the work.
+//
 // tryDrain runs the drain function if the Guard is retired and no reader
 // holds a pin, at most once over all callers. See the Guard comment.
 func (g *Guard) tryDrain() {

@@ -95,11 +95,9 @@ func newBlock() []column {
 // item is the hint; a fresh P (or one whose item the garbage collector
 // dropped) takes the next hint in turn.
 //
-// Measured alone (Go 1.26, one core): this costs about 8 ns, math/rand/v2's
-// Uint32 about 3.5 ns, runtime.procPin reached by linkname about 1 ns. A
-// random shard spreads the writes but sends every Acquire and Release to a
-// line last written by another core; on many cores that miss costs far more
-// than the 5 ns saved. procPin is the runtime's private API: not used.
+// A random shard would be cheaper to pick but would send every Acquire and
+// Release to a line last written by another core; runtime.procPin would be
+// cheaper still but is the runtime's private API.
 func shard() uint32 {
 	h := hints.Get().(*uint32)
 	v := *h
