@@ -60,3 +60,126 @@ func Example() {
 	// tampered: ao: MAC mismatch
 	// server counters: {Good:1 Bad:1 KeyNotFound:0 AORequired:0 DroppedICMP:0}
 }
+
+// pair sets up the two ends of an established connection on two keyrings
+// that each hold MKTs A (KeyIDs 1/2) and B (3/4), for the examples below.
+func pair() (cring, sring *ao.Keyring, c, s *ao.Conn) {
+	client, server := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
+	cring, sring = ao.NewKeyring(nil), ao.NewKeyring(nil)
+	for _, k := range []struct {
+		send, recv uint8
+		key        string
+	}{{1, 2, "key A"}, {3, 4, "key B"}} {
+		if _, err := cring.Add(ao.Config{Peer: netip.PrefixFrom(server.Addr(), 32), SendID: k.send, RecvID: k.recv, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
+			panic(err)
+		}
+		if _, err := sring.Add(ao.Config{Peer: netip.PrefixFrom(client.Addr(), 32), SendID: k.recv, RecvID: k.send, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
+			panic(err)
+		}
+	}
+	c, s = new(ao.Conn), new(ao.Conn)
+	if err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 1000}, ao.Policy{}); err != nil {
+		panic(err)
+	}
+	c.SetCurrent(1)
+	c.SetRNext(2)
+	syn, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 1000, 0, segment.SYN, 12))
+	if err := c.Sign(&syn); err != nil {
+		panic(err)
+	}
+	if _, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, 5000, s); err != nil {
+		panic(err)
+	}
+	synack, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5000, 1001, segment.SYN|segment.ACK, 12))
+	if err := s.Sign(&synack); err != nil {
+		panic(err)
+	}
+	if err := c.Verify(&synack); err != nil {
+		panic(err)
+	}
+	return cring, sring, c, s
+}
+
+// exchange sends one segment each way and prints the KeyIDs on the wire.
+func exchange(c, s *ao.Conn, seq uint32) {
+	client, server := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	for _, d := range []struct {
+		from, to *ao.Conn
+		src, dst netip.Addr
+		tcp      []byte
+	}{
+		{c, s, client, server, tcpHeader(40000, 179, 1001+seq, 5001, segment.ACK, 12)},
+		{s, c, server, client, tcpHeader(179, 40000, 5001+seq, 1001, segment.ACK, 12)},
+	} {
+		seg, _ := segment.FromTCP(d.src, d.dst, d.tcp)
+		if err := d.from.Sign(&seg); err != nil {
+			panic(err)
+		}
+		o, _ := ao.ParseOption(seg.Header[seg.Auth.AO:])
+		fmt.Printf("%v: KeyID %d RNextKeyID %d, verify %v\n", d.src, o.KeyID, o.RNextKeyID, d.to.Verify(&seg))
+	}
+}
+
+// A key rotation driven from either end (RFC 5925 §7.5.2). Both MKTs are
+// on both sides beforehand. An end asks its peer to send with the new key
+// by setting its RNext key; the peer's current key follows the RNextKeyID
+// of the first segment it verifies. The peer's own RNext key does not
+// move by itself: until the peer sets it too, it keeps asking for the old
+// key and so keeps the first end's current key on it. A rotation is done
+// when both ends have set their RNext key.
+func ExampleConn_SetRNext() {
+	_, _, c, s := pair()
+	defer c.Close()
+	defer s.Close()
+	exchange(c, s, 0)
+
+	fmt.Println("client asks for key B")
+	c.SetRNext(4) // the server's SendID of key B
+	exchange(c, s, 10)
+	fmt.Println("server asks for key B")
+	s.SetRNext(3)
+	exchange(c, s, 20)
+	exchange(c, s, 30)
+
+	fmt.Println("server asks for key A, then client")
+	s.SetRNext(1)
+	exchange(c, s, 40)
+	c.SetRNext(2)
+	exchange(c, s, 50)
+	// Output:
+	// 192.0.2.1: KeyID 1 RNextKeyID 2, verify <nil>
+	// 192.0.2.2: KeyID 2 RNextKeyID 1, verify <nil>
+	// client asks for key B
+	// 192.0.2.1: KeyID 1 RNextKeyID 4, verify <nil>
+	// 192.0.2.2: KeyID 4 RNextKeyID 1, verify <nil>
+	// server asks for key B
+	// 192.0.2.1: KeyID 1 RNextKeyID 4, verify <nil>
+	// 192.0.2.2: KeyID 4 RNextKeyID 3, verify <nil>
+	// 192.0.2.1: KeyID 3 RNextKeyID 4, verify <nil>
+	// 192.0.2.2: KeyID 4 RNextKeyID 3, verify <nil>
+	// server asks for key A, then client
+	// 192.0.2.1: KeyID 3 RNextKeyID 4, verify <nil>
+	// 192.0.2.2: KeyID 4 RNextKeyID 1, verify <nil>
+	// 192.0.2.1: KeyID 1 RNextKeyID 2, verify <nil>
+	// 192.0.2.2: KeyID 2 RNextKeyID 1, verify <nil>
+}
+
+// Deleting an MKT that a connection still uses as its current or RNext key
+// is refused, unless the delete names replacements; then the connection
+// moves to them at once, and the deleted key's bytes are wiped.
+func ExampleKeyring_Delete() {
+	cring, _, c, s := pair()
+	defer c.Close()
+	defer s.Close()
+	a := cring.Find(netip.MustParsePrefix("192.0.2.2/32"), 1, 2)
+	b := cring.Find(netip.MustParsePrefix("192.0.2.2/32"), 3, 4)
+	fmt.Println("delete A:", cring.Delete(a, ao.DeleteOptions{}))
+	fmt.Println("delete A, replaced by B:", cring.Delete(a, ao.DeleteOptions{Current: b, RNext: b}))
+	fmt.Println("client keys:", c.Current().SendID(), c.RNext().RecvID(), "left:", cring.Len())
+	fmt.Println("delete A again:", cring.Delete(a, ao.DeleteOptions{}))
+	// Output:
+	// delete A: ao: MKT is a connection's current or RNext key
+	// delete A, replaced by B: <nil>
+	// client keys: 3 4 left: 1
+	// delete A again: ao: no such MKT
+}

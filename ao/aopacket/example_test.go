@@ -1,20 +1,21 @@
 package aopacket_test
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net/netip"
-	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
-	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
-// A client and a server stack over an in-memory link, each with one
-// aopacket.Auth per connection: the server greets in its SYN-ACK, the
-// client asks the server to move to a second MKT mid-connection.
+// A client and a server stack, each with one aopacket.Auth for the
+// connection, exchange whole IPv4 packets: the SYN, a SYN-ACK carrying the
+// server's greeting, data, and a segment damaged on the way. Each stack
+// reserves OptionLen NOP bytes, lets Auth sign, then sets the checksum;
+// the other side verifies before it looks at the packet. Midway the client
+// asks the server to move to a second MKT (RNextKeyID), and the server
+// follows on the next segment it verifies.
 func Example() {
 	client := netip.MustParseAddrPort("192.0.2.1:40000")
 	server := netip.MustParseAddrPort("192.0.2.2:179")
@@ -33,69 +34,69 @@ func Example() {
 			panic(err)
 		}
 	}
-	clink, slink := usertcp.Pipe()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 
-	// The server: one listener, and an Auth for the connection it accepts
-	// (Listener.Accept runs on the SYN, inside Verify).
-	listener := ao.NewListener(sring, ao.Policy{}, 0)
-	serverKey := make(chan uint8, 1)
-	go func() {
-		const isn = 5000
-		auth, err := aopacket.NewServer(listener, isn, 12)
-		if err != nil {
-			panic(err)
-		}
-		defer auth.Close()
-		c, err := usertcp.Accept(ctx, slink, usertcp.Config{Local: server, Auth: auth, ISS: isn, Greeting: []byte("220 ready")})
-		if err != nil {
-			panic(err)
-		}
-		req := make([]byte, 4)
-		if _, err := io.ReadFull(c, req); err != nil {
-			panic(err)
-		}
-		if _, err := c.Write([]byte("250 " + string(req))); err != nil {
-			panic(err)
-		}
-		serverKey <- auth.Conn().Current().SendID()
-		c.Read(make([]byte, 1)) // EOF
-		c.Close()
-	}()
-
-	// The client: the ao.Conn is set up before the SYN, with the ISN the
-	// stack will send; it starts on key A.
-	const isn = 1000
-	auth, err := aopacket.NewClient(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: isn}, ao.Policy{}, 12)
+	const cisn, sisn = 1000, 5000
+	cauth, err := aopacket.NewClient(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: cisn}, ao.Policy{}, 12)
 	if err != nil {
 		panic(err)
 	}
-	defer auth.Close()
-	auth.Conn().SetCurrent(1)
-	auth.Conn().SetRNext(2)
-	c, err := usertcp.Dial(ctx, clink, usertcp.Config{Local: client, Remote: server, Auth: auth, ISS: isn})
+	defer cauth.Close()
+	if err := cauth.Conn().SetCurrent(1); err != nil { // key A both ways
+		panic(err)
+	}
+	if err := cauth.Conn().SetRNext(2); err != nil {
+		panic(err)
+	}
+	sauth, err := aopacket.NewServer(ao.NewListener(sring, ao.Policy{}, 0), sisn, 12)
 	if err != nil {
 		panic(err)
 	}
-	buf := make([]byte, 9)
-	io.ReadFull(c, buf)
-	fmt.Printf("greeting: %s\n", buf)
+	defer sauth.Close()
 
-	// Ask the server to send with key B: its current key follows the
-	// RNextKeyID of the next segment it verifies.
-	auth.Conn().SetRNext(4)
-	c.Write([]byte("HELO"))
-	io.ReadFull(c, buf[:8])
-	fmt.Printf("reply: %s\n", buf[:8])
-	fmt.Println("server sends with KeyID", <-serverKey)
-	fmt.Println("client sends with KeyID", auth.Conn().Current().SendID())
-	c.Close()
-	fmt.Println("bad segments:", auth.Conn().Counters().Bad, listener.Counters().Bad)
+	// send builds a packet as a stack does and passes it through the
+	// sender's Auth, then the receiver's.
+	send := func(from, to *aopacket.Auth, src, dst netip.AddrPort, seq, ack uint32, flags segment.Flags, data string, damage bool) {
+		reserved := make([]byte, from.OptionLen())
+		for i := range reserved {
+			reserved[i] = segment.OptionKindNOP
+		}
+		pkt, err := segment.AppendPacket(nil, segment.IP{Src: src.Addr(), Dst: dst.Addr()},
+			segment.Fields{SrcPort: src.Port(), DstPort: dst.Port(), Seq: seq, Ack: ack, Flags: flags, Window: 65535},
+			[]byte(data), reserved)
+		if err != nil {
+			panic(err)
+		}
+		if err := from.Sign(pkt); err != nil {
+			panic(err)
+		}
+		if err := segment.SetTCPChecksum(pkt); err != nil {
+			panic(err)
+		}
+		if damage {
+			pkt[len(pkt)-1] ^= 1
+		}
+		s, _ := segment.ParsePacket(pkt)
+		o, _ := ao.ParseOption(s.Header[s.Auth.AO:])
+		fmt.Printf("%-5v KeyID %d RNextKeyID %d %-12q verify: %v\n", flags, o.KeyID, o.RNextKeyID, data, to.Verify(pkt))
+	}
+	send(cauth, sauth, client, server, cisn, 0, segment.SYN, "", false)
+	send(sauth, cauth, server, client, sisn, cisn+1, segment.SYN|segment.ACK, "220 ready", false)
+	send(cauth, sauth, client, server, cisn+1, sisn+10, segment.ACK|segment.PSH, "HELO", false)
+
+	// The client asks for key B; the server moves once it verifies that.
+	if err := cauth.Conn().SetRNext(4); err != nil {
+		panic(err)
+	}
+	send(cauth, sauth, client, server, cisn+5, sisn+10, segment.ACK, "", false)
+	send(sauth, cauth, server, client, sisn+10, cisn+5, segment.ACK|segment.PSH, "250 HELO", false)
+	send(sauth, cauth, server, client, sisn+18, cisn+5, segment.ACK|segment.PSH, "250 again", true)
+	fmt.Println("bad segments at the client:", cauth.Conn().Counters().Bad)
 	// Output:
-	// greeting: 220 ready
-	// reply: 250 HELO
-	// server sends with KeyID 4
-	// client sends with KeyID 1
-	// bad segments: 0 0
+	// S     KeyID 1 RNextKeyID 2 ""           verify: <nil>
+	// S.    KeyID 2 RNextKeyID 1 "220 ready"  verify: <nil>
+	// P.    KeyID 1 RNextKeyID 2 "HELO"       verify: <nil>
+	// .     KeyID 1 RNextKeyID 4 ""           verify: <nil>
+	// P.    KeyID 4 RNextKeyID 1 "250 HELO"   verify: <nil>
+	// P.    KeyID 4 RNextKeyID 1 "250 again"  verify: ao: MAC mismatch
+	// bad segments at the client: 1
 }
