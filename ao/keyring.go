@@ -278,9 +278,9 @@ func (r *Keyring) first(addr netip.Addr, l3 int) *MKT { return lookup(&r.byPeer,
 
 // newest returns the most recently added MKT that matches a peer,
 // whatever its prefix length: the first match in Linux's newest-first key
-// list, which is its default current and RNext key of a new connection
-//. It visits every matching MKT; it runs once per
-// connection, not per segment.
+// list, which is its default current and RNext key of a new connection.
+// It visits every matching MKT; it runs once per connection, not per
+// segment.
 func (r *Keyring) newest(addr netip.Addr, l3 int) *MKT {
 	if r == nil {
 		return nil

@@ -56,7 +56,7 @@ func cfg4(peer string, send, recv uint8) Config {
 }
 
 // TestAddValidation checks Add against Linux's TCP_AO_ADD_KEY rules
-//, each failure with its errno's sentinel.
+// , each failure with its errno's sentinel.
 func TestAddValidation(t *testing.T) {
 	with := func(f func(*Config)) Config {
 		c := cfg4("192.0.2.2/32", 1, 2)

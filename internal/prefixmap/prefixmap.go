@@ -11,8 +11,8 @@
 //   - [Map.Insert] and [Map.Delete] change only the entries they touch: no
 //     rebuild and no copy of the index, so they cost the same at ten entries
 //     and at a million;
-//   - prefixes are matched as Linux matches TCP-AO and TCP-MD5 keys
-//    : host bits are ignored, a 0-length prefix
+//   - prefixes are matched as Linux matches TCP-AO and TCP-MD5 keys:
+//     host bits are ignored, a 0-length prefix
 //     matches every address of its family and none of the other, and
 //     IPv4-mapped IPv6 prefixes and addresses are IPv4.
 //

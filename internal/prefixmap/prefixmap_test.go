@@ -38,8 +38,8 @@ func overlaps(m *Map[string], p netip.Prefix, tag uint32) string {
 	return strings.Join(out, " ")
 }
 
-// TestLinuxMatching follows __tcp_ao_key_cmp() and tcp_md5_do_lookup()
-//: masked prefixes, 0-length prefixes per family,
+// TestLinuxMatching follows __tcp_ao_key_cmp() and tcp_md5_do_lookup():
+// masked prefixes, 0-length prefixes per family,
 // IPv4-mapped IPv6 as IPv4, longest prefix first, tags never cross.
 func TestLinuxMatching(t *testing.T) {
 	var m Map[string]
