@@ -391,3 +391,39 @@ func TestExampleTCPAO(t *testing.T) {
 	}
 	t.Logf("Example_tcpAO printed: %s", out)
 }
+
+// The helpers give a socket only the keys it can hold: an IPv4 listener
+// skips IPv6 peers (the kernel refuses them on an AF_INET socket, as
+// Install shows), an IPv6 listener takes both, and a Dialer only the
+// dialled peer's. Setting TCP-MD5 keys needs no privilege.
+func TestHelperKeySelection(t *testing.T) {
+	if err := ProbeMD5(); errors.Is(err, ErrNoMD5) {
+		t.Skip(err)
+	}
+	keys := Keys{MD5: []md5sig.Config{
+		{Peer: netip.MustParsePrefix("192.0.2.0/24"), Key: []byte("v4")},
+		{Peer: netip.MustParsePrefix("2001:db8::/32"), Key: []byte("v6")},
+	}}
+	ln4, err := ListenConfig(keys).Listen(context.Background(), "tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("IPv4 listener with an IPv6 key in Keys: %v", err)
+	}
+	defer ln4.Close()
+	if err := Install(ln4.(*net.TCPListener), keys); !errors.Is(err, syscall.EINVAL) {
+		t.Errorf("Install of an IPv6 key on an IPv4 socket: %v, want EINVAL", err)
+	}
+	ln6, err := ListenConfig(keys).Listen(context.Background(), "tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	defer ln6.Close()
+	// The Dialer leaves out the keys of other peers, the IPv6 one among
+	// them, which the AF_INET socket would refuse.
+	d := Dialer(keys)
+	d.Timeout = okBound
+	c, err := d.Dial("tcp4", ln4.Addr().String())
+	if err != nil {
+		t.Fatalf("a Dialer holding other peers' keys: %v", err)
+	}
+	c.Close()
+}

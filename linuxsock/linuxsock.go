@@ -105,6 +105,15 @@ type AOKey struct {
 	Good, Bad      uint64 // segments this key verified / failed
 }
 
+// String describes k without its key bytes.
+func (k AOKey) String() string {
+	return fmt.Sprintf("%v current=%v rnext=%v good=%d bad=%d", k.Config, k.Current, k.RNext, k.Good, k.Bad)
+}
+
+// Format prints String for every verb (the embedded ao.Config's Format
+// would otherwise print the Config alone).
+func (k AOKey) Format(f fmt.State, _ rune) { fmt.Fprint(f, k.String()) }
+
 // AORepair is a connection's TCP_AO_REPAIR state: the ISNs its traffic
 // keys derive from and the sequence number extensions of snd_una and
 // rcv_nxt. Read and set it only in TCP_REPAIR mode.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
@@ -174,5 +176,16 @@ func TestMD5Layout(t *testing.T) {
 	}
 	if _, err := marshalMD5(b[:], md5sig.Config{Key: []byte("k")}, false, false); !errors.Is(err, ErrInvalid) {
 		t.Errorf("no peer: %v", err)
+	}
+}
+
+// Printing an AOKey shows its counters and never its key.
+func TestAOKeyFormat(t *testing.T) {
+	k := AOKey{Config: ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", Key: []byte("topsecret")},
+		Current: true, Good: 7}
+	for _, s := range []string{fmt.Sprint(k), fmt.Sprintf("%v %+v %#v %s", k, k, k, k), fmt.Sprint([]AOKey{k})} {
+		if strings.Contains(s, "topsecret") || !strings.Contains(s, "good=7") || !strings.Contains(s, "current=true") {
+			t.Errorf("%s", s)
+		}
 	}
 }
