@@ -64,7 +64,7 @@ func getsockopt(fd, opt int, b []byte) (int, error) {
 	return getsockoptLen(fd, opt, b, len(b))
 }
 
-// getsockoptLen passes optlen l with b: TCP_AO_GET_KEYS takes the size
+// getsockoptLen passes optlen n with b: TCP_AO_GET_KEYS takes the size
 // of one struct tcp_ao_getsockopt there, reads the array's length from
 // the first one's nkeys, and writes entry i at i*l.
 func getsockoptLen(fd, opt int, b []byte, n int) (int, error) {
