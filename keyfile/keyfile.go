@@ -64,6 +64,8 @@ type Error struct {
 	msg   string
 }
 
+// Error is "entry.field: problem" (ao[3].sndid: …), or "problem" for the
+// file as a whole.
 func (e *Error) Error() string {
 	where := e.Entry
 	if e.Field != "" && e.Err != ErrUnknownField { // that message quotes the field
