@@ -112,6 +112,48 @@ type flow struct {
 	ends  [2]endState
 	dirs  [2]dirState
 	conns int // connections seen (SYNs with a new ISN)
+
+	// When both ends share an address, whose MKTs the entries are is
+	// read from the segments: readBoth (each end's own keys are listed:
+	// every segment under its receiver's reading), or ownedBy(k) (the
+	// entries are ends[k]'s: what it sends is judged with them mirrored,
+	// what it receives with them as they are). explained counts the
+	// segments each reading verifies; reading is the flow's choice.
+	explained [3]uint64
+	reading   int
+}
+
+// The readings of a flow whose ends share an address.
+const readBoth = 0
+
+func ownedBy(k int) int { return 1 + k }
+
+// judged counts a TCP-AO segment sent by ends[i] that the receiver's
+// reading (recv) or the sender's (send) verified, and returns the
+// flow's reading: the one that explains the most segments, the current
+// one on a tie.
+func (f *flow) judged(i int, recv, send bool) int {
+	if recv {
+		f.explained[readBoth]++
+		f.explained[ownedBy(1-i)]++
+	}
+	if send {
+		f.explained[ownedBy(i)]++
+	}
+	for k, n := range f.explained {
+		if n > f.explained[f.reading] {
+			f.reading = k
+		}
+	}
+	return f.reading
+}
+
+// readingName describes the flow's reading.
+func (f *flow) readingName() string {
+	if f.reading == readBoth {
+		return "each end's own (the file lists both ends' keys)"
+	}
+	return f.ends[f.reading-1].addr.String() + "'s"
 }
 
 // flows is the flow table of one capture.

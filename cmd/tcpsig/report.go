@@ -118,33 +118,15 @@ func summarize(t *flows) []flowSummary {
 	return out
 }
 
-// flowReading says whose MKTs the entries were read as in a flow whose
-// ends share an address, or "" for other flows.
+// flowReading says, for a flow whose ends share an address, whose MKTs
+// the entries were read as; "" for other flows.
 func flowReading(f *flow) string {
-	if !f.dirs[0].twoReadings && !f.dirs[1].twoReadings {
+	if !f.dirs[0].twoReadings && !f.dirs[1].twoReadings || f.explained == [3]uint64{} {
 		return ""
 	}
-	// Direction i judged under the sender's reading: the entries are
-	// ends[i]'s; under the receiver's: ends[1-i]'s.
-	owner := -1
-	for i := range f.dirs {
-		d := &f.dirs[i]
-		var o int
-		switch {
-		case d.used[1] && !d.used[0]:
-			o = i
-		case d.used[0] && !d.used[1]:
-			o = 1 - i
-		default:
-			continue
-		}
-		if owner >= 0 && owner != o {
-			return "both ends on " + f.ends[0].addr.Addr().String() + ": each end's segments verified with the other end's entries as its receiver's MKTs (the file lists both ends' keys)"
-		}
-		owner = o
+	if f.reading == readBoth {
+		return fmt.Sprintf("both ends on %v: each end's segments verified with the other end's entries as its receiver's MKTs (the file lists both ends' keys)", f.ends[0].addr.Addr())
 	}
-	if owner < 0 {
-		return ""
-	}
-	return fmt.Sprintf("both ends on %v: the entries read as %v's MKTs (the file lists one end's keys)", f.ends[owner].addr.Addr(), f.ends[owner].addr)
+	owner := f.ends[f.reading-1].addr
+	return fmt.Sprintf("both ends on %v: the entries read as %v's MKTs (the file lists one end's keys)", owner.Addr(), owner)
 }

@@ -297,11 +297,42 @@ func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r 
 		return
 	}
 	r.kind, r.keyID, r.rnext = kindAO, opt.KeyID, opt.RNextKeyID
+	if flags := h.Flags(); flags&segment.SYN == 0 {
+		r.sne = f.ends[i].sneOf(h.Seq())
+	}
+	if !d.twoReadings {
+		v.judgeAOWith(f, i, d, seg, &opt, r, allJudges)
+		return
+	}
+	// Both ends share an address: judge under both readings, and report
+	// the verdict of the flow's reading, the one that has explained most
+	// segments so far.
+	rr, rs := *r, *r
+	v.judgeAOWith(f, i, d, seg, &opt, &rr, receiverJudges)
+	v.judgeAOWith(f, i, d, seg, &opt, &rs, senderJudges)
+	*r = rr
+	if f.judged(i, rr.verdict == good, rs.verdict == good) == ownedBy(i) {
+		*r = rs
+	}
+	if r.verdict != good && (rr.verdict == good || rs.verdict == good) {
+		r.reason = fmt.Sprintf("KeyID %d verifies only if the entries were %v's MKTs, but the flow's segments read them as %s: one end's configuration differs from the file",
+			r.keyID, map[bool]netip.AddrPort{true: f.ends[i].addr, false: f.ends[1-i].addr}[rs.verdict == good], f.readingName())
+	}
+}
+
+// Which of a direction's readings judgeAOWith uses.
+const (
+	allJudges = iota
+	receiverJudges
+	senderJudges
+)
+
+// judgeAOWith judges a TCP-AO segment sent by ends[i] with the keyrings of
+// d that which selects.
+func (v *verifier) judgeAOWith(f *flow, i int, d *dirState, seg *segment.Segment, opt *ao.Option, r *result, which int) {
+	h := seg.Header
 	e, o := &f.ends[i], &f.ends[1-i]
 	flags, seq := h.Flags(), h.Seq()
-	if flags&segment.SYN == 0 {
-		r.sne = e.sneOf(seq)
-	}
 	type candidate struct {
 		j *aoJudge
 		m *ao.MKT
@@ -309,6 +340,9 @@ func (v *verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r 
 	var buf [4]candidate
 	cands := buf[:0]
 	for _, j := range d.ao {
+		if (which == receiverJudges && j.sender) || (which == senderJudges && !j.sender) {
+			continue
+		}
 		if m := j.ring.LookupRecv(r.src.Addr(), opt.KeyID, 0); m != nil {
 			cands = append(cands, candidate{j, m})
 		}

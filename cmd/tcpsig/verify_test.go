@@ -500,9 +500,37 @@ func TestSameAddressOneSidedKeys(t *testing.T) {
 	if f := sum.Summary.Files[0].Flows[0]; !strings.Contains(f.Reading, "lists both ends' keys") || f.Directions[0].Reading != "receiver" {
 		t.Errorf("both ends' keys: flow reading %q, directions %+v", f.Reading, f.Directions)
 	}
+	// The file says the client sends 100 and receives 200, but both ends
+	// send 100: each segment alone verifies under one reading or the
+	// other, but no one reading explains both directions. The flow reads
+	// the entries as the client's (its SYN came first), so the server's
+	// segments are no-key, as the client's kernel would find them.
+	both100 := newConvo(t, convoConfig{client: c, server: s, clientISN: 11, serverISN: 22,
+		mkts: []mktSpec{{alg: "hmac(sha1)", key: []byte("first-key"), sndID: 100, rcvID: 100}}})
+	both100.session(2, 0)
+	clientView := []byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:first-key", "sndid": 100, "rcvid": 200, "peer": "127.0.0.1"}]}`)
+	code, segs, sum, _ := verifyPcap(t, pcapFile(ltRaw, false, framed(ltRaw, both100.pkts)), clientView)
+	var fromServer int
+	for _, sg := range segs {
+		want := "good"
+		if sg.Src == s.String() {
+			want = "no-key"
+			fromServer++
+			if !strings.Contains(sg.Reason, "KeyID 100 verifies only if the entries were 127.0.0.1:179's MKTs, but the flow's segments read them as 127.0.0.1:40001's") {
+				t.Errorf("frame %d reason %q", sg.Frame, sg.Reason)
+			}
+		}
+		if sg.Verdict != want {
+			t.Errorf("frame %d from %s: %s, want %s", sg.Frame, sg.Src, sg.Verdict, want)
+		}
+	}
+	if code != 1 || fromServer == 0 || !strings.Contains(sum.Summary.Files[0].Flows[0].Reading, "the entries read as 127.0.0.1:40001's MKTs") {
+		t.Errorf("mismatched IDs: exit %d, flow reading %q", code, sum.Summary.Files[0].Flows[0].Reading)
+	}
+
 	// A KeyID that neither reading has stays no-key, and says so.
 	wrong := []byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:first-key", "sndid": 7, "rcvid": 8, "peer": "127.0.0.1"}]}`)
-	code, segs, _, _ := verifyPcap(t, pcap, wrong)
+	code, segs, _, _ = verifyPcap(t, pcap, wrong)
 	if code != 1 || segs[0].Verdict != "no-key" || !strings.Contains(segs[0].Reason, "under either reading") {
 		t.Errorf("exit %d, first segment %+v", code, segs[0])
 	}
