@@ -21,7 +21,7 @@ func TestMemoryPerConnection(t *testing.T) {
 	for _, c := range []struct {
 		alg   string
 		bound int
-	}{{"hmac(sha1)", 6 << 10}, {"cmac(aes128)", 6 << 10}, {"hmac(sha512)", 6 << 10}} {
+	}{{"hmac(sha1)", 8 << 10}, {"cmac(aes128)", 8 << 10}, {"hmac(sha512)", 8 << 10}} {
 		p := newPair(t, false, Config{AO: aoRingAlg(t, addrB4, c.alg, 1, 2)}, Config{AO: aoRingAlg(t, addrA4, c.alg, 2, 1)})
 		var before, after runtime.MemStats
 		runtime.GC()

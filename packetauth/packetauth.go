@@ -14,7 +14,7 @@ import (
 const (
 	DefaultIdle     = 2 * time.Hour    // Linux's tcp_keepalive_time: a live idle connection probes before this
 	DefaultTimeWait = 60 * time.Second // Linux's TCP_TIMEWAIT_LEN
-	DefaultMaxConns = 16384            // at 3.7–5 KB each (one MKT), about 80 MB at most
+	DefaultMaxConns = 16384            // at 4.3–5.3 KB each (one MKT), about 90 MB at most
 	// HandshakeIdle is how long a connection whose handshake never
 	// completed is kept (if Idle is not shorter): more than the 127 s a
 	// Linux connect() retries its SYN.
