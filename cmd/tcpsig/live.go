@@ -14,6 +14,8 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // liveOptions are the flags of "tcpsig verify -i IFACE".
@@ -151,6 +153,12 @@ func keepPort(ip []byte, port int) bool {
 		tcp = ip[hl:]
 	case len(ip) >= 44 && ip[0]>>4 == 6 && ip[6] == 6:
 		tcp = ip[40:]
+	case len(ip) >= 40 && ip[0]>>4 == 6: // extension headers first
+		seg, err := segment.ParsePacket(ip)
+		if err != nil {
+			return false
+		}
+		tcp = seg.Header
 	default:
 		return false
 	}

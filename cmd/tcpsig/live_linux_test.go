@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"context"
 	"encoding/json"
 	"errors"
@@ -503,5 +504,55 @@ func TestLiveFlags(t *testing.T) {
 			t.Errorf("%q: exit %d, stderr %q", tc.args, code, errOut)
 		}
 		oneLine(t, errOut)
+	}
+}
+
+// -port keeps TCP from or to the port, over IPv4 and IPv6 (with an
+// extension header too), and nothing else.
+func TestKeepPort(t *testing.T) {
+	cv := newConvo(t, convoConfig{client: cli6, server: srv6, clientISN: 1, serverISN: 2, md5Key: []byte("k")})
+	cv.send(cv.c, 2, nil) // SYN
+	v6 := cv.pkts[0]
+	v4 := demoPcapPackets(t)[0]
+	// The IPv6 packet with an 8-byte hop-by-hop header before TCP.
+	ext := append(append(append([]byte(nil), v6[:40]...), 6, 0, 1, 4, 0, 0, 0, 0), v6[40:]...)
+	ext[6] = 0
+	binary.BigEndian.PutUint16(ext[4:], binary.BigEndian.Uint16(v6[4:])+8)
+	for _, tc := range []struct {
+		name string
+		ip   []byte
+		port int
+		want bool
+	}{
+		{"any port", v4, 0, true},
+		{"v4 dst", v4, 40002, true},
+		{"v4 src", v4, 40001, true},
+		{"v4 other", v4, 179, false},
+		{"v6", v6, int(srv6.Port()), true},
+		{"v6 other", v6, 1, false},
+		{"v6 extension header", ext, int(srv6.Port()), true},
+		{"not tcp", []byte{0x45, 0, 0, 20, 0, 0, 0, 0, 64, 17, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8}, 179, false},
+		{"short", []byte{0x45}, 179, false},
+	} {
+		if got := keepPort(tc.ip, tc.port); got != tc.want {
+			t.Errorf("%s: keepPort = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// demoPcapPackets returns the IP packets of the built-in sample.
+func demoPcapPackets(t *testing.T) [][]byte {
+	t.Helper()
+	c, err := openCapture(bytes.NewReader(demoPcap))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [][]byte
+	for {
+		ip, _, err := c.read()
+		if err != nil {
+			return out
+		}
+		out = append(out, append([]byte(nil), ip...))
 	}
 }
