@@ -7,9 +7,8 @@ package tcpsig_test
 // Sign/Verify on an established connection (BenchmarkAO against
 // BenchmarkAOBareRestore), and per new connection on a listener
 // (BenchmarkNewConnection), TCP-MD5 Sign/Verify against bare crypto/md5
-// (BenchmarkMD5), and the requirement ratios measured head to head
-// (BenchmarkInterleaved). BENCHMARKS.md has the results and the
-// requirement ratios read from one run.
+// (BenchmarkMD5). The ratios against the safe floor and the two-core
+// scaling are in floor_bench_test.go; BENCHMARKS.md has the results.
 //
 // Every benchmark sets b.SetBytes to the bytes the MAC covers, so MB/s of
 // two benchmarks over the same bytes can be compared directly; ratios in
@@ -27,7 +26,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -568,51 +566,6 @@ func md5Header(sport, dport uint16, seq, ack uint32, payload []byte) []byte {
 	return append(h, payload...)
 }
 
-// BenchmarkInterleaved measures the requirement ratios head to head, for
-// a machine shared with other work: separate benchmarks of the two sides
-// run seconds apart, under different load. Here each round runs the
-// reference 16 times and the measured operation 16 times (the order
-// alternating), and the benchmark reports the median over all rounds of
-// time(reference)/time(operation) in percent as pct-of-ref (≥ 100 means
-// the operation is at least as fast). ns/op is per round and means
-// little. The pairs:
-//
-//   - restore-vs-keyschedule/<alg>/48: the reference is a fresh key
-//     schedule, so 150 is the 1.5× target;
-//   - restore-vs-bare/<alg>/1496: the reference is the bare hash or
-//     AES-CBC-MAC, so 90 is the target;
-//   - sign-vs-restore/<alg>/1448: Conn.Sign against the bare restore MAC
-//     over the same 1500 bytes, so 90 is the target.
-func BenchmarkInterleaved(b *testing.B) {
-	for _, a := range mac.Algorithms() {
-		for _, n := range []int{48, 1496} {
-			key, msg := bytesOf(a.Size(), 1), bytesOf(n, 2)
-			pair, ref := "restore-vs-bare", macOp(b, a, "bare", key, msg)
-			if n == 48 {
-				pair, ref = "restore-vs-keyschedule", macOp(b, a, "keyschedule", key, msg)
-			}
-			op := macOp(b, a, "restore", key, msg)
-			b.Run(fmt.Sprintf("%s/%s/%d", pair, benchName(a.Name()), n), func(b *testing.B) { interleave(b, op, ref) })
-		}
-	}
-	for _, a := range mac.Algorithms() {
-		const payload = 1448
-		b.Run(fmt.Sprintf("sign-vs-restore/%s/%d", benchName(a.Name()), payload), func(b *testing.B) {
-			c, s := established(b, a.Name())
-			defer c.Close()
-			defer s.Close()
-			seg := fromTCP(b, client.Addr(), server.Addr(),
-				tcpHeader(client.Port(), server.Port(), 1001, 5001, segment.ACK|segment.PSH, bytesOf(payload, 4)))
-			sign := func() {
-				if err := c.Sign(&seg); err != nil {
-					b.Fatal(err)
-				}
-			}
-			interleave(b, sign, macOp(b, a, "restore", bytesOf(a.Size(), 1), bytesOf(aoCovered(payload), 2)))
-		})
-	}
-}
-
 // macOp returns one MAC of msg in the given mode of BenchmarkMAC, as a
 // function, its state set up.
 func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() {
@@ -664,33 +617,6 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 	return nil
 }
 
-// interleave runs rounds of 16 calls of ref and 16 of op, alternating
-// which goes first, and reports the median of time(ref)/time(op) in
-// percent.
-func interleave(b *testing.B, op, ref func()) {
-	const k = 16
-	timed := func(f func()) time.Duration {
-		t0 := time.Now()
-		for range k {
-			f()
-		}
-		return time.Since(t0)
-	}
-	op()
-	ref()
-	var pct []float64
-	for b.Loop() {
-		var top, tref time.Duration
-		if len(pct)%2 == 0 {
-			top, tref = timed(op), timed(ref)
-		} else {
-			tref, top = timed(ref), timed(op)
-		}
-		pct = append(pct, 100*float64(tref)/float64(top))
-	}
-	slices.Sort(pct)
-	b.ReportMetric(pct[len(pct)/2], "pct-of-ref")
-}
 
 // Example shows the three ways a context gets its keyed state, which
 // BenchmarkMAC times: a key schedule, a restore, a clone of a template.
