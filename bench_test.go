@@ -616,7 +616,6 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 	return nil
 }
 
-
 // Example shows the three ways a context gets its keyed state, which
 // BenchmarkMAC times: a key schedule, a restore, a clone of a template.
 func Example() {
