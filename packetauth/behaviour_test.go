@@ -388,9 +388,10 @@ func TestOutboundRSTUntracked(t *testing.T) {
 }
 
 // TestIPv6ExtensionHeaders: a packet with IPv6 extension headers before
-// TCP is signed and verified like any other (the option goes into the TCP
-// header, the payload length grows); fragments of covered peers are
-// dropped with ErrFragment both ways, IPv4 and IPv6.
+// TCP, or IPv4 options, is signed and verified like any other (the option
+// goes into the TCP header, the IP lengths grow, the IPv4 header checksum
+// is redone); fragments of covered peers are dropped with ErrFragment both
+// ways, IPv4 and IPv6.
 func TestIPv6ExtensionHeaders(t *testing.T) {
 	p := aoPair(t, true, "k", "k")
 	p.handshake()
@@ -419,7 +420,26 @@ func TestIPv6ExtensionHeaders(t *testing.T) {
 			t.Fatalf("IPv6 fragment: %v", err)
 		}
 	}
+	// IPv4 with options (four NOPs... an EOL): the header is kept whole,
+	// its length and checksum fixed.
 	p4 := aoPair(t, false, "k", "k")
+	p4.handshake()
+	v4 := p4.build(p4.a, p4.b, segment.ACK|segment.PSH, payload)
+	v4 = slices.Concat(v4[:20], []byte{1, 1, 1, 0}, v4[20:])
+	v4[0] = 0x46
+	if err := segment.Lengths(v4); err != nil {
+		t.Fatal(err)
+	}
+	wire, got, err = p4.carry(p4.a, p4.b, v4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(wire[20:24], []byte{1, 1, 1, 0}) || segment.IPv4Checksum(wire[:24]) != binary.BigEndian.Uint16(wire[10:]) {
+		t.Fatalf("IPv4 options or checksum: %x", wire[:24])
+	}
+	if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload, payload) {
+		t.Fatalf("delivered %x", got)
+	}
 	frag4 := p4.build(p4.a, p4.b, segment.SYN, nil)
 	frag4[6] = 0x20 // more fragments
 	if _, err := p4.a.l.Outbound(nil, frag4); !errors.Is(err, ErrFragment) {
