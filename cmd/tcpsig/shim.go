@@ -24,7 +24,8 @@ Linux only; needs CAP_NET_ADMIN.
   -v             debug logging (every dropped packet)
 
 Signals: SIGHUP reloads the keys file (sessions stay up; the last TCP-AO key
-of a peer in the file becomes the current key of its sessions), SIGUSR1 logs
+of a peer in the file becomes its sessions' RNext: the peer is asked to send
+with it, and the shim sends with the key the peer asks for), SIGUSR1 logs
 the status, SIGTERM / SIGINT remove the rules and exit. Rules left by a
 killed shim are replaced at the next start.
 `

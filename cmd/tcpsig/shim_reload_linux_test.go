@@ -53,8 +53,10 @@ func TestShimReloadMD5(t *testing.T) {
 
 // TestShimReloadAO: two plain sockets, each behind its own shim, run a
 // TCP-AO session on MKT 1; half-way both keys files gain MKT 2 (last) and
-// both shims get SIGHUP: the session moves to MKT 2 both ways (current and
-// RNext) without a dropped segment and the data arrive byte for byte.
+// both shims get SIGHUP, in no set order: each asks the other for MKT 2
+// (RNext) and switches when asked, so the session moves to MKT 2 both ways
+// without a segment refused for a key one end lacked, and the data arrive
+// byte for byte.
 // (The engine is on both ends here; the same rotation against Linux's own
 // TCP-AO is a qemu case.)
 func TestShimReloadAO(t *testing.T) {

@@ -35,8 +35,9 @@ const (
 
 // Install replaces the tables named spec.Table (left by an earlier run, or
 // by this one: a reload) by the rules of spec, atomically per family, in the
-// network namespace of the calling thread. It returns how packets are
-// queued.
+// network namespace of the calling thread. Where the table already has its
+// two chains only their rules are replaced, so that packets in the queue
+// are not lost. It returns how packets are queued.
 func Install(spec Spec) (Method, error) {
 	if len(spec.Peers) == 0 {
 		return "", ErrNoPeers
@@ -120,22 +121,44 @@ func install(spec Spec, m Method) error {
 		if err != nil {
 			return err
 		}
-		// One batch: the old table goes and the new one comes at once.
-		if present {
-			c.DelTable(&nftables.Table{Name: spec.Table, Family: fam})
-		}
+		t := &nftables.Table{Name: spec.Table, Family: fam}
 		if len(peers) == 0 {
-			if err := c.Flush(); err != nil {
-				return err
+			if present {
+				c.DelTable(t)
+				if err := c.Flush(); err != nil {
+					return err
+				}
 			}
 			continue
 		}
-		t := c.AddTable(&nftables.Table{Name: spec.Table, Family: fam})
-		accept := nftables.ChainPolicyAccept
-		out := c.AddChain(&nftables.Chain{Name: "out", Table: t, Type: nftables.ChainTypeFilter,
-			Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityRef(300), Policy: &accept})
-		in := c.AddChain(&nftables.Chain{Name: "in", Table: t, Type: nftables.ChainTypeFilter,
-			Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityMangle, Policy: &accept})
+		var out, in *nftables.Chain
+		if present {
+			out, in, err = ourChains(c, t)
+			if err != nil {
+				return err
+			}
+		}
+		if out != nil && in != nil {
+			// Our chains are there (a reload, or a killed run): replace
+			// their rules in one batch and keep the chains, whose hooks
+			// would otherwise go and come back. The kernel drops the
+			// packets queued from a hook that goes, and sends packets
+			// reinjected meanwhile through the new hooks from the wrong
+			// place.
+			c.FlushChain(out)
+			c.FlushChain(in)
+		} else {
+			// One batch: the old table goes and the new one comes at once.
+			if present {
+				c.DelTable(t)
+			}
+			t = c.AddTable(t)
+			accept := nftables.ChainPolicyAccept
+			out = c.AddChain(&nftables.Chain{Name: "out", Table: t, Type: nftables.ChainTypeFilter,
+				Hooknum: nftables.ChainHookOutput, Priority: nftables.ChainPriorityRef(300), Policy: &accept})
+			in = c.AddChain(&nftables.Chain{Name: "in", Table: t, Type: nftables.ChainTypeFilter,
+				Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityMangle, Policy: &accept})
+		}
 		for _, p := range peers {
 			c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: match(p, false, queueExpr(m, spec.Queue))})
 			c.AddRule(&nftables.Rule{Table: t, Chain: in, Exprs: match(p, true, queueExpr(m, spec.Queue))})
@@ -145,6 +168,30 @@ func install(spec Spec, m Method) error {
 		}
 	}
 	return nil
+}
+
+// ourChains returns the table's "out" and "in" chains if they are base
+// chains of the output and input hooks at our priorities, else nils.
+func ourChains(c *nftables.Conn, t *nftables.Table) (out, in *nftables.Chain, err error) {
+	chains, err := c.ListChainsOfTableFamily(t.Family)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, ch := range chains {
+		if ch.Table == nil || ch.Table.Name != t.Name || ch.Hooknum == nil || ch.Priority == nil {
+			continue
+		}
+		switch {
+		case ch.Name == "out" && *ch.Hooknum == *nftables.ChainHookOutput && *ch.Priority == 300:
+			out = ch
+		case ch.Name == "in" && *ch.Hooknum == *nftables.ChainHookInput && *ch.Priority == *nftables.ChainPriorityMangle:
+			in = ch
+		}
+	}
+	if len(chains) == 0 || out == nil || in == nil {
+		return nil, nil, nil
+	}
+	return out, in, nil
 }
 
 // unmapBits is 96 for an IPv4-mapped IPv6 prefix, whose IPv4 rule matches

@@ -160,8 +160,8 @@ func (s *Shim) Run(ctx context.Context) error {
 // Reload reads the keys file again and applies it without dropping
 // sessions: new MKTs and keys are added, deleted ones removed (an MKT in
 // use is replaced on its sessions by the peer's last remaining one), the
-// peer's last TCP-AO entry in the file becomes its sessions' current key
-// and RNext, and the rules follow the peers. It waits for Run to do it (the
+// peer's last TCP-AO entry in the file becomes its sessions' RNext (see
+// rotate), and the rules follow the peers. It waits for Run to do it (the
 // rules belong to Run's namespace), so it also tells when Run is serving
 // packets; on an error the keys stay as they were
 // or, for an error of one entry, as far as they got.
@@ -316,9 +316,15 @@ func (s *Shim) reload() error {
 		(len(keys.MD5) > 0 && len(s.keys.MD5) == 0 && len(s.keys.AO) > 0) {
 		s.log.Warn("reload: a key kind absent at start (TCP-AO or TCP-MD5) takes a restart to take effect")
 	}
+	samePeers := slices.Equal(s.keys.Peers, keys.Peers)
 	errs := []error{s.apply(keys)}
-	if err := s.installRules(); err != nil {
-		errs = append(errs, err)
+	// Replacing the rules drops the packets waiting in the queue (the
+	// kernel flushes a hook's queued packets when the hook goes): only
+	// when the peers changed.
+	if !samePeers {
+		if err := s.installRules(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	s.rotate()
 	err = errors.Join(errs...)
@@ -416,7 +422,10 @@ func newestFor(cfgs []ao.Config, mkts []*ao.MKT, m *ao.MKT) *ao.MKT {
 }
 
 // rotate makes the last TCP-AO entry of each session's peer in the keys
-// file its current key and RNext (the key it asks the peer to send with).
+// file the session's RNext: the key the peer is asked to send with, which
+// it switches to once it has it (RFC 5925 §7.5.2). The shim's own send key
+// follows the peer's RNextKeyID the same way, so the two ends may add the
+// new key in either order without a segment being refused.
 func (s *Shim) rotate() {
 	s.layer.Conns(func(c packetauth.ConnInfo) bool {
 		if c.Kind != packetauth.KindAO {
@@ -427,15 +436,15 @@ func (s *Shim) rotate() {
 			if !cfg.Peer.Contains(c.Remote.Addr()) || s.aoMKT[j] == nil {
 				continue
 			}
-			if c.CurrentKeyID == cfg.SendID && c.RNextKeyID == cfg.RecvID {
+			if c.RNextKeyID == cfg.RecvID {
 				break
 			}
 			conn, ok := s.layer.Conn(c.Local, c.Remote)
 			if !ok {
 				break
 			}
-			err := errors.Join(conn.SetCurrent(cfg.SendID), conn.SetRNext(cfg.RecvID))
-			s.log.Info("rotated", "local", c.Local, "remote", c.Remote, "sndid", cfg.SendID, "rcvid", cfg.RecvID, "err", err)
+			err := conn.SetRNext(cfg.RecvID)
+			s.log.Info("asking the peer to rotate", "local", c.Local, "remote", c.Remote, "rnext", cfg.RecvID, "err", err)
 			break
 		}
 		return true
