@@ -49,7 +49,7 @@ type Counters struct {
 }
 
 type counters struct {
-	good, bad, keyNotFound, aoRequired, droppedICMP atomic.Uint64
+	good, bad, keyNotFound, aoRequired, droppedICMP atomic.Uint64 // a Conn counts good in its receive lane
 }
 
 func (c *counters) snapshot() Counters {
@@ -67,6 +67,8 @@ type lane struct {
 	ctx     *mac.Context      // of the algorithm of the last key used
 	keys    []*laneKey        // traffic keys per MKT; entries of deleted MKTs are wiped and reused
 	tmp     *mac.Key          // a handshake key for an ISN not committed yet, made on first use
+	sne     sneState          // the direction's SNE and its basis
+	good    uint64            // receive lane: segments verified
 	scratch [scratchSize]byte // MAC input prefix and the MAC
 	_       [cachePad]byte    // the next lane's lock on another line
 }
@@ -163,7 +165,6 @@ type Conn struct {
 	// user lists, under the keyring's lock.
 	current, rnext atomic.Pointer[MKT]
 	link           [2]struct{ prev, next *Conn }
-	snd, rcv       sneState
 
 	send, recv lane
 	counters
@@ -224,14 +225,15 @@ func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.remote = netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
 	c.lisn, c.risn = ep.LocalISN, 0
 	c.risnKnown.Store(false)
-	c.snd.store(0, ep.LocalISN)
-	c.rcv.store(0, 0)
+	c.send.sne.store(0, ep.LocalISN)
+	c.recv.sne.store(0, 0)
+	c.recv.good = 0
 	c.counters = counters{}
 }
 
 func (c *Conn) setRISN(risn uint32) {
 	c.risn = risn
-	c.rcv.store(0, risn)
+	c.recv.sne.store(0, risn)
 	c.risnKnown.Store(true)
 }
 
@@ -395,10 +397,10 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 		rnext = n.recvID
 	}
 	seq := h.Seq()
-	if err := sign(m, k, l.context(m.alg), l.scratch[:], seg, c.snd.of(seq), rnext); err != nil {
+	if err := sign(m, k, l.context(m.alg), l.scratch[:], seg, l.sne.of(seq), rnext); err != nil {
 		return err
 	}
-	c.snd.advance(seq)
+	l.sne.advance(seq)
 	return nil
 }
 
@@ -468,7 +470,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		return c.verifyHandshake(l, m, seg, opt, off, false, seq)
 	default:
 		k, err = c.key(l, m, false, false)
-		sne = c.rcv.of(seq)
+		sne = l.sne.of(seq)
 	}
 	if err != nil {
 		if errors.Is(err, ErrKeyNotFound) {
@@ -480,7 +482,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		return err
 	}
 	if flags&segment.SYN == 0 {
-		c.rcv.advance(seq)
+		l.sne.advance(seq)
 	}
 	c.rotate(opt)
 	return nil
@@ -494,7 +496,7 @@ func (c *Conn) check(l *lane, m *MKT, k *mac.Key, seg *segment.Segment, opt Opti
 		m.bad.Add(1)
 		return err
 	}
-	c.good.Add(1)
+	l.good++
 	m.good.Add(1)
 	return nil
 }
@@ -539,7 +541,11 @@ func (c *Conn) Counters() Counters {
 	if c == nil {
 		return Counters{}
 	}
-	return c.counters.snapshot()
+	s := c.counters.snapshot()
+	c.recv.mu.Lock()
+	s.Good = c.recv.good
+	c.recv.mu.Unlock()
+	return s
 }
 
 // Endpoints returns the connection's local and remote address and port.

@@ -62,8 +62,12 @@ type MKT struct {
 
 	added uint64 // order of addition in its keyring (newest wins by default)
 	guard reclaim.Guard
-	good  atomic.Uint64
-	bad   atomic.Uint64
+	// The counters, written per verified segment, on a line of their own
+	// so that they do not share one with what signers read.
+	_    [64]byte
+	good atomic.Uint64
+	bad  atomic.Uint64
+	_    [48]byte
 
 	// users lists the connections that have the MKT as current key
 	// (users[roleCurrent]) or RNext key, under the keyring's lock: a

@@ -20,8 +20,12 @@ func (c *Conn) Export() RepairState {
 		return RepairState{}
 	}
 	s := RepairState{LocalISN: c.lisn, RemoteISN: c.risn}
-	s.SendSNE, s.SendSeq = c.snd.load()
-	s.RecvSNE, s.RecvSeq = c.rcv.load()
+	c.send.mu.Lock()
+	s.SendSNE, s.SendSeq = c.send.sne.load()
+	c.send.mu.Unlock()
+	c.recv.mu.Lock()
+	s.RecvSNE, s.RecvSeq = c.recv.sne.load()
+	c.recv.mu.Unlock()
 	if m := c.Current(); m != nil {
 		s.CurrentSendID = m.sendID
 	}
@@ -46,8 +50,8 @@ func (c *Conn) Import(ring *Keyring, ep Endpoint, p Policy, s RepairState) error
 	c.Close()
 	c.reset(ring, ep, p)
 	c.setRISN(s.RemoteISN)
-	c.snd.store(s.SendSNE, s.SendSeq)
-	c.rcv.store(s.RecvSNE, s.RecvSeq)
+	c.send.sne.store(s.SendSNE, s.SendSeq)
+	c.recv.sne.store(s.RecvSNE, s.RecvSeq)
 	ring.mu.Lock()
 	defer ring.mu.Unlock()
 	if !ring.has(cur) || !ring.has(nxt) {

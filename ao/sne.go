@@ -1,7 +1,5 @@
 package ao
 
-import "sync/atomic"
-
 // ComputeSNE returns the sequence number extension of seq, given the SNE
 // of a basis sequence number (for stacks and tools that track their own
 // basis, e.g. snd_una and rcv_nxt as Linux does): RFC 5925 §6.2 as Linux computes it
@@ -22,30 +20,21 @@ func ComputeSNE(sne, basis, seq uint32) uint32 {
 // before is Linux's before(): a precedes b in 32-bit serial arithmetic.
 func before(a, b uint32) bool { return int32(a-b) < 0 }
 
-// sneState is one direction's (SNE, basis) pair in one word, so readers
-// always see a consistent pair without a lock (the pair Linux's proposed
-// sne_lock protected).
-type sneState struct{ v atomic.Uint64 }
+// sneState is one direction's (SNE, basis) pair. It belongs to that
+// direction's lane and is read and written under the lane's lock.
+type sneState struct{ sne, basis uint32 }
 
-func (s *sneState) load() (sne, basis uint32) {
-	v := s.v.Load()
-	return uint32(v >> 32), uint32(v)
-}
+func (s *sneState) load() (sne, basis uint32) { return s.sne, s.basis }
 
-func (s *sneState) store(sne, basis uint32) { s.v.Store(uint64(sne)<<32 | uint64(basis)) }
+func (s *sneState) store(sne, basis uint32) { s.sne, s.basis = sne, basis }
 
 // of returns the SNE of seq.
-func (s *sneState) of(seq uint32) uint32 {
-	sne, basis := s.load()
-	return ComputeSNE(sne, basis, seq)
-}
+func (s *sneState) of(seq uint32) uint32 { return ComputeSNE(s.sne, s.basis, seq) }
 
 // advance moves the basis to seq if seq is after it, carrying the SNE
-// over a wrap; it never moves the basis backwards. Callers of one
-// direction are serialised (a lane's lock): there is one writer.
+// over a wrap; it never moves the basis backwards.
 func (s *sneState) advance(seq uint32) {
-	sne, basis := s.load()
-	if before(basis, seq) {
-		s.store(ComputeSNE(sne, basis, seq), seq)
+	if before(s.basis, seq) {
+		s.sne, s.basis = ComputeSNE(s.sne, s.basis, seq), seq
 	}
 }

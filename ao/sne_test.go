@@ -494,7 +494,9 @@ func TestSNEForged(t *testing.T) {
 // test signs segments it then damages).
 func restoreSend(t *testing.T, c *Conn, st RepairState) {
 	t.Helper()
-	c.snd.store(st.SendSNE, st.SendSeq)
+	c.send.mu.Lock()
+	c.send.sne.store(st.SendSNE, st.SendSeq)
+	c.send.mu.Unlock()
 }
 
 // testOption is AppendOption with the KeyIDs set, for segments a test
