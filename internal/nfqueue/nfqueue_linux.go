@@ -205,7 +205,9 @@ func (q *Queue) Close() error {
 }
 
 func (q *Queue) recv(fd uintptr) bool {
-	q.n, _, q.err = unix.Recvfrom(int(fd), q.rbuf, unix.MSG_DONTWAIT)
+	// read(2), not recvfrom(2): Recvfrom allocates the sender's address.
+	// The socket is non-blocking.
+	q.n, q.err = unix.Read(int(fd), q.rbuf)
 	return q.err != unix.EAGAIN && q.err != unix.EINTR
 }
 

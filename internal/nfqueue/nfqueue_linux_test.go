@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -265,4 +266,75 @@ func fixTCPChecksum4(b []byte) {
 		sum = sum&0xffff + sum>>16
 	}
 	binary.BigEndian.PutUint16(tcp[16:], ^uint16(sum))
+}
+
+// TestHelperTraffic is, when the tests re-execute the test binary, a TCP
+// sender and receiver (peer -> local) that runs until killed; otherwise it
+// does nothing.
+func TestHelperTraffic(t *testing.T) {
+	if os.Getenv("NFQUEUE_HELPER") != "1" {
+		t.Skip("helper process for TestNoAllocs")
+	}
+	ln, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
+	if err != nil {
+		os.Exit(1)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(peer, 0))}
+	c, err := d.Dial("tcp4", ln.Addr().String())
+	if err != nil {
+		os.Exit(1)
+	}
+	buf := make([]byte, 1000)
+	for {
+		if _, err := c.Write(buf); err != nil {
+			os.Exit(0)
+		}
+	}
+}
+
+// TestNoAllocs: reading a packet and answering it, with and without a
+// rewritten payload, allocates nothing (the traffic comes from another
+// process, so only the queue's work is counted).
+func TestNoAllocs(t *testing.T) {
+	inNS(t, 1500, func(q *nfqueue.Queue) error {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTraffic$")
+		cmd.Env = append(os.Environ(), "NFQUEUE_HELPER=1")
+		if err := cmd.Start(); err != nil {
+			return err
+		}
+		defer cmd.Wait()
+		defer cmd.Process.Kill()
+		var p nfqueue.Packet
+		buf := make([]byte, 0, nfqueue.MaxPayload)
+		step := func(rewrite bool) {
+			if err := q.Read(&p); err != nil {
+				t.Fatal(err)
+			}
+			var out []byte
+			if rewrite {
+				out = append(buf[:0], p.Payload...)
+			}
+			if err := q.Verdict(p.ID, nfqueue.Accept, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range 100 { // warm up: the first packets, buffers grown
+			step(true)
+		}
+		for _, rewrite := range []bool{false, true} {
+			if n := testing.AllocsPerRun(500, func() { step(rewrite) }); n != 0 {
+				t.Errorf("Read+Verdict (rewrite %v): %v allocations per packet, want 0", rewrite, n)
+			}
+		}
+		return nil
+	})
 }
