@@ -69,3 +69,40 @@ func Example() {
 	// server: verified 1, dropped 1 (bad MAC 1), tracking 1
 	// 198.51.100.2:179 <- 192.0.2.1:40000 TCP-AO syn-received remote ISN 1000
 }
+
+// A front end that restarts mid-connection has lost what it learnt from
+// the handshake: the connection's segments are refused until Seed gives
+// it back the state Export gave before (a shim keeps it in a state file).
+func ExampleLayer_Seed() {
+	client, server := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.2")
+	ring := ao.NewKeyring(nil)
+	if _, err := ring.Add(ao.Config{Peer: netip.PrefixFrom(server, 32), SendID: 1, RecvID: 2,
+		Algorithm: "cmac(aes128)", Key: []byte("sixteen byte key")}); err != nil {
+		log.Fatal(err)
+	}
+	l, err := packetauth.New(packetauth.Config{AO: ring})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	local, remote := netip.AddrPortFrom(client, 40000), netip.AddrPortFrom(server, 179)
+	ack, _ := segment.AppendPacket(nil, segment.IP{Src: client, Dst: server},
+		segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 7001, Ack: 90001, Flags: segment.ACK, Window: 1000}, nil)
+
+	_, err = l.Outbound(nil, ack)
+	fmt.Println("before Seed:", err)
+
+	saved := ao.RepairState{LocalISN: 7000, RemoteISN: 90000, SendSeq: 7001, RecvSeq: 90001,
+		CurrentSendID: 1, RNextRecvID: 2} // as Export gave it before the restart
+	if err := l.Seed(local, remote, saved); err != nil {
+		log.Fatal(err)
+	}
+	wire, err := l.Outbound(nil, ack)
+	fmt.Println("after Seed:", err, len(wire)-len(ack), "option bytes added")
+	st, _ := l.Export(local, remote)
+	fmt.Println("ISNs", st.LocalISN, st.RemoteISN, "KeyID", st.CurrentSendID, "RNextKeyID", st.RNextRecvID)
+	// Output:
+	// before Seed: packetauth: covered peer's segment with no tracked connection
+	// after Seed: <nil> 16 option bytes added
+	// ISNs 7000 90000 KeyID 1 RNextKeyID 2
+}
