@@ -1,0 +1,330 @@
+//go:build linux
+
+package main
+
+// The shim cases: Linux 6.12's own TCP-AO on one side, plain kernel
+// sockets behind internal/shim (tcpsig shim without its command line) on
+// the other, in two namespaces joined by a veth pair:
+//
+//	ns K: shK 192.0.2.1/24  kernel TCP-AO sockets (MKTs 1 and 2, 1 current)
+//	ns S: shS 192.0.2.2/24  plain sockets; the shim signs and verifies
+//
+// 16 MiB cross each way at once; half-way the shim's keys file gains MKT 2
+// (last) and the shim reloads, as on SIGHUP, asking the kernel for KeyID 2
+// (RNextKeyID); the kernel's side then asks the same of the shim
+// (set_rnext). The kernel must verify every segment (TCPAOGood rises;
+// TCPAOBad, TCPAOKeyNotFound and TCPAORequired stay), both ends must end on
+// MKT 2, and the data must arrive intact.
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/harness/kstat"
+	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/internal/shim"
+	"github.com/tcpsig/tcpsig/linuxsock"
+)
+
+func init() {
+	for _, alg := range []string{"hmac(sha1)", "cmac(aes128)", "hmac(sha256)"} {
+		for _, kernelDials := range []bool{true, false} {
+			name := "shim-" + algSlug(alg) + "-shim-dials"
+			if kernelDials {
+				name = "shim-" + algSlug(alg) + "-kernel-dials"
+			}
+			register(Case{Name: name, Kind: "shim-kernel", Run: func(t *T) { shimCase(t, alg, kernelDials) }})
+		}
+	}
+}
+
+func algSlug(alg string) string {
+	switch alg {
+	case "hmac(sha1)":
+		return "hmac-sha1"
+	case "cmac(aes128)":
+		return "cmac-aes128"
+	}
+	return "hmac-sha256"
+}
+
+// shimNS is a namespace kept by one locked goroutine running the functions
+// sent to it.
+type shimNS struct {
+	fns chan func()
+	fd  *os.File
+}
+
+func newShimNS(t *T) *shimNS {
+	n := &shimNS{fns: make(chan func())}
+	ready := make(chan error, 1)
+	go func() {
+		_ = netns.Run(func() error {
+			f, err := os.Open("/proc/thread-self/ns/net")
+			n.fd = f
+			ready <- err
+			for fn := range n.fns {
+				fn()
+			}
+			return nil
+		})
+	}()
+	t.check(<-ready, "namespace")
+	return n
+}
+
+func (n *shimNS) do(f func() error) error {
+	errc := make(chan error, 1)
+	n.fns <- func() { errc <- f() }
+	return <-errc
+}
+
+func (n *shimNS) close() {
+	close(n.fns)
+	n.fd.Close()
+}
+
+// goIn runs f on a new goroutine whose thread joins n (for a long-running
+// f, which do would block on); the thread dies with the goroutine.
+func (n *shimNS) goIn(f func() error) chan error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := unix.Setns(int(n.fd.Fd()), unix.CLONE_NEWNET); err != nil {
+			errc <- err
+			return
+		}
+		errc <- f()
+	}()
+	return errc
+}
+
+func shimCase(t *T, alg string, kernelDials bool) {
+	const size = 16 << 20
+	k4, s4 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	mkt := func(id uint8, peer netip.Addr) ao.Config {
+		key := make([]byte, 16)
+		for i := range key {
+			key[i] = byte(0x40 + int(id)*16 + i)
+		}
+		return ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: id, RecvID: id, Algorithm: alg, Key: key, MACLen: 12}
+	}
+	nsK, nsS := newShimNS(t), newShimNS(t)
+	defer nsK.close()
+	defer nsS.close()
+	t.check(nsK.do(func() error { return netns.AddVeth("shK", "shS", int(nsS.fd.Fd())) }), "veth")
+	for _, x := range []struct {
+		n   *shimNS
+		dev string
+		a   netip.Addr
+	}{{nsK, "shK", k4}, {nsS, "shS", s4}} {
+		t.check(x.n.do(func() error {
+			if err := netns.LinkUp(x.dev); err != nil {
+				return err
+			}
+			return netns.AddAddr(x.dev, netip.PrefixFrom(x.a, 24))
+		}), "addresses")
+	}
+
+	// The shim's keys file: MKT 1 now, MKT 1 and 2 (2 last) after the reload.
+	dir, err := os.MkdirTemp("", "shim")
+	t.check(err, "temp dir")
+	defer os.RemoveAll(dir)
+	keysPath := filepath.Join(dir, "keys.json")
+	writeKeys := func(ids ...uint8) {
+		s := `{"ao": [`
+		for i, id := range ids {
+			c := mkt(id, k4)
+			if i > 0 {
+				s += ","
+			}
+			s += fmt.Sprintf(`{"alg": %q, "key": "hex:%x", "sndid": %d, "rcvid": %d, "peer": "%v"}`, alg, c.Key, id, id, c.Peer)
+		}
+		t.check(os.WriteFile(keysPath, []byte(s+"]}"), 0o600), "keys file")
+	}
+	writeKeys(1)
+	// Warnings, and each dropped packet (debug), go to the case's log.
+	logw := &lineWriter{t: t}
+	sh, err := shim.New(shim.Config{Keys: keysPath, Queue: 9, Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	t.check(err, "shim")
+	ctx, stop := context.WithCancel(context.Background())
+	shimDone := nsS.goIn(func() error { return sh.Run(ctx) })
+	defer func() {
+		stop()
+		if err := <-shimDone; err != nil {
+			t.Errorf("shim: %v", err)
+		}
+	}()
+	// Run has bound the queue and installed its rules once it answers
+	// a reload (it serves them from its loop).
+	t.check(sh.Reload(), "shim start")
+
+	// The kernel's MKTs: 2 added first, then 1, which a dialling socket
+	// then uses (Linux takes the key added last) and a listener answers
+	// with (the SYN asks for 1).
+	kkeys := linuxsock.Keys{AO: []ao.Config{mkt(2, s4), mkt(1, s4)}}
+	var before map[string]uint64
+	t.check(nsK.do(func() (err error) { before, err = kstat.TCPExt(); return err }), "TcpExt")
+
+	var kc, sc net.Conn
+	if kernelDials {
+		var ln net.Listener
+		t.check(nsS.do(func() (err error) { ln, err = net.Listen("tcp4", "192.0.2.2:0"); return err }), "listen")
+		defer ln.Close()
+		acc := make(chan net.Conn, 1)
+		go func() { c, _ := ln.Accept(); acc <- c }()
+		t.check(nsK.do(func() (err error) {
+			d := linuxsock.Dialer(kkeys)
+			d.Timeout = 20 * time.Second
+			kc, err = d.Dial("tcp4", ln.Addr().String())
+			return err
+		}), "kernel dial")
+		select {
+		case sc = <-acc:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("no connection accepted")
+		}
+	} else {
+		var ln net.Listener
+		t.check(nsK.do(func() (err error) {
+			ln, err = linuxsock.ListenConfig(kkeys).Listen(context.Background(), "tcp4", "192.0.2.1:0")
+			return err
+		}), "kernel listen")
+		defer ln.Close()
+		acc := make(chan net.Conn, 1)
+		go func() { c, _ := ln.Accept(); acc <- c }()
+		t.check(nsS.do(func() (err error) {
+			d := net.Dialer{Timeout: 20 * time.Second}
+			sc, err = d.Dial("tcp4", ln.Addr().String())
+			return err
+		}), "dial through the shim")
+		select {
+		case kc = <-acc:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("the kernel accepted no connection")
+		}
+	}
+	if kc == nil || sc == nil {
+		t.Fatalf("no connection")
+	}
+	defer kc.Close()
+	defer sc.Close()
+	deadline := time.Now().Add(85 * time.Second)
+	kc.SetDeadline(deadline)
+	sc.SetDeadline(deadline)
+
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i ^ i>>9)
+	}
+	want := sha256.Sum256(data)
+	type result struct {
+		sum [32]byte
+		err error
+	}
+	// half is closed when the shim side has read half the stream.
+	half := make(chan struct{})
+	read := func(c net.Conn, signal bool) chan result {
+		r := make(chan result, 1)
+		go func() {
+			h := sha256.New()
+			_, err := io.CopyN(h, c, size/2)
+			if signal {
+				close(half)
+			}
+			if err == nil {
+				_, err = io.CopyN(h, c, size/2)
+			}
+			r <- result{[32]byte(h.Sum(nil)), err}
+		}()
+		return r
+	}
+	write := func(c net.Conn) chan error {
+		e := make(chan error, 1)
+		go func() { _, err := c.Write(data); e <- err }()
+		return e
+	}
+	fromK, fromS := read(sc, true), read(kc, false)
+	wk, ws := write(kc), write(sc)
+	start := time.Now()
+	select {
+	case <-half:
+	case <-time.After(80 * time.Second):
+		t.Fatalf("no progress to half-way")
+	}
+	// The rotation: the shim's file gains MKT 2 (last) and the shim
+	// reloads, as on SIGHUP: it asks the kernel for MKT 2 (RNextKeyID 2),
+	// which the kernel follows. The kernel's own RNext is its operator's to
+	// move, as one rotating both ends would; the shim then follows it.
+	var mid map[string]uint64
+	t.check(nsK.do(func() (err error) { mid, err = kstat.TCPExt(); return err }), "TcpExt")
+	writeKeys(1, 2)
+	t.check(sh.Reload(), "reload with MKT 2")
+	t.check(linuxsock.SelectAOKeys(kc.(*net.TCPConn), linuxsock.RNext, 0, 2), "kernel set_rnext 2")
+	for _, e := range []chan error{wk, ws} {
+		t.check(<-e, "write")
+	}
+	for _, r := range []chan result{fromK, fromS} {
+		res := <-r
+		t.check(res.err, "read")
+		if res.sum != want {
+			t.Errorf("data corrupted (SHA-256 %x, want %x)", res.sum[:8], want[:8])
+		}
+	}
+	secs := time.Since(start).Seconds()
+
+	var after map[string]uint64
+	t.check(nsK.do(func() (err error) { after, err = kstat.TCPExt(); return err }), "TcpExt")
+	for _, c := range []string{"TCPAOBad", "TCPAOKeyNotFound", "TCPAORequired"} {
+		if after[c] != before[c] {
+			t.Errorf("kernel %s %d -> %d", c, before[c], after[c])
+		}
+	}
+	t.Logf("kernel TCPAOGood/Bad before %d/%d, at the reload %d/%d, after %d/%d", before["TCPAOGood"], before["TCPAOBad"],
+		mid["TCPAOGood"], mid["TCPAOBad"], after["TCPAOGood"], after["TCPAOBad"])
+	good := after["TCPAOGood"] - before["TCPAOGood"]
+	if good < size/1500 {
+		t.Errorf("kernel TCPAOGood rose by %d only; 16 MiB from the shim side is more segments than that", good)
+	}
+	info, err := linuxsock.ReadAOInfo(kc.(*net.TCPConn))
+	t.check(err, "TCP_AO_INFO")
+	if info.Current != 2 || info.RNext != 2 {
+		t.Errorf("kernel socket current/rnext %d/%d after the reload, want 2/2", info.Current, info.RNext)
+	}
+	st := sh.Status()
+	if st.Counters.Dropped.Total() != 0 || st.Counters.Signed == 0 || st.Counters.Verified == 0 {
+		t.Errorf("shim counters %+v: want signed and verified, none dropped", st.Counters)
+	}
+	if len(st.Conns) != 1 || st.Conns[0].CurrentKeyID != 2 || st.Conns[0].RNextKeyID != 2 {
+		t.Errorf("shim sessions %+v: want one, on MKT 2 (current and RNext)", st.Conns)
+	}
+	t.Logf("%s: 2x16 MiB in %.1fs (%.1f MiB/s each way), kernel TCPAOGood +%d, TCPAOBad +0, kernel keys now %d/%d; shim signed %d, verified %d",
+		alg, secs, 16/secs, good, info.Current, info.RNext, st.Counters.Signed, st.Counters.Verified)
+}
+
+// lineWriter passes log lines to the case's log.
+type lineWriter struct {
+	mu sync.Mutex
+	t  *T
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.t.Logf("shim: %s", strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
