@@ -389,6 +389,19 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 		return ErrNoISN
 	}
 	k, err := c.key(l, m, true, syn)
+	if errors.Is(err, ErrKeyNotFound) && c.ring != nil {
+		// m was deleted between the load and the derivation; a forced
+		// delete had moved the connection on first. Under the keyring's
+		// lock no current key is being deleted: take it and derive again.
+		c.ring.mu.Lock()
+		if m = c.current.Load(); m != nil {
+			k, err = c.key(l, m, true, syn)
+		}
+		c.ring.mu.Unlock()
+		if m == nil {
+			return ErrNoCurrentKey
+		}
+	}
 	if err != nil {
 		return err
 	}
