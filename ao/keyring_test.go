@@ -418,10 +418,16 @@ func TestDeleteWaitsForReaders(t *testing.T) {
 					t.Fatal(err)
 				}
 			} else {
+				// Wait until the delete has taken the key out of the
+				// keyring (it does so before it waits for readers); it
+				// must not have returned.
+				for deadline := time.Now().Add(time.Minute); r.Len() != 0 && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
 				select {
 				case err := <-done:
 					t.Fatalf("synchronous delete returned (%v) while a reader held the key", err)
-				case <-time.After(20 * time.Millisecond):
+				default:
 				}
 			}
 			if masterWiped(m) {
