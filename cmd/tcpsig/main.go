@@ -5,6 +5,7 @@
 //	tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
 //	tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
 //	tcpsig bench [-json] [-time D] [-alg NAME]
+//	tcpsig shim -keys FILE [-queue N] [-status SOCK] [-state FILE] [-v]
 //	tcpsig version
 //
 // Run "tcpsig help" for the details.
@@ -24,6 +25,7 @@ Usage:
   tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
   tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
   tcpsig bench [-json] [-time D] [-alg NAME]
+  tcpsig shim -keys FILE [-queue N] [-status SOCK] [-state FILE] [-v]   (Linux; tcpsig shim -h)
   tcpsig version
   tcpsig help
 
