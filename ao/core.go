@@ -148,12 +148,9 @@ func derive(m *MKT, in *kdf.Input, key *mac.Key) error {
 }
 
 // signOption returns the offset of seg's TCP-AO option after making it
-// exactly m's length: a longer one is shortened and its tail turned into
+// exactly m's length (seg passed checkSegment): a longer one is shortened and its tail turned into
 // NOPs; a shorter one is [ErrNoRoom].
 func signOption(m *MKT, seg *segment.Segment) (int, error) {
-	if err := checkSegment(seg); err != nil {
-		return 0, err
-	}
 	h, off, n := seg.Header, seg.Auth.AO, seg.Auth.AOLen
 	if off < segment.TCPMinimumSize || n <= OptionHeaderLen || off+n > len(h) || h[off] != OptionKind || int(h[off+1]) != n {
 		return 0, ErrNoOption
@@ -243,7 +240,9 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 		pay = pay[fill:]
 	}
 	w.Write(b)
-	w.Write(pay)
+	if len(pay) > 0 {
+		w.Write(pay)
+	}
 	for _, f := range seg.Frags {
 		w.Write(f)
 	}
