@@ -427,3 +427,76 @@ func TestHelperKeySelection(t *testing.T) {
 	}
 	c.Close()
 }
+
+// The kernel's refusals come back as its errno, and AOKeys reads back
+// what AddAOKey packed (the qemu guest runs this under Linux 6.12).
+func TestAOKernelErrors(t *testing.T) {
+	if err := ProbeAO(); err != nil {
+		t.Skip(err)
+	}
+	listen := func(addr string) *net.TCPListener {
+		ln, err := ListenConfig(Keys{}).Listen(context.Background(), "tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		return ln.(*net.TCPListener)
+	}
+	ln := listen("127.0.0.1:0")
+	if _, err := ReadAOInfo(ln); !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("TCP_AO_INFO before any key: %v, want ENOENT", err)
+	}
+	k := ao.Config{Peer: netip.MustParsePrefix("192.0.2.0/24"), Algorithm: "HMAC-SHA-1-96", SendID: 100, RecvID: 200,
+		Key: bytes.Repeat([]byte{7}, 80), ExcludeOptions: true}
+	if err := AddAOKey(ln, k, 0); err != nil {
+		t.Fatal(err)
+	}
+	ks, err := AOKeys(ln)
+	if err != nil || len(ks) != 1 {
+		t.Fatalf("%v %v", ks, err)
+	}
+	if g := ks[0]; g.Peer != k.Peer || g.Algorithm != "hmac(sha1)" || g.SendID != 100 || g.RecvID != 200 || g.MACLen != 12 ||
+		!g.ExcludeOptions || g.HasIfIndex || !bytes.Equal(g.Key, k.Key) {
+		t.Errorf("read back %v (%d key bytes)", g, len(g.Key))
+	}
+	for _, tc := range []struct {
+		name  string
+		err   error
+		errno syscall.Errno
+	}{
+		{"overlapping KeyIDs", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", SendID: 100, RecvID: 9, Key: []byte("k")}, 0), syscall.EEXIST},
+		{"maclen 17", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 1, MACLen: 17, Key: []byte("k")}, 0), syscall.EMSGSIZE},
+		{"unknown algorithm", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.2/32"), Algorithm: "hmac(nosuchhash)", SendID: 2, RecvID: 2, Key: []byte("k")}, 0), syscall.ENOENT},
+		{"current key on a listener", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.3/32"), Algorithm: "hmac(sha1)", SendID: 3, RecvID: 3, Key: []byte("k")}, Current), syscall.EINVAL},
+		{"delete a missing key", DeleteAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.4/32"), SendID: 4, RecvID: 4}, AODelete{}), syscall.ENOENT},
+		{"repair state outside repair mode", SetAORepair(ln, AORepair{}), syscall.EPERM},
+		{"TCP-AO next to TCP-MD5", func() error {
+			m := md5sig.Config{Peer: netip.MustParsePrefix("198.51.100.5/32"), Key: []byte("k")}
+			if err := AddMD5Key(ln, m); err != nil {
+				return err
+			}
+			return AddAOKey(ln, ao.Config{Peer: m.Peer, Algorithm: "hmac(sha1)", SendID: 5, RecvID: 5, Key: []byte("k")}, 0)
+		}(), syscall.EKEYREJECTED},
+	} {
+		if !errors.Is(tc.err, tc.errno) || errors.Is(tc.err, errors.ErrUnsupported) {
+			t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.errno)
+		}
+	}
+	if err := DeleteAOKey(ln, k, AODelete{Async: true}); err != nil {
+		t.Errorf("async delete on a listener: %v", err)
+	}
+
+	// An IPv6 socket takes an IPv4 peer as IPv4-mapped, and reports it
+	// as IPv4.
+	ln6, err := ListenConfig(Keys{}).Listen(context.Background(), "tcp6", "[::1]:0")
+	if err != nil {
+		t.Skipf("no IPv6 loopback: %v", err)
+	}
+	defer ln6.Close()
+	if err := AddAOKey(ln6.(*net.TCPListener), k, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ks, err := AOKeys(ln6.(*net.TCPListener)); err != nil || len(ks) != 1 || ks[0].Peer != k.Peer {
+		t.Errorf("IPv4 key on an IPv6 socket: %v %v", ks, err)
+	}
+}
