@@ -91,8 +91,8 @@ func (k *Key) same(peer netip.Prefix, l3 int, bound bool) bool {
 }
 
 // newKey validates cfg as Linux's tcp_v4_parse_md5_keys and
-// tcp_v6_parse_md5_keys do and builds the key, holding a reference on the
-// pool's TCP-MD5 entry until it is wiped.
+// tcp_v6_parse_md5_keys do and builds the key; Add gives it the keyring's
+// pool entry.
 func newKey(cfg *Config, r *Keyring) (*Key, error) {
 	if len(cfg.Key) == 0 || len(cfg.Key) > MaxKeyLen {
 		return nil, fmt.Errorf("%w: key length %d not in 1..%d", ErrInvalidKey, len(cfg.Key), MaxKeyLen)
@@ -104,21 +104,11 @@ func newKey(cfg *Config, r *Keyring) (*Key, error) {
 	if cfg.IfIndex < 0 || cfg.IfIndex > math.MaxInt32 || (cfg.IfIndex != 0 && !cfg.HasIfIndex) {
 		return nil, fmt.Errorf("%w: ifindex %d (bound %v)", ErrInvalidKey, cfg.IfIndex, cfg.HasIfIndex)
 	}
-	pool := r.pool
-	if pool == nil {
-		pool = sigpool.Default
-	}
-	k := &Key{peer: peer, ifindex: cfg.IfIndex, bound: cfg.HasIfIndex, ring: r, pool: pool, secret: new(mac.Key)}
+	k := &Key{peer: peer, ifindex: cfg.IfIndex, bound: cfg.HasIfIndex, ring: r, secret: new(mac.Key)}
 	if err := k.secret.Init(mac.TCPMD5, cfg.Key); err != nil {
 		k.secret.Wipe()
 		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
 	}
-	id, err := pool.Alloc(mac.TCPMD5, scratchSize)
-	if err != nil {
-		k.secret.Wipe()
-		return nil, err
-	}
-	k.poolID = id
 	return k, nil
 }
 
@@ -140,12 +130,10 @@ func normalise(p netip.Prefix) (netip.Prefix, error) {
 	return p, nil
 }
 
-// wipe clears the key bytes and drops the pool reference. It runs once,
-// when no reader can still use the key.
-func (k *Key) wipe() {
-	k.secret.Wipe()
-	k.pool.Release(k.poolID)
-}
+// wipe clears the key bytes. It runs once, when no reader can still use
+// the key: quick and without a lock, as reclaim asks (the pool entry
+// belongs to the keyring).
+func (k *Key) wipe() { k.secret.Wipe() }
 
 // Peer returns the key's peer prefix, masked, IPv4-mapped prefixes as
 // IPv4.

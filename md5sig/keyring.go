@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
+	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
@@ -19,8 +20,10 @@ import (
 // Keyring is empty and computes through sigpool.Default; a Keyring must
 // not be copied after first use.
 type Keyring struct {
-	mu   sync.Mutex
-	pool *sigpool.Pool // nil: sigpool.Default; set only by NewKeyring
+	mu    sync.Mutex
+	pool  *sigpool.Pool // nil: sigpool.Default; set only by NewKeyring
+	id    sigpool.ID    // under mu: the pool's TCP-MD5 entry, taken at the first Add and kept
+	hasID bool
 	// keys is indexed by peer prefix and tag: the L3 index of a bound key,
 	// 0 for unbound keys and for keys bound to the default domain (both
 	// have Linux l3index 0, so neither wins over the other; the longer
@@ -87,6 +90,18 @@ func (r *Keyring) Add(cfg Config) (*Key, error) {
 		return nil, err
 	}
 	r.mu.Lock()
+	if !r.hasID {
+		if r.pool == nil {
+			r.pool = sigpool.Default
+		}
+		if r.id, err = r.pool.Alloc(mac.TCPMD5, scratchSize); err != nil {
+			r.mu.Unlock()
+			k.guard.Retire(k.wipe)
+			return nil, err
+		}
+		r.hasID = true
+	}
+	k.pool, k.poolID = r.pool, r.id
 	if err := r.keys.Insert(k.peer, tag(k.ifindex), k); err != nil {
 		r.mu.Unlock()
 		k.guard.Retire(k.wipe)

@@ -417,8 +417,8 @@ func TestDelete(t *testing.T) {
 	if *k.secret != (mac.Key{}) {
 		t.Fatal("synchronous delete returned before the wipe")
 	}
-	if pool.Algorithm(k.poolID) != nil {
-		t.Fatal("the pool entry was not released with the last key")
+	if pool.Algorithm(k.poolID) == nil {
+		t.Fatal("the keyring's pool entry went with its last key")
 	}
 	if r.Len() != 0 || r.Lookup(addr("2001:db8::1"), 0) != nil {
 		t.Fatal("deleted key still found")
