@@ -6,8 +6,8 @@ package main
 // sockets behind internal/shim (tcpsig shim without its command line) on
 // the other, in two namespaces joined by a veth pair:
 //
-//	ns K: shK 192.0.2.1/24  kernel TCP-AO sockets (MKTs 1 and 2, 1 current)
-//	ns S: shS 192.0.2.2/24  plain sockets; the shim signs and verifies
+//	ns K: shK 192.0.2.1/24 2001:db8::1/64  kernel TCP-AO sockets (MKTs 1 and 2)
+//	ns S: shS 192.0.2.2/24 2001:db8::2/64  plain sockets behind the shim
 //
 // 16 MiB cross each way at once; half-way the shim's keys file gains MKT 2
 // (last) and the shim reloads, as on SIGHUP, asking the kernel for KeyID 2
@@ -47,7 +47,10 @@ func init() {
 			if kernelDials {
 				name = "shim-" + algSlug(alg) + "-kernel-dials"
 			}
-			register(Case{Name: name, Kind: "shim-kernel", Run: func(t *T) { shimCase(t, alg, kernelDials) }})
+			register(Case{Name: name, Kind: "shim-kernel", Run: func(t *T) { shimCase(t, alg, kernelDials, false) }})
+			if alg == "hmac(sha256)" {
+				register(Case{Name: name + "-v6", Kind: "shim-kernel", Run: func(t *T) { shimCase(t, alg, kernelDials, true) }})
+			}
 		}
 	}
 }
@@ -113,30 +116,38 @@ func (n *shimNS) goIn(f func() error) chan error {
 	return errc
 }
 
-func shimCase(t *T, alg string, kernelDials bool) {
+func shimCase(t *T, alg string, kernelDials, v6 bool) {
 	const size = 16 << 20
 	k4, s4 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	k6, s6 := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
+	kA, sA, network := k4, s4, "tcp4"
+	if v6 {
+		kA, sA, network = k6, s6, "tcp6"
+	}
 	mkt := func(id uint8, peer netip.Addr) ao.Config {
 		key := make([]byte, 16)
 		for i := range key {
 			key[i] = byte(0x40 + int(id)*16 + i)
 		}
-		return ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: id, RecvID: id, Algorithm: alg, Key: key, MACLen: 12}
+		return ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: id, RecvID: id, Algorithm: alg, Key: key, MACLen: 12}
 	}
 	nsK, nsS := newShimNS(t), newShimNS(t)
 	defer nsK.close()
 	defer nsS.close()
 	t.check(nsK.do(func() error { return netns.AddVeth("shK", "shS", int(nsS.fd.Fd())) }), "veth")
 	for _, x := range []struct {
-		n   *shimNS
-		dev string
-		a   netip.Addr
-	}{{nsK, "shK", k4}, {nsS, "shS", s4}} {
+		n     *shimNS
+		dev   string
+		a, a6 netip.Addr
+	}{{nsK, "shK", k4, k6}, {nsS, "shS", s4, s6}} {
 		t.check(x.n.do(func() error {
 			if err := netns.LinkUp(x.dev); err != nil {
 				return err
 			}
-			return netns.AddAddr(x.dev, netip.PrefixFrom(x.a, 24))
+			if err := netns.AddAddr(x.dev, netip.PrefixFrom(x.a, 24)); err != nil {
+				return err
+			}
+			return netns.AddAddr(x.dev, netip.PrefixFrom(x.a6, 64))
 		}), "addresses")
 	}
 
@@ -148,7 +159,7 @@ func shimCase(t *T, alg string, kernelDials bool) {
 	writeKeys := func(ids ...uint8) {
 		s := `{"ao": [`
 		for i, id := range ids {
-			c := mkt(id, k4)
+			c := mkt(id, kA)
 			if i > 0 {
 				s += ","
 			}
@@ -176,21 +187,21 @@ func shimCase(t *T, alg string, kernelDials bool) {
 	// The kernel's MKTs: 2 added first, then 1, which a dialling socket
 	// then uses (Linux takes the key added last) and a listener answers
 	// with (the SYN asks for 1).
-	kkeys := linuxsock.Keys{AO: []ao.Config{mkt(2, s4), mkt(1, s4)}}
+	kkeys := linuxsock.Keys{AO: []ao.Config{mkt(2, sA), mkt(1, sA)}}
 	var before map[string]uint64
 	t.check(nsK.do(func() (err error) { before, err = kstat.TCPExt(); return err }), "TcpExt")
 
 	var kc, sc net.Conn
 	if kernelDials {
 		var ln net.Listener
-		t.check(nsS.do(func() (err error) { ln, err = net.Listen("tcp4", "192.0.2.2:0"); return err }), "listen")
+		t.check(nsS.do(func() (err error) { ln, err = net.Listen(network, netip.AddrPortFrom(sA, 0).String()); return err }), "listen")
 		defer ln.Close()
 		acc := make(chan net.Conn, 1)
 		go func() { c, _ := ln.Accept(); acc <- c }()
 		t.check(nsK.do(func() (err error) {
 			d := linuxsock.Dialer(kkeys)
 			d.Timeout = 20 * time.Second
-			kc, err = d.Dial("tcp4", ln.Addr().String())
+			kc, err = d.Dial(network, ln.Addr().String())
 			return err
 		}), "kernel dial")
 		select {
@@ -201,7 +212,7 @@ func shimCase(t *T, alg string, kernelDials bool) {
 	} else {
 		var ln net.Listener
 		t.check(nsK.do(func() (err error) {
-			ln, err = linuxsock.ListenConfig(kkeys).Listen(context.Background(), "tcp4", "192.0.2.1:0")
+			ln, err = linuxsock.ListenConfig(kkeys).Listen(context.Background(), network, netip.AddrPortFrom(kA, 0).String())
 			return err
 		}), "kernel listen")
 		defer ln.Close()
@@ -209,7 +220,7 @@ func shimCase(t *T, alg string, kernelDials bool) {
 		go func() { c, _ := ln.Accept(); acc <- c }()
 		t.check(nsS.do(func() (err error) {
 			d := net.Dialer{Timeout: 20 * time.Second}
-			sc, err = d.Dial("tcp4", ln.Addr().String())
+			sc, err = d.Dial(network, ln.Addr().String())
 			return err
 		}), "dial through the shim")
 		select {
