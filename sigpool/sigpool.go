@@ -48,9 +48,7 @@ const (
 	// with [mac.Context.Load]: no key schedule per use. The default.
 	Clone Backend = iota
 	// Rekey re-keys the shard's own pre-allocated context in place on each
-	// use with [mac.Context.SetKey]: Linux's per-CPU-request backend. (It
-	// is not called Request because that is the name of what Start
-	// returns.)
+	// use with [mac.Context.Rekey]: Linux's per-CPU-request backend.
 	Rekey
 )
 
