@@ -3,6 +3,7 @@ package tcpsig_test
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"reflect"
 	"testing"
 
@@ -35,9 +36,11 @@ var sentinels = []error{
 }
 
 // TestMisuse calls every exported method of the engine's types on zero
-// values and nil pointers, and every exported function, with zero
-// arguments (nil pointers, nil slices, zero structs): none may panic, and
-// every error returned must be one of the packages' sentinels.
+// values and nil pointers, and every exported function, first with zero
+// arguments (nil pointers, nil slices, zero structs), then with real ones
+// where a segment, a packet or an address is asked for (a signed TCP-AO
+// SYN): none may panic, and every error returned must be one of the
+// packages' sentinels.
 func TestMisuse(t *testing.T) {
 	values := []any{
 		ao.Config{}, ao.Conn{}, ao.Counters{}, ao.DeleteOptions{}, ao.Endpoint{}, ao.ISNs{}, ao.Keyring{},
@@ -71,38 +74,70 @@ func TestMisuse(t *testing.T) {
 		"scratch.New":     scratch.New, "scratch.Align": scratch.Align,
 	}
 	calls := 0
-	for _, v := range values {
-		typ := reflect.TypeOf(v)
-		// The zero value, a pointer to a zero value, and a nil pointer
-		// (only for methods declared on the pointer: calling a value
-		// method through a nil pointer is Go's own panic).
-		for _, recv := range []reflect.Value{reflect.ValueOf(v), reflect.New(typ), reflect.Zero(reflect.PointerTo(typ))} {
-			for i := range recv.NumMethod() {
-				m := recv.Type().Method(i)
-				if recv.Kind() == reflect.Pointer && recv.IsNil() {
-					if _, onValue := typ.MethodByName(m.Name); onValue {
-						continue
+	for _, real := range []bool{false, true} {
+		for _, v := range values {
+			typ := reflect.TypeOf(v)
+			// The zero value, a pointer to a zero value, and a nil pointer
+			// (only for methods declared on the pointer: calling a value
+			// method through a nil pointer is Go's own panic).
+			for _, recv := range []reflect.Value{reflect.ValueOf(v), reflect.New(typ), reflect.Zero(reflect.PointerTo(typ))} {
+				for i := range recv.NumMethod() {
+					m := recv.Type().Method(i)
+					if recv.Kind() == reflect.Pointer && recv.IsNil() {
+						if _, onValue := typ.MethodByName(m.Name); onValue {
+							continue
+						}
 					}
+					name := fmt.Sprintf("(%v).%s", recv.Type(), m.Name)
+					if recv.Kind() == reflect.Pointer && recv.IsNil() {
+						name = fmt.Sprintf("(%v)(nil).%s", recv.Type(), m.Name)
+					}
+					call(t, name, recv.Method(i), real)
+					calls++
 				}
-				name := fmt.Sprintf("(%v).%s", recv.Type(), m.Name)
-				if recv.Kind() == reflect.Pointer && recv.IsNil() {
-					name = fmt.Sprintf("(%v)(nil).%s", recv.Type(), m.Name)
-				}
-				call(t, name, recv.Method(i))
-				calls++
 			}
 		}
-	}
-	for name, f := range funcs {
-		call(t, name, reflect.ValueOf(f))
-		calls++
+		for name, f := range funcs {
+			call(t, name, reflect.ValueOf(f), real)
+			calls++
+		}
 	}
 	t.Logf("%d methods and functions called with zero values and nils", calls)
 }
 
-// call calls f with the zero value of every parameter and checks that it
-// does not panic and that any error it returns is a sentinel.
-func call(t *testing.T, name string, f reflect.Value) {
+// realArg returns a well-formed value for parameters of the types a
+// careless caller passes real data in: a TCP-AO SYN as a segment or a
+// whole packet, addresses, prefixes.
+func realArg(typ reflect.Type) (reflect.Value, bool) {
+	src, dst := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	pkt, err := segment.AppendPacket(nil, segment.IP{Src: src, Dst: dst},
+		segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1000, Flags: segment.SYN, Window: 65535}, []byte("x"), ao.AppendOption(nil, 12))
+	if err != nil {
+		panic(err)
+	}
+	switch typ {
+	case reflect.TypeFor[*segment.Segment]():
+		seg, err := segment.ParsePacket(pkt)
+		if err != nil {
+			panic(err)
+		}
+		return reflect.ValueOf(&seg), true
+	case reflect.TypeFor[[]byte]():
+		return reflect.ValueOf(pkt), true
+	case reflect.TypeFor[netip.Addr]():
+		return reflect.ValueOf(src), true
+	case reflect.TypeFor[netip.Prefix]():
+		return reflect.ValueOf(netip.PrefixFrom(src, 32)), true
+	case reflect.TypeFor[segment.IP]():
+		return reflect.ValueOf(segment.IP{Src: src, Dst: dst}), true
+	}
+	return reflect.Value{}, false
+}
+
+// call calls f with the zero value of every parameter (with real ones
+// where realArg has them, if real) and checks that it does not panic and
+// that any error it returns is a sentinel.
+func call(t *testing.T, name string, f reflect.Value, real bool) {
 	t.Helper()
 	ft := f.Type()
 	n := ft.NumIn()
@@ -112,6 +147,9 @@ func call(t *testing.T, name string, f reflect.Value) {
 	args := make([]reflect.Value, n)
 	for i := range args {
 		args[i] = reflect.Zero(ft.In(i))
+		if v, ok := realArg(ft.In(i)); real && ok {
+			args[i] = v
+		}
 	}
 	defer func() {
 		if r := recover(); r != nil {
