@@ -30,7 +30,7 @@ func BenchmarkShimMD5(b *testing.B) {
 	if testing.Short() {
 		b.Skip("-short")
 	}
-	needRoot(b)
+	needQueue(b)
 	const secret = "tcpsig-bench"
 	nsA, nsB := newPair(b)
 	plainA := netip.MustParseAddr("192.0.2.11")

@@ -114,7 +114,7 @@ func waitErr(t *testing.T, errc chan error, what string) {
 // per-connection state), and the transfer completes byte for byte with A's
 // kernel counting no failure.
 func TestShimKillMD5(t *testing.T) {
-	needRoot(t)
+	needQueue(t)
 	const secret = "tcpsig-fault-secret"
 	nsA, nsB := newPair(t)
 	dir := shortDir(t)
@@ -173,7 +173,7 @@ func TestShimKillMD5(t *testing.T) {
 // MACs here are the engine's on both ends: this shows the fault handling,
 // the kernel interop is shown under qemu.
 func TestShimKillAOState(t *testing.T) {
-	needRoot(t)
+	needQueue(t)
 	nsA, nsB := newPair(t)
 	dirA, dirB := shortDir(t), shortDir(t)
 	mkt := func(peer netip.Addr) string {

@@ -16,6 +16,7 @@ import (
 // who-connects-first orders, IPv4 and IPv6.
 func TestBIRDMD5Shim(t *testing.T) {
 	needBIRD(t)
+	needQueue(t)
 	const secret = "tcpsig-bird-secret"
 	for _, fam := range []string{"v4", "v6"} {
 		for _, order := range []string{"A-connects", "B-connects"} {

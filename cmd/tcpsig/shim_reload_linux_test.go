@@ -19,7 +19,7 @@ import (
 // byte for byte, A's kernel counts no failure, the shim drops nothing and
 // now holds both keys.
 func TestShimReloadMD5(t *testing.T) {
-	needRoot(t)
+	needQueue(t)
 	const secret = "tcpsig-reload-secret"
 	nsA, nsB := newPair(t)
 	dir := shortDir(t)
@@ -60,7 +60,7 @@ func TestShimReloadMD5(t *testing.T) {
 // (The engine is on both ends here; the same rotation against Linux's own
 // TCP-AO is a qemu case.)
 func TestShimReloadAO(t *testing.T) {
-	needRoot(t)
+	needQueue(t)
 	nsA, nsB := newPair(t)
 	dirA, dirB := shortDir(t), shortDir(t)
 	file := func(peer netip.Addr, ids ...int) string {
