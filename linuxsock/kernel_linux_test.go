@@ -500,3 +500,66 @@ func TestAOKernelErrors(t *testing.T) {
 		t.Errorf("IPv4 key on an IPv6 socket: %v %v", ks, err)
 	}
 }
+
+// Deleting a connection's current and RNext key: refused (EBUSY) alone,
+// done when the same call chooses replacements; the connection then
+// carries data on them (the qemu guest runs this under Linux 6.12).
+func TestAODeleteCurrent(t *testing.T) {
+	if err := ProbeAO(); err != nil {
+		t.Skip(err)
+	}
+	mkt := func(peer string, snd, rcv uint8, key string) ao.Config {
+		return ao.Config{Peer: netip.MustParsePrefix(peer), Algorithm: "hmac(sha256)", SendID: snd, RecvID: rcv, Key: []byte(key)}
+	}
+	// B first, A last: A is where the connection starts.
+	keys := Keys{AO: []ao.Config{
+		mkt("127.0.0.1/32", 11, 21, "B"), mkt("127.0.0.2/32", 21, 11, "B"),
+		mkt("127.0.0.1/32", 10, 20, "A"), mkt("127.0.0.2/32", 20, 10, "A"),
+	}}
+	ln, err := ListenConfig(keys).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			done <- nil
+			return
+		}
+		defer c.Close()
+		b, _ := io.ReadAll(c)
+		done <- b
+	}()
+	d := Dialer(keys)
+	d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}
+	c, err := d.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := c.(*net.TCPConn)
+	defer tc.Close()
+	if i, err := ReadAOInfo(tc); err != nil || i.Current != 10 || i.RNext != 20 {
+		t.Fatalf("start: %+v %v, want current 10, RNext 20", i, err)
+	}
+	a := keys.AO[2]
+	if err := DeleteAOKey(tc, a, AODelete{}); !errors.Is(err, syscall.EBUSY) {
+		t.Errorf("deleting the current key alone: %v, want EBUSY", err)
+	}
+	if err := DeleteAOKey(tc, a, AODelete{SetCurrent: true, Current: 11, SetRNext: true, RNext: 21}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.Write([]byte("after the delete")); err != nil {
+		t.Fatal(err)
+	}
+	i, err := ReadAOInfo(tc)
+	ks, kerr := AOKeys(tc)
+	if err != nil || kerr != nil || i.Current != 11 || i.RNext != 21 || len(ks) != 1 || ks[0].SendID != 11 {
+		t.Errorf("after the delete: %+v %v, keys %v %v", i, err, ks, kerr)
+	}
+	tc.CloseWrite()
+	if b := <-done; string(b) != "after the delete" {
+		t.Errorf("the server read %q", b)
+	}
+}
