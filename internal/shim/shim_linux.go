@@ -199,9 +199,13 @@ func (s *Shim) loop() error {
 		case errors.Is(err, nfqueue.ErrTruncated):
 			_ = s.q.Verdict(p.ID, nfqueue.Drop, nil)
 			continue
-		case err != nil:
+		case errors.Is(err, nfqueue.ErrMalformed):
 			s.log.Warn("reading the queue", "err", err)
 			continue
+		case err != nil:
+			// The socket failed: stop (Run removes the rules) rather
+			// than spin on it.
+			return fmt.Errorf("reading the queue: %w", err)
 		}
 		out, err := s.transform(buf[:0], &p)
 		if err != nil && errors.Is(err, packetauth.ErrNoConn) {
