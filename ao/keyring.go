@@ -101,6 +101,7 @@ func (r *Keyring) Add(cfg Config) (*MKT, error) {
 	}
 	r.added++
 	m.added = r.added // before the inserts publish m
+	m.ring = r
 	// newMKT validated the prefix, so the inserts cannot fail.
 	_ = r.byRecv.Insert(m.peer, uint32(m.recvID), m)
 	_ = r.bySend.Insert(m.peer, uint32(m.sendID), m)
@@ -152,6 +153,7 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 			r.setRole(m.users[role], role, rep)
 		}
 	}
+	m.ring = nil
 	is := func(o *MKT) bool { return o == m }
 	r.byRecv.Delete(m.peer, uint32(m.recvID), is)
 	r.bySend.Delete(m.peer, uint32(m.sendID), is)
@@ -222,14 +224,7 @@ func (r *Keyring) switchTo(c *Conn, role int, m *MKT) error {
 }
 
 // has reports whether m is in r (and not deleted); under r.mu.
-func (r *Keyring) has(m *MKT) bool {
-	found := false
-	r.byPeer.Lookup(m.peer.Addr(), 0, func(p netip.Prefix, o *MKT) bool {
-		found = o == m
-		return !found
-	})
-	return found
-}
+func (r *Keyring) has(m *MKT) bool { return m != nil && m.ring == r }
 
 // Find returns the MKT added with exactly this peer prefix, SendID and
 // RecvID (for deleting by description, as TCP_AO_DEL_KEY matches).

@@ -60,7 +60,8 @@ type MKT struct {
 	pool   *sigpool.Pool // for the calls without a connection
 	poolID sigpool.ID
 
-	added uint64 // order of addition in its keyring (newest wins by default)
+	added uint64   // order of addition in its keyring (newest wins by default)
+	ring  *Keyring // the keyring the MKT is in, nil once deleted; under the keyring's lock
 	guard reclaim.Guard
 	// The counters, written per verified segment, on a line of their own
 	// so that they do not share one with what signers read.

@@ -90,14 +90,13 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if x, ok := m.idx.Load(k); ok {
+	n := newNode(k, []V{v})
+	if x, loaded := m.idx.LoadOrStore(k, n); loaded {
 		old := x.(*node[V])
 		vs := make([]V, 0, len(old.vals)+1)
 		m.replace(old, newNode(k, append(append(vs, v), old.vals...)))
 	} else {
-		n := newNode(k, []V{v})
 		n.pri = rand.Uint32()
-		m.idx.Store(k, n)
 		if m.trees == nil {
 			m.trees = make(map[tree]*node[V])
 		}
