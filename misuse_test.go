@@ -44,7 +44,7 @@ var sentinels = []error{
 func TestMisuse(t *testing.T) {
 	values := []any{
 		ao.Config{}, ao.Conn{}, ao.Counters{}, ao.DeleteOptions{}, ao.Endpoint{}, ao.ISNs{}, ao.Keyring{},
-		ao.Listener{}, ao.MKT{}, ao.Option{}, ao.Policy{}, ao.RepairState{},
+		ao.Listener{}, ao.MKT{}, ao.Option{}, ao.Policy{}, ao.RepairState{}, ao.TrafficKey{},
 		aopacket.Auth{},
 		md5sig.Config{}, md5sig.Counters{}, md5sig.DeleteOptions{}, md5sig.Key{}, md5sig.Keyring{}, md5sig.PacketAuth{},
 		sigpool.Backend(0), sigpool.Config{}, sigpool.ID(0), sigpool.Pool{}, sigpool.Request{},

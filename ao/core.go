@@ -252,3 +252,94 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 func netipAddrPort(a netip.Addr, port uint16) netip.AddrPort {
 	return netip.AddrPortFrom(a.Unmap(), port)
 }
+
+// TrafficKey is one traffic key of an MKT (RFC 5925 §5.2): the key of one
+// direction and segment type of one connection, derived once by Derive and
+// reused for every segment it covers, for a caller that keeps its own ISN
+// and SNE state (a capture verifier, a packet layer). Deriving allocates;
+// Sign and Verify do not. Its zero value holds no key; Wipe clears it.
+type TrafficKey struct {
+	m   *MKT
+	in  kdf.Input
+	key mac.Key
+}
+
+// Derive makes k m's traffic key for seg: Send_SYN of seg's direction for
+// a SYN without ACK, Send_other for every other segment, of a connection
+// whose ISNs are isns (Src: seg's sender's). Errors: as [SignSegment].
+func (k *TrafficKey) Derive(m *MKT, isns ISNs, seg *segment.Segment) error {
+	if k == nil {
+		return ErrKeyNotFound
+	}
+	in, err := segmentInput(seg, isns)
+	if err != nil {
+		return err
+	}
+	k.Wipe()
+	if err := m.deriveOnce(&in, &k.key); err != nil {
+		return err
+	}
+	k.m, k.in = m, in
+	return nil
+}
+
+// Covers reports whether k is m's traffic key for seg under isns: whether
+// Sign and Verify with k give what [SignSegment] and [VerifySegment] give.
+func (k *TrafficKey) Covers(m *MKT, isns ISNs, seg *segment.Segment) bool {
+	if k == nil || k.m == nil || k.m != m {
+		return false
+	}
+	in, err := segmentInput(seg, isns)
+	return err == nil && in == k.in
+}
+
+// Sign signs seg as [SignSegment] does, with k (which must cover seg).
+func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) error {
+	if k == nil || k.m == nil {
+		return ErrKeyNotFound
+	}
+	if err := checkSegment(seg); err != nil {
+		return err
+	}
+	m := k.m
+	req, err := m.pool.Start(m.poolID)
+	if err != nil {
+		return err
+	}
+	defer req.End()
+	return sign(m, &k.key, req.MAC, req.Scratch, seg, sne, rnextKeyID)
+}
+
+// Verify checks seg's MAC as [VerifySegment] does, with k; a key that does
+// not cover seg gives [ErrBadMAC].
+func (k *TrafficKey) Verify(seg *segment.Segment, sne uint32) error {
+	if k == nil || k.m == nil {
+		return ErrKeyNotFound
+	}
+	if err := checkSegment(seg); err != nil {
+		return err
+	}
+	m := k.m
+	off, opt, err := findOption(seg)
+	if err != nil {
+		return err
+	}
+	if len(opt.MAC) != int(m.maclen) {
+		return ErrMACLength
+	}
+	req, err := m.pool.Start(m.poolID)
+	if err != nil {
+		return err
+	}
+	defer req.End()
+	return verify(m, &k.key, req.MAC, req.Scratch, seg, off, opt.MAC, sne)
+}
+
+// Wipe clears k's key bytes; k then holds no key.
+func (k *TrafficKey) Wipe() {
+	if k == nil {
+		return
+	}
+	k.key.Wipe()
+	*k = TrafficKey{}
+}

@@ -174,11 +174,33 @@ func TestRFC9235Segment(t *testing.T) {
 		if got := h[off+OptionHeaderLen : off+OptionHeaderLen+set.MACLen]; !bytes.Equal(got, v.MAC) || !bytes.Equal(pkt, v.Packet) {
 			t.Fatalf("%s: SignSegment MAC %x, RFC 9235 has %x", v.Section, got, v.MAC)
 		}
+		// A TrafficKey derived once signs and verifies to the same bytes.
+		var k TrafficKey
+		if err := k.Derive(m, isns, &seg); err != nil {
+			t.Fatalf("%s: Derive: %v", v.Section, err)
+		}
+		if !k.Covers(m, isns, &seg) || k.Covers(m, ISNs{Src: isns.Src + 1, Dst: isns.Dst}, &seg) {
+			t.Errorf("%s: Covers does not follow the ISNs", v.Section)
+		}
+		clear(h[off+2 : off+OptionHeaderLen+set.MACLen])
+		if err := k.Sign(&seg, 0, rnext); err != nil || !bytes.Equal(pkt, v.Packet) {
+			t.Fatalf("%s: TrafficKey.Sign: %v, MAC %x, RFC 9235 has %x", v.Section, err, h[off+OptionHeaderLen:off+OptionHeaderLen+set.MACLen], v.MAC)
+		}
+		if err := k.Verify(&seg, 0); err != nil {
+			t.Fatalf("%s: TrafficKey.Verify: %v", v.Section, err)
+		}
 		h[len(h)-1] ^= 0x80 // an option byte or the MAC: covered either way
 		if v.IncludeOptions || len(h)-1 < off+OptionHeaderLen+set.MACLen {
 			if err := VerifySegment(m, isns, 0, &seg); !errors.Is(err, ErrBadMAC) {
 				t.Errorf("%s: flipped byte verified: %v", v.Section, err)
 			}
+			if err := k.Verify(&seg, 0); !errors.Is(err, ErrBadMAC) {
+				t.Errorf("%s: flipped byte verified with a TrafficKey: %v", v.Section, err)
+			}
+		}
+		k.Wipe()
+		if err := k.Verify(&seg, 0); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("%s: a wiped TrafficKey verified: %v", v.Section, err)
 		}
 		n++
 	}

@@ -54,6 +54,31 @@ type endState struct {
 	// listener signs its RST to that segment with.
 	last    uint32
 	lastSet bool
+	// Traffic keys of the endpoint's send direction derived so far (two
+	// MKTs across a rotation, SYN and other), reused while they cover its
+	// segments; next is the slot the next derivation overwrites.
+	keys [4]ao.TrafficKey
+	next uint8
+}
+
+// trafficKey returns a traffic key of m for seg, which e sent under isns:
+// one already derived if it covers seg, else a new one in the oldest slot.
+func (e *endState) trafficKey(m *ao.MKT, isns ao.ISNs, seg *segment.Segment) (*ao.TrafficKey, error) {
+	for i := range e.keys {
+		if e.keys[i].Covers(m, isns, seg) {
+			return &e.keys[i], nil
+		}
+	}
+	k := &e.keys[e.next]
+	e.next = (e.next + 1) % uint8(len(e.keys))
+	return k, k.Derive(m, isns, seg)
+}
+
+// wipe clears the traffic keys e derived.
+func (e *endState) wipe() {
+	for i := range e.keys {
+		e.keys[i].Wipe()
+	}
 }
 
 func (e *endState) isnKnown() bool { return e.isnFrom != isnUnknown }
@@ -166,6 +191,14 @@ func newFlows() *flows { return &flows{byKey: map[flowKey]*flow{}} }
 
 // get returns the flow of a segment from src to dst and the sender's index,
 // creating it with the ISNs and SNEs given on the command line.
+// wipe clears every traffic key of every flow.
+func (t *flows) wipe() {
+	for _, f := range t.byKey {
+		f.ends[0].wipe()
+		f.ends[1].wipe()
+	}
+}
+
 func (t *flows) get(src, dst netip.AddrPort, opts *verifyOptions) (*flow, int) {
 	k := keyOf(src, dst)
 	if f, ok := t.byKey[k]; ok {

@@ -86,6 +86,7 @@ func runLive(ctx context.Context, lo liveOptions, ks *keySet, opts *verifyOption
 	name := lo.iface + " (live)"
 	rep.begin(name, fmt.Sprintf("Verifying the packets that pass %s as they come (Ctrl-C to stop); the flow table every %v.", lo.iface, lo.every))
 	v := newVerifier(ks, opts, func(r *result) { rep.segment(name, r) })
+	defer v.close()
 	buf := make([]byte, liveSnapLen)
 	next := time.Now().Add(lo.every)
 	var runErr error

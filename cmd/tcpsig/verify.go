@@ -167,6 +167,9 @@ func newVerifier(ks *keySet, opts *verifyOptions, emit func(*result)) *verifier 
 
 // packet judges one IP packet (nil if the frame carries none). truncated
 // says the capture kept only part of the frame.
+// close wipes the traffic keys the verifier derived.
+func (v *verifier) close() { v.flows.wipe() }
+
 func (v *verifier) packet(frame int, ip []byte, truncated bool) {
 	v.totals.packets++
 	if ip == nil {
@@ -372,7 +375,10 @@ func (v *verifier) judgeAOWith(f *flow, i int, d *dirState, seg *segment.Segment
 	// SNE; the segment is checked against each candidate MKT directly.
 	isns := ao.ISNs{Src: e.isn, Dst: o.isn}
 	for _, c := range cands {
-		err := ao.VerifySegment(c.m, isns, r.sne, seg)
+		k, err := e.trafficKey(c.m, isns, seg)
+		if err == nil {
+			err = k.Verify(seg, r.sne)
+		}
 		switch {
 		case err == nil:
 			r.verdict, r.reason = good, ""

@@ -7,7 +7,7 @@ import (
 )
 
 // BenchmarkVerifySegment is verify's cost per TCP-AO data segment in
-// steady state: the flow's tracker, the MKT lookup and ao.VerifySegment.
+// steady state: the flow's tracker, the MKT lookup and the flow's cached ao.TrafficKey.
 func BenchmarkVerifySegment(b *testing.B) {
 	cv := newConvo(b, demoConfig())
 	cv.session(3, 0)

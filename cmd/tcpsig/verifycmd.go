@@ -214,6 +214,7 @@ func verifyOne(in input, ks *keySet, opts *verifyOptions, rep reporter, stderr i
 		return &totals{}, err
 	}
 	v := newVerifier(ks, opts, func(r *result) { rep.segment(in.name, r) })
+	defer v.close()
 	prog := newProgress(stderr, in.name, size, cr)
 	var capErr error
 	for frame := 1; ; frame++ {
