@@ -75,46 +75,45 @@ func checkSegment(seg *segment.Segment) error {
 
 // signOnce derives the traffic key for in, signs seg with it and wipes it.
 func signOnce(m *MKT, in *kdf.Input, sne uint32, rnext uint8, seg *segment.Segment) error {
-	var key mac.Key
-	defer key.Wipe()
-	if err := m.deriveOnce(in, &key); err != nil {
+	var k TrafficKey
+	defer k.Wipe()
+	if err := k.set(m, in); err != nil {
 		return err
 	}
-	req, err := m.pool.Start(m.poolID)
-	if err != nil {
-		return err
-	}
-	defer req.End()
-	return sign(m, &key, req.MAC, req.Scratch, seg, sne, rnext)
+	return k.Sign(seg, sne, rnext)
 }
 
 // verifyOnce derives the traffic key for in, verifies seg with it and
-// wipes it.
+// wipes it. A segment that cannot verify is refused before the derivation.
 func verifyOnce(m *MKT, in *kdf.Input, sne uint32, seg *segment.Segment) error {
 	if m == nil {
 		return ErrKeyNotFound
 	}
-	if err := checkSegment(seg); err != nil {
+	if _, _, err := checkedOption(m, seg); err != nil {
 		return err
+	}
+	var k TrafficKey
+	defer k.Wipe()
+	if err := k.set(m, in); err != nil {
+		return err
+	}
+	return k.Verify(seg, sne)
+}
+
+// checkedOption returns the offset and contents of seg's TCP-AO option,
+// whose MAC must have m's length.
+func checkedOption(m *MKT, seg *segment.Segment) (int, Option, error) {
+	if err := checkSegment(seg); err != nil {
+		return 0, Option{}, err
 	}
 	off, opt, err := findOption(seg)
 	if err != nil {
-		return err
+		return 0, Option{}, err
 	}
 	if len(opt.MAC) != int(m.maclen) {
-		return ErrMACLength
+		return 0, Option{}, ErrMACLength
 	}
-	var key mac.Key
-	defer key.Wipe()
-	if err := m.deriveOnce(in, &key); err != nil {
-		return err
-	}
-	req, err := m.pool.Start(m.poolID)
-	if err != nil {
-		return err
-	}
-	defer req.End()
-	return verify(m, &key, req.MAC, req.Scratch, seg, off, opt.MAC, sne)
+	return off, opt, nil
 }
 
 // deriveOnce derives a traffic key of m into key, with m pinned.
@@ -275,11 +274,16 @@ func (k *TrafficKey) Derive(m *MKT, isns ISNs, seg *segment.Segment) error {
 	if err != nil {
 		return err
 	}
+	return k.set(m, &in)
+}
+
+// set makes k m's traffic key for the KDF input in.
+func (k *TrafficKey) set(m *MKT, in *kdf.Input) error {
 	k.Wipe()
-	if err := m.deriveOnce(&in, &k.key); err != nil {
+	if err := m.deriveOnce(in, &k.key); err != nil {
 		return err
 	}
-	k.m, k.in = m, in
+	k.m, k.in = m, *in
 	return nil
 }
 
@@ -316,16 +320,10 @@ func (k *TrafficKey) Verify(seg *segment.Segment, sne uint32) error {
 	if k == nil || k.m == nil {
 		return ErrKeyNotFound
 	}
-	if err := checkSegment(seg); err != nil {
-		return err
-	}
 	m := k.m
-	off, opt, err := findOption(seg)
+	off, opt, err := checkedOption(m, seg)
 	if err != nil {
 		return err
-	}
-	if len(opt.MAC) != int(m.maclen) {
-		return ErrMACLength
 	}
 	req, err := m.pool.Start(m.poolID)
 	if err != nil {
