@@ -80,8 +80,9 @@ func aoBulk() int64 {
 // to KeyID 2: the layer's current key follows the kernel's RNextKeyID),
 // then the gVisor side does (the connection looked up by 4-tuple through
 // the wrapper, SetCurrent and SetRNext 2: the kernel's current key
-// follows). Both end on KeyID 2 both ways; the kernel's key 2 verified
-// segments; TCPAOGood rose, TCPAOBad did not; the layer refused nothing.
+// follows). Both end on KeyID 2 both ways, the kernel's segments verified
+// under the layer's MKT 2, TCPAOGood rose, TCPAOBad did not, the layer
+// refused nothing.
 func TestKernelAO(t *testing.T) {
 	needAO(t)
 	n := aoBulk()
@@ -90,7 +91,7 @@ func TestKernelAO(t *testing.T) {
 			for _, accept := range []bool{false, true} {
 				t.Run(fmt.Sprintf("%s/v6=%v/accept=%v", alg, v6, accept), func(t *testing.T) {
 					kp, naddr := addrs(v6)
-					layer, _ := aoLayer(t, kp.Addr(), alg, "tcpsig netstack ao")
+					layer, ring := aoLayer(t, kp.Addr(), alg, "tcpsig netstack ao")
 					var ep *Endpoint
 					inKernelNet(t, v6, wrapWith(t, layer, &ep), func(k *kernelNet) error {
 						good0, bad0, err := aoCounters()
@@ -99,7 +100,6 @@ func TestKernelAO(t *testing.T) {
 						}
 						keys := linuxsock.Keys{AO: aoKeys(naddr, alg, "tcpsig netstack ao")}
 						var info linuxsock.AOInfo
-						var kkeys []linuxsock.AOKey
 						var ci packetauth.ConnInfo
 						rotate := func(kc *net.TCPConn, nc *gonet.TCPConn) error {
 							if err := waitData(k, n/4); err != nil {
@@ -128,33 +128,36 @@ func TestKernelAO(t *testing.T) {
 							if info, err = linuxsock.ReadAOInfo(kc); err != nil {
 								return err
 							}
-							if kkeys, err = linuxsock.AOKeys(kc); err != nil {
-								return err
-							}
 							for c := range ep.Layer().Conns {
 								ci = c
 							}
 							return nil
 						}
-						if err := transfer(k, accept, n, keys, rotate); err != nil {
-							return err
-						}
+						terr := transfer(k, accept, n, keys, rotate)
 						good1, bad1, err := aoCounters()
 						if err != nil {
 							return err
 						}
 						out, in, c := k.tap.out.stats(), k.tap.in.stats(), layer.Counters()
+						if terr != nil {
+							m, _ := kstat.TCPExt()
+							t.Logf("failed: to kernel %+v; from kernel %+v; layer %+v; TCPAOGood %d, TCPAOBad %d, TCPAOKeyNotFound %d, TCPAORequired %d",
+								out, in, c, good1-good0, bad1-bad0, m["TCPAOKeyNotFound"], m["TCPAORequired"])
+							for ci := range layer.Conns {
+								t.Logf("layer conn %+v", ci)
+							}
+							return terr
+						}
 						t.Logf("%d bytes each way, sha256 equal; to kernel %+v; from kernel %+v", n, out, in)
 						t.Logf("layer %+v; kernel TCPAOGood %d -> %d, TCPAOBad %d -> %d", c, good0, good1, bad0, bad1)
 						t.Logf("kernel after the rotations: current %d, rnext %d, counters %+v; layer: current %d, rnext %d",
 							info.Current, info.RNext, info.Counters, ci.CurrentKeyID, ci.RNextKeyID)
-						var good2 uint64
-						for _, kk := range kkeys {
-							t.Logf("kernel key %d/%d: good %d, bad %d", kk.SendID, kk.RecvID, kk.Good, kk.Bad)
-							if kk.RecvID == 2 {
-								good2 = kk.Good
-							}
-						}
+						// Key 2 in use both ways: the kernel signed segments the
+						// layer verified with it, and verified the layer's (the
+						// kernel's TCPAOBad stays put while gVisor sends with it).
+						m2 := ring.Find(netip.PrefixFrom(kp.Addr(), kp.Addr().BitLen()), 2, 2)
+						good2, bad2 := m2.Counters()
+						t.Logf("layer's MKT 2: verified %d, bad %d", good2, bad2)
 						switch {
 						case bad1 != bad0 || good1-good0 < uint64(out.Packets)/2:
 							return fmt.Errorf("kernel TCPAOGood %d -> %d, TCPAOBad %d -> %d for %d segments sent", good0, good1, bad0, bad1, out.Packets)
@@ -165,7 +168,7 @@ func TestKernelAO(t *testing.T) {
 						case info.Current != 2 || info.RNext != 2 || ci.CurrentKeyID != 2 || ci.RNextKeyID != 2:
 							return errors.New("the rotations did not end on KeyID 2 on both sides")
 						case good2 == 0:
-							return errors.New("the kernel's key 2 verified nothing")
+							return errors.New("no segment of the kernel's verified under MKT 2")
 						}
 						return nil
 					})
