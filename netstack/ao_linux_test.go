@@ -146,6 +146,9 @@ func TestKernelAO(t *testing.T) {
 							for ci := range layer.Conns {
 								t.Logf("layer conn %+v", ci)
 							}
+							for _, b := range k.tap.out.recent() {
+								t.Logf("to kernel: %x", b)
+							}
 							return terr
 						}
 						t.Logf("%d bytes each way, sha256 equal; to kernel %+v; from kernel %+v", n, out, in)

@@ -198,6 +198,21 @@ type wireCount struct {
 	auth     int64 // segments with an MD5 or AO option
 	high     uint32
 	haveHigh bool
+	last     [4][]byte // the last TCP packets seen, for a failure's log
+	nlast    int
+}
+
+// recent returns the last TCP packets seen, oldest first.
+func (w *wireCount) recent() [][]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var r [][]byte
+	for i := range len(w.last) {
+		if b := w.last[(w.nlast+i)%len(w.last)]; b != nil {
+			r = append(r, b)
+		}
+	}
+	return r
 }
 
 // wireStats is a snapshot of a wireCount.
@@ -221,6 +236,8 @@ func (w *wireCount) see(b []byte, drop bool) bool {
 		return false
 	}
 	w.packets++
+	w.last[w.nlast%len(w.last)] = append(w.last[w.nlast%len(w.last)][:0], b...)
+	w.nlast++
 	if drop && w.packets%100 == 50 {
 		w.dropped++
 		return true

@@ -87,45 +87,47 @@ func bulkSize() int64 {
 func TestKernelMD5(t *testing.T) {
 	needMD5(t)
 	n := bulkSize()
-	for _, accept := range []bool{false, true} {
-		for _, drop := range []bool{false, true} {
-			t.Run(fmt.Sprintf("accept=%v/drop=%v", accept, drop), func(t *testing.T) {
-				kp, _ := addrs(false)
-				layer := md5Layer(t, kp.Addr(), md5Key)
-				var ep *Endpoint
-				inKernelNet(t, false, wrapWith(t, layer, &ep), func(k *kernelNet) error {
-					k.tap.drop.Store(drop)
-					before, err := kstat.ReadMD5()
-					if err != nil {
-						return err
-					}
-					if err := transfer(k, accept, n, md5Keys(k.naddr, md5Key), nil); err != nil {
-						return err
-					}
-					after, err := kstat.ReadMD5()
-					if err != nil {
-						return err
-					}
-					out, in := k.tap.out.stats(), k.tap.in.stats()
-					c := layer.Counters()
-					t.Logf("%d bytes each way, sha256 equal; to kernel %+v; from kernel %+v", n, out, in)
-					t.Logf("layer %+v; kernel TCPMD5 before %+v after %+v", c, before, after)
-					switch {
-					case after != before:
-						return fmt.Errorf("kernel refused segments: TCP-MD5 counters %+v, then %+v", before, after)
-					case c.Dropped.Total() != 0 || ep.Dropped() != 0:
-						return fmt.Errorf("the layer refused %d segments (%+v)", ep.Dropped(), c.Dropped)
-					case out.Signed != out.Packets-out.Dropped || in.Signed != in.Packets-in.Dropped:
-						return fmt.Errorf("unsigned segments on the wire: to kernel %+v, from kernel %+v", out, in)
-					case c.Signed != uint64(out.Packets) || c.Verified != uint64(in.Packets-in.Dropped):
-						return fmt.Errorf("layer signed %d, verified %d; tap saw %d out, %d in", c.Signed, c.Verified, out.Packets, in.Signed)
-					}
-					if drop && (out.Retrans == 0 || in.Retrans == 0 || out.SACKBlocks == 0 || in.SACKBlocks == 0) {
-						return fmt.Errorf("on a lossy link: to kernel %+v, from kernel %+v: want retransmissions and SACK blocks both ways", out, in)
-					}
-					return nil
+	for _, v6 := range []bool{false, true} {
+		for _, accept := range []bool{false, true} {
+			for _, drop := range []bool{false, true} {
+				t.Run(fmt.Sprintf("v6=%v/accept=%v/drop=%v", v6, accept, drop), func(t *testing.T) {
+					kp, _ := addrs(v6)
+					layer := md5Layer(t, kp.Addr(), md5Key)
+					var ep *Endpoint
+					inKernelNet(t, v6, wrapWith(t, layer, &ep), func(k *kernelNet) error {
+						k.tap.drop.Store(drop)
+						before, err := kstat.ReadMD5()
+						if err != nil {
+							return err
+						}
+						if err := transfer(k, accept, n, md5Keys(k.naddr, md5Key), nil); err != nil {
+							return err
+						}
+						after, err := kstat.ReadMD5()
+						if err != nil {
+							return err
+						}
+						out, in := k.tap.out.stats(), k.tap.in.stats()
+						c := layer.Counters()
+						t.Logf("%d bytes each way, sha256 equal; to kernel %+v; from kernel %+v", n, out, in)
+						t.Logf("layer %+v; kernel TCPMD5 before %+v after %+v", c, before, after)
+						switch {
+						case after != before:
+							return fmt.Errorf("kernel refused segments: TCP-MD5 counters %+v, then %+v", before, after)
+						case c.Dropped.Total() != 0 || ep.Dropped() != 0:
+							return fmt.Errorf("the layer refused %d segments (%+v)", ep.Dropped(), c.Dropped)
+						case out.Signed != out.Packets-out.Dropped || in.Signed != in.Packets-in.Dropped:
+							return fmt.Errorf("unsigned segments on the wire: to kernel %+v, from kernel %+v", out, in)
+						case c.Signed != uint64(out.Packets) || c.Verified != uint64(in.Packets-in.Dropped):
+							return fmt.Errorf("layer signed %d, verified %d; tap saw %d out, %d in", c.Signed, c.Verified, out.Packets, in.Signed)
+						}
+						if drop && (out.Retrans == 0 || in.Retrans == 0 || out.SACKBlocks == 0 || in.SACKBlocks == 0) {
+							return fmt.Errorf("on a lossy link: to kernel %+v, from kernel %+v: want retransmissions and SACK blocks both ways", out, in)
+						}
+						return nil
+					})
 				})
-			})
+			}
 		}
 	}
 }
