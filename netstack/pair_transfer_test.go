@@ -136,49 +136,56 @@ func TestPair(t *testing.T) {
 // the data intact.
 func TestPairRotation(t *testing.T) {
 	for _, alg := range []string{"hmac(sha1)", "cmac(aes128)", "hmac(sha256)"} {
-		t.Run(alg, func(t *testing.T) {
-			p, err := newPair(alg, 1500)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.close()
-			client, server := p.connect(t, 80)
-			local, remote := client.LocalAddr().(*net.TCPAddr).AddrPort(), client.RemoteAddr().(*net.TCPAddr).AddrPort()
-			done := make(chan error, 1)
-			go func() { done <- exchange(client, server, 8<<20) }()
-			rotate := func(l *packetauth.Layer, local, remote netip.AddrPort, after int64) {
-				for p.segments.Load() < after {
-					time.Sleep(time.Millisecond)
-				}
-				c, ok := l.Conn(local, remote)
-				if !ok {
-					t.Fatalf("no connection %v -> %v", local, remote)
-				}
-				if err := c.SetRNext(2); err != nil {
+		for _, both := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/setcurrent=%v", alg, both), func(t *testing.T) {
+				p, err := newPair(alg, 1500)
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			rotate(p.la, local, remote, 2000)
-			rotate(p.lb, remote, local, 4000)
-			at := p.segments.Load()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			ca, cb, moved := p.settle()
-			if at > p.segments.Load()-1000 {
-				t.Fatalf("the rotation came at packet %d of %d: too late to tell", at, p.segments.Load())
-			}
-			for _, l := range []*packetauth.Layer{p.la, p.lb} {
-				for ci := range l.Conns {
-					t.Logf("%v -> %v: current KeyID %d, RNext %d", ci.Local, ci.Remote, ci.CurrentKeyID, ci.RNextKeyID)
-					if ci.CurrentKeyID != 2 || ci.RNextKeyID != 2 {
-						t.Errorf("%v -> %v: current KeyID %d, RNext %d; want 2, 2", ci.Local, ci.Remote, ci.CurrentKeyID, ci.RNextKeyID)
+				defer p.close()
+				client, server := p.connect(t, 80)
+				local, remote := client.LocalAddr().(*net.TCPAddr).AddrPort(), client.RemoteAddr().(*net.TCPAddr).AddrPort()
+				done := make(chan error, 1)
+				go func() { done <- exchange(client, server, 8<<20) }()
+				rotate := func(l *packetauth.Layer, local, remote netip.AddrPort, after int64) {
+					for p.segments.Load() < after {
+						time.Sleep(time.Millisecond)
+					}
+					c, ok := l.Conn(local, remote)
+					if !ok {
+						t.Fatalf("no connection %v -> %v", local, remote)
+					}
+					if both {
+						if err := c.SetCurrent(2); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := c.SetRNext(2); err != nil {
+						t.Fatal(err)
 					}
 				}
-			}
-			if err := p.allVerified(ca, cb, moved); err != nil {
-				t.Fatal(err)
-			}
-		})
+				rotate(p.la, local, remote, 2000)
+				rotate(p.lb, remote, local, 4000)
+				at := p.segments.Load()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				ca, cb, moved := p.settle()
+				if at > p.segments.Load()-1000 {
+					t.Fatalf("the rotation came at packet %d of %d: too late to tell", at, p.segments.Load())
+				}
+				for _, l := range []*packetauth.Layer{p.la, p.lb} {
+					for ci := range l.Conns {
+						t.Logf("%v -> %v: current KeyID %d, RNext %d", ci.Local, ci.Remote, ci.CurrentKeyID, ci.RNextKeyID)
+						if ci.CurrentKeyID != 2 || ci.RNextKeyID != 2 {
+							t.Errorf("%v -> %v: current KeyID %d, RNext %d; want 2, 2", ci.Local, ci.Remote, ci.CurrentKeyID, ci.RNextKeyID)
+						}
+					}
+				}
+				if err := p.allVerified(ca, cb, moved); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
 	}
 }
