@@ -19,6 +19,7 @@ import (
 	"github.com/tcpsig/tcpsig/internal/harness/kstat"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/packetauth"
+	"github.com/tcpsig/tcpsig/segment"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 )
 
@@ -102,15 +103,25 @@ func TestKernelAO(t *testing.T) {
 						var info linuxsock.AOInfo
 						var ci packetauth.ConnInfo
 						rotate := func(kc *net.TCPConn, nc *gonet.TCPConn) error {
+							if err := checkOutbound(k, ep.Layer(), alg, naddr); err != nil {
+								return err
+							}
+							stage := func(what string) {
+								if i, err := linuxsock.ReadAOInfo(kc); err == nil {
+									t.Logf("%s: kernel socket good %d, bad %d", what, i.Counters.Good, i.Counters.Bad)
+								}
+							}
 							if err := waitData(k, n/4); err != nil {
 								return err
 							}
+							stage("before the kernel's rotation")
 							if err := linuxsock.SelectAOKeys(kc, linuxsock.Current|linuxsock.RNext, 2, 2); err != nil {
 								return fmt.Errorf("kernel set_current/set_rnext: %w", err)
 							}
 							if err := waitData(k, n/2); err != nil {
 								return err
 							}
+							stage("before gVisor's rotation")
 							local, remote := nc.LocalAddr().(*net.TCPAddr).AddrPort(), nc.RemoteAddr().(*net.TCPAddr).AddrPort()
 							c, ok := ep.Layer().Conn(local, remote)
 							if !ok {
@@ -137,6 +148,11 @@ func TestKernelAO(t *testing.T) {
 						good1, bad1, err := aoCounters()
 						if err != nil {
 							return err
+						}
+						checked, refused := k.tap.checkResult()
+						t.Logf("packets to the kernel verified apart from the kernel: %d, refused %d", checked, len(refused))
+						for _, r := range refused {
+							t.Logf("refused: %s", r)
 						}
 						out, in, c := k.tap.out.stats(), k.tap.in.stats(), layer.Counters()
 						if terr != nil {
@@ -170,6 +186,8 @@ func TestKernelAO(t *testing.T) {
 							return fmt.Errorf("unsigned segments on the wire: to kernel %+v, from kernel %+v", out, in)
 						case info.Current != 2 || info.RNext != 2 || ci.CurrentKeyID != 2 || ci.RNextKeyID != 2:
 							return errors.New("the rotations did not end on KeyID 2 on both sides")
+						case len(refused) > 0:
+							return fmt.Errorf("%d packets to the kernel refused by a second layer", len(refused))
 						case good2 == 0:
 							return errors.New("no segment of the kernel's verified under MKT 2")
 						}
@@ -281,4 +299,45 @@ func TestKernelAOWrongKey(t *testing.T) {
 			})
 		})
 	}
+}
+
+// checkOutbound makes the tap verify every further packet to the kernel
+// with a layer of its own, seeded as the kernel's side of the connection
+// the layer l tracks: a second opinion next to the kernel's TCPAOBad.
+func checkOutbound(k *kernelNet, l *packetauth.Layer, alg string, naddr netip.Addr) error {
+	var ci packetauth.ConnInfo
+	for c := range l.Conns {
+		ci = c
+	}
+	if ci.Kind != packetauth.KindAO {
+		return errors.New("no TCP-AO connection to check")
+	}
+	ring := ao.NewKeyring(nil)
+	for _, c := range aoKeys(naddr, alg, "tcpsig netstack ao") {
+		if _, err := ring.Add(c); err != nil {
+			return err
+		}
+	}
+	peer, err := packetauth.New(packetauth.Config{AO: ring})
+	if err != nil {
+		return err
+	}
+	seeded := false
+	k.tap.setCheck(func(b []byte) error {
+		seg, err := segment.ParsePacket(b)
+		if err != nil {
+			return nil
+		}
+		if !seeded {
+			st := ao.RepairState{LocalISN: ci.RemoteISN, RemoteISN: ci.LocalISN, SendSeq: seg.Header.Ack(), RecvSeq: seg.Header.Seq(),
+				CurrentSendID: 1, RNextRecvID: 1}
+			if err := peer.Seed(ci.Remote, ci.Local, st); err != nil {
+				return err
+			}
+			seeded = true
+		}
+		_, err = peer.Inbound(nil, b)
+		return err
+	})
+	return nil
 }

@@ -181,6 +181,28 @@ type tap struct {
 	drop atomic.Bool
 	out  wireCount // to the kernel
 	in   wireCount // from the kernel
+
+	// check, when set, verifies each packet to the kernel on its own
+	// (the first refused ones are kept in bad).
+	checkMu sync.Mutex
+	check   func([]byte) error
+	checked int64
+	bad     []string
+}
+
+// setCheck installs check (nil removes it).
+func (t *tap) setCheck(check func([]byte) error) {
+	t.checkMu.Lock()
+	defer t.checkMu.Unlock()
+	t.check = check
+}
+
+// checkResult returns the packets checked and the refused ones (hex,
+// with the error).
+func (t *tap) checkResult() (int64, []string) {
+	t.checkMu.Lock()
+	defer t.checkMu.Unlock()
+	return t.checked, append([]string(nil), t.bad...)
 }
 
 // wireCount counts the packets of one direction, as a capture would.
@@ -305,7 +327,16 @@ func (t *tap) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
 	var keep stack.PacketBufferList
 	drop := t.drop.Load()
 	for _, p := range pkts.AsSlice() {
-		if t.out.see(flat(p), drop) {
+		b := flat(p)
+		t.checkMu.Lock()
+		if t.check != nil {
+			t.checked++
+			if err := t.check(b); err != nil && len(t.bad) < 4 {
+				t.bad = append(t.bad, fmt.Sprintf("%v: %x", err, b))
+			}
+		}
+		t.checkMu.Unlock()
+		if t.out.see(b, drop) {
 			continue
 		}
 		keep.PushBack(p)
