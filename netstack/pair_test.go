@@ -14,7 +14,9 @@ import (
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
+	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
+	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -68,19 +70,31 @@ func pairLayers(alg string) (la, lb *packetauth.Layer, err error) {
 
 // newPair returns two stacks joined by an in-memory link of the given
 // MTU, each wrapped with its own layer unless alg is "".
-func newPair(alg string, mtu uint32) (*pair, error) {
+func newPair(alg string, mtu uint32) (*pair, error) { return newLinkPair(alg, mtu, false) }
+
+// newLinkPair is newPair with, when ether, an Ethernet link: gVisor's
+// ethernet endpoint over each channel, below the wrapper, so that packets
+// reach the wrapper with a link header (and the stacks resolve each other
+// with ARP, which passes the layer untouched).
+func newLinkPair(alg string, mtu uint32, ether bool) (*pair, error) {
 	p := &pair{}
 	ca, cb := channel.New(1024, mtu, ""), channel.New(1024, mtu, "")
 	var la, lb stack.LinkEndpoint = ca, cb
+	if ether {
+		ca.LinkEPCapabilities, cb.LinkEPCapabilities = 0, 0
+		ca.SetLinkAddress(tcpip.LinkAddress("\x02\x00\x00\x00\x00\x01"))
+		cb.SetLinkAddress(tcpip.LinkAddress("\x02\x00\x00\x00\x00\x02"))
+		la, lb = ethernet.New(ca), ethernet.New(cb)
+	}
 	if alg != "" {
 		var err error
 		if p.la, p.lb, err = pairLayers(alg); err != nil {
 			return nil, err
 		}
-		if p.ea, err = New(ca, p.la); err != nil {
+		if p.ea, err = New(la, p.la); err != nil {
 			return nil, err
 		}
-		if p.eb, err = New(cb, p.lb); err != nil {
+		if p.eb, err = New(lb, p.lb); err != nil {
 			return nil, err
 		}
 		la, lb = p.ea, p.eb
