@@ -1,7 +1,7 @@
 package md5
 
-// An independent RFC 2385 computation, written from linux-notes §8 with
-// crypto/md5 only, used to sanity-check the captures until the md5sig
+// An independent RFC 2385 computation (RFC 2385 §2.0, as Linux's tcp_v4_md5_hash_skb lays it out),
+// with crypto/md5 only, used to sanity-check the captures until the md5sig
 // package checks them. It shares no code with md5sig.
 
 import (
