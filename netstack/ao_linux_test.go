@@ -154,7 +154,7 @@ func TestKernelAO(t *testing.T) {
 						for _, r := range refused {
 							t.Logf("refused: %s", r)
 						}
-						out, in, c := k.tap.out.stats(), k.tap.in.stats(), layer.Counters()
+						out, in, c := settled(k, layer)
 						if terr != nil {
 							m, _ := kstat.TCPExt()
 							t.Logf("failed: to kernel %+v; from kernel %+v; layer %+v; TCPAOGood %d, TCPAOBad %d, TCPAOKeyNotFound %d, TCPAORequired %d",

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -465,4 +466,18 @@ func transfer(k *kernelNet, accept bool, n int64, keys linuxsock.Keys, during fu
 		return fmt.Errorf("streams differ: gonet sent %v, kernel got %v; kernel sent %v, gonet got %v", nr.sent, kr.got, kr.sent, nr.got)
 	}
 	return nil
+}
+
+// settled reads the tap's counts and the layer's once they agree: the tap
+// counts a packet as it hands it on and the layer once it has judged it,
+// so the last packets of a close may be between the two for a moment.
+// After five seconds it returns what it has, for the caller to judge.
+func settled(k *kernelNet, layer *packetauth.Layer) (out, in wireStats, c packetauth.Counters) {
+	for i := 0; ; i++ {
+		out, in, c = k.tap.out.stats(), k.tap.in.stats(), layer.Counters()
+		if (c.Signed == uint64(out.Packets) && c.Verified == uint64(in.Packets-in.Dropped)) || i == 50 {
+			return out, in, c
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

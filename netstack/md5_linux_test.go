@@ -107,8 +107,7 @@ func TestKernelMD5(t *testing.T) {
 						if err != nil {
 							return err
 						}
-						out, in := k.tap.out.stats(), k.tap.in.stats()
-						c := layer.Counters()
+						out, in, c := settled(k, layer)
 						t.Logf("%d bytes each way, sha256 equal; to kernel %+v; from kernel %+v", n, out, in)
 						t.Logf("layer %+v; kernel TCPMD5 before %+v after %+v", c, before, after)
 						switch {
