@@ -459,6 +459,30 @@ func TestAOKernelErrors(t *testing.T) {
 		!g.ExcludeOptions || g.HasIfIndex || !bytes.Equal(g.Key, k.Key) {
 		t.Errorf("read back %v (%d key bytes)", g, len(g.Key))
 	}
+	// A second key: the kernel strides the list by one struct
+	// (tcp_ao_copy_mkts_to_user), and each entry reads back whole.
+	k2 := ao.Config{Peer: netip.MustParsePrefix("198.51.100.64/26"), Algorithm: "hmac(sha256)", SendID: 101, RecvID: 201,
+		Key: []byte("second key"), MACLen: 16}
+	if err := AddAOKey(ln, k2, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ks, err = AOKeys(ln); err != nil || len(ks) != 2 {
+		t.Fatalf("two keys: %v %v", ks, err)
+	}
+	for _, want := range []ao.Config{k, k2} {
+		found := false
+		for _, g := range ks {
+			if g.SendID == want.SendID {
+				found = g.Peer == want.Peer && g.RecvID == want.RecvID && bytes.Equal(g.Key, want.Key)
+			}
+		}
+		if !found {
+			t.Errorf("key %d/%d not read back whole among %v", want.SendID, want.RecvID, ks)
+		}
+	}
+	if err := DeleteAOKey(ln, k2, AODelete{}); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name  string
 		err   error
