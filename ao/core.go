@@ -89,7 +89,8 @@ func verifyOnce(m *MKT, in *kdf.Input, sne uint32, seg *segment.Segment) error {
 	if m == nil {
 		return ErrKeyNotFound
 	}
-	if _, _, err := checkedOption(m, seg); err != nil {
+	off, opt, err := checkedOption(m, seg)
+	if err != nil {
 		return err
 	}
 	var k TrafficKey
@@ -97,7 +98,7 @@ func verifyOnce(m *MKT, in *kdf.Input, sne uint32, seg *segment.Segment) error {
 	if err := k.set(m, in); err != nil {
 		return err
 	}
-	return k.Verify(seg, sne)
+	return k.verifyAt(seg, off, opt.MAC, sne)
 }
 
 // checkedOption returns the offset and contents of seg's TCP-AO option,
@@ -320,17 +321,22 @@ func (k *TrafficKey) Verify(seg *segment.Segment, sne uint32) error {
 	if k == nil || k.m == nil {
 		return ErrKeyNotFound
 	}
-	m := k.m
-	off, opt, err := checkedOption(m, seg)
+	off, opt, err := checkedOption(k.m, seg)
 	if err != nil {
 		return err
 	}
+	return k.verifyAt(seg, off, opt.MAC, sne)
+}
+
+// verifyAt verifies seg, whose option at off carries got, with k.
+func (k *TrafficKey) verifyAt(seg *segment.Segment, off int, got []byte, sne uint32) error {
+	m := k.m
 	req, err := m.pool.Start(m.poolID)
 	if err != nil {
 		return err
 	}
 	defer req.End()
-	return verify(m, &k.key, req.MAC, req.Scratch, seg, off, opt.MAC, sne)
+	return verify(m, &k.key, req.MAC, req.Scratch, seg, off, got, sne)
 }
 
 // Wipe clears k's key bytes; k then holds no key.
