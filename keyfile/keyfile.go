@@ -158,14 +158,7 @@ func (e AO) String() string {
 	if c.ExcludeOptions {
 		s += " exclude_options"
 	}
-	if c.HasIfIndex {
-		s += fmt.Sprintf(" ifindex %d", c.IfIndex)
-	}
-	s += fmt.Sprintf(" key [%d bytes]", len(c.Key))
-	if e.Name != "" {
-		s = strconv.Quote(e.Name) + " " + s
-	}
-	return s
+	return describe(e.Name, s, c.HasIfIndex, c.IfIndex, len(c.Key))
 }
 
 // Format prints String for every verb, so no verb shows the key.
@@ -175,14 +168,7 @@ func (e AO) Format(f fmt.State, _ rune) { fmt.Fprint(f, e.String()) }
 func (e MD5) String() string {
 	c := e.Config
 	s := fmt.Sprintf("peer %v", c.Peer)
-	if c.HasIfIndex {
-		s += fmt.Sprintf(" ifindex %d", c.IfIndex)
-	}
-	s += fmt.Sprintf(" key [%d bytes]", len(c.Key))
-	if e.Name != "" {
-		s = strconv.Quote(e.Name) + " " + s
-	}
-	return s
+	return describe(e.Name, s, c.HasIfIndex, c.IfIndex, len(c.Key))
 }
 
 // Format prints String for every verb, so no verb shows the key.
@@ -758,4 +744,17 @@ func position(b []byte, off int64) (line, col int) {
 	line = bytes.Count(pre, []byte{'\n'}) + 1
 	col = int(off) - bytes.LastIndexByte(pre, '\n')
 	return line, col
+}
+
+// describe finishes an entry's String: its L3 scope, its key's length
+// (never its bytes) and its name in front.
+func describe(name, s string, hasIfIndex bool, ifindex, keyLen int) string {
+	if hasIfIndex {
+		s += fmt.Sprintf(" ifindex %d", ifindex)
+	}
+	s += fmt.Sprintf(" key [%d bytes]", keyLen)
+	if name != "" {
+		s = strconv.Quote(name) + " " + s
+	}
+	return s
 }
