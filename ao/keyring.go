@@ -22,7 +22,8 @@ const (
 
 // Keyring holds the MKTs of a listener and its connections. Lookups by
 // (peer address, KeyID, L3 index) take no lock and cost the same at 16
-// and at a million keys; adds, deletes and the rare changes of a
+// and at a million peers (they visit the few MKTs of each prefix that
+// contains the address); adds, deletes and the rare changes of a
 // connection's current or RNext key serialise on a mutex. Safe for
 // concurrent use. The zero Keyring is empty and computes through
 // sigpool.Default.
@@ -30,9 +31,7 @@ type Keyring struct {
 	mu     sync.Mutex
 	pool   *sigpool.Pool
 	ids    map[*mac.Algorithm]sigpool.ID // under mu: the pool entry of each algorithm in use
-	byRecv prefixmap.Map[*MKT]           // tag: RecvID
-	bySend prefixmap.Map[*MKT]           // tag: SendID
-	byPeer prefixmap.Map[*MKT]           // tag: 0, every MKT
+	byPeer prefixmap.Map[*MKT]           // every MKT by peer prefix (tag 0); lookups by ID filter a prefix's few MKTs
 	added  uint64                        // under mu: MKTs ever added, for MKT.added
 }
 
@@ -81,16 +80,12 @@ func (r *Keyring) Add(cfg Config) (*MKT, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	clash := false
-	check := func(_ netip.Prefix, o *MKT) bool {
-		if !m.hasIfIndex || !o.hasIfIndex || m.ifindex == o.ifindex {
+	r.byPeer.Overlaps(m.peer, 0, func(_ netip.Prefix, o *MKT) bool {
+		if (o.sendID == m.sendID || o.recvID == m.recvID) && (!m.hasIfIndex || !o.hasIfIndex || m.ifindex == o.ifindex) {
 			clash = true
 		}
 		return !clash
-	}
-	r.bySend.Overlaps(m.peer, uint32(m.sendID), check)
-	if !clash {
-		r.byRecv.Overlaps(m.peer, uint32(m.recvID), check)
-	}
+	})
 	if clash {
 		m.guard.Retire(m.wipe)
 		return nil, fmt.Errorf("%w: %v", ErrKeyExists, m)
@@ -102,9 +97,7 @@ func (r *Keyring) Add(cfg Config) (*MKT, error) {
 	r.added++
 	m.added = r.added // before the inserts publish m
 	m.ring = r
-	// newMKT validated the prefix, so the inserts cannot fail.
-	_ = r.byRecv.Insert(m.peer, uint32(m.recvID), m)
-	_ = r.bySend.Insert(m.peer, uint32(m.sendID), m)
+	// newMKT validated the prefix, so the insert cannot fail.
 	_ = r.byPeer.Insert(m.peer, 0, m)
 	return m, nil
 }
@@ -154,10 +147,7 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 		}
 	}
 	m.ring = nil
-	is := func(o *MKT) bool { return o == m }
-	r.byRecv.Delete(m.peer, uint32(m.recvID), is)
-	r.bySend.Delete(m.peer, uint32(m.sendID), is)
-	r.byPeer.Delete(m.peer, 0, is)
+	r.byPeer.Delete(m.peer, 0, func(o *MKT) bool { return o == m })
 	r.mu.Unlock()
 	if opts.Async {
 		m.guard.Retire(m.wipe)
@@ -236,8 +226,8 @@ func (r *Keyring) Find(peer netip.Prefix, sendID, recvID uint8) *MKT {
 	if peer.Addr().Is4In6() && peer.Bits() >= 96 {
 		peer = netip.PrefixFrom(peer.Addr().Unmap(), peer.Bits()-96)
 	}
-	r.byRecv.Lookup(peer.Addr(), uint32(recvID), func(p netip.Prefix, m *MKT) bool {
-		if p == peer.Masked() && m.sendID == sendID {
+	r.byPeer.Lookup(peer.Addr(), 0, func(p netip.Prefix, m *MKT) bool {
+		if p == peer.Masked() && m.sendID == sendID && m.recvID == recvID {
 			found = m
 			return false
 		}
@@ -252,7 +242,7 @@ func (r *Keyring) LookupRecv(addr netip.Addr, keyID uint8, l3 int) *MKT {
 	if r == nil {
 		return nil
 	}
-	return lookup(&r.byRecv, addr, keyID, l3)
+	return r.lookup(addr, l3, func(m *MKT) bool { return m.recvID == keyID })
 }
 
 // LookupSend returns the MKT whose SendID is sendID for peer addr, or nil.
@@ -260,7 +250,7 @@ func (r *Keyring) LookupSend(addr netip.Addr, sendID uint8, l3 int) *MKT {
 	if r == nil {
 		return nil
 	}
-	return lookup(&r.bySend, addr, sendID, l3)
+	return r.lookup(addr, l3, func(m *MKT) bool { return m.sendID == sendID })
 }
 
 // Covers reports whether any MKT applies to peer addr in L3 domain l3:
@@ -269,7 +259,9 @@ func (r *Keyring) Covers(addr netip.Addr, l3 int) bool { return r != nil && r.fi
 
 // first returns an MKT for a peer regardless of IDs (the most specific):
 // whether the peer is covered, and which key signs a connectionless RST.
-func (r *Keyring) first(addr netip.Addr, l3 int) *MKT { return lookup(&r.byPeer, addr, 0, l3) }
+func (r *Keyring) first(addr netip.Addr, l3 int) *MKT {
+	return r.lookup(addr, l3, func(*MKT) bool { return true })
+}
 
 // newest returns the most recently added MKT that matches a peer,
 // whatever its prefix length: the first match in Linux's newest-first key
@@ -290,10 +282,12 @@ func (r *Keyring) newest(addr netip.Addr, l3 int) *MKT {
 	return found
 }
 
-func lookup(idx *prefixmap.Map[*MKT], addr netip.Addr, tag uint8, l3 int) *MKT {
+// lookup returns the MKT of the longest prefix containing addr (the newest
+// of that prefix) that is in domain l3 and for which match is true.
+func (r *Keyring) lookup(addr netip.Addr, l3 int, match func(*MKT) bool) *MKT {
 	var found *MKT
-	idx.Lookup(addr, uint32(tag), func(_ netip.Prefix, m *MKT) bool {
-		if m.matchesL3(l3) {
+	r.byPeer.Lookup(addr, 0, func(_ netip.Prefix, m *MKT) bool {
+		if match(m) && m.matchesL3(l3) {
 			found = m
 			return false
 		}
