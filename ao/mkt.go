@@ -113,9 +113,15 @@ func newMKT(cfg *Config) (*MKT, error) {
 	if cfg.IfIndex != 0 && !cfg.HasIfIndex {
 		return nil, fmt.Errorf("%w: ifindex without HasIfIndex", ErrInvalidKey)
 	}
-	m := &MKT{peer: peer, sendID: cfg.SendID, recvID: cfg.RecvID, maclen: uint8(maclen),
+	// One allocation for the MKT and its master key.
+	both := &struct {
+		m      MKT
+		master kdf.Master
+	}{}
+	m := &both.m
+	*m = MKT{peer: peer, sendID: cfg.SendID, recvID: cfg.RecvID, maclen: uint8(maclen),
 		exclude: cfg.ExcludeOptions, hasIfIndex: cfg.HasIfIndex, ifindex: cfg.IfIndex, alg: alg,
-		master: new(kdf.Master)}
+		master: &both.master}
 	if err := m.master.Init(alg, cfg.Key); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
 	}

@@ -51,13 +51,21 @@ func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 	if m == nil {
 		return ErrMasterKey
 	}
-	key := masterKey
-	var reduced [16]byte
-	if alg.ReducesMasterKey() && len(key) != 16 {
-		ReduceCMACKey(&reduced, masterKey)
-		key = reduced[:]
+	if alg.ReducesMasterKey() && len(masterKey) != 16 {
+		return m.initReduced(alg, masterKey)
 	}
-	err := m.key.Init(alg, key)
+	if err := m.key.Init(alg, masterKey); err != nil {
+		return fmt.Errorf("%w: %v", ErrMasterKey, err)
+	}
+	return nil
+}
+
+// initReduced keys m with the CMAC extraction of a master key that is not
+// 16 bytes long (its own function: only this path needs the buffer).
+func (m *Master) initReduced(alg *mac.Algorithm, masterKey []byte) error {
+	var reduced [16]byte
+	ReduceCMACKey(&reduced, masterKey)
+	err := m.key.Init(alg, reduced[:])
 	clear(reduced[:])
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrMasterKey, err)

@@ -90,7 +90,9 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := newNode(k, []V{v})
+	n := &node[V]{key: k}
+	n.one[0] = v
+	n.vals = n.one[:]
 	if x, loaded := m.idx.LoadOrStore(k, n); loaded {
 		old := x.(*node[V])
 		vs := make([]V, 0, len(old.vals)+1)
