@@ -185,6 +185,13 @@ func IPv4Checksum(hdr []byte) uint16 {
 // complement of the ones' complement sum of the pseudo-header and the
 // segment, its checksum field taken as zero. IPv4-mapped addresses give the
 // IPv4 pseudo-header, as in [FromTCP].
+//
+// It never returns 0: a sum whose complement is 0 gives 0xFFFF, the
+// other ones'-complement form of zero, which every receiver's check
+// accepts alike. Linux's TCP-AO (tcp_ao_hash_pseudoheader) takes an
+// inbound segment whose checksum field is 0 for one of its own outbound
+// segments and hashes the pseudo-header with the addresses swapped, so it
+// would refuse such a segment, and every retransmission of it.
 func TCPChecksum(src, dst netip.Addr, tcp []byte) uint16 {
 	var s uint64
 	src, dst = src.Unmap(), dst.Unmap()
@@ -199,11 +206,15 @@ func TCPChecksum(src, dst netip.Addr, tcp []byte) uint16 {
 	}
 	s += protoTCP + uint64(uint32(len(tcp))>>16) + uint64(uint16(len(tcp)))
 	if len(tcp) < TCPMinimumSize {
-		return ^fold(sum(tcp, s))
+		s = sum(tcp, s)
+	} else {
+		s = sum(tcp[:TCPChecksumOffset], s)
+		s = sum(tcp[TCPChecksumOffset+2:], s)
 	}
-	s = sum(tcp[:TCPChecksumOffset], s)
-	s = sum(tcp[TCPChecksumOffset+2:], s)
-	return ^fold(s)
+	if c := ^fold(s); c != 0 {
+		return c
+	}
+	return 0xffff
 }
 
 // sum adds b, as big-endian 16-bit words (an odd last byte padded with

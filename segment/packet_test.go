@@ -227,3 +227,65 @@ func TestFlagHelpers(t *testing.T) {
 		t.Fatal("Only")
 	}
 }
+
+// TestTCPChecksumNeverZero: a segment whose ones'-complement sum is zero
+// gets 0xFFFF, not 0 (Linux's TCP-AO hashes an inbound segment with a
+// zero checksum as if it were its own outbound one, and refuses it), and
+// 0xFFFF passes a receiver's check, which sums the whole segment with
+// its checksum field and expects all ones.
+func TestTCPChecksumNeverZero(t *testing.T) {
+	for _, a := range []string{"192.0.2.1", "2001:db8::1"} {
+		ip := segment.IP{Src: netip.MustParseAddr(a), Dst: netip.MustParseAddr(a).Next()}
+		f := segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1, Ack: 2, Flags: segment.ACK, Window: 512}
+		pkt, err := segment.AppendPacket(nil, ip, f, []byte("payload!"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := segment.ParsePacket(pkt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, end := segment.TCPOffset(pkt, &s)
+		tcp := segment.TCP(pkt[off:end])
+		// Add the checksum into the first payload word: the sum of the
+		// segment becomes all ones, and its complement zero.
+		c := uint32(segment.TCPChecksum(s.Src, s.Dst, tcp))
+		w := uint32(binary.BigEndian.Uint16(tcp[20:])) + c
+		binary.BigEndian.PutUint16(tcp[20:], uint16(w&0xffff+w>>16))
+		if g := gopacketChecksum(t, pkt); g != 0 {
+			t.Fatalf("%s: gopacket computes %#04x, want 0 (the test's segment is wrong)", a, g)
+		}
+		got := segment.TCPChecksum(s.Src, s.Dst, tcp)
+		if got != 0xffff {
+			t.Fatalf("%s: TCPChecksum = %#04x, want 0xffff", a, got)
+		}
+		tcp.SetChecksum(got)
+		if v := gopacketValid(t, pkt); !v {
+			t.Fatalf("%s: a receiver refuses checksum 0xffff", a)
+		}
+	}
+}
+
+// gopacketValid reports whether pkt's TCP checksum passes the receiver's
+// check: the complement of gopacket's ones'-complement sum over the
+// pseudo-header and the segment, its checksum field included, is zero.
+func gopacketValid(t *testing.T, pkt []byte) bool {
+	t.Helper()
+	first := layers.LayerTypeIPv4
+	if pkt[0]>>4 == 6 {
+		first = layers.LayerTypeIPv6
+	}
+	g := gopacket.NewPacket(pkt, first, gopacket.Default)
+	tl, _ := g.Layer(layers.LayerTypeTCP).(*layers.TCP)
+	if tl == nil {
+		t.Fatal("gopacket finds no TCP")
+	}
+	if err := tl.SetNetworkLayerForChecksum(g.NetworkLayer()); err != nil {
+		t.Fatal(err)
+	}
+	csum, err := tl.ComputeChecksum() // over the segment as it is, its checksum field included
+	if err != nil {
+		t.Fatal(err)
+	}
+	return csum == 0
+}
