@@ -20,7 +20,8 @@
 # (comma-separated case-name filter passed to the guest; "netstack" also
 # runs the gVisor tests of the netstack/ module, which are not run by
 # default),
-# TCPSIG_NETSTACK_RUN (the -test.run pattern of those, default
+# TCPSIG_REPEAT (run each selected case that many times, no retry: to
+# hunt a rare failure), TCPSIG_NETSTACK_RUN (the -test.run pattern of those, default
 # ^TestKernelAO), TCPSIG_KERNEL_SRC_VERSION (Debian version of
 # linux-source-6.12 to fetch, default 6.12.117-1~deb12u1, falls back to the
 # candidate if that one is gone).
@@ -199,8 +200,9 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
 mount -t tmpfs tmp /tmp
 cases=$(sed -n 's/.*tcpsig.cases=\([^ ]*\).*/\1/p' /proc/cmdline)
-echo "TCPSIG-GUEST-START uptime=$(cut -d' ' -f1 /proc/uptime)"
-/guest run -out /dev/vda -cases "$cases"
+echo "TCPSIG-GUEST-START uptime=$(cut -d' ' -f1 /proc/uptime) cpu flags: $(grep -m1 -o -w -E 'aes|avx|avx2|sha_ni|pclmulqdq|ssse3' /proc/cpuinfo | tr '\n' ' ')"
+repeat=$(sed -n 's/.*tcpsig.repeat=\([0-9]*\).*/\1/p' /proc/cmdline)
+/guest run -out /dev/vda -cases "$cases" -repeat "${repeat:-1}"
 echo "TCPSIG-GUEST-EXIT rc=$?"
 if [ -x /netstack.test ]; then
 	nsrun=$(sed -n 's/.*tcpsig.nsrun=\([^ ]*\).*/\1/p' /proc/cmdline)
@@ -224,10 +226,10 @@ log "booting qemu (timeout ${GUEST_TIMEOUT}s)"
 BT0=$(date +%s)
 set +e
 timeout --foreground -k 10 "$GUEST_TIMEOUT" qemu-system-x86_64 \
-	-accel tcg,thread=multi -cpu max -smp 2 -m 1024 -nographic -no-reboot \
+	-accel tcg,thread=multi -cpu "${TCPSIG_QEMU_CPU:-max}" -smp 2 -m 1024 -nographic -no-reboot \
 	-kernel "$BZ" -initrd "$WORK/initramfs.gz" \
 	-drive file="$WORK/out.img",format=raw,if=virtio \
-	-append "console=ttyS0 panic=-1 quiet random.trust_cpu=on tcpsig.cases=${TCPSIG_CASES:-} tcpsig.nsrun=${TCPSIG_NETSTACK_RUN:-}" \
+	-append "console=ttyS0 panic=-1 quiet random.trust_cpu=on tcpsig.cases=${TCPSIG_CASES:-} tcpsig.nsrun=${TCPSIG_NETSTACK_RUN:-} tcpsig.repeat=${TCPSIG_REPEAT:-1}" \
 	</dev/null >"$WORK/console.log" 2>&1
 QRC=$?
 set -e

@@ -168,7 +168,11 @@ func finish(pkt []byte, tcpOff int) {
 	} else {
 		src, dst = netip.AddrFrom16([16]byte(pkt[8:24])), netip.AddrFrom16([16]byte(pkt[24:40]))
 	}
-	binary.BigEndian.PutUint16(tcp[16:], checksum(tcp, pseudoHeaderSum(src, dst, len(tcp))))
+	c := checksum(tcp, pseudoHeaderSum(src, dst, len(tcp)))
+	if c == 0 {
+		c = 0xffff // as segment.TCPChecksum: Linux's TCP-AO misreads a zero checksum field
+	}
+	binary.BigEndian.PutUint16(tcp[16:], c)
 }
 
 // pseudoHeaderSum is the unfolded one's-complement sum of the TCP

@@ -188,6 +188,7 @@ func runGuest(args []string) int {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	out := fs.String("out", "/dev/vda", "where to write the result tar")
 	only := fs.String("cases", "", "comma-separated case names or name prefixes (default all)")
+	repeat := fs.Int("repeat", 1, "run each selected case this many times, without the retry (to hunt a rare failure)")
 	fs.Parse(args)
 
 	log := &bytes.Buffer{}
@@ -204,6 +205,19 @@ func runGuest(args []string) int {
 		if !selected(c.Name, *only) {
 			continue
 		}
+		if *repeat > 1 {
+			for i := 0; i < *repeat; i++ {
+				n := log.Len()
+				r, fs := runCase(c, log)
+				res.Cases = append(res.Cases, r)
+				files = append(files, fs...)
+				fmt.Printf("CASE %-40s %s %.2fs (run %d of %d)\n", c.Name, passFail(r.Pass), r.Seconds, i+1, *repeat)
+				if !r.Pass {
+					os.Stdout.Write(log.Bytes()[n:])
+				}
+			}
+			continue
+		}
 		n := log.Len()
 		r, fs := runCase(c, log)
 		if !r.Pass {
@@ -218,11 +232,7 @@ func runGuest(args []string) int {
 		}
 		res.Cases = append(res.Cases, r)
 		files = append(files, fs...)
-		verdict := "PASS"
-		if !r.Pass {
-			verdict = "FAIL"
-		}
-		fmt.Printf("CASE %-40s %s %.2fs\n", c.Name, verdict, r.Seconds)
+		fmt.Printf("CASE %-40s %s %.2fs\n", c.Name, passFail(r.Pass), r.Seconds)
 		if !r.Pass {
 			os.Stdout.Write(log.Bytes()[n:])
 		}
@@ -243,6 +253,13 @@ func runGuest(args []string) int {
 		}
 	}
 	return 0
+}
+
+func passFail(pass bool) string {
+	if pass {
+		return "PASS"
+	}
+	return "FAIL"
 }
 
 func selected(name, only string) bool {

@@ -27,6 +27,10 @@ package main
 //	default-key             three MKTs for the peer added in one order on both
 //	                        sides, none set current: the kernel's SYN and the
 //	                        engine's name the same one, the newest
+//	zero-checksum           a signed data segment whose TCP checksum is zero:
+//	                        Linux refuses it with the field 0x0000 (TCPAOBad +1,
+//	                        it hashes the pseudo-header the other way round) and
+//	                        takes it as 0xFFFF, what segment.TCPChecksum writes
 //	listen-rst              a signed ACK for no connection to a kernel listener:
 //	                        its RST (SendID == RecvID) reproduced byte for byte
 //	                        by Listener.SignListenReset, none with SendID ≠ RecvID
@@ -34,6 +38,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +74,7 @@ const (
 	rotateKernel                   // mid-connection, the kernel's set_rnext moves the engine's current key
 	defaultKey                     // with several MKTs and none set current, both sides start with the newest
 	listenReset                    // a kernel listener's RST to an ACK for no connection, reproduced by the engine
+	zeroChecksum                   // a data segment whose TCP checksum is zero: refused as 0x0000, accepted as 0xFFFF
 )
 
 var liveSuffix = map[liveMode]string{
@@ -81,6 +87,7 @@ var liveSuffix = map[liveMode]string{
 	rotateKernel:   "rotate-kernel-setrnext",
 	defaultKey:     "default-key",
 	listenReset:    "listen-rst",
+	zeroChecksum:   "zero-checksum",
 }
 
 type liveCase struct {
@@ -129,6 +136,9 @@ func init() {
 		liveCase{alg: hmacSHA1, maclen: 12, mode: listenReset},
 		liveCase{alg: cmacAES128, v6: true, maclen: 12, mode: listenReset},
 		liveCase{alg: hmacSHA3512, maclen: 12, mode: listenReset},
+		// a TCP checksum of zero
+		liveCase{alg: hmacSHA1, maclen: 12, mode: zeroChecksum},
+		liveCase{alg: cmacAES128, v6: true, maclen: 12, mode: zeroChecksum},
 	)
 	for _, c := range cs {
 		c.name = c.defaultName()
@@ -249,6 +259,8 @@ func (c liveCase) body(r *liveReport, n *liveNet) error {
 		return c.runDefaultKey(r, n)
 	case listenReset:
 		return c.runListenReset(r, n)
+	case zeroChecksum:
+		return c.runZeroChecksum(r, n)
 	}
 	return fmt.Errorf("unknown mode %d", c.mode)
 }
@@ -364,6 +376,18 @@ func (t *tap) segments(since int) []liveSeg {
 		out = append(out, ls)
 	}
 	return out
+}
+
+// lastOut returns the last packet the engine wrote.
+func (t *tap) lastOut() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := len(t.log) - 1; i >= 0; i-- {
+		if t.log[i].out {
+			return t.log[i].pkt
+		}
+	}
+	return nil
 }
 
 // sent counts the segments the engine wrote.
@@ -1288,5 +1312,121 @@ func (c liveCase) runDefaultKey(r *liveReport, n *liveNet) error {
 	}
 	r.logf("kernel SYN KeyID %d RNextKeyID %d; engine SYN KeyID %d RNextKeyID %d; %d segments on the MKT added last",
 		syn.keyID, syn.rnext, segs[0].keyID, segs[0].rnext, len(segs))
+	return nil
+}
+
+// runZeroChecksum: after a good exchange, the engine's next data segment is
+// made (by its last two payload bytes) to have a TCP checksum of zero and is
+// written twice: with the field 0x0000, Linux's tcp_ao_hash_pseudoheader
+// takes it for one of its own outbound segments and hashes the addresses
+// the other way round, so the kernel refuses it (TCPAOBad +1, nothing to
+// read); with 0xFFFF, the other ones'-complement zero that
+// segment.TCPChecksum writes, the kernel verifies it and delivers it.
+func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
+	ms := c.mkts(false)
+	e, err := c.newEngineClient(n, ms, ms)
+	if err != nil {
+		return err
+	}
+	defer e.close()
+	uc, kc, err := e.connect(c, n, e.auth, liveEngine)
+	if err != nil {
+		return err
+	}
+	defer kc.Close()
+	hello := []byte("hello before the zero checksum")
+	if _, err := uc.Write(hello); err != nil {
+		return fmt.Errorf("engine write: %w", err)
+	}
+	if err := readExactly(kc, hello, "kernel"); err != nil {
+		return err
+	}
+	last, err := segment.ParsePacket(n.link.lastOut())
+	if err != nil {
+		return fmt.Errorf("the engine's last segment: %w", err)
+	}
+	h := last.Header
+	f := segment.Fields{SrcPort: h.SrcPort(), DstPort: h.DstPort(), Seq: h.Seq() + uint32(len(last.Payload)),
+		Ack: h.Ack(), Flags: segment.ACK | segment.PSH, Window: h.Window()}
+	ip := segment.IP{Src: last.Src, Dst: last.Dst}
+	payload := []byte("a segment whose checksum is 0..")
+	var pkt []byte
+	tries := 0
+	for ; tries < 1<<22; tries++ {
+		binary.BigEndian.PutUint32(payload[len(payload)-4:], uint32(tries))
+		pkt, err = segment.AppendPacket(pkt[:0], ip, f, payload, ao.AppendOption(nil, c.maclen))
+		if err != nil {
+			return err
+		}
+		s, err := segment.ParsePacket(pkt)
+		if err != nil {
+			return err
+		}
+		if err := e.auth.Conn().Sign(&s); err != nil {
+			return fmt.Errorf("sign: %w", err)
+		}
+		off, end := segment.TCPOffset(pkt, &s)
+		tcp := segment.TCP(pkt[off:end])
+		// 0xFFFF from TCPChecksum means the sum's complement is zero: TCP
+		// data never sums to +0.
+		if cs := segment.TCPChecksum(s.Src, s.Dst, tcp); cs == 0xffff {
+			tcp.SetChecksum(0)
+			break
+		}
+	}
+	if tries == 1<<22 {
+		return errors.New("no payload gave a zero checksum")
+	}
+	send := func(csum uint16) (aoStats, error) {
+		s, _ := segment.ParsePacket(pkt)
+		off, _ := segment.TCPOffset(pkt, &s)
+		segment.TCP(pkt[off:]).SetChecksum(csum)
+		before, err := readAOStats()
+		if err != nil {
+			return aoStats{}, err
+		}
+		if err := n.link.WritePacket(pkt); err != nil {
+			return aoStats{}, err
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			after, err := readAOStats()
+			if err != nil {
+				return aoStats{}, err
+			}
+			if d := after.minus(before); d != (aoStats{}) || time.Now().After(deadline) {
+				return d, nil
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	d, err := send(0)
+	if err != nil {
+		return err
+	}
+	if d != (aoStats{bad: 1}) {
+		r.errorf("checksum 0x0000: kernel %v; want Linux 6.12 to refuse it (TCPAOBad +1)", d)
+	}
+	rc, err := kc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var got int
+	var rerr error
+	rc.Control(func(fd uintptr) { got, _, rerr = syscall.Recvfrom(int(fd), make([]byte, 64), syscall.MSG_DONTWAIT) })
+	if !errors.Is(rerr, syscall.EAGAIN) {
+		r.errorf("after the refused segment the kernel socket read %d bytes (%v); want nothing", got, rerr)
+	}
+	d, err = send(0xffff)
+	if err != nil {
+		return err
+	}
+	if d != (aoStats{good: 1}) {
+		r.errorf("checksum 0xFFFF: kernel %v; want TCPAOGood +1", d)
+	}
+	if err := readExactly(kc, payload, "kernel"); err != nil {
+		return err
+	}
+	r.logf("payload found after %d tries; checksum 0x0000 refused, 0xFFFF verified and delivered", tries+1)
 	return nil
 }

@@ -34,6 +34,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/harness/capture"
 	"github.com/tcpsig/tcpsig/internal/harness/kstat"
 	"github.com/tcpsig/tcpsig/internal/harness/netns"
 	"github.com/tcpsig/tcpsig/internal/shim"
@@ -48,6 +49,11 @@ func init() {
 				name = "shim-" + algSlug(alg) + "-kernel-dials"
 			}
 			register(Case{Name: name, Kind: "shim-kernel", Run: func(t *T) { shimCase(t, alg, kernelDials, false) }})
+			if alg == "hmac(sha256)" && !kernelDials {
+				// The control: the same transfer and rotation, kernel
+				// TCP-AO on both sides.
+				register(Case{Name: "aopair-hmac-sha256-rotation", Kind: "kernel-kernel", Run: func(t *T) { shimOrKernel(t, alg, false, false, true) }})
+			}
 			if alg == "hmac(sha256)" {
 				register(Case{Name: name + "-v6", Kind: "shim-kernel", Run: func(t *T) { shimCase(t, alg, kernelDials, true) }})
 			}
@@ -116,7 +122,11 @@ func (n *shimNS) goIn(f func() error) chan error {
 	return errc
 }
 
-func shimCase(t *T, alg string, kernelDials, v6 bool) {
+func shimCase(t *T, alg string, kernelDials, v6 bool) { shimOrKernel(t, alg, kernelDials, v6, false) }
+
+// shimOrKernel runs the shim case, or with kernelOnly its control: the
+// same transfer and rotation with kernel TCP-AO on both sides, no shim.
+func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	const size = 16 << 20
 	k4, s4 := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 	k6, s6 := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
@@ -170,19 +180,25 @@ func shimCase(t *T, alg string, kernelDials, v6 bool) {
 	writeKeys(1)
 	// Warnings, and each dropped packet (debug), go to the case's log.
 	logw := &lineWriter{t: t}
-	sh, err := shim.New(shim.Config{Keys: keysPath, Queue: 9, Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	t.check(err, "shim")
-	ctx, stop := context.WithCancel(context.Background())
-	shimDone := nsS.goIn(func() error { return sh.Run(ctx) })
-	defer func() {
-		stop()
-		if err := <-shimDone; err != nil {
-			t.Errorf("shim: %v", err)
-		}
-	}()
-	// Run has bound the queue and installed its rules once it answers
-	// a reload (it serves them from its loop).
-	t.check(sh.Reload(), "shim start")
+	var sh *shim.Shim
+	skeys := linuxsock.Keys{}
+	if kernelOnly {
+		skeys.AO = []ao.Config{mkt(1, kA)}
+	} else {
+		sh, err = shim.New(shim.Config{Keys: keysPath, Queue: 9, Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		t.check(err, "shim")
+		ctx, stop := context.WithCancel(context.Background())
+		shimDone := nsS.goIn(func() error { return sh.Run(ctx) })
+		defer func() {
+			stop()
+			if err := <-shimDone; err != nil {
+				t.Errorf("shim: %v", err)
+			}
+		}()
+		// Run has bound the queue and installed its rules once it answers
+		// a reload (it serves them from its loop).
+		t.check(sh.Reload(), "shim start")
+	}
 
 	// The kernel's MKTs: 2 added first, then 1, which a dialling socket
 	// then uses (Linux takes the key added last) and a listener answers
@@ -191,10 +207,18 @@ func shimCase(t *T, alg string, kernelDials, v6 bool) {
 	var before map[string]uint64
 	t.check(nsK.do(func() (err error) { before, err = kstat.TCPExt(); return err }), "TcpExt")
 
+	// What reaches the kernel, to name any segment it refuses.
+	var capt *capture.Capture
+	t.check(nsK.do(func() (err error) { capt, err = capture.Start(capture.Options{Interface: "shK"}); return err }), "capture")
+	defer capt.Stop()
+
 	var kc, sc net.Conn
 	if kernelDials {
 		var ln net.Listener
-		t.check(nsS.do(func() (err error) { ln, err = net.Listen(network, netip.AddrPortFrom(sA, 0).String()); return err }), "listen")
+		t.check(nsS.do(func() (err error) {
+			ln, err = linuxsock.ListenConfig(skeys).Listen(context.Background(), network, netip.AddrPortFrom(sA, 0).String())
+			return err
+		}), "listen")
 		defer ln.Close()
 		acc := make(chan net.Conn, 1)
 		go func() { c, _ := ln.Accept(); acc <- c }()
@@ -219,7 +243,8 @@ func shimCase(t *T, alg string, kernelDials, v6 bool) {
 		acc := make(chan net.Conn, 1)
 		go func() { c, _ := ln.Accept(); acc <- c }()
 		t.check(nsS.do(func() (err error) {
-			d := net.Dialer{Timeout: 20 * time.Second}
+			d := linuxsock.Dialer(skeys)
+			d.Timeout = 20 * time.Second
 			sc, err = d.Dial(network, ln.Addr().String())
 			return err
 		}), "dial through the shim")
@@ -234,6 +259,46 @@ func shimCase(t *T, alg string, kernelDials, v6 bool) {
 	}
 	defer kc.Close()
 	defer sc.Close()
+	// On a failure or a refused segment, name the segments that do not
+	// verify (deferred: a failed write ends the case early).
+	defer func() {
+		var now map[string]uint64
+		err := nsK.do(func() (err error) { now, err = kstat.TCPExt(); return err })
+		if err == nil && now["TCPAOBad"] == before["TCPAOBad"] && len(t.errs) == 0 {
+			return
+		}
+		capt.Stop()
+		ring := ao.NewKeyring(nil)
+		mkts := map[uint8]*ao.MKT{}
+		for _, id := range []uint8{1, 2} {
+			if m, err := ring.Add(mkt(id, kA)); err == nil {
+				mkts[id] = m
+			}
+		}
+		t.Logf("kernel TCPAOBad %d -> %d; the segments the kernel received that do not verify:", before["TCPAOBad"], now["TCPAOBad"])
+		if keys, err := linuxsock.AOKeys(kc.(*net.TCPConn)); err == nil {
+			for _, k := range keys {
+				t.Logf("kernel key %d/%d: good %d bad %d current %v rnext %v", k.SendID, k.RecvID, k.Good, k.Bad, k.Current, k.RNext)
+			}
+		}
+		info, err := linuxsock.ReadAOInfo(kc.(*net.TCPConn))
+		t.Logf("kernel TCP_AO_INFO %+v %v", info, err)
+		if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+			t.Logf("meminfo: %s", strings.Join(strings.Fields(string(b))[:12], " "))
+		}
+		klog := make([]byte, 1<<16)
+		if n, err := unix.Klogctl(3, klog); err == nil {
+			lines := strings.Split(strings.TrimSpace(string(klog[:n])), "\n")
+			for _, l := range lines[max(0, len(lines)-15):] {
+				t.Logf("dmesg: %s", l)
+			}
+		}
+		snd, rcv, r, err := repairState(kc.(*net.TCPConn))
+		t.Logf("kernel snd_nxt %d rcv_nxt %d, repair %+v, %v", snd, rcv, r, err)
+		for _, l := range refusedSegments(capt.Packets(), capt.LinkType(), sA, kA, mkts, rcv) {
+			t.Logf("%s", l)
+		}
+	}()
 	deadline := time.Now().Add(85 * time.Second)
 	kc.SetDeadline(deadline)
 	sc.SetDeadline(deadline)
@@ -284,7 +349,11 @@ func shimCase(t *T, alg string, kernelDials, v6 bool) {
 	var mid map[string]uint64
 	t.check(nsK.do(func() (err error) { mid, err = kstat.TCPExt(); return err }), "TcpExt")
 	writeKeys(1, 2)
-	t.check(sh.Reload(), "reload with MKT 2")
+	if kernelOnly {
+		t.check(linuxsock.AddAOKey(sc.(*net.TCPConn), mkt(2, kA), linuxsock.RNext), "S side: add MKT 2 as RNext")
+	} else {
+		t.check(sh.Reload(), "reload with MKT 2")
+	}
 	t.check(linuxsock.SelectAOKeys(kc.(*net.TCPConn), linuxsock.RNext, 0, 2), "kernel set_rnext 2")
 	for _, e := range []chan error{wk, ws} {
 		t.check(<-e, "write")
@@ -315,6 +384,10 @@ func shimCase(t *T, alg string, kernelDials, v6 bool) {
 	t.check(err, "TCP_AO_INFO")
 	if info.Current != 2 || info.RNext != 2 {
 		t.Errorf("kernel socket current/rnext %d/%d after the reload, want 2/2", info.Current, info.RNext)
+	}
+	if kernelOnly {
+		t.Logf("%s kernel only: 2x16 MiB in %.1fs, kernel TCPAOGood +%d, kernel keys now %d/%d", alg, secs, good, info.Current, info.RNext)
+		return
 	}
 	st := sh.Status()
 	if st.Counters.Dropped.Total() != 0 || st.Counters.Signed == 0 || st.Counters.Verified == 0 {
