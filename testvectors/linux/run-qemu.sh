@@ -182,7 +182,7 @@ mkdir -p "$WORK/initramfs"/{bin,dev,proc,sys,tmp,out} "$WORK/results"
 # when TCPSIG_CASES names "netstack". Not by default: they fail
 # intermittently (see testvectors/linux/README.md, "gVisor netstack").
 NETSTACK=0
-if [ -f "$ROOT/netstack/go.mod" ] && [[ ",${TCPSIG_CASES:-}," == *,netstack* ]]; then
+if [ -f "$ROOT/netstack/go.mod" ] && { [ "${TCPSIG_NETSTACK:-0}" = 1 ] || [[ ",${TCPSIG_CASES:-}," == *,netstack* ]]; }; then
 	(cd "$ROOT/netstack" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -trimpath -o "$WORK/initramfs/netstack.test" .) ||
 		die "building the netstack test program failed"
 	NETSTACK=1
