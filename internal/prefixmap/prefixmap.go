@@ -227,8 +227,8 @@ func (m *Map[V]) Overlaps(p netip.Prefix, tag uint32, fn func(p netip.Prefix, v 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.containing(k, k.bits(), fn) {
-		return
+	if !m.containing(k, k.bits(), fn) || k.bits() == maxBits(k.family()) {
+		return // a host prefix has no prefixes strictly inside it
 	}
 	last := k // the highest address in p
 	if k.family() == ipv4 {
