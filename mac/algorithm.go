@@ -175,6 +175,9 @@ func init() {
 // An unknown name yields an error wrapping [ErrUnknownAlgorithm] that lists
 // the known names.
 func Lookup(name string) (*Algorithm, error) {
+	if a, ok := registry[name]; ok { // the Linux name as Linux spells it
+		return a, nil
+	}
 	n := strings.ToLower(strings.TrimSpace(name))
 	if c, ok := aliases[n]; ok {
 		n = c
