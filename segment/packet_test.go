@@ -54,6 +54,17 @@ func TestChecksumsRFC9235(t *testing.T) {
 // gopacketChecksum returns the TCP checksum gopacket computes for pkt.
 func gopacketChecksum(t *testing.T, pkt []byte) uint16 {
 	t.Helper()
+	tl := gopacketTCP(t, pkt)
+	buf := gopacket.NewSerializeBuffer()
+	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true}, tl, gopacket.Payload(tl.Payload)); err != nil {
+		t.Fatal(err)
+	}
+	return binary.BigEndian.Uint16(buf.Bytes()[16:])
+}
+
+// gopacketTCP decodes pkt's TCP layer with gopacket, ready to checksum.
+func gopacketTCP(t *testing.T, pkt []byte) *layers.TCP {
+	t.Helper()
 	first := layers.LayerTypeIPv4
 	if pkt[0]>>4 == 6 {
 		first = layers.LayerTypeIPv6
@@ -66,11 +77,7 @@ func gopacketChecksum(t *testing.T, pkt []byte) uint16 {
 	if err := tl.SetNetworkLayerForChecksum(g.NetworkLayer()); err != nil {
 		t.Fatal(err)
 	}
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true}, tl, gopacket.Payload(tl.Payload)); err != nil {
-		t.Fatal(err)
-	}
-	return binary.BigEndian.Uint16(buf.Bytes()[16:])
+	return tl
 }
 
 // TestAppendPacketGopacket builds packets with AppendPacket and has
@@ -271,19 +278,7 @@ func TestTCPChecksumNeverZero(t *testing.T) {
 // pseudo-header and the segment, its checksum field included, is zero.
 func gopacketValid(t *testing.T, pkt []byte) bool {
 	t.Helper()
-	first := layers.LayerTypeIPv4
-	if pkt[0]>>4 == 6 {
-		first = layers.LayerTypeIPv6
-	}
-	g := gopacket.NewPacket(pkt, first, gopacket.Default)
-	tl, _ := g.Layer(layers.LayerTypeTCP).(*layers.TCP)
-	if tl == nil {
-		t.Fatal("gopacket finds no TCP")
-	}
-	if err := tl.SetNetworkLayerForChecksum(g.NetworkLayer()); err != nil {
-		t.Fatal(err)
-	}
-	csum, err := tl.ComputeChecksum() // over the segment as it is, its checksum field included
+	csum, err := gopacketTCP(t, pkt).ComputeChecksum() // over the segment as it is, its checksum field included
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -949,11 +949,7 @@ func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 		return err
 	}
 	defer kc.Close()
-	hello := []byte("hello with the right key")
-	if _, err := uc.Write(hello); err != nil {
-		return fmt.Errorf("engine write: %w", err)
-	}
-	if err := readExactly(kc, hello, "kernel"); err != nil {
+	if err := hello(uc, kc, "hello with the right key"); err != nil {
 		return err
 	}
 	var bad ao.Conn
@@ -991,15 +987,10 @@ func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 	if ki := kernelInfo(r, kc); ki.Counters.Bad != uint64(sent) {
 		r.errorf("kernel socket TCP_AO_INFO pkt_bad %d, want %d", ki.Counters.Bad, sent)
 	}
-	rc, err := kc.SyscallConn()
-	if err != nil {
+	if got, err := readable(kc); err != nil {
 		return err
-	}
-	var got int
-	var rerr error
-	rc.Control(func(fd uintptr) { got, _, rerr = syscall.Recvfrom(int(fd), make([]byte, 64), syscall.MSG_DONTWAIT) })
-	if !errors.Is(rerr, syscall.EAGAIN) {
-		r.errorf("the kernel socket read %d bytes (%v); want nothing (EAGAIN)", got, rerr)
+	} else if got != nil {
+		r.errorf("the kernel socket read %d bytes (%v); want nothing (EAGAIN)", got.n, got.err)
 	}
 	r.logf("%d data segments with a wrong key: kernel %v, nothing to read", sent, d)
 	return nil
@@ -1334,11 +1325,7 @@ func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
 		return err
 	}
 	defer kc.Close()
-	hello := []byte("hello before the zero checksum")
-	if _, err := uc.Write(hello); err != nil {
-		return fmt.Errorf("engine write: %w", err)
-	}
-	if err := readExactly(kc, hello, "kernel"); err != nil {
+	if err := hello(uc, kc, "hello before the zero checksum"); err != nil {
 		return err
 	}
 	last, err := segment.ParsePacket(n.link.lastOut())
@@ -1407,15 +1394,10 @@ func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
 	if d != (aoStats{bad: 1}) {
 		r.errorf("checksum 0x0000: kernel %v; want Linux 6.12 to refuse it (TCPAOBad +1)", d)
 	}
-	rc, err := kc.SyscallConn()
-	if err != nil {
+	if got, err := readable(kc); err != nil {
 		return err
-	}
-	var got int
-	var rerr error
-	rc.Control(func(fd uintptr) { got, _, rerr = syscall.Recvfrom(int(fd), make([]byte, 64), syscall.MSG_DONTWAIT) })
-	if !errors.Is(rerr, syscall.EAGAIN) {
-		r.errorf("after the refused segment the kernel socket read %d bytes (%v); want nothing", got, rerr)
+	} else if got != nil {
+		r.errorf("after the refused segment the kernel socket read %d bytes (%v); want nothing", got.n, got.err)
 	}
 	d, err = send(0xffff)
 	if err != nil {
@@ -1429,4 +1411,35 @@ func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
 	}
 	r.logf("payload found after %d tries; checksum 0x0000 refused, 0xFFFF verified and delivered", tries+1)
 	return nil
+}
+
+// hello has the engine send msg and the kernel socket read it.
+func hello(uc *usertcp.Conn, kc *net.TCPConn, msg string) error {
+	if _, err := uc.Write([]byte(msg)); err != nil {
+		return fmt.Errorf("engine write: %w", err)
+	}
+	return readExactly(kc, []byte(msg), "kernel")
+}
+
+// readResult is what a read that should have found nothing found.
+type readResult struct {
+	n   int
+	err error
+}
+
+// readable reads kc without waiting: nil when there is nothing to read
+// (EAGAIN), else what the read returned.
+func readable(kc *net.TCPConn) (*readResult, error) {
+	rc, err := kc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var got readResult
+	rc.Control(func(fd uintptr) {
+		got.n, _, got.err = syscall.Recvfrom(int(fd), make([]byte, 64), syscall.MSG_DONTWAIT)
+	})
+	if errors.Is(got.err, syscall.EAGAIN) {
+		return nil, nil
+	}
+	return &got, nil
 }
