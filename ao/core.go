@@ -209,12 +209,21 @@ func verify(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segmen
 // and MAC zeroed (or only the base header and the AO option when options
 // are excluded), payload. The result, m's MAC length, aliases sc.
 func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, sne uint32) ([]byte, error) {
-	if err := w.Load(key); err != nil {
-		return nil, err
-	}
 	maclen := int(m.maclen)
-	b := binary.BigEndian.AppendUint32(sc[:0], sne)
-	b = segment.AppendPseudoHeader(b, seg.Src, seg.Dst, seg.Len())
+	var b []byte
+	if seg.Src.Is4() {
+		// SNE and the IPv4 pseudo-header as two 8-byte stores: the MAC
+		// reads them back 8 or 16 bytes at a time, which a load spanning
+		// several narrower stores would stall on.
+		s, d := seg.Src.As4(), seg.Dst.As4()
+		be := binary.BigEndian
+		be.PutUint64(sc[0:8], uint64(sne)<<32|uint64(be.Uint32(s[:])))
+		be.PutUint64(sc[8:16], uint64(be.Uint32(d[:]))<<32|protoTCP<<16|uint64(uint16(seg.Len())))
+		b = sc[:16]
+	} else {
+		b = binary.BigEndian.AppendUint32(sc[:0], sne)
+		b = segment.AppendPseudoHeader(b, seg.Src, seg.Dst, seg.Len())
+	}
 	start := len(b)
 	h := seg.Header
 	if m.exclude {
@@ -239,6 +248,17 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 		b = append(b, pay[:fill]...)
 		pay = pay[fill:]
 	}
+	if len(pay) == 0 && len(seg.Frags) == 0 {
+		// The whole message is in scratch (a pure ACK, for one).
+		sum, err := w.MAC(key, sc[sumOff:sumOff], b)
+		if err != nil {
+			return nil, err
+		}
+		return sum[:maclen], nil
+	}
+	if err := w.Load(key); err != nil {
+		return nil, err
+	}
 	w.Write(b)
 	if len(pay) > 0 {
 		w.Write(pay)
@@ -248,6 +268,9 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 	}
 	return w.Sum(sc[sumOff:sumOff])[:maclen], nil
 }
+
+// protoTCP is TCP's IP protocol number, in the pseudo-header.
+const protoTCP = 6
 
 func netipAddrPort(a netip.Addr, port uint16) netip.AddrPort {
 	return netip.AddrPortFrom(a.Unmap(), port)

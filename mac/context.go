@@ -17,6 +17,7 @@ type Context struct {
 	inner, outer   hash.Hash
 	innerU, outerU encoding.BinaryUnmarshaler
 	cmac           cmacState
+	first          cmacFirst
 	tmp            [MaxSize]byte
 }
 
@@ -142,6 +143,26 @@ func (c *Context) Sum(dst []byte) []byte {
 	return c.outer.Sum(dst)
 }
 
+// MAC loads k and appends to dst the MAC of msg, the whole message: Load,
+// Write and Sum in one call. CMAC then runs its blocks over msg in place
+// instead of buffering them, and reuses the cipher block of msg's first
+// 16 bytes when they and the key are those of the context's previous CMAC
+// (TCP-AO's SNE and IPv4 pseudo-header, the same for every pure ACK of a
+// connection); msg's first block is compared in variable time, so it must
+// not be secret. Errors are those of Load.
+func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
+	if c == nil || c.alg == nil || k == nil || k.alg != c.alg {
+		return dst, ErrNoKey
+	}
+	c.key = k
+	if c.alg.kind == kindCMAC {
+		return c.cmac.mac(k, &c.first, dst, msg), nil
+	}
+	c.Reset()
+	c.inner.Write(msg)
+	return c.Sum(dst), nil
+}
+
 // Wipe clears the context's own template and working state; a context
 // that loaded a shared Key keeps no key copy of its own beyond the hash
 // midstate, which the next Load or Reset overwrites.
@@ -152,6 +173,7 @@ func (c *Context) Wipe() {
 	c.own.Wipe()
 	c.key = nil
 	c.cmac = cmacState{}
+	c.first = cmacFirst{}
 	clear(c.tmp[:])
 	if c.inner != nil {
 		c.inner.Reset()
@@ -202,4 +224,48 @@ func (s *cmacState) sum(k *Key, dst []byte) []byte {
 	subtle.XORBytes(last[:], last[:], s.x[:])
 	k.block.Encrypt(last[:], last[:])
 	return append(dst, last[:]...)
+}
+
+// cmacFirst is the CBC chaining value after one first block under one
+// key: what MAC reuses when the next message starts with the same block.
+type cmacFirst struct {
+	gen   uint64 // the Key's generation; 0: empty
+	block [16]byte
+	x     [16]byte
+}
+
+// mac is write and sum for a whole message, without buffering: RFC 4493
+// §2.4 over msg in place, from a zero chaining value, the first block's
+// encryption taken from f when f holds it.
+func (s *cmacState) mac(k *Key, f *cmacFirst, dst, msg []byte) []byte {
+	x, last := &s.x, &s.last
+	if len(msg) > 16 {
+		if f.gen == k.gen && [16]byte(msg) == f.block {
+			*x = f.x
+		} else {
+			*x = [16]byte(msg) // the zero chaining value xor the block
+			k.block.Encrypt(x[:], x[:])
+			f.gen, f.block, f.x = k.gen, [16]byte(msg), *x
+		}
+		msg = msg[16:]
+	} else {
+		*x = [16]byte{}
+	}
+	for len(msg) > 16 {
+		subtle.XORBytes(x[:], x[:], msg[:16])
+		k.block.Encrypt(x[:], x[:])
+		msg = msg[16:]
+	}
+	if len(msg) == 16 {
+		subtle.XORBytes(last[:], msg, k.k1[:])
+	} else {
+		*last = [16]byte{}
+		copy(last[:], msg)
+		last[len(msg)] = 0x80
+		subtle.XORBytes(last[:], last[:], k.k2[:])
+	}
+	subtle.XORBytes(x[:], x[:], last[:])
+	k.block.Encrypt(x[:], x[:])
+	s.n = 0
+	return append(dst, x[:]...)
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"sync"
+	"sync/atomic"
 )
 
 // Key is the one key type of tcpsig: a keyed template (the state of an
@@ -32,7 +33,13 @@ type Key struct {
 	// CMAC: the AES key schedule and the RFC 4493 subkeys.
 	block  cipher.Block
 	k1, k2 [16]byte
+	// gen names this keying (unique per Init, 0 when empty), so that a
+	// context can tell whether what it cached under a Key is still valid.
+	gen uint64
 }
+
+// keyGen numbers every Init.
+var keyGen atomic.Uint64
 
 // scheduler is what one HMAC key schedule needs: a hash and the two
 // padded key blocks. Pooled per algorithm so that Init allocates nothing in
@@ -81,6 +88,7 @@ func (k *Key) Init(a *Algorithm, key []byte) error {
 	}
 	k.Wipe()
 	k.alg = a
+	k.gen = keyGen.Add(1)
 	switch a.kind {
 	case kindTCPMD5:
 		k.nraw = uint8(copy(k.raw[:], key))
@@ -167,7 +175,7 @@ func (k *Key) Wipe() {
 	clear(k.raw[:])
 	clear(k.k1[:])
 	clear(k.k2[:])
-	k.block, k.slen, k.nraw, k.alg = nil, 0, 0, nil
+	k.block, k.slen, k.nraw, k.alg, k.gen = nil, 0, 0, nil, 0
 }
 
 // String describes k without its key material.

@@ -61,6 +61,18 @@ func TestVectors(t *testing.T) {
 			t.Fatalf("%s: Rekey: %v", v.Case, err)
 		}
 		check("Rekey", c3)
+		for _, how := range []string{"MAC", "MAC again"} {
+			got, err := c2.MAC(&k, nil, v.Data)
+			if err != nil {
+				t.Fatalf("%s: MAC: %v", v.Case, err)
+			}
+			if v.Truncated {
+				got = got[:len(v.MAC)]
+			}
+			if !bytes.Equal(got, v.MAC) {
+				t.Errorf("%s %s %s: got %x want %x", v.Source, v.Case, how, got, v.MAC)
+			}
+		}
 		counts[v.Source]++
 	}
 	for s, n := range counts {
@@ -117,6 +129,54 @@ func TestCMACDifferential(t *testing.T) {
 			if got := c.Sum(nil); !bytes.Equal(got, want) {
 				t.Fatalf("keylen %d len %d: got %x want %x", keyLen, n, got, want)
 			}
+		}
+	}
+}
+
+// TestCMACOneShot compares Context.MAC with github.com/aead/cmac for
+// every message length 0..80, each message MACed twice (the second time
+// from the cached first block), then under a second key with the same
+// first block, then under the first Key re-keyed in place: the cached
+// block must never outlive its key.
+func TestCMACOneShot(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	a, _ := Lookup("cmac(aes)")
+	c := a.NewContext()
+	random := func(n int) []byte {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(rng.Uint32())
+		}
+		return p
+	}
+	for _, keyLen := range []int{16, 32} {
+		for n := 0; n <= 80; n++ {
+			msg := random(n)
+			var k, k2 Key
+			key, key2, key3 := random(keyLen), random(keyLen), random(keyLen)
+			if err := k.Init(a, key); err != nil {
+				t.Fatal(err)
+			}
+			if err := k2.Init(a, key2); err != nil {
+				t.Fatal(err)
+			}
+			check := func(how string, k *Key, key []byte) {
+				t.Helper()
+				blk, _ := aes.NewCipher(key)
+				want, _ := aeadcmac.Sum(msg, blk, 16)
+				got, err := c.MAC(k, nil, msg)
+				if err != nil || !bytes.Equal(got, want) {
+					t.Fatalf("keylen %d len %d %s: got %x, %v want %x", keyLen, n, how, got, err, want)
+				}
+			}
+			check("first", &k, key)
+			check("again", &k, key)
+			check("second key", &k2, key2)
+			check("first key after the second", &k, key)
+			if err := k.Init(a, key3); err != nil {
+				t.Fatal(err)
+			}
+			check("re-keyed in place", &k, key3)
 		}
 	}
 }
@@ -235,6 +295,11 @@ func TestNoAllocs(t *testing.T) {
 		})
 		if n != 0 {
 			t.Errorf("%s Load/Write/Sum/Reset: %v allocs", a, n)
+		}
+		for _, m := range [][]byte{msg, msg[:52]} {
+			if n := testing.AllocsPerRun(50, func() { out, _ = c.MAC(&k, out[:0], m) }); n != 0 {
+				t.Errorf("%s MAC of %d bytes: %v allocs", a, len(m), n)
+			}
 		}
 		if a.IsCMAC() {
 			continue
