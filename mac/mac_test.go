@@ -341,3 +341,30 @@ func TestWipe(t *testing.T) {
 		t.Fatal("Wipe left key material")
 	}
 }
+
+// TestEqual checks Equal against bytes.Equal for lengths 0..64, with one
+// bit flipped at every position, and for slices of different lengths.
+func TestEqual(t *testing.T) {
+	for n := 0; n <= MaxSize; n++ {
+		a := make([]byte, n)
+		for i := range a {
+			a[i] = byte(i*7 + 1)
+		}
+		b := bytes.Clone(a)
+		if !Equal(a, b) {
+			t.Fatalf("len %d: equal slices differ", n)
+		}
+		if n > 0 && (Equal(a, b[:n-1]) || Equal(a[:n-1], b)) {
+			t.Fatalf("len %d: slices of different lengths are equal", n)
+		}
+		for i := range n {
+			for bit := range 8 {
+				b[i] ^= 1 << bit
+				if Equal(a, b) {
+					t.Fatalf("len %d: byte %d bit %d flipped, still equal", n, i, bit)
+				}
+				b[i] ^= 1 << bit
+			}
+		}
+	}
+}
