@@ -82,6 +82,13 @@ type laneKey struct {
 	ready, synOK bool
 	key          mac.Key
 	syn          *mac.Key
+	// good counts the segments this entry verified for mkt, under the
+	// lane's lock: mkt's share of its good counter, summed by
+	// MKT.Counters and folded into it when the entry is wiped, so that
+	// a verified segment writes no line shared with other connections.
+	good uint64
+	lane *lane // the entry's lane, whose lock guards good
+	idx  int   // the entry's place in mkt.lanes, under mkt.lmu
 }
 
 // cachePad keeps the two lanes' locks apart.
@@ -91,6 +98,9 @@ func (k *laneKey) wipe() {
 	k.key.Wipe()
 	k.syn.Wipe()
 	k.ready, k.synOK = false, false
+	if k.mkt != nil {
+		k.mkt.unlist(k)
+	}
 	k.mkt = nil
 }
 
@@ -128,10 +138,11 @@ func (l *lane) add(m *MKT) *laneKey {
 		}
 	}
 	if free == nil {
-		free = new(laneKey)
+		free = &laneKey{lane: l}
 		l.keys = append(l.keys, free)
 	}
 	free.mkt = m
+	m.list(free)
 	return free
 }
 
@@ -312,12 +323,18 @@ func (c *Conn) input(send, syn bool, peerISN uint32) kdf.Input {
 // peer's ISN is not read: a SYN retransmitted while the SYN-ACK that sets
 // it is verified would race.
 func (c *Conn) key(l *lane, m *MKT, send, syn bool) (*mac.Key, error) {
+	k, _, err := c.keyEntry(l, m, send, syn)
+	return k, err
+}
+
+// keyEntry is key that also returns the lane's entry for m.
+func (c *Conn) keyEntry(l *lane, m *MKT, send, syn bool) (*mac.Key, *laneKey, error) {
 	k := l.find(m)
 	if k != nil && !syn && k.ready {
-		return &k.key, nil
+		return &k.key, k, nil
 	}
 	if k != nil && syn && k.synOK {
-		return k.syn, nil
+		return k.syn, k, nil
 	}
 	if k == nil {
 		k = l.add(m)
@@ -335,14 +352,14 @@ func (c *Conn) key(l *lane, m *MKT, send, syn bool) (*mac.Key, error) {
 		dst = k.syn
 	}
 	if err := c.derive(l, m, &in, dst); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if syn {
 		k.synOK = true
 	} else {
 		k.ready = true
 	}
-	return dst, nil
+	return dst, k, nil
 }
 
 // derive computes a traffic key of m into key with the lane's context,
@@ -466,6 +483,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	flags, seq := h.Flags(), h.Seq()
 	var (
 		k   *mac.Key
+		e   *laneKey
 		sne uint32
 	)
 	switch {
@@ -474,7 +492,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		if !c.risnKnown.Load() || seq != c.risn {
 			return c.verifyHandshake(l, m, seg, opt, off, true, seq)
 		}
-		k, err = c.key(l, m, false, true)
+		k, e, err = c.keyEntry(l, m, false, true)
 	case !c.risnKnown.Load():
 		if flags&segment.SYN == 0 {
 			return ErrNoISN
@@ -482,7 +500,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		// The SYN-ACK teaches the peer's ISN, but only once it verifies.
 		return c.verifyHandshake(l, m, seg, opt, off, false, seq)
 	default:
-		k, err = c.key(l, m, false, false)
+		k, e, err = c.keyEntry(l, m, false, false)
 		sne = l.sne.of(seq)
 	}
 	if err != nil {
@@ -491,7 +509,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		}
 		return err
 	}
-	if err := c.check(l, m, k, seg, opt, off, sne); err != nil {
+	if err := c.check(l, m, k, e, seg, opt, off, sne); err != nil {
 		return err
 	}
 	if flags&segment.SYN == 0 {
@@ -502,15 +520,20 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 }
 
 // check verifies seg under k with the lane's context and counts the
-// result.
-func (c *Conn) check(l *lane, m *MKT, k *mac.Key, seg *segment.Segment, opt Option, off int, sne uint32) error {
+// result: a good segment in e, the lane's entry for m, or without one
+// (a handshake's spare key) in m itself.
+func (c *Conn) check(l *lane, m *MKT, k *mac.Key, e *laneKey, seg *segment.Segment, opt Option, off int, sne uint32) error {
 	if err := verify(m, k, l.context(m.alg), l.scratch[:], seg, off, opt.MAC, sne); err != nil {
 		c.bad.Add(1)
 		m.bad.Add(1)
 		return err
 	}
 	l.good++
-	m.good.Add(1)
+	if e != nil {
+		e.good++
+	} else {
+		m.good.Add(1)
+	}
 	return nil
 }
 
@@ -525,7 +548,7 @@ func (c *Conn) verifyHandshake(l *lane, m *MKT, seg *segment.Segment, opt Option
 	}
 	err := c.derive(l, m, &in, l.tmp)
 	if err == nil {
-		err = c.check(l, m, l.tmp, seg, opt, off, 0)
+		err = c.check(l, m, l.tmp, nil, seg, opt, off, 0)
 	}
 	l.tmp.Wipe()
 	if err != nil {

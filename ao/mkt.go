@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/internal/reclaim"
@@ -66,9 +67,15 @@ type MKT struct {
 	// The counters, written per verified segment, on a line of their own
 	// so that they do not share one with what signers read.
 	_    [64]byte
-	good atomic.Uint64
+	good atomic.Uint64 // segments counted here: by listeners, and by wiped lane entries
 	bad  atomic.Uint64
 	_    [48]byte
+
+	// lanes lists the connections' lane entries that count good segments
+	// for the MKT; lgen changes with every change of the list.
+	lmu   sync.Mutex
+	lanes []*laneKey
+	lgen  uint64
 
 	// users lists the connections that have the MKT as current key
 	// (users[roleCurrent]) or RNext key, under the keyring's lock: a
@@ -191,7 +198,63 @@ func (m *MKT) Counters() (good, bad uint64) {
 	if m == nil {
 		return 0, 0
 	}
-	return m.good.Load(), m.bad.Load()
+	// Each entry's count is read under its lane's lock, which is never
+	// taken under lmu: if the list changed meanwhile (an entry folded
+	// into m.good, or one added), the sum starts again.
+	for {
+		m.lmu.Lock()
+		gen, n := m.lgen, len(m.lanes)
+		m.lmu.Unlock()
+		var sum uint64
+		ok := true
+		for i := 0; i < n && ok; i++ {
+			m.lmu.Lock()
+			var k *laneKey
+			if ok = m.lgen == gen; ok {
+				k = m.lanes[i]
+			}
+			m.lmu.Unlock()
+			if ok {
+				k.lane.mu.Lock()
+				if k.mkt == m {
+					sum += k.good
+				}
+				k.lane.mu.Unlock()
+			}
+		}
+		m.lmu.Lock()
+		if ok && m.lgen == gen {
+			good = m.good.Load() + sum
+			m.lmu.Unlock()
+			return good, m.bad.Load()
+		}
+		m.lmu.Unlock()
+	}
+}
+
+// list enters k, a lane's new entry for m, in m.lanes; k's lane is
+// locked.
+func (m *MKT) list(k *laneKey) {
+	m.lmu.Lock()
+	k.good, k.idx = 0, len(m.lanes)
+	m.lanes = append(m.lanes, k)
+	m.lgen++
+	m.lmu.Unlock()
+}
+
+// unlist removes k from m.lanes and adds its count to m.good; k's lane
+// is locked.
+func (m *MKT) unlist(k *laneKey) {
+	m.lmu.Lock()
+	m.good.Add(k.good)
+	k.good = 0
+	last := len(m.lanes) - 1
+	m.lanes[k.idx] = m.lanes[last]
+	m.lanes[k.idx].idx = k.idx
+	m.lanes[last] = nil
+	m.lanes = m.lanes[:last]
+	m.lgen++
+	m.lmu.Unlock()
 }
 
 // String describes the MKT without key material.
