@@ -405,8 +405,8 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if !syn && !c.risnKnown.Load() {
 		return ErrNoISN
 	}
-	k, err := c.key(l, m, true, syn)
-	if errors.Is(err, ErrKeyNotFound) && c.ring != nil {
+	k, _, err := c.keyEntry(l, m, true, syn)
+	if err != nil && errors.Is(err, ErrKeyNotFound) && c.ring != nil {
 		// m was deleted between the load and the derivation; a forced
 		// delete had moved the connection on first. Under the keyring's
 		// lock no current key is being deleted: take it and derive again.

@@ -236,14 +236,14 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 		b = append(b, h...)
 		clear(b[start+off+OptionHeaderLen : start+off+OptionHeaderLen+maclen])
 	}
-	b[start+segment.TCPChecksumOffset], b[start+segment.TCPChecksumOffset+1] = 0, 0
+	binary.BigEndian.PutUint16(b[start+segment.TCPChecksumOffset:], 0)
 	// Complete the hash's first block(s) here: the hash would otherwise
 	// buffer the header and the payload's first bytes in its own block
 	// buffer and run its block function once more. The bytes staged are
 	// at most one block of payload, exactly what the hash would have
 	// copied itself; the payload is otherwise hashed in place.
 	pay := seg.Payload
-	if bs := m.alg.BlockSize(); bs > 16 {
+	if bs := m.alg.BlockSize(); bs > 16 && len(pay) > 0 {
 		fill := min((bs-len(b)%bs)%bs, len(pay))
 		b = append(b, pay[:fill]...)
 		pay = pay[fill:]
