@@ -395,7 +395,13 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	}
 	l := &c.send
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	err := c.signLocked(l, seg)
+	l.mu.Unlock()
+	return err
+}
+
+// signLocked is Sign's part under the send lane's lock.
+func (c *Conn) signLocked(l *lane, seg *segment.Segment) error {
 	m := c.current.Load()
 	if m == nil {
 		return ErrNoCurrentKey
@@ -478,7 +484,13 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	}
 	l := &c.recv
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	err = c.verifyLocked(l, m, seg, opt, off)
+	l.mu.Unlock()
+	return err
+}
+
+// verifyLocked is Verify's part under the receive lane's lock.
+func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, off int) (err error) {
 	h := seg.Header
 	flags, seq := h.Flags(), h.Seq()
 	var (
