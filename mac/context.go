@@ -3,6 +3,7 @@ package mac
 import (
 	"crypto/subtle"
 	"encoding"
+	"encoding/binary"
 	"hash"
 )
 
@@ -229,23 +230,26 @@ func (s *cmacState) sum(k *Key, dst []byte) []byte {
 // cmacFirst is the CBC chaining value after one first block under one
 // key: what MAC reuses when the next message starts with the same block.
 type cmacFirst struct {
-	gen   uint64 // the Key's generation; 0: empty
-	block [16]byte
-	x     [16]byte
+	gen    uint64 // the Key's generation; 0: empty
+	b0, b1 uint64 // the block, as two little-endian words
+	x      [16]byte
 }
 
 // mac is write and sum for a whole message, without buffering: RFC 4493
 // §2.4 over msg in place, from a zero chaining value, the first block's
-// encryption taken from f when f holds it.
+// encryption taken from f when f holds it. The first block is compared
+// and the last one built in 8-byte words: a wider load of bytes the
+// caller has just stored in narrower pieces would stall.
 func (s *cmacState) mac(k *Key, f *cmacFirst, dst, msg []byte) []byte {
+	le := binary.LittleEndian
 	x, last := &s.x, &s.last
 	if len(msg) > 16 {
-		if f.gen == k.gen && [16]byte(msg) == f.block {
+		if b0, b1 := le.Uint64(msg), le.Uint64(msg[8:]); f.gen == k.gen && b0 == f.b0 && b1 == f.b1 {
 			*x = f.x
 		} else {
 			*x = [16]byte(msg) // the zero chaining value xor the block
 			k.block.Encrypt(x[:], x[:])
-			f.gen, f.block, f.x = k.gen, [16]byte(msg), *x
+			f.gen, f.b0, f.b1, f.x = k.gen, b0, b1, *x
 		}
 		msg = msg[16:]
 	} else {
@@ -256,16 +260,29 @@ func (s *cmacState) mac(k *Key, f *cmacFirst, dst, msg []byte) []byte {
 		k.block.Encrypt(x[:], x[:])
 		msg = msg[16:]
 	}
+	var w0, w1 uint64
 	if len(msg) == 16 {
-		subtle.XORBytes(last[:], msg, k.k1[:])
+		w0, w1 = le.Uint64(msg)^le.Uint64(k.k1[:]), le.Uint64(msg[8:])^le.Uint64(k.k1[8:])
 	} else {
-		*last = [16]byte{}
-		copy(last[:], msg)
-		last[len(msg)] = 0x80
-		subtle.XORBytes(last[:], last[:], k.k2[:])
+		// msg padded with 0x80 and zeros, xor K2.
+		var p0, p1 uint64
+		for i, c := range msg {
+			if i < 8 {
+				p0 |= uint64(c) << (8 * i)
+			} else {
+				p1 |= uint64(c) << (8 * (i - 8))
+			}
+		}
+		if n := len(msg); n < 8 {
+			p0 |= 0x80 << (8 * n)
+		} else {
+			p1 |= 0x80 << (8 * (n - 8))
+		}
+		w0, w1 = p0^le.Uint64(k.k2[:]), p1^le.Uint64(k.k2[8:])
 	}
-	subtle.XORBytes(x[:], x[:], last[:])
-	k.block.Encrypt(x[:], x[:])
+	le.PutUint64(last[:], w0^le.Uint64(x[:]))
+	le.PutUint64(last[8:], w1^le.Uint64(x[8:]))
+	k.block.Encrypt(x[:], last[:])
 	s.n = 0
 	return append(dst, x[:]...)
 }
