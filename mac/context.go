@@ -166,7 +166,8 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 
 // Wipe clears the context's own template and working state; a context
 // that loaded a shared Key keeps no key copy of its own beyond the hash
-// midstate, which the next Load or Reset overwrites.
+// midstate, which the next Load or Reset overwrites, and CMAC's cached
+// first block (MAC), which the next MAC of another first block overwrites.
 func (c *Context) Wipe() {
 	if c == nil {
 		return
