@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"math/bits"
 	"net/netip"
 )
 
@@ -220,13 +221,32 @@ func TCPChecksum(src, dst netip.Addr, tcp []byte) uint16 {
 // sum adds b, as big-endian 16-bit words (an odd last byte padded with
 // zero), to the running ones' complement sum s. Every call but the last
 // must pass an even length, as the checksum's callers do.
+//
+// It adds 64-bit big-endian words with end-around carry: as 2^16 ≡ 1
+// modulo 2^16−1, so is 2^64, and the ones' complement sum of the 64-bit
+// words folds to that of the 16-bit words (RFC 1071 §2(B)). s is folded
+// to 32 bits first so that it adds in as one word.
 func sum(b []byte, s uint64) uint64 {
+	acc := s>>32 + s&0xffffffff
+	var c uint64
+	for len(b) >= 32 {
+		var c1, c2, c3, c4 uint64
+		acc, c1 = bits.Add64(acc, binary.BigEndian.Uint64(b), 0)
+		acc, c2 = bits.Add64(acc, binary.BigEndian.Uint64(b[8:]), c1)
+		acc, c3 = bits.Add64(acc, binary.BigEndian.Uint64(b[16:]), c2)
+		acc, c4 = bits.Add64(acc, binary.BigEndian.Uint64(b[24:]), c3)
+		c += c4
+		b = b[32:]
+	}
 	for len(b) >= 8 {
-		v := binary.BigEndian.Uint64(b)
-		s += v >> 32
-		s += v & 0xffffffff
+		var c1 uint64
+		acc, c1 = bits.Add64(acc, binary.BigEndian.Uint64(b), 0)
+		c += c1
 		b = b[8:]
 	}
+	// Fold acc and the carries (each worth 2^64 ≡ 1) to 33 bits at most.
+	acc, c1 := bits.Add64(acc, c, 0)
+	s = acc>>32 + acc&0xffffffff + c1
 	for len(b) >= 2 {
 		s += uint64(binary.BigEndian.Uint16(b))
 		b = b[2:]
