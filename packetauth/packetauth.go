@@ -48,6 +48,15 @@ type Config struct {
 	Idle     time.Duration   // forget a connection after this long without a packet; 0: DefaultIdle
 	TimeWait time.Duration   // keep a connection closed by FIN both ways this long, for retransmitted FINs and their ACKs; 0: DefaultTimeWait
 	MaxConns int             // bound on tracked connections; 0: DefaultMaxConns
+
+	// StackChecksums says the local stack fills in the whole TCP checksum
+	// of every segment it sends (no TX checksum offload). Outbound then
+	// updates that checksum for the bytes it inserts and changes
+	// (RFC 1624) instead of summing the whole segment again, and a
+	// segment the stack sent with a wrong checksum leaves with a wrong
+	// one. Leave it false if the stack may leave a checksum partial or
+	// unset: Outbound then computes every checksum of what it signs.
+	StackChecksums bool
 }
 
 // Layer signs what the local stack sends and verifies what it receives,

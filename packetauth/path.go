@@ -35,7 +35,8 @@ func (l *Layer) cover(peer netip.Addr) Kind {
 // it returns pkt itself, untouched. For a covered peer it appends to dst
 // the packet with the TCP-AO / MD5 option inserted first among the options
 // (SACK blocks trimmed, as Linux, when 40 bytes would be exceeded), signed,
-// IP lengths and IPv4/TCP checksums fixed, and returns it (dst with
+// IP lengths and IPv4/TCP checksums fixed (the TCP checksum updated from
+// the stack's if Config.StackChecksums), and returns it (dst with
 // cap >= len(pkt)+Overhead() means no allocation; dst must not overlap
 // pkt). A non-nil error means drop; it is counted.
 //
@@ -214,8 +215,7 @@ func (l *Layer) signAO(dst, pkt []byte, seg *segment.Segment, c *conn) ([]byte, 
 		if err != nil {
 			return nil, err
 		}
-		tcp := segment.TCP(p[off:])
-		tcp.SetChecksum(segment.TCPChecksum(s.Src, s.Dst, tcp))
+		l.checksum(seg, &s, segment.TCP(p[off:]))
 		return out, nil
 	}
 }
@@ -237,9 +237,21 @@ func (l *Layer) signMD5(dst, pkt []byte, seg *segment.Segment) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tcp := segment.TCP(p[off:])
-	tcp.SetChecksum(segment.TCPChecksum(s.Src, s.Dst, tcp))
+	l.checksum(seg, &s, segment.TCP(p[off:]))
 	return out, nil
+}
+
+// checksum sets the TCP checksum of tcp, the signed segment s made of the
+// stack's seg: updated from seg's for the header words and the length
+// that changed if Config.StackChecksums (the payload moved by a multiple
+// of 4 bytes, so its words are the same), else summed anew.
+func (l *Layer) checksum(seg, s *segment.Segment, tcp segment.TCP) {
+	if !l.cfg.StackChecksums {
+		tcp.SetChecksum(segment.TCPChecksum(s.Src, s.Dst, tcp))
+		return
+	}
+	old := words(seg.Header, len(seg.Header)+len(seg.Payload))
+	tcp.SetChecksum(updateChecksum(seg.Header.Checksum(), old, words(s.Header, len(tcp))))
 }
 
 // insertOption appends to dst a copy of pkt (up to its IP length) with opt
@@ -279,8 +291,9 @@ func insertOption(dst, pkt []byte, seg *segment.Segment, opt []byte) ([]byte, []
 // Inbound takes a packet from the wire. Uncovered peer: pkt, untouched.
 // Covered peer: verified, then copied to dst with the option replaced by
 // NOPs (so a stack or kernel without the feature never sees it), the MSS
-// of a SYN / SYN-ACK reduced by Overhead, the TCP checksum recomputed;
-// the result is returned. pkt itself is never modified, except that dst
+// of a SYN / SYN-ACK reduced by Overhead, the TCP checksum updated for
+// the bytes changed (RFC 1624: a packet that came with a wrong checksum
+// keeps a wrong one, for the stack to drop); the result is returned. pkt itself is never modified, except that dst
 // may be pkt[:0] to rewrite it in place. A non-nil error (errors.Is:
 // ao.ErrBadMAC, md5sig.ErrBadMAC, ErrUnsigned, ...) means drop; it is
 // counted.
@@ -440,9 +453,12 @@ func unsigned(err error) error {
 
 // strip appends to dst a copy of pkt (up to its IP length) with the
 // authentication option overwritten by NOPs, a SYN's MSS clamped by the
-// overhead and the TCP checksum recomputed.
+// overhead and the TCP checksum updated for the bytes that changed (a
+// checksum that was wrong stays wrong).
 func (l *Layer) strip(dst, pkt []byte, seg *segment.Segment) []byte {
 	off, end := segment.TCPOffset(pkt, seg)
+	hl := len(seg.Header)
+	old := words(seg.Header, 0) // before dst, which may be pkt[:0], overwrites it
 	start := len(dst)
 	dst = append(dst, pkt[:end]...)
 	p := dst[start:]
@@ -455,9 +471,9 @@ func (l *Layer) strip(dst, pkt []byte, seg *segment.Segment) []byte {
 		fill(tcp[a.MD5:a.MD5+segment.MD5OptionLen], segment.OptionKindNOP)
 	}
 	if tcp.Flags().Has(segment.SYN) {
-		clampMSS(tcp[segment.TCPMinimumSize:tcp.DataOffset()], l.Overhead())
+		clampMSS(tcp[segment.TCPMinimumSize:hl], l.Overhead())
 	}
-	tcp.SetChecksum(segment.TCPChecksum(seg.Src, seg.Dst, tcp))
+	tcp.SetChecksum(updateChecksum(tcp.Checksum(), old, words(tcp[:hl], 0)))
 	return dst
 }
 
