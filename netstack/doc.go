@@ -5,7 +5,7 @@
 // passes every packet through a [packetauth.Layer] built from the
 // engine's keyrings (a keys file: package keyfile).
 //
-//	layer, _ := packetauth.New(packetauth.Config{AO: aoRing, MD5: md5Ring})
+//	layer, _ := packetauth.New(packetauth.Config{AO: aoRing, MD5: md5Ring, StackChecksums: true})
 //	ep, _ := netstack.New(child, layer)
 //	s.CreateNIC(1, ep) // gonet.DialContextTCP, gonet.ListenTCP as usual
 //
@@ -17,7 +17,9 @@
 // [packetauth.Layer.Overhead], so a full-sized segment still fits once
 // the option is in; it turns GSO and TX checksum offload off; SACK blocks
 // that would overflow 40 option bytes are trimmed by the layer, as Linux
-// trims them.
+// trims them. With offload off, netstack fills every TCP checksum it
+// sends, so the layer may update it for the option rather than sum the
+// segment again: packetauth.Config.StackChecksums.
 //
 // Counters, per-connection state and key rotation (Conn by 4-tuple, then
 // SetCurrent / SetRNext) are the layer's: [Endpoint.Layer].

@@ -115,7 +115,8 @@ type batch struct {
 
 var batches = sync.Pool{New: func() any { return new(batch) }}
 
-// scratches hold inbound packets flattened for the layer.
+// scratches hold inbound packets flattened for the layer (those that span
+// views).
 var scratches = sync.Pool{New: func() any { return new([]byte) }}
 
 // WritePackets signs the packets of covered peers and writes everything
@@ -150,10 +151,14 @@ func (e *Endpoint) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) 
 // for a signed one, nil for a refused one.
 func (e *Endpoint) outbound(p *stack.PacketBuffer, scratch *[]byte) *stack.PacketBuffer {
 	link := len(p.LinkHeader().Slice())
-	raw := flatten(p, scratch)[link:]
+	b := contiguous(p)
+	if b == nil {
+		b = flatten(p, scratch)
+	}
+	raw := b[link:]
 	v := buffer.NewViewSize(link + len(raw) + e.layer.Overhead())
 	w := v.AsSlice()
-	copy(w, (*scratch)[:link])
+	copy(w, b[:link])
 	out, err := e.layer.Outbound(w[link:link], raw)
 	switch v = e.result(v, w, link, raw, out, err); v {
 	case nil:
@@ -178,13 +183,17 @@ func (e *Endpoint) outbound(p *stack.PacketBuffer, scratch *[]byte) *stack.Packe
 // a covered peer's segment reaches the stack verified and stripped, a
 // refused one not at all, anything else as it came.
 func (e *Endpoint) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, p *stack.PacketBuffer) {
-	scratch := scratches.Get().(*[]byte)
-	defer scratches.Put(scratch)
 	link := len(p.LinkHeader().Slice())
-	raw := flatten(p, scratch)[link:]
+	b := contiguous(p)
+	if b == nil {
+		scratch := scratches.Get().(*[]byte)
+		defer scratches.Put(scratch)
+		b = flatten(p, scratch)
+	}
+	raw := b[link:]
 	v := buffer.NewViewSize(link + len(raw))
 	w := v.AsSlice()
-	copy(w, (*scratch)[:link])
+	copy(w, b[:link])
 	out, err := e.layer.Inbound(w[link:link], raw)
 	switch v = e.result(v, w, link, raw, out, err); v {
 	case nil:
@@ -229,6 +238,26 @@ func (e *Endpoint) result(v *buffer.View, w []byte, link int, raw, out []byte, e
 	copy(c.AsSlice()[link:], out)
 	v.Release()
 	return c
+}
+
+// contiguous returns the whole of p (from its first header) when one view
+// holds it all, as a slice of p's own bytes (the layer only reads its
+// input: not to be written), else nil.
+func contiguous(p *stack.PacketBuffer) []byte {
+	n := p.Size()
+	vl, off := p.AsViewList()
+	for v := vl.Front(); v != nil; v = v.Next() {
+		s := v.AsSlice()
+		if off >= len(s) {
+			off -= len(s)
+			continue
+		}
+		if len(s)-off >= n {
+			return s[off : off+n : off+n]
+		}
+		break
+	}
+	return nil
 }
 
 // flatten copies the whole of p (from its first header) into *scratch,

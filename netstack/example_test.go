@@ -37,7 +37,9 @@ func host(f *keyfile.File, addr string, link stack.LinkEndpoint) (*stack.Stack, 
 	if err := f.AddTo(aoRing, md5Ring); err != nil {
 		log.Fatal(err)
 	}
-	layer, err := packetauth.New(packetauth.Config{AO: aoRing, MD5: md5Ring})
+	// netstack fills every checksum (the wrapper turns TX offload off):
+	// the layer updates it for the option instead of summing anew.
+	layer, err := packetauth.New(packetauth.Config{AO: aoRing, MD5: md5Ring, StackChecksums: true})
 	if err != nil {
 		log.Fatal(err)
 	}

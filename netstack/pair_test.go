@@ -39,7 +39,9 @@ type pair struct {
 // wrapper whose layer covers no one), "md5" or a TCP-AO algorithm.
 func pairLayers(alg string) (la, lb *packetauth.Layer, err error) {
 	mk := func(peer netip.Addr) (*packetauth.Layer, error) {
-		var cfg packetauth.Config
+		// gVisor fills every outbound checksum (the wrapper turns TX
+		// checksum offload off): the layer may update them.
+		cfg := packetauth.Config{StackChecksums: true}
 		p := netip.PrefixFrom(peer, 32)
 		switch alg {
 		case "none":
