@@ -205,10 +205,8 @@ func (l *Layer) signAO(dst, pkt []byte, seg *segment.Segment, c *conn) ([]byte, 
 		if err != nil {
 			return nil, err
 		}
-		s, err := segment.ParsePacket(p)
-		if err == nil {
-			err = c.ao.Sign(&s)
-		}
+		s := inserted(seg, p, off, segment.Auth{AO: segment.TCPMinimumSize, AOLen: int(o[1])})
+		err = c.ao.Sign(&s)
 		if (errors.Is(err, ao.ErrNoRoom) || errors.Is(err, ao.ErrNoOption)) && try == 0 {
 			continue // the current key changed to one of another MAC length meanwhile
 		}
@@ -230,15 +228,23 @@ func (l *Layer) signMD5(dst, pkt []byte, seg *segment.Segment) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := segment.ParsePacket(p)
-	if err == nil {
-		err = l.cfg.MD5.Sign(&s, l.cfg.L3Index)
-	}
-	if err != nil {
+	s := inserted(seg, p, off, segment.Auth{MD5: segment.TCPMinimumSize + 2})
+	if err := l.cfg.MD5.Sign(&s, l.cfg.L3Index); err != nil {
 		return nil, err
 	}
 	l.checksum(seg, &s, segment.TCP(p[off:]))
 	return out, nil
+}
+
+// inserted returns the segment of p, the packet insertOption made of
+// seg's with its TCP header at off and the option that auth locates first
+// among the options: seg's addresses, p's header and payload. Parsing p
+// again would find the same: seg parsed, and an option inserted in front
+// of valid options at a 4-byte boundary keeps them valid.
+func inserted(seg *segment.Segment, p []byte, off int, auth segment.Auth) segment.Segment {
+	tcp := p[off:len(p):len(p)]
+	hl := segment.TCP(tcp).DataOffset()
+	return segment.Segment{Src: seg.Src, Dst: seg.Dst, Header: segment.TCP(tcp[:hl:hl]), Payload: tcp[hl:], Auth: auth}
 }
 
 // checksum sets the TCP checksum of tcp, the signed segment s made of the
