@@ -35,10 +35,15 @@ func words(tcp []byte, tcpLen int) uint16 {
 // updateChecksum returns checksum hc updated for words whose sum was old
 // and is now new (RFC 1624, eqn. 3: HC' = ~(~HC + ~m + m')). The sum over
 // the segment and its pseudo-header is the same before and after: a right
-// checksum stays right, and a wrong one stays wrong by as much.
+// checksum stays right, and a wrong one stays wrong by as much. Like
+// segment.TCPChecksum it never returns 0 (0xFFFF, the same ones'
+// complement zero, instead): Linux's TCP-AO misreads a zero checksum.
 func updateChecksum(hc, old, new uint16) uint16 {
 	s := uint32(^hc) + uint32(^old) + uint32(new)
 	s = s&0xffff + s>>16
 	s = s&0xffff + s>>16
-	return ^uint16(s)
+	if c := ^uint16(s); c != 0 {
+		return c
+	}
+	return 0xffff
 }
