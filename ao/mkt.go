@@ -47,41 +47,42 @@ type Config struct {
 // to a [Keyring]; its key material is wiped after deletion, once no reader
 // can still use it. Printing an MKT never shows key bytes.
 type MKT struct {
+	// The pointers first (the garbage collector then scans only the
+	// first words of an MKT and of the master key allocated with it).
+	alg *mac.Algorithm
+	// Behind a pointer so that fmt, walking a copied MKT's fields
+	// without its methods, prints an address and not the keyed state
+	// (for hmac(rmd160) that is key⊕ipad and key⊕opad).
+	master *kdf.Master
+	pool   *sigpool.Pool // for the calls without a connection
+	ring   *Keyring      // the keyring the MKT is in, nil once deleted; under the keyring's lock
+	// users lists the connections that have the MKT as current key
+	// (users[roleCurrent]) or RNext key, under the keyring's lock: a
+	// delete that would leave them without one is refused, and a forced
+	// delete moves them to the replacement.
+	users [2]*Conn
+	// lanes lists the connections' lane entries that count good segments
+	// for the MKT; lgen changes with every change of the list.
+	lmu   sync.Mutex
+	lanes []*laneKey
+	lgen  uint64
+	guard reclaim.Guard
+
 	peer           netip.Prefix
 	sendID, recvID uint8
 	maclen         uint8
 	exclude        bool
 	hasIfIndex     bool
 	ifindex        int
-	alg            *mac.Algorithm
-	// Behind a pointer so that fmt, walking a copied MKT's fields
-	// without its methods, prints an address and not the keyed state
-	// (for hmac(rmd160) that is key⊕ipad and key⊕opad).
-	master *kdf.Master
-	pool   *sigpool.Pool // for the calls without a connection
-	poolID sigpool.ID
+	poolID         sigpool.ID
+	added          uint64 // order of addition in its keyring (newest wins by default)
 
-	added uint64   // order of addition in its keyring (newest wins by default)
-	ring  *Keyring // the keyring the MKT is in, nil once deleted; under the keyring's lock
-	guard reclaim.Guard
 	// The counters, written per verified segment, on a line of their own
 	// so that they do not share one with what signers read.
 	_    [64]byte
 	good atomic.Uint64 // segments counted here: by listeners, and by wiped lane entries
 	bad  atomic.Uint64
 	_    [48]byte
-
-	// lanes lists the connections' lane entries that count good segments
-	// for the MKT; lgen changes with every change of the list.
-	lmu   sync.Mutex
-	lanes []*laneKey
-	lgen  uint64
-
-	// users lists the connections that have the MKT as current key
-	// (users[roleCurrent]) or RNext key, under the keyring's lock: a
-	// delete that would leave them without one is refused, and a forced
-	// delete moves them to the replacement.
-	users [2]*Conn
 }
 
 // newMKT validates cfg and prepares its master key; the keyring sets the

@@ -19,7 +19,11 @@ import (
 // number of goroutines. Its zero value holds no key. Printing a Key never
 // shows key material.
 type Key struct {
+	// The pointers first, so that the garbage collector scans a Key's
+	// first words only, not its state arrays.
 	alg *Algorithm
+	// CMAC: the AES key schedule (its subkeys k1, k2 below).
+	block cipher.Block
 	// HMAC: state[0] is the inner hash after absorbing K0^ipad and
 	// state[1] the outer hash after K0^opad, as marshalled midstates
 	// (kindHMAC, slen bytes each) or as the raw pad blocks (kindHMACRe,
@@ -28,11 +32,9 @@ type Key struct {
 	slen  uint16
 	// The key bytes: HMAC's K0 without its zero padding (the key, or its
 	// digest when longer than a block), the AES key, TCP-MD5's key.
-	raw  [maxBlockSize]byte
-	nraw uint8
-	// CMAC: the AES key schedule and the RFC 4493 subkeys.
-	block  cipher.Block
-	k1, k2 [16]byte
+	raw    [maxBlockSize]byte
+	nraw   uint8
+	k1, k2 [16]byte // CMAC's RFC 4493 subkeys
 	// gen names this keying (unique per Init, 0 when empty), so that a
 	// context can tell whether what it cached under a Key is still valid.
 	gen uint64
