@@ -52,7 +52,7 @@ func init() {
 			if alg == "hmac(sha256)" && !kernelDials {
 				// The control: the same transfer and rotation, kernel
 				// TCP-AO on both sides.
-				register(Case{Name: "aopair-hmac-sha256-rotation", Kind: "kernel-kernel", Run: func(t *T) { shimOrKernel(t, alg, false, false, true) }})
+				register(Case{Name: "aopair-hmac-sha256-rotation", Kind: "shim-kernel", Run: func(t *T) { shimOrKernel(t, alg, false, false, true) }})
 			}
 			if alg == "hmac(sha256)" {
 				register(Case{Name: name + "-v6", Kind: "shim-kernel", Run: func(t *T) { shimCase(t, alg, kernelDials, true) }})
