@@ -14,14 +14,15 @@ import (
 
 // refusedSegments verifies, with the engine and the MKTs by KeyID, every
 // TCP-AO segment a capture holds from src to dst (one connection, its
-// handshake captured), and returns a line per segment that does not
-// verify, with the segments either side of it in both directions: what a
-// case prints when the kernel counted TCPAOBad, to show which segment the
-// kernel refused and what surrounded it.
+// handshake captured) and describes what it found: a summary, the
+// segments around the first one src sent with sequence number stuck (where
+// dst's kernel stopped accepting), the capture's tail, and each segment that
+// does not verify with its neighbours. A case prints it when the kernel
+// counted TCPAOBad or the case failed.
 func refusedSegments(pkts []capture.Packet, lt capture.LinkType, src, dst netip.Addr, mkts map[uint8]*ao.MKT, stuck uint32) []string {
 	type rec struct {
 		s   seg
-		ok  string
+		why string // why the segment does not verify; "" if it does or is not src's
 		raw []byte
 	}
 	var (
@@ -64,13 +65,13 @@ func refusedSegments(pkts []capture.Packet, lt capture.LinkType, src, dst netip.
 		}
 		m := mkts[r.s.keyID]
 		if m == nil {
-			r.ok = "no MKT"
+			r.why = "no MKT"
 			bad = append(bad, i)
 			continue
 		}
 		p, err := segment.ParsePacket(r.raw)
 		if err != nil {
-			r.ok = err.Error()
+			r.why = err.Error()
 			bad = append(bad, i)
 			continue
 		}
@@ -80,9 +81,9 @@ func refusedSegments(pkts []capture.Packet, lt capture.LinkType, src, dst netip.
 			sne, basis = seqSNE, r.s.seq
 		}
 		if err := ao.VerifySegment(m, ao.ISNs{Src: srcISN, Dst: dstISN}, seqSNE, &p); err != nil {
-			r.ok = err.Error()
+			r.why = err.Error()
 			if errors.Is(err, ao.ErrBadMAC) {
-				r.ok = fmt.Sprintf("%v (SNE %d)", err, seqSNE)
+				r.why = fmt.Sprintf("%v (SNE %d)", err, seqSNE)
 			}
 			bad = append(bad, i)
 		}
@@ -97,7 +98,7 @@ func refusedSegments(pkts []capture.Packet, lt capture.LinkType, src, dst netip.
 				if j == i {
 					mark = ">> "
 				}
-				out = append(out, fmt.Sprintf("  first %s%d %v opts %v %s", mark, j+1, recs[j].s, recs[j].s.opts, recs[j].ok))
+				out = append(out, fmt.Sprintf("  first %s%d %v opts %v %s", mark, j+1, recs[j].s, recs[j].s.opts, recs[j].why))
 			}
 			break
 		}
@@ -112,7 +113,7 @@ func refusedSegments(pkts []capture.Packet, lt capture.LinkType, src, dst netip.
 			out = append(out, fmt.Sprintf("... %d more", len(bad)-n))
 			break
 		}
-		out = append(out, fmt.Sprintf("segment %d of %d does not verify: %s", i+1, len(recs), recs[i].ok))
+		out = append(out, fmt.Sprintf("segment %d of %d does not verify: %s", i+1, len(recs), recs[i].why))
 		for j := max(0, i-4); j < min(len(recs), i+3); j++ {
 			mark := "   "
 			if j == i {
