@@ -299,8 +299,9 @@ func insertOption(dst, pkt []byte, seg *segment.Segment, opt []byte) ([]byte, []
 // NOPs (so a stack or kernel without the feature never sees it), the MSS
 // of a SYN / SYN-ACK reduced by Overhead, the TCP checksum updated for
 // the bytes changed (RFC 1624: a packet that came with a wrong checksum
-// keeps a wrong one, for the stack to drop); the result is returned. pkt itself is never modified, except that dst
-// may be pkt[:0] to rewrite it in place. A non-nil error (errors.Is:
+// keeps a wrong one, for the stack to drop); the result is returned. pkt
+// itself is never modified, except that dst may be pkt[:0] to rewrite it
+// in place. A non-nil error (errors.Is:
 // ao.ErrBadMAC, md5sig.ErrBadMAC, ErrUnsigned, ...) means drop; it is
 // counted.
 //
