@@ -22,6 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/mac"
 )
@@ -38,11 +40,22 @@ var ErrAddress = errors.New("kdf: addresses of different families")
 const MaxInputLen = 53
 
 // Master is a master key prepared for the PRF: the keyed template of the
-// algorithm under the (reduced) master key. It is immutable after Init
-// and safe for concurrent use.
+// algorithm under the (reduced) master key. The template is made the first
+// time the key derives (an add of an MKT then runs no key schedule, and a
+// key that never derives never runs one); Init checks the key at once.
+// Safe for concurrent use after Init.
 type Master struct {
-	key mac.Key
+	key   mac.Key        // the template, once ready
+	alg   *mac.Algorithm // set by Init
+	ready atomic.Bool    // key holds the template
+	mu    sync.Mutex     // makes the template once
+	raw   [maxLazyKey]byte
+	n     uint8 // raw's length until the template is made; then raw is cleared
 }
+
+// maxLazyKey is the longest master key whose template waits for its first
+// use (Linux's TCP_AO_MAXKEYLEN); a longer one is keyed at once.
+const maxLazyKey = 80
 
 // Init prepares masterKey for alg. For cmac(aes128) a key that is not 16
 // bytes long is reduced as RFC 5926 §3.1.1.2 says (Linux
@@ -51,26 +64,57 @@ func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 	if m == nil {
 		return ErrMasterKey
 	}
+	m.Wipe()
 	if alg.ReducesMasterKey() && len(masterKey) != 16 {
-		return m.initReduced(alg, masterKey)
+		var reduced [16]byte
+		ReduceCMACKey(&reduced, masterKey)
+		err := m.set(alg, reduced[:])
+		clear(reduced[:])
+		return err
 	}
-	if err := m.key.Init(alg, masterKey); err != nil {
-		return fmt.Errorf("%w: %v", ErrMasterKey, err)
+	return m.set(alg, masterKey)
+}
+
+// set checks key and keeps it for the template, or makes the template now
+// for a key longer than maxLazyKey.
+func (m *Master) set(alg *mac.Algorithm, key []byte) error {
+	if !alg.KeySizeOK(len(key)) {
+		return fmt.Errorf("%w: %v does not take a %d-byte key", ErrMasterKey, alg, len(key))
 	}
+	m.alg = alg
+	if len(key) > maxLazyKey {
+		if err := m.key.Init(alg, key); err != nil {
+			m.alg = nil
+			return fmt.Errorf("%w: %v", ErrMasterKey, err)
+		}
+		m.ready.Store(true)
+		return nil
+	}
+	m.n = uint8(copy(m.raw[:], key))
 	return nil
 }
 
-// initReduced keys m with the CMAC extraction of a master key that is not
-// 16 bytes long (its own function: only this path needs the buffer).
-func (m *Master) initReduced(alg *mac.Algorithm, masterKey []byte) error {
-	var reduced [16]byte
-	ReduceCMACKey(&reduced, masterKey)
-	err := m.key.Init(alg, reduced[:])
-	clear(reduced[:])
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrMasterKey, err)
+// keyed returns the template, making it on first use.
+func (m *Master) keyed() (*mac.Key, error) {
+	if m.ready.Load() {
+		return &m.key, nil
 	}
-	return nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ready.Load() {
+		if m.alg == nil {
+			return nil, ErrMasterKey
+		}
+		err := m.key.Init(m.alg, m.raw[:m.n])
+		clear(m.raw[:])
+		m.n = 0
+		if err != nil {
+			m.alg = nil
+			return nil, fmt.Errorf("%w: %v", ErrMasterKey, err)
+		}
+		m.ready.Store(true)
+	}
+	return &m.key, nil
 }
 
 // ReduceCMACKey computes AES-CMAC(0^128, key), the KDF_AES_128_CMAC key
@@ -93,14 +137,23 @@ func (m *Master) Algorithm() *mac.Algorithm {
 	if m == nil {
 		return nil
 	}
-	return m.key.Algorithm()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.alg
 }
 
-// Wipe clears the prepared key.
+// Wipe clears the master key and its template. No derivation may run
+// concurrently with it.
 func (m *Master) Wipe() {
-	if m != nil {
-		m.key.Wipe()
+	if m == nil {
+		return
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.key.Wipe()
+	clear(m.raw[:])
+	m.n, m.alg = 0, nil
+	m.ready.Store(false)
 }
 
 // Input is the connection part of the PRF input (RFC 5925 §5.2): as seen
@@ -139,7 +192,11 @@ func (m *Master) Derive(w *mac.Context, scratch []byte, in *Input, out []byte) (
 	if m == nil || in == nil {
 		return out, ErrMasterKey
 	}
-	alg := m.key.Algorithm()
+	key, err := m.keyed()
+	if err != nil {
+		return out, err
+	}
+	alg := key.Algorithm()
 	if cap(scratch) < MaxInputLen {
 		return out, fmt.Errorf("%w: scratch of %d bytes", ErrMasterKey, cap(scratch))
 	}
@@ -147,7 +204,7 @@ func (m *Master) Derive(w *mac.Context, scratch []byte, in *Input, out []byte) (
 	if err != nil {
 		return out, err
 	}
-	if err := w.Load(&m.key); err != nil {
+	if err := w.Load(key); err != nil {
 		return out, fmt.Errorf("%w: %w", ErrMasterKey, err)
 	}
 	w.Write(buf)

@@ -72,8 +72,12 @@ func TestRFC4615(t *testing.T) {
 		if err := m.Init(alg, v.Key); err != nil {
 			t.Fatal(err)
 		}
+		key, err := m.keyed()
+		if err != nil {
+			t.Fatal(err)
+		}
 		w := alg.NewContext()
-		w.Load(&m.key)
+		w.Load(key)
 		w.Write(v.Msg)
 		if got := w.Sum(nil); !bytes.Equal(got, v.Out) {
 			t.Errorf("key len %d: got %x want %x", len(v.Key), got, v.Out)
@@ -114,5 +118,66 @@ func TestDeriveNoAllocs(t *testing.T) {
 	in := Input{Src: netip.MustParseAddr("fd00::1"), Dst: netip.MustParseAddr("fd00::2"), SrcPort: 1, DstPort: 2, SrcISN: 3, DstISN: 4}
 	if n := testing.AllocsPerRun(100, func() { out, _ = m.Derive(w, scratch, &in, out[:0]) }); n != 0 {
 		t.Fatalf("Derive allocates %v", n)
+	}
+}
+
+// TestLazyTemplate: the template a Master makes on its first derivation is
+// made once however many goroutines derive first at the same time, every
+// one of them gets the RFC 9235 traffic key, and a wiped Master derives
+// nothing (its key bytes are gone before and after the template).
+func TestLazyTemplate(t *testing.T) {
+	set, err := testvectors.RFC9235()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := set.Vectors[0]
+	alg, err := mac.Lookup(v.Alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, err := segment.ParsePacket(v.Packet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Src: seg.Src, Dst: seg.Dst, SrcPort: seg.Header.SrcPort(), DstPort: seg.Header.DstPort(), SrcISN: v.ClientISN}
+	if seg.Header.SrcPort() == 179 {
+		in.SrcISN, in.DstISN = v.ServerISN, v.ClientISN
+	} else if seg.Header.Flags()&(segment.SYN|segment.ACK) != segment.SYN {
+		in.DstISN = v.ServerISN
+	}
+	var m Master
+	if err := m.Init(alg, set.MasterKey); err != nil {
+		t.Fatal(err)
+	}
+	got := make([][]byte, 8)
+	done := make(chan error, len(got))
+	for i := range got {
+		go func() {
+			var err error
+			got[i], err = m.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil)
+			done <- err
+		}()
+	}
+	for range got {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, g := range got {
+		if !bytes.Equal(g, v.TrafficKey) {
+			t.Fatalf("goroutine %d: traffic key %x, want %x", i, g, v.TrafficKey)
+		}
+	}
+	m.Wipe()
+	if _, err := m.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil); err == nil {
+		t.Fatal("a wiped Master derived a key")
+	}
+	var fresh Master
+	if err := fresh.Init(alg, set.MasterKey); err != nil {
+		t.Fatal(err)
+	}
+	fresh.Wipe()
+	if _, err := fresh.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil); err == nil || fresh.n != 0 || fresh.raw != [maxLazyKey]byte{} {
+		t.Fatal("a Master wiped before its first use kept its key or derived")
 	}
 }
