@@ -13,8 +13,9 @@
 // that is not 16 bytes long is first reduced to 16 with AES-CMAC under the
 // all-zero key (RFC 5926 §3.1.1.2, RFC 4615's AES-CMAC-PRF-128).
 //
-// A [Master] is keyed once per master key, so deriving the four keys of a
-// new connection runs no key schedule of the PRF.
+// A [Master] is keyed once per master key, on its first derivation, so
+// adding a key runs no key schedule of the PRF and deriving the four keys
+// of each later connection runs none either.
 package kdf
 
 import (
