@@ -124,48 +124,9 @@ func runLiveCLI(args []string, stdout, stderr io.Writer, ready func(), stop <-ch
 	return run(args, stdout, stderr)
 }
 
-// nsWorker runs functions on the locked goroutine of a namespace of its
-// own; nsfd refers to the namespace.
-type nsWorker struct {
-	fns  chan func()
-	nsfd int
-	done chan error
-}
-
-func startNS(t *testing.T) *nsWorker {
-	t.Helper()
-	w := &nsWorker{fns: make(chan func()), done: make(chan error, 1)}
-	ready := make(chan error, 1)
-	go func() {
-		w.done <- netns.Run(func() error {
-			fd, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-			w.nsfd = fd
-			ready <- err
-			if err != nil {
-				return err
-			}
-			for f := range w.fns {
-				f()
-			}
-			return nil
-		})
-	}()
-	if err := <-ready; err != nil {
-		t.Fatal(err)
-	}
-	return w
-}
-
-func (w *nsWorker) do(f func()) {
-	done := make(chan struct{})
-	w.fns <- func() { f(); close(done) }
-	<-done
-}
-
-func (w *nsWorker) close() {
-	close(w.fns)
-	<-w.done
-	unix.Close(w.nsfd)
+// doIn runs f in the namespace k keeps.
+func doIn(k *netns.Keeper, f func()) {
+	_ = k.Do(func() error { f(); return nil })
 }
 
 // compareWithFile checks that verifying the -w file gives, frame by
@@ -203,9 +164,12 @@ func TestLiveKernelMD5(t *testing.T) {
 	sink, errOut := newLiveSink(), &bytes.Buffer{}
 	var code int
 	err := netns.Run(func() error {
-		b := startNS(t)
-		defer b.close()
-		if err := netns.AddVeth("clvA", "clvB", b.nsfd); err != nil {
+		b, err := netns.NewKeeper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if err := netns.AddVeth("clvA", "clvB", b.FD()); err != nil {
 			return err
 		}
 		if err := netns.AddAddr("clvA", netip.PrefixFrom(server.Addr(), 24)); err != nil {
@@ -215,7 +179,7 @@ func TestLiveKernelMD5(t *testing.T) {
 			return err
 		}
 		var berr error
-		b.do(func() {
+		doIn(b, func() {
 			if berr = netns.LinkUp("clvB"); berr == nil {
 				berr = netns.AddAddr("clvB", netip.PrefixFrom(client, 24))
 			}
@@ -246,7 +210,7 @@ func TestLiveKernelMD5(t *testing.T) {
 		traffic := func() {
 			defer close(stop)
 			var derr error
-			b.do(func() {
+			doIn(b, func() {
 				c, err := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(server.Addr(), 32), Key: key}}}).
 					Dial("tcp4", server.String())
 				if err != nil {
@@ -275,7 +239,7 @@ func TestLiveKernelMD5(t *testing.T) {
 				}
 				return false
 			})
-			b.do(func() {
+			doIn(b, func() {
 				d := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(server.Addr(), 32), Key: []byte("wrong-key")}}})
 				d.Timeout = 1500 * time.Millisecond
 				if c, err := d.Dial("tcp4", server.String()); err == nil {

@@ -34,7 +34,7 @@ func BenchmarkShimMD5(b *testing.B) {
 	const secret = "tcpsig-bench"
 	nsA, nsB := newPair(b)
 	plainA := netip.MustParseAddr("192.0.2.11")
-	if err := nsA.do(func() error { return netns.AddAddr("shA", netip.PrefixFrom(plainA, 24)) }); err != nil {
+	if err := nsA.Do(func() error { return netns.AddAddr("shA", netip.PrefixFrom(plainA, 24)) }); err != nil {
 		b.Fatal(err)
 	}
 	dir := shortDir(b)
@@ -43,7 +43,7 @@ func BenchmarkShimMD5(b *testing.B) {
 
 	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
 	var lnSigned, lnPlain net.Listener
-	if err := nsA.do(func() (err error) {
+	if err := nsA.Do(func() (err error) {
 		if lnSigned, err = lc.Listen(b.Context(), "tcp4", "192.0.2.1:0"); err != nil {
 			return err
 		}
@@ -59,7 +59,7 @@ func BenchmarkShimMD5(b *testing.B) {
 	}
 	dial := func(ln net.Listener) net.Conn {
 		var c net.Conn
-		if err := nsB.do(func() (err error) {
+		if err := nsB.Do(func() (err error) {
 			c, err = net.Dial("tcp4", ln.Addr().String())
 			return err
 		}); err != nil {

@@ -39,7 +39,7 @@ func startTransfer(t *testing.T, a, b *ns, lc *net.ListenConfig, size int) *tran
 	}
 	tr.want = sha256.Sum256(tr.data)
 	var ln net.Listener
-	if err := a.do(func() (err error) {
+	if err := a.Do(func() (err error) {
 		if lc == nil {
 			lc = &net.ListenConfig{}
 		}
@@ -59,7 +59,7 @@ func startTransfer(t *testing.T, a, b *ns, lc *net.ListenConfig, size int) *tran
 		_, _ = io.Copy(h, c)
 		tr.got <- [32]byte(h.Sum(nil))
 	}()
-	if err := b.do(func() (err error) {
+	if err := b.Do(func() (err error) {
 		d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(addrB4, 0))}
 		tr.conn, err = d.Dial("tcp4", ln.Addr().String())
 		return err

@@ -51,42 +51,17 @@ func needRoot(t testing.TB) {
 	}
 }
 
-// ns is a network namespace kept alive by one locked goroutine that runs
-// the functions given to do; processes started from do live in it.
-type ns struct {
-	fns chan func()
-	fd  *os.File // its /proc/thread-self/ns/net
-}
+// ns is a network namespace kept alive by one locked goroutine; processes
+// started from Do live in it.
+type ns struct{ *netns.Keeper }
 
 func newNS(t testing.TB) *ns {
-	n := &ns{fns: make(chan func())}
-	ready := make(chan error, 1)
-	go func() {
-		_ = netns.Run(func() error {
-			f, err := os.Open("/proc/thread-self/ns/net")
-			n.fd = f
-			ready <- err
-			for fn := range n.fns {
-				fn()
-			}
-			return nil
-		})
-	}()
-	if err := <-ready; err != nil {
+	k, err := netns.NewKeeper()
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		close(n.fns)
-		n.fd.Close()
-	})
-	return n
-}
-
-// do runs f in the namespace and returns its error.
-func (n *ns) do(f func() error) error {
-	errc := make(chan error, 1)
-	n.fns <- func() { errc <- f() }
-	return <-errc
+	t.Cleanup(k.Close)
+	return &ns{k}
 }
 
 var (
@@ -106,13 +81,13 @@ func newPair(t testing.TB) (a, b *ns) {
 			t.Fatal(err)
 		}
 	}
-	must(a.do(func() error { return netns.AddVeth("shA", "shB", int(b.fd.Fd())) }))
+	must(a.Do(func() error { return netns.AddVeth("shA", "shB", b.FD()) }))
 	for _, x := range []struct {
 		n        *ns
 		dev      string
 		ip4, ip6 netip.Addr
 	}{{a, "shA", addrA4, addrA6}, {b, "shB", addrB4, addrB6}} {
-		must(x.n.do(func() error {
+		must(x.n.Do(func() error {
 			if err := netns.LinkUp(x.dev); err != nil {
 				return err
 			}
@@ -155,7 +130,7 @@ func (s *syncBuffer) String() string {
 func (n *ns) start(t testing.TB, name string, env []string, argv ...string) *proc {
 	t.Helper()
 	p := &proc{name: name, log: &syncBuffer{}, done: make(chan error, 1)}
-	err := n.do(func() error {
+	err := n.Do(func() error {
 		p.cmd = exec.Command(argv[0], argv[1:]...)
 		p.cmd.Env = append(os.Environ(), env...)
 		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
@@ -247,7 +222,7 @@ func writeKeys(t testing.TB, dir, name, body string) string {
 func rulesExist(t testing.TB, n *ns, table string) bool {
 	t.Helper()
 	var ok bool
-	if err := n.do(func() (err error) { ok, err = nfrules.Exists(table); return err }); err != nil {
+	if err := n.Do(func() (err error) { ok, err = nfrules.Exists(table); return err }); err != nil {
 		t.Fatal(err)
 	}
 	return ok
@@ -256,7 +231,7 @@ func rulesExist(t testing.TB, n *ns, table string) bool {
 func md5Counters(t testing.TB, n *ns) kstat.MD5 {
 	t.Helper()
 	var c kstat.MD5
-	if err := n.do(func() (err error) { c, err = kstat.ReadMD5(); return err }); err != nil {
+	if err := n.Do(func() (err error) { c, err = kstat.ReadMD5(); return err }); err != nil {
 		t.Fatal(err)
 	}
 	return c

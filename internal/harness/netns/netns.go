@@ -18,7 +18,8 @@
 // The configuration helpers ([LinkUp], [SetMTU], [AddAddr], [AddRoute],
 // [AddVeth])
 // act on the namespace of the calling thread: call them from the function
-// given to Run.
+// given to Run, or to a [Keeper]'s Do (a namespace a test acts in many
+// times).
 package netns
 
 import (

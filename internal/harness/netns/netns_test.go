@@ -7,6 +7,7 @@ import (
 	"os"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func needRoot(t *testing.T) {
@@ -113,5 +114,63 @@ func TestLinks(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKeeper: Do and Go both run in the kept namespace (an address added
+// through Do is seen by Go and not by the host), and two keepers joined by
+// a veth pair reach each other.
+func TestKeeper(t *testing.T) {
+	needRoot(t)
+	a, err := NewKeeper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := NewKeeper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	pa, pb := netip.MustParsePrefix("192.0.2.81/24"), netip.MustParsePrefix("192.0.2.82/24")
+	if err := a.Do(func() error { return AddVeth("kpA", "kpB", b.FD()) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		k   *Keeper
+		dev string
+		p   netip.Prefix
+	}{{a, "kpA", pa}, {b, "kpB", pb}} {
+		if err := x.k.Do(func() error {
+			if err := LinkUp(x.dev); err != nil {
+				return err
+			}
+			return AddAddr(x.dev, x.p)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := net.InterfaceByName("kpA"); err == nil {
+		t.Fatal("the host sees the kept namespace's interface")
+	}
+	var ln net.Listener
+	if err := b.Do(func() (err error) { ln, err = net.Listen("tcp4", pb.Addr().String()+":0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	err = <-a.Go(func() error {
+		c, err := net.DialTimeout("tcp4", ln.Addr().String(), 5*time.Second)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+	if err != nil {
+		t.Fatalf("dialing from a's Go to b's listener: %v", err)
 	}
 }

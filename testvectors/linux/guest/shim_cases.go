@@ -26,7 +26,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -71,55 +70,11 @@ func algSlug(alg string) string {
 	return "hmac-sha256"
 }
 
-// shimNS is a namespace kept by one locked goroutine running the functions
-// sent to it.
-type shimNS struct {
-	fns chan func()
-	fd  *os.File
-}
-
-func newShimNS(t *T) *shimNS {
-	n := &shimNS{fns: make(chan func())}
-	ready := make(chan error, 1)
-	go func() {
-		_ = netns.Run(func() error {
-			f, err := os.Open("/proc/thread-self/ns/net")
-			n.fd = f
-			ready <- err
-			for fn := range n.fns {
-				fn()
-			}
-			return nil
-		})
-	}()
-	t.check(<-ready, "namespace")
-	return n
-}
-
-func (n *shimNS) do(f func() error) error {
-	errc := make(chan error, 1)
-	n.fns <- func() { errc <- f() }
-	return <-errc
-}
-
-func (n *shimNS) close() {
-	close(n.fns)
-	n.fd.Close()
-}
-
-// goIn runs f on a new goroutine whose thread joins n (for a long-running
-// f, which do would block on); the thread dies with the goroutine.
-func (n *shimNS) goIn(f func() error) chan error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		if err := unix.Setns(int(n.fd.Fd()), unix.CLONE_NEWNET); err != nil {
-			errc <- err
-			return
-		}
-		errc <- f()
-	}()
-	return errc
+// newShimNS makes a namespace kept by a goroutine for the case.
+func newShimNS(t *T) *netns.Keeper {
+	k, err := netns.NewKeeper()
+	t.check(err, "namespace")
+	return k
 }
 
 func shimCase(t *T, alg string, kernelDials, v6 bool) { shimOrKernel(t, alg, kernelDials, v6, false) }
@@ -142,15 +97,15 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 		return ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: id, RecvID: id, Algorithm: alg, Key: key, MACLen: 12}
 	}
 	nsK, nsS := newShimNS(t), newShimNS(t)
-	defer nsK.close()
-	defer nsS.close()
-	t.check(nsK.do(func() error { return netns.AddVeth("shK", "shS", int(nsS.fd.Fd())) }), "veth")
+	defer nsK.Close()
+	defer nsS.Close()
+	t.check(nsK.Do(func() error { return netns.AddVeth("shK", "shS", nsS.FD()) }), "veth")
 	for _, x := range []struct {
-		n     *shimNS
+		n     *netns.Keeper
 		dev   string
 		a, a6 netip.Addr
 	}{{nsK, "shK", k4, k6}, {nsS, "shS", s4, s6}} {
-		t.check(x.n.do(func() error {
+		t.check(x.n.Do(func() error {
 			if err := netns.LinkUp(x.dev); err != nil {
 				return err
 			}
@@ -188,7 +143,7 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 		sh, err = shim.New(shim.Config{Keys: keysPath, Queue: 9, Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		t.check(err, "shim")
 		ctx, stop := context.WithCancel(context.Background())
-		shimDone := nsS.goIn(func() error { return sh.Run(ctx) })
+		shimDone := nsS.Go(func() error { return sh.Run(ctx) })
 		defer func() {
 			stop()
 			if err := <-shimDone; err != nil {
@@ -205,24 +160,24 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	// with (the SYN asks for 1).
 	kkeys := linuxsock.Keys{AO: []ao.Config{mkt(2, sA), mkt(1, sA)}}
 	var before map[string]uint64
-	t.check(nsK.do(func() (err error) { before, err = kstat.TCPExt(); return err }), "TcpExt")
+	t.check(nsK.Do(func() (err error) { before, err = kstat.TCPExt(); return err }), "TcpExt")
 
 	// What reaches the kernel, to name any segment it refuses.
 	var capt *capture.Capture
-	t.check(nsK.do(func() (err error) { capt, err = capture.Start(capture.Options{Interface: "shK"}); return err }), "capture")
+	t.check(nsK.Do(func() (err error) { capt, err = capture.Start(capture.Options{Interface: "shK"}); return err }), "capture")
 	defer capt.Stop()
 
 	var kc, sc net.Conn
 	if kernelDials {
 		var ln net.Listener
-		t.check(nsS.do(func() (err error) {
+		t.check(nsS.Do(func() (err error) {
 			ln, err = linuxsock.ListenConfig(skeys).Listen(context.Background(), network, netip.AddrPortFrom(sA, 0).String())
 			return err
 		}), "listen")
 		defer ln.Close()
 		acc := make(chan net.Conn, 1)
 		go func() { c, _ := ln.Accept(); acc <- c }()
-		t.check(nsK.do(func() (err error) {
+		t.check(nsK.Do(func() (err error) {
 			d := linuxsock.Dialer(kkeys)
 			d.Timeout = 20 * time.Second
 			kc, err = d.Dial(network, ln.Addr().String())
@@ -235,14 +190,14 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 		}
 	} else {
 		var ln net.Listener
-		t.check(nsK.do(func() (err error) {
+		t.check(nsK.Do(func() (err error) {
 			ln, err = linuxsock.ListenConfig(kkeys).Listen(context.Background(), network, netip.AddrPortFrom(kA, 0).String())
 			return err
 		}), "kernel listen")
 		defer ln.Close()
 		acc := make(chan net.Conn, 1)
 		go func() { c, _ := ln.Accept(); acc <- c }()
-		t.check(nsS.do(func() (err error) {
+		t.check(nsS.Do(func() (err error) {
 			d := linuxsock.Dialer(skeys)
 			d.Timeout = 20 * time.Second
 			sc, err = d.Dial(network, ln.Addr().String())
@@ -263,7 +218,7 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	// verify (deferred: a failed write ends the case early).
 	defer func() {
 		var now map[string]uint64
-		err := nsK.do(func() (err error) { now, err = kstat.TCPExt(); return err })
+		err := nsK.Do(func() (err error) { now, err = kstat.TCPExt(); return err })
 		if err == nil && now["TCPAOBad"] == before["TCPAOBad"] && len(t.errs) == 0 {
 			return
 		}
@@ -347,7 +302,7 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	// which the kernel follows. The kernel's own RNext is its operator's to
 	// move, as one rotating both ends would; the shim then follows it.
 	var mid map[string]uint64
-	t.check(nsK.do(func() (err error) { mid, err = kstat.TCPExt(); return err }), "TcpExt")
+	t.check(nsK.Do(func() (err error) { mid, err = kstat.TCPExt(); return err }), "TcpExt")
 	writeKeys(1, 2)
 	if kernelOnly {
 		t.check(linuxsock.AddAOKey(sc.(*net.TCPConn), mkt(2, kA), linuxsock.RNext), "S side: add MKT 2 as RNext")
@@ -368,7 +323,7 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	secs := time.Since(start).Seconds()
 
 	var after map[string]uint64
-	t.check(nsK.do(func() (err error) { after, err = kstat.TCPExt(); return err }), "TcpExt")
+	t.check(nsK.Do(func() (err error) { after, err = kstat.TCPExt(); return err }), "TcpExt")
 	for _, c := range []string{"TCPAOBad", "TCPAOKeyNotFound", "TCPAORequired"} {
 		if after[c] != before[c] {
 			t.Errorf("kernel %s %d -> %d", c, before[c], after[c])
