@@ -167,47 +167,35 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	t.check(nsK.Do(func() (err error) { capt, err = capture.Start(capture.Options{Interface: "shK"}); return err }), "capture")
 	defer capt.Stop()
 
-	var kc, sc net.Conn
-	if kernelDials {
+	// connect listens in one namespace, dials from the other and returns
+	// both ends (a listener closed once it has accepted).
+	connect := func(lns, dns *netns.Keeper, lkeys, dkeys linuxsock.Keys, laddr netip.Addr) (listened, dialed net.Conn) {
 		var ln net.Listener
-		t.check(nsS.Do(func() (err error) {
-			ln, err = linuxsock.ListenConfig(skeys).Listen(context.Background(), network, netip.AddrPortFrom(sA, 0).String())
+		t.check(lns.Do(func() (err error) {
+			ln, err = linuxsock.ListenConfig(lkeys).Listen(context.Background(), network, netip.AddrPortFrom(laddr, 0).String())
 			return err
 		}), "listen")
 		defer ln.Close()
 		acc := make(chan net.Conn, 1)
 		go func() { c, _ := ln.Accept(); acc <- c }()
-		t.check(nsK.Do(func() (err error) {
-			d := linuxsock.Dialer(kkeys)
+		t.check(dns.Do(func() (err error) {
+			d := linuxsock.Dialer(dkeys)
 			d.Timeout = 20 * time.Second
-			kc, err = d.Dial(network, ln.Addr().String())
+			dialed, err = d.Dial(network, ln.Addr().String())
 			return err
-		}), "kernel dial")
+		}), "dial")
 		select {
-		case sc = <-acc:
+		case listened = <-acc:
 		case <-time.After(20 * time.Second):
 			t.Fatalf("no connection accepted")
 		}
+		return listened, dialed
+	}
+	var kc, sc net.Conn
+	if kernelDials {
+		sc, kc = connect(nsS, nsK, skeys, kkeys, sA)
 	} else {
-		var ln net.Listener
-		t.check(nsK.Do(func() (err error) {
-			ln, err = linuxsock.ListenConfig(kkeys).Listen(context.Background(), network, netip.AddrPortFrom(kA, 0).String())
-			return err
-		}), "kernel listen")
-		defer ln.Close()
-		acc := make(chan net.Conn, 1)
-		go func() { c, _ := ln.Accept(); acc <- c }()
-		t.check(nsS.Do(func() (err error) {
-			d := linuxsock.Dialer(skeys)
-			d.Timeout = 20 * time.Second
-			sc, err = d.Dial(network, ln.Addr().String())
-			return err
-		}), "dial through the shim")
-		select {
-		case kc = <-acc:
-		case <-time.After(20 * time.Second):
-			t.Fatalf("the kernel accepted no connection")
-		}
+		kc, sc = connect(nsK, nsS, kkeys, skeys, kA)
 	}
 	if kc == nil || sc == nil {
 		t.Fatalf("no connection")
