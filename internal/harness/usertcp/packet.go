@@ -156,23 +156,19 @@ func build(buf []byte, h header, payload []byte) (pkt []byte, tcpOff int) {
 	return pkt, tcpOff
 }
 
-// finish computes the TCP checksum and, for IPv4, the header checksum.
+// finish computes the TCP checksum and, for IPv4, the header checksum,
+// with package segment's functions (which never write a zero TCP
+// checksum: Linux's TCP-AO misreads one).
 func finish(pkt []byte, tcpOff int) {
 	tcp := pkt[tcpOff:]
-	tcp[16], tcp[17] = 0, 0
 	var src, dst netip.Addr
 	if tcpOff == 20 {
 		src, dst = netip.AddrFrom4([4]byte(pkt[12:16])), netip.AddrFrom4([4]byte(pkt[16:20]))
-		pkt[10], pkt[11] = 0, 0
-		binary.BigEndian.PutUint16(pkt[10:], checksum(pkt[:20], 0))
+		binary.BigEndian.PutUint16(pkt[10:], tcpseg.IPv4Checksum(pkt[:20]))
 	} else {
 		src, dst = netip.AddrFrom16([16]byte(pkt[8:24])), netip.AddrFrom16([16]byte(pkt[24:40]))
 	}
-	c := checksum(tcp, pseudoHeaderSum(src, dst, len(tcp)))
-	if c == 0 {
-		c = 0xffff // as segment.TCPChecksum: Linux's TCP-AO misreads a zero checksum field
-	}
-	binary.BigEndian.PutUint16(tcp[16:], c)
+	tcpseg.TCP(tcp).SetChecksum(tcpseg.TCPChecksum(src, dst, tcp))
 }
 
 // pseudoHeaderSum is the unfolded one's-complement sum of the TCP
