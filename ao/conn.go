@@ -318,16 +318,10 @@ func (c *Conn) input(send, syn bool, peerISN uint32) kdf.Input {
 	return kdf.Input{Src: r.Addr(), Dst: l.Addr(), SrcPort: r.Port(), DstPort: l.Port(), SrcISN: peerISN, DstISN: dstISN}
 }
 
-// laneKey returns the lane's traffic key of m (SYN or not), deriving it on
-// first use; the lane's lock is held. For the SYN key of the send lane the
-// peer's ISN is not read: a SYN retransmitted while the SYN-ACK that sets
-// it is verified would race.
-func (c *Conn) key(l *lane, m *MKT, send, syn bool) (*mac.Key, error) {
-	k, _, err := c.keyEntry(l, m, send, syn)
-	return k, err
-}
-
-// keyEntry is key that also returns the lane's entry for m.
+// keyEntry returns the lane's traffic key of m (SYN or not), deriving it
+// on first use, and the lane's entry for m; the lane's lock is held. For
+// the SYN key of the send lane the peer's ISN is not read: a SYN
+// retransmitted while the SYN-ACK that sets it is verified would race.
 func (c *Conn) keyEntry(l *lane, m *MKT, send, syn bool) (*mac.Key, *laneKey, error) {
 	k := l.find(m)
 	if k != nil && !syn && k.ready {
@@ -418,7 +412,7 @@ func (c *Conn) signLocked(l *lane, seg *segment.Segment) error {
 		// lock no current key is being deleted: take it and derive again.
 		c.ring.mu.Lock()
 		if m = c.current.Load(); m != nil {
-			k, err = c.key(l, m, true, syn)
+			k, _, err = c.keyEntry(l, m, true, syn)
 		}
 		c.ring.mu.Unlock()
 		if m == nil {

@@ -84,7 +84,7 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 	conn.risn = h.Seq() // for the Receive_SYN key; committed once the SYN verifies
 	rl := &conn.recv
 	rl.mu.Lock()
-	k, err := conn.key(rl, m, false, true)
+	k, _, err := conn.keyEntry(rl, m, false, true)
 	if err == nil {
 		err = verify(m, k, rl.context(m.alg), rl.scratch[:], syn, off, opt.MAC, 0)
 	}
