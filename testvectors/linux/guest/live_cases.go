@@ -1338,10 +1338,11 @@ func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
 	ip := segment.IP{Src: last.Src, Dst: last.Dst}
 	payload := []byte("a segment whose checksum is 0..")
 	var pkt []byte
+	opt := ao.AppendOption(nil, c.maclen)
 	tries := 0
 	for ; tries < 1<<22; tries++ {
 		binary.BigEndian.PutUint32(payload[len(payload)-4:], uint32(tries))
-		pkt, err = segment.AppendPacket(pkt[:0], ip, f, payload, ao.AppendOption(nil, c.maclen))
+		pkt, err = segment.AppendPacket(pkt[:0], ip, f, payload, opt)
 		if err != nil {
 			return err
 		}
