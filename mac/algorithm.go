@@ -60,6 +60,11 @@ type Algorithm struct {
 	newHash   func() hash.Hash
 	reduceKey bool // cmac(aes128): RFC 5926 reduces non-16-byte master keys
 	aes256    bool // cmac(aes): 32-byte keys are AES-256
+	// lenSize is the length field of a SHA-1/SHA-2 hash's padding (8 or
+	// 16 bytes), whose marshalled state starts with its chaining words:
+	// contexts then pad messages themselves and read the digest from the
+	// state (see finish.go). 0: they use the hash's Sum.
+	lenSize uint8
 }
 
 // Name returns the Linux name, e.g. "hmac(sha1)".
@@ -142,11 +147,11 @@ var aliases = map[string]string{
 
 func init() {
 	for _, a := range []*Algorithm{
-		{name: "hmac(sha1)", newHash: sha1.New},
-		{name: "hmac(sha224)", newHash: sha256.New224},
-		{name: "hmac(sha256)", newHash: sha256.New},
-		{name: "hmac(sha384)", newHash: sha512.New384},
-		{name: "hmac(sha512)", newHash: sha512.New},
+		{name: "hmac(sha1)", newHash: sha1.New, lenSize: 8},
+		{name: "hmac(sha224)", newHash: sha256.New224, lenSize: 8},
+		{name: "hmac(sha256)", newHash: sha256.New, lenSize: 8},
+		{name: "hmac(sha384)", newHash: sha512.New384, lenSize: 16},
+		{name: "hmac(sha512)", newHash: sha512.New, lenSize: 16},
 		{name: "hmac(sha3-224)", newHash: newSHA3_224},
 		{name: "hmac(sha3-256)", newHash: newSHA3_256},
 		{name: "hmac(sha3-384)", newHash: newSHA3_384},
@@ -164,6 +169,9 @@ func init() {
 				if err != nil || len(st) > maxStateSize {
 					panic("mac: " + a.name + " state cannot be marshalled into a fixed buffer")
 				}
+			}
+			if a.lenSize > 0 && !finishWorks(a) {
+				a.lenSize = 0
 			}
 		}
 		registry[a.name] = a

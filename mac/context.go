@@ -17,9 +17,13 @@ type Context struct {
 	own            *Key // SetKey's template, made on first use
 	inner, outer   hash.Hash
 	innerU, outerU encoding.BinaryUnmarshaler
+	innerA, outerA encoding.BinaryAppender
+	n              int // message bytes written since Reset
 	cmac           cmacState
 	first          cmacFirst
 	tmp            [MaxSize]byte
+	pad            [maxPad]byte       // a padded tail, then the outer hash's block
+	st             [maxStateSize]byte // a marshalled state the digest is read from
 }
 
 // NewContext returns an unkeyed working context for a. Call Load or SetKey
@@ -34,6 +38,8 @@ func (a *Algorithm) NewContext() *Context {
 		c.outer = a.newHash()
 		c.innerU, _ = c.inner.(encoding.BinaryUnmarshaler)
 		c.outerU, _ = c.outer.(encoding.BinaryUnmarshaler)
+		c.innerA, _ = c.inner.(encoding.BinaryAppender)
+		c.outerA, _ = c.outer.(encoding.BinaryAppender)
 	}
 	return c
 }
@@ -91,6 +97,7 @@ func (c *Context) Reset() {
 		return
 	}
 	k := c.key
+	c.n = 0
 	switch c.alg.kind {
 	case kindHMAC:
 		_ = c.innerU.UnmarshalBinary(k.state[0][:k.slen]) // our own marshalled state
@@ -113,6 +120,7 @@ func (c *Context) Write(p []byte) (int, error) {
 		c.cmac.write(c.key, p)
 	} else {
 		c.inner.Write(p)
+		c.n += len(p)
 	}
 	return len(p), nil
 }
@@ -132,6 +140,9 @@ func (c *Context) Sum(dst []byte) []byte {
 	case kindTCPMD5:
 		c.inner.Write(k.raw[:k.nraw])
 		return c.inner.Sum(dst)
+	}
+	if c.alg.lenSize > 0 {
+		return c.finishMD(dst, nil, c.n)
 	}
 	in := c.inner.Sum(c.tmp[:0])
 	if c.alg.kind == kindHMAC {
@@ -160,6 +171,13 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 		return c.cmac.mac(k, &c.first, dst, msg), nil
 	}
 	c.Reset()
+	if c.alg.lenSize > 0 {
+		full := len(msg) - len(msg)%c.alg.blockSize
+		if full > 0 {
+			c.inner.Write(msg[:full])
+		}
+		return c.finishMD(dst, msg[full:], len(msg)), nil
+	}
 	c.inner.Write(msg)
 	return c.Sum(dst), nil
 }
@@ -177,6 +195,8 @@ func (c *Context) Wipe() {
 	c.cmac = cmacState{}
 	c.first = cmacFirst{}
 	clear(c.tmp[:])
+	clear(c.pad[:])
+	clear(c.st[:])
 	if c.inner != nil {
 		c.inner.Reset()
 		c.outer.Reset()

@@ -217,6 +217,49 @@ func TestHMACDifferential(t *testing.T) {
 	}
 }
 
+// TestPaddedFinish checks the contexts' own padding of the SHA-1 and
+// SHA-2 hashes (finish.go) against crypto/hmac on every message length
+// 0..300, whole (MAC) and written in two pieces (Write, Sum), and that
+// init kept it in use: a Go release that changed the hashes' marshalled
+// state would quietly send these algorithms back to Sum.
+func TestPaddedFinish(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	msg := make([]byte, 300)
+	for i := range msg {
+		msg[i] = byte(rng.Uint32())
+	}
+	for _, name := range []string{"hmac(sha1)", "hmac(sha224)", "hmac(sha256)", "hmac(sha384)", "hmac(sha512)"} {
+		a, _ := Lookup(name)
+		if a.lenSize == 0 {
+			t.Errorf("%s: padded finish not in use", a)
+			continue
+		}
+		key := msg[:a.size]
+		var k Key
+		if err := k.Init(a, key); err != nil {
+			t.Fatal(err)
+		}
+		c := a.NewContext()
+		for n := 0; n <= len(msg); n++ {
+			ref := hmac.New(a.newHash, key)
+			ref.Write(msg[:n])
+			want := ref.Sum(nil)
+			got, err := c.MAC(&k, nil, msg[:n])
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("%s MAC len %d: got %x, %v want %x", a, n, got, err, want)
+			}
+			if err := c.Load(&k); err != nil {
+				t.Fatal(err)
+			}
+			c.Write(msg[:n/3])
+			c.Write(msg[n/3 : n])
+			if got := c.Sum(nil); !bytes.Equal(got, want) {
+				t.Fatalf("%s Write/Sum len %d: got %x want %x", a, n, got, want)
+			}
+		}
+	}
+}
+
 // TestTCPMD5Construction: MD5 over the data followed by the key (RFC 2385).
 func TestTCPMD5Construction(t *testing.T) {
 	c := TCPMD5.NewContext()

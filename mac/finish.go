@@ -1,0 +1,94 @@
+package mac
+
+import (
+	"crypto/hmac"
+	"encoding"
+	"encoding/binary"
+)
+
+// A SHA-1 or SHA-2 hash finished by its Sum copies its whole state, pads
+// into its own buffer and hashes the last block from there. A context
+// that knows the padding (FIPS 180-4 §5.1) does it itself instead: the
+// padded tail is written as whole blocks, which the hash compresses in
+// place, and the digest is read from the state the hash marshals, whose
+// chaining words follow a 4-byte identifier in big-endian order. The
+// outer hash of HMAC is then one block written in place. init checks this
+// layout against crypto/hmac (finishWorks) and, should a Go release change
+// it, leaves the algorithm to Sum.
+
+// stateMagic is the identifier before the chaining words.
+const stateMagic = 4
+
+// maxPad is the longest padded tail: two blocks of SHA-512.
+const maxPad = 256
+
+// appendPad appends to b the padding of a message of n bytes: 0x80,
+// zeros, and n in bits, big-endian, in a lenSize-byte field.
+func (a *Algorithm) appendPad(b []byte, n int) []byte {
+	bs, l := a.blockSize, int(a.lenSize)
+	z := (2*bs - (n+1+l)%bs) % bs
+	b = append(b, 0x80)
+	b = append(b, make([]byte, z+l-8)...)
+	return binary.BigEndian.AppendUint64(b, uint64(n)<<3)
+}
+
+// digest returns the digest of a hash padded to a whole number of blocks:
+// the chaining words of its marshalled state, in scratch.
+func (a *Algorithm) digest(h encoding.BinaryAppender, scratch *[maxStateSize]byte) []byte {
+	st, _ := h.AppendBinary(scratch[:0])
+	if len(st) < stateMagic+a.size {
+		return nil // not a layout finishWorks accepts
+	}
+	return st[stateMagic : stateMagic+a.size]
+}
+
+// finishMD ends an HMAC whose inner hash has absorbed n message bytes
+// after its pad block and the tail (fewer than a block, not yet written):
+// it pads, reads the inner digest, and runs the outer hash over it as one
+// block. The MAC is appended to dst.
+func (c *Context) finishMD(dst, tail []byte, n int) []byte {
+	a, bs := c.alg, c.alg.blockSize
+	p := append(c.pad[:0], tail...)
+	p = a.appendPad(p, bs+n)
+	c.inner.Write(p)
+	in := a.digest(c.innerA, &c.st)
+	p = append(c.pad[:0], in...)
+	p = a.appendPad(p, bs+a.size)
+	k := c.key
+	_ = c.outerU.UnmarshalBinary(k.state[1][:k.slen])
+	c.outer.Write(p)
+	return append(dst, a.digest(c.outerA, &c.st)...)
+}
+
+// finishWorks reports whether the padded finish computes crypto/hmac's
+// MAC for a, over messages that end in every way a padding can.
+func finishWorks(a *Algorithm) bool {
+	key := make([]byte, a.size)
+	msg := make([]byte, 3*a.blockSize)
+	for i := range msg {
+		msg[i] = byte(i * 7)
+	}
+	var k Key
+	if k.Init(a, key) != nil {
+		return false
+	}
+	c := a.NewContext()
+	for _, n := range []int{0, 1, a.blockSize - int(a.lenSize) - 1, a.blockSize - int(a.lenSize), a.blockSize, len(msg)} {
+		h := hmac.New(a.newHash, key)
+		h.Write(msg[:n])
+		want := h.Sum(nil)
+		got, err := c.MAC(&k, nil, msg[:n])
+		if err != nil || !hmac.Equal(got, want) {
+			return false
+		}
+		if c.Load(&k) != nil {
+			return false
+		}
+		c.Write(msg[:n/2])
+		c.Write(msg[n/2 : n])
+		if !hmac.Equal(c.Sum(nil), want) {
+			return false
+		}
+	}
+	return true
+}
