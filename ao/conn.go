@@ -387,19 +387,35 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if err := checkSegment(seg); err != nil {
 		return err
 	}
-	l := &c.send
-	l.mu.Lock()
-	err := c.signLocked(l, seg)
-	l.mu.Unlock()
-	return err
-}
-
-// signLocked is Sign's part under the send lane's lock.
-func (c *Conn) signLocked(l *lane, seg *segment.Segment) error {
 	m := c.current.Load()
 	if m == nil {
 		return ErrNoCurrentKey
 	}
+	// The option is labelled before the lock is taken, which makes these
+	// byte stores land before the header is read back as whole words.
+	off, err := labelOption(m, seg, c.rnextID(m))
+	if err != nil {
+		return err
+	}
+	l := &c.send
+	l.mu.Lock()
+	err = c.signLocked(l, m, seg, off)
+	l.mu.Unlock()
+	return err
+}
+
+// rnextID is the RNextKeyID to send with current key m: the RNext key's
+// RecvID, or m's own without one.
+func (c *Conn) rnextID(m *MKT) uint8 {
+	if n := c.rnext.Load(); n != nil {
+		return n.recvID
+	}
+	return m.recvID
+}
+
+// signLocked is Sign's part under the send lane's lock, for the current
+// key m whose option at off is labelled.
+func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error {
 	h := seg.Header
 	syn := isSYN(h.Flags())
 	if !syn && !c.risnKnown.Load() {
@@ -409,10 +425,13 @@ func (c *Conn) signLocked(l *lane, seg *segment.Segment) error {
 	if err != nil && errors.Is(err, ErrKeyNotFound) && c.ring != nil {
 		// m was deleted between the load and the derivation; a forced
 		// delete had moved the connection on first. Under the keyring's
-		// lock no current key is being deleted: take it and derive again.
+		// lock no current key is being deleted: take it, label the option
+		// for it and derive again.
 		c.ring.mu.Lock()
 		if m = c.current.Load(); m != nil {
-			k, _, err = c.keyEntry(l, m, true, syn)
+			if off, err = labelOption(m, seg, c.rnextID(m)); err == nil {
+				k, _, err = c.keyEntry(l, m, true, syn)
+			}
 		}
 		c.ring.mu.Unlock()
 		if m == nil {
@@ -422,12 +441,8 @@ func (c *Conn) signLocked(l *lane, seg *segment.Segment) error {
 	if err != nil {
 		return err
 	}
-	rnext := m.recvID
-	if n := c.rnext.Load(); n != nil {
-		rnext = n.recvID
-	}
 	seq := h.Seq()
-	if err := sign(m, k, l.context(m.alg), l.scratch[:], seg, l.sne.of(seq), rnext); err != nil {
+	if err := signAt(m, k, l.context(m.alg), l.scratch[:], seg, off, l.sne.of(seq)); err != nil {
 		return err
 	}
 	l.sne.advance(seq)

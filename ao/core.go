@@ -173,17 +173,32 @@ func signOption(m *MKT, seg *segment.Segment) (int, error) {
 // option: the per-segment core of every signer. w is a working context of
 // m's algorithm and sc at least scratchSize bytes, both the caller's alone.
 func sign(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, sne uint32, rnext uint8) error {
-	off, err := signOption(m, seg)
+	off, err := labelOption(m, seg, rnext)
 	if err != nil {
 		return err
 	}
-	h := seg.Header
-	h[off+2], h[off+3] = m.sendID, rnext
+	return signAt(m, key, w, sc, seg, off, sne)
+}
+
+// labelOption lays out seg's option for m (signOption) and writes m's
+// KeyID and rnext into it, returning its offset.
+func labelOption(m *MKT, seg *segment.Segment, rnext uint8) (int, error) {
+	off, err := signOption(m, seg)
+	if err != nil {
+		return 0, err
+	}
+	seg.Header[off+2], seg.Header[off+3] = m.sendID, rnext
+	return off, nil
+}
+
+// signAt writes the MAC of seg, whose option at off labelOption wrote,
+// into the option.
+func signAt(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, sne uint32) error {
 	sum, err := segmentMAC(m, key, w, sc, seg, off, sne)
 	if err != nil {
 		return err
 	}
-	copy(h[off+OptionHeaderLen:off+OptionHeaderLen+int(m.maclen)], sum)
+	copy(seg.Header[off+OptionHeaderLen:off+OptionHeaderLen+int(m.maclen)], sum)
 	return nil
 }
 
