@@ -248,7 +248,12 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 			b = append(b, 0)
 		}
 	} else {
-		b = append(b, h...)
+		// The header's first 16 bytes as one store: CMAC reads them back
+		// as its next block at once, and a load that spans several
+		// stores still in flight stalls.
+		b = b[:start+len(h)]
+		*(*[16]byte)(b[start:]) = [16]byte(h)
+		copy(b[start+16:], h[16:])
 		clear(b[start+off+OptionHeaderLen : start+off+OptionHeaderLen+maclen])
 	}
 	binary.BigEndian.PutUint16(b[start+segment.TCPChecksumOffset:], 0)

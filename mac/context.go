@@ -258,13 +258,43 @@ type cmacFirst struct {
 
 // mac is write and sum for a whole message, without buffering: RFC 4493
 // §2.4 over msg in place, from a zero chaining value, the first block's
-// encryption taken from f when f holds it. The first block is compared
-// and the last one built in 8-byte words: a wider load of bytes the
-// caller has just stored in narrower pieces would stall.
+// encryption taken from f when f holds it. The last block, padded and
+// xored with its subkey, is built first, in 8-byte words, so that its
+// stores have landed by the time the chain reaches it; the first block is
+// compared in words too. (A 16-byte load of bytes just stored in
+// narrower pieces stalls.)
 func (s *cmacState) mac(k *Key, f *cmacFirst, dst, msg []byte) []byte {
 	le := binary.LittleEndian
 	x, last := &s.x, &s.last
-	if len(msg) > 16 {
+	n := len(msg) &^ 15 // the whole blocks before the last
+	if n == len(msg) && n > 0 {
+		n -= 16
+	}
+	tail := msg[n:]
+	var w0, w1 uint64
+	if len(tail) == 16 {
+		w0, w1 = le.Uint64(tail)^le.Uint64(k.k1[:]), le.Uint64(tail[8:])^le.Uint64(k.k1[8:])
+	} else {
+		// The tail padded with 0x80 and zeros, xor K2.
+		var p0, p1 uint64
+		for i, c := range tail {
+			if i < 8 {
+				p0 |= uint64(c) << (8 * i)
+			} else {
+				p1 |= uint64(c) << (8 * (i - 8))
+			}
+		}
+		if t := len(tail); t < 8 {
+			p0 |= 0x80 << (8 * t)
+		} else {
+			p1 |= 0x80 << (8 * (t - 8))
+		}
+		w0, w1 = p0^le.Uint64(k.k2[:]), p1^le.Uint64(k.k2[8:])
+	}
+	le.PutUint64(last[:], w0)
+	le.PutUint64(last[8:], w1)
+	msg = msg[:n]
+	if len(msg) > 0 {
 		if b0, b1 := le.Uint64(msg), le.Uint64(msg[8:]); f.gen == k.gen && b0 == f.b0 && b1 == f.b1 {
 			*x = f.x
 		} else {
@@ -276,34 +306,13 @@ func (s *cmacState) mac(k *Key, f *cmacFirst, dst, msg []byte) []byte {
 	} else {
 		*x = [16]byte{}
 	}
-	for len(msg) > 16 {
+	for len(msg) > 0 {
 		subtle.XORBytes(x[:], x[:], msg[:16])
 		k.block.Encrypt(x[:], x[:])
 		msg = msg[16:]
 	}
-	var w0, w1 uint64
-	if len(msg) == 16 {
-		w0, w1 = le.Uint64(msg)^le.Uint64(k.k1[:]), le.Uint64(msg[8:])^le.Uint64(k.k1[8:])
-	} else {
-		// msg padded with 0x80 and zeros, xor K2.
-		var p0, p1 uint64
-		for i, c := range msg {
-			if i < 8 {
-				p0 |= uint64(c) << (8 * i)
-			} else {
-				p1 |= uint64(c) << (8 * (i - 8))
-			}
-		}
-		if n := len(msg); n < 8 {
-			p0 |= 0x80 << (8 * n)
-		} else {
-			p1 |= 0x80 << (8 * (n - 8))
-		}
-		w0, w1 = p0^le.Uint64(k.k2[:]), p1^le.Uint64(k.k2[8:])
-	}
-	le.PutUint64(last[:], w0^le.Uint64(x[:]))
-	le.PutUint64(last[8:], w1^le.Uint64(x[8:]))
-	k.block.Encrypt(x[:], last[:])
+	subtle.XORBytes(x[:], x[:], last[:])
+	k.block.Encrypt(x[:], x[:])
 	s.n = 0
 	return append(dst, x[:]...)
 }
