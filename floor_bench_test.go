@@ -205,7 +205,7 @@ func ratio(b *testing.B, op, ref func()) {
 	}
 	op()
 	ref()
-	var r []float64
+	var r, ops, refs []float64
 	for b.Loop() {
 		var top, tref time.Duration
 		if len(r)%2 == 0 {
@@ -214,9 +214,16 @@ func ratio(b *testing.B, op, ref func()) {
 			tref, top = timed(ref), timed(op)
 		}
 		r = append(r, float64(tref)/float64(top))
+		ops = append(ops, float64(top)/k)
+		refs = append(refs, float64(tref)/k)
 	}
-	slices.Sort(r)
-	b.ReportMetric(r[len(r)/2], "ratio")
+	for _, m := range []struct {
+		v    []float64
+		unit string
+	}{{r, "ratio"}, {ops, "op-ns"}, {refs, "ref-ns"}} {
+		slices.Sort(m.v)
+		b.ReportMetric(m.v[len(m.v)/2], m.unit)
+	}
 }
 
 // BenchmarkScaling is issue 10's two-core test: two goroutines, each
