@@ -63,8 +63,10 @@ type Algorithm struct {
 	// lenSize is the length field of a SHA-1/SHA-2 hash's padding (8 or
 	// 16 bytes), whose marshalled state starts with its chaining words:
 	// contexts then pad messages themselves and read the digest from the
-	// state (see finish.go). 0: they use the hash's Sum.
+	// state (see finish.go). 0: they use the hash's Sum. le marks MD5,
+	// whose length and digest words are little-endian.
 	lenSize uint8
+	le      bool
 }
 
 // Name returns the Linux name, e.g. "hmac(sha1)".
@@ -135,7 +137,7 @@ func newSHA3_512() hash.Hash { return sha3.New512() }
 
 // TCPMD5 is the keyed MD5 of RFC 2385: MD5 over the segment bytes with the
 // key appended. It is not a TCP-AO algorithm and is not found by [Lookup].
-var TCPMD5 = &Algorithm{name: "md5", size: md5.Size, blockSize: md5.BlockSize, kind: kindTCPMD5, newHash: md5.New}
+var TCPMD5 = &Algorithm{name: "md5", size: md5.Size, blockSize: md5.BlockSize, kind: kindTCPMD5, newHash: md5.New, lenSize: 8, le: true}
 
 var registry = map[string]*Algorithm{}
 
@@ -156,7 +158,7 @@ func init() {
 		{name: "hmac(sha3-256)", newHash: newSHA3_256},
 		{name: "hmac(sha3-384)", newHash: newSHA3_384},
 		{name: "hmac(sha3-512)", newHash: newSHA3_512},
-		{name: "hmac(md5)", newHash: md5.New},
+		{name: "hmac(md5)", newHash: md5.New, lenSize: 8, le: true},
 		{name: "hmac(rmd160)", newHash: ripemd160.New, kind: kindHMACRe},
 		{name: "cmac(aes128)", size: 16, blockSize: 16, kind: kindCMAC, reduceKey: true},
 		{name: "cmac(aes)", size: 16, blockSize: 16, kind: kindCMAC, aes256: true},
@@ -175,6 +177,9 @@ func init() {
 			}
 		}
 		registry[a.name] = a
+	}
+	if !finishWorks(TCPMD5) {
+		TCPMD5.lenSize = 0
 	}
 }
 

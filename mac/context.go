@@ -139,6 +139,9 @@ func (c *Context) Sum(dst []byte) []byte {
 		return c.cmac.sum(k, dst)
 	case kindTCPMD5:
 		c.inner.Write(k.raw[:k.nraw])
+		if c.alg.lenSize > 0 {
+			return c.finishPlain(dst, c.n+int(k.nraw))
+		}
 		return c.inner.Sum(dst)
 	}
 	if c.alg.lenSize > 0 {
@@ -171,7 +174,7 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 		return c.cmac.mac(k, &c.first, dst, msg), nil
 	}
 	c.Reset()
-	if c.alg.lenSize > 0 {
+	if c.alg.kind == kindHMAC && c.alg.lenSize > 0 {
 		full := len(msg) - len(msg)%c.alg.blockSize
 		if full > 0 {
 			c.inner.Write(msg[:full])
@@ -179,6 +182,7 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 		return c.finishMD(dst, msg[full:], len(msg)), nil
 	}
 	c.inner.Write(msg)
+	c.n = len(msg)
 	return c.Sum(dst), nil
 }
 

@@ -2,16 +2,18 @@ package mac
 
 import (
 	"crypto/hmac"
+	"crypto/md5"
 	"encoding"
 	"encoding/binary"
 )
 
-// A SHA-1 or SHA-2 hash finished by its Sum copies its whole state, pads
+// A SHA-1, SHA-2 or MD5 hash finished by its Sum copies its whole state, pads
 // into its own buffer and hashes the last block from there. A context
 // that knows the padding (FIPS 180-4 §5.1) does it itself instead: the
 // padded tail is written as whole blocks, which the hash compresses in
 // place, and the digest is read from the state the hash marshals, whose
-// chaining words follow a 4-byte identifier in big-endian order. The
+// chaining words follow a 4-byte identifier in big-endian order (MD5's
+// digest has them little-endian). The
 // outer hash of HMAC is then one block written in place. init checks this
 // layout against crypto/hmac (finishWorks) and, should a Go release change
 // it, leaves the algorithm to Sum.
@@ -23,11 +25,16 @@ const stateMagic = 4
 const maxPad = 256
 
 // appendPad appends to b the padding of a message of n bytes: 0x80,
-// zeros, and n in bits, big-endian, in a lenSize-byte field.
+// zeros, and n in bits in a lenSize-byte field, big-endian (MD5: an
+// 8-byte field, little-endian).
 func (a *Algorithm) appendPad(b []byte, n int) []byte {
 	bs, l := a.blockSize, int(a.lenSize)
 	z := (2*bs - (n+1+l)%bs) % bs
 	b = append(b, 0x80)
+	if a.le {
+		b = append(b, make([]byte, z)...)
+		return binary.LittleEndian.AppendUint64(b, uint64(n)<<3)
+	}
 	b = append(b, make([]byte, z+l-8)...)
 	return binary.BigEndian.AppendUint64(b, uint64(n)<<3)
 }
@@ -39,7 +46,20 @@ func (a *Algorithm) digest(h encoding.BinaryAppender, scratch *[maxStateSize]byt
 	if len(st) < stateMagic+a.size {
 		return nil // not a layout finishWorks accepts
 	}
-	return st[stateMagic : stateMagic+a.size]
+	d := st[stateMagic : stateMagic+a.size]
+	if a.le {
+		for i := 0; i+4 <= len(d); i += 4 {
+			binary.LittleEndian.PutUint32(d[i:], binary.BigEndian.Uint32(d[i:]))
+		}
+	}
+	return d
+}
+
+// finishPlain ends a plain hash (TCP-MD5's MD5 over the message and the
+// key) of n bytes, all written: it pads and appends the digest to dst.
+func (c *Context) finishPlain(dst []byte, n int) []byte {
+	c.inner.Write(c.alg.appendPad(c.pad[:0], n))
+	return append(dst, c.alg.digest(c.innerA, &c.st)...)
 }
 
 // finishMD ends an HMAC whose inner hash has absorbed n message bytes
@@ -61,7 +81,8 @@ func (c *Context) finishMD(dst, tail []byte, n int) []byte {
 }
 
 // finishWorks reports whether the padded finish computes crypto/hmac's
-// MAC for a, over messages that end in every way a padding can.
+// MAC for a (crypto/md5's for TCP-MD5), over messages that end in every
+// way a padding can.
 func finishWorks(a *Algorithm) bool {
 	key := make([]byte, a.size)
 	msg := make([]byte, 3*a.blockSize)
@@ -74,9 +95,15 @@ func finishWorks(a *Algorithm) bool {
 	}
 	c := a.NewContext()
 	for _, n := range []int{0, 1, a.blockSize - int(a.lenSize) - 1, a.blockSize - int(a.lenSize), a.blockSize, len(msg)} {
-		h := hmac.New(a.newHash, key)
-		h.Write(msg[:n])
-		want := h.Sum(nil)
+		var want []byte
+		if a.kind == kindTCPMD5 {
+			d := md5.Sum(append(msg[:n:n], key...))
+			want = d[:]
+		} else {
+			h := hmac.New(a.newHash, key)
+			h.Write(msg[:n])
+			want = h.Sum(nil)
+		}
 		got, err := c.MAC(&k, nil, msg[:n])
 		if err != nil || !hmac.Equal(got, want) {
 			return false

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/aes"
 	"crypto/hmac"
+	"crypto/md5"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -217,8 +218,9 @@ func TestHMACDifferential(t *testing.T) {
 	}
 }
 
-// TestPaddedFinish checks the contexts' own padding of the SHA-1 and
-// SHA-2 hashes (finish.go) against crypto/hmac on every message length
+// TestPaddedFinish checks the contexts' own padding of the SHA-1, SHA-2
+// and MD5 hashes (finish.go) against crypto/hmac (crypto/md5 over the
+// message and the key for TCP-MD5) on every message length
 // 0..300, whole (MAC) and written in two pieces (Write, Sum), and that
 // init kept it in use: a Go release that changed the hashes' marshalled
 // state would quietly send these algorithms back to Sum.
@@ -228,8 +230,11 @@ func TestPaddedFinish(t *testing.T) {
 	for i := range msg {
 		msg[i] = byte(rng.Uint32())
 	}
-	for _, name := range []string{"hmac(sha1)", "hmac(sha224)", "hmac(sha256)", "hmac(sha384)", "hmac(sha512)"} {
+	for _, name := range []string{"hmac(sha1)", "hmac(sha224)", "hmac(sha256)", "hmac(sha384)", "hmac(sha512)", "hmac(md5)", "md5"} {
 		a, _ := Lookup(name)
+		if name == "md5" {
+			a = TCPMD5
+		}
 		if a.lenSize == 0 {
 			t.Errorf("%s: padded finish not in use", a)
 			continue
@@ -241,9 +246,15 @@ func TestPaddedFinish(t *testing.T) {
 		}
 		c := a.NewContext()
 		for n := 0; n <= len(msg); n++ {
-			ref := hmac.New(a.newHash, key)
-			ref.Write(msg[:n])
-			want := ref.Sum(nil)
+			var want []byte
+			if a == TCPMD5 {
+				d := md5.Sum(append(msg[:n:n], key...))
+				want = d[:]
+			} else {
+				ref := hmac.New(a.newHash, key)
+				ref.Write(msg[:n])
+				want = ref.Sum(nil)
+			}
 			got, err := c.MAC(&k, nil, msg[:n])
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("%s MAC len %d: got %x, %v want %x", a, n, got, err, want)
