@@ -1,0 +1,5 @@
+//go:build !race
+
+package kdf
+
+const raceEnabled = false

@@ -1,0 +1,5 @@
+//go:build !race
+
+package md5sig
+
+const raceEnabled = false
