@@ -7,16 +7,17 @@ import (
 	"encoding/binary"
 )
 
-// A SHA-1, SHA-2 or MD5 hash finished by its Sum copies its whole state, pads
-// into its own buffer and hashes the last block from there. A context
-// that knows the padding (FIPS 180-4 §5.1) does it itself instead: the
-// padded tail is written as whole blocks, which the hash compresses in
-// place, and the digest is read from the state the hash marshals, whose
-// chaining words follow a 4-byte identifier in big-endian order (MD5's
-// digest has them little-endian). The
-// outer hash of HMAC is then one block written in place. init checks this
-// layout against crypto/hmac (finishWorks) and, should a Go release change
-// it, leaves the algorithm to Sum.
+// A SHA-1, SHA-2 or MD5 hash finished by its Sum copies its whole state,
+// pads into its own buffer and hashes the last block from there. A
+// context that knows the padding (FIPS 180-4 §5.1; RFC 1321 §3.1–3.2,
+// little-endian, for MD5) does it itself instead: the padded tail is
+// written as whole blocks, which the hash compresses in place, and the
+// digest is read from the state the hash marshals, whose chaining words
+// follow a 4-byte identifier, big-endian (MD5's digest has them
+// little-endian). The outer hash of HMAC is then one block written in
+// place. init checks this layout against crypto/hmac and crypto/md5
+// (finishWorks) and, should a Go release change it, leaves the algorithm
+// to Sum.
 
 // stateMagic is the identifier before the chaining words.
 const stateMagic = 4
