@@ -2,16 +2,15 @@ package packetauth
 
 import (
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"net/netip"
 	"os"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 	md5vectors "github.com/tcpsig/tcpsig/testvectors/md5"
@@ -22,17 +21,9 @@ type aoCaptures struct {
 	Captures []struct {
 		Name, File string
 		Features   []string
-		Keys       struct {
-			AO []struct {
-				Alg, Key, Peer string
-				SndID          uint8 `json:"sndid"`
-				RcvID          uint8 `json:"rcvid"`
-				MACLen         int   `json:"maclen"`
-				Exclude        bool  `json:"exclude_options"`
-			} `json:"ao"`
-		}
-		ISN map[string]uint32 `json:"isn"`
-		SNE map[string]uint32 `json:"sne"`
+		Keys       json.RawMessage   // a keys file (package keyfile)
+		ISN        map[string]uint32 `json:"isn"`
+		SNE        map[string]uint32 `json:"sne"`
 	}
 }
 
@@ -178,14 +169,17 @@ func TestLinuxAOReplay(t *testing.T) {
 		layers := map[netip.AddrPort]*Layer{}
 		for _, ep := range []netip.AddrPort{client, server} {
 			ring := ao.NewKeyring(nil)
-			keys := c.Keys.AO
+			kf, err := keyfile.Parse(c.Keys)
+			if err != nil {
+				t.Fatalf("%s: %v", c.Name, err)
+			}
+			keys := kf.AO
 			n := len(keys) / 2
 			mine := func(i int) bool {
-				p := netip.MustParsePrefix(keys[i].Peer)
 				if client.Addr() == server.Addr() {
 					return (i < n) == (ep == client) // the client's MKTs are listed first
 				}
-				return !p.Contains(ep.Addr())
+				return !keys[i].Config.Peer.Contains(ep.Addr())
 			}
 			// Newest first, as Linux picks a connection's default key: add
 			// them in reverse so that the first listed (the SYN's) is newest.
@@ -193,13 +187,7 @@ func TestLinuxAOReplay(t *testing.T) {
 				if !mine(i) {
 					continue
 				}
-				k := keys[i]
-				key, err := hex.DecodeString(strings.TrimPrefix(k.Key, "hex:"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := ring.Add(ao.Config{Peer: netip.MustParsePrefix(k.Peer), SendID: k.SndID, RecvID: k.RcvID,
-					Algorithm: k.Alg, Key: key, MACLen: k.MACLen, ExcludeOptions: k.Exclude}); err != nil {
+				if _, err := ring.Add(keys[i].Config); err != nil {
 					t.Fatalf("%s: %v", c.Name, err)
 				}
 			}
