@@ -24,6 +24,10 @@ var ErrUnknownAlgorithm = errors.New("mac: unknown algorithm")
 // nil key, an empty one or one of another algorithm.
 var ErrNoKey = errors.New("mac: no key, or a key of another algorithm")
 
+// ErrFinished is returned by [Context.Write] after [Context.Sum] (or
+// [Context.MAC]) finished the message, until Reset starts the next one.
+var ErrFinished = errors.New("mac: message already summed; Reset first")
+
 // ErrKeySize is returned when a key's length does not suit the algorithm
 // (AES-CMAC takes 16- or 32-byte keys; HMAC takes any length).
 var ErrKeySize = errors.New("mac: invalid key size")

@@ -18,7 +18,8 @@ type Context struct {
 	inner, outer   hash.Hash
 	innerU, outerU encoding.BinaryUnmarshaler
 	innerA, outerA encoding.BinaryAppender
-	n              int // message bytes written since Reset
+	n              int      // message bytes written since Reset
+	done           finished // where the MAC of a summed message is; Write refuses then
 	cmac           cmacState
 	first          cmacFirst
 	tmp            [MaxSize]byte
@@ -97,7 +98,7 @@ func (c *Context) Reset() {
 		return
 	}
 	k := c.key
-	c.n = 0
+	c.n, c.done = 0, 0
 	switch c.alg.kind {
 	case kindHMAC:
 		_ = c.innerU.UnmarshalBinary(k.state[0][:k.slen]) // our own marshalled state
@@ -111,10 +112,14 @@ func (c *Context) Reset() {
 	}
 }
 
-// Write absorbs p. It fails only on a context without a key ([ErrNoKey]).
+// Write absorbs p. It fails on a context without a key ([ErrNoKey]) and
+// after Sum until the next Reset ([ErrFinished]).
 func (c *Context) Write(p []byte) (int, error) {
 	if c == nil || c.key == nil {
 		return 0, ErrNoKey
+	}
+	if c.done != 0 {
+		return 0, ErrFinished
 	}
 	if c.alg.kind == kindCMAC {
 		c.cmac.write(c.key, p)
@@ -127,24 +132,59 @@ func (c *Context) Write(p []byte) (int, error) {
 
 // Sum appends the full MAC of the message written since the last Reset to
 // dst and returns the result; with enough capacity in dst it allocates
-// nothing. The message is then finished: call Reset before the next one.
-// A context without a key appends nothing.
+// nothing. The message is then finished: Sum again appends the same MAC,
+// and Write fails until Reset starts the next message. A context without
+// a key appends nothing.
 func (c *Context) Sum(dst []byte) []byte {
 	if c == nil || c.key == nil {
 		return dst
 	}
-	k := c.key
-	switch c.alg.kind {
-	case kindCMAC:
-		return c.cmac.sum(k, dst)
-	case kindTCPMD5:
-		c.inner.Write(k.raw[:k.nraw])
-		if c.alg.lenSize > 0 {
-			return c.finishPlain(dst, c.n+int(k.nraw))
-		}
-		return c.inner.Sum(dst)
+	if c.done != 0 {
+		return append(dst, c.summed()...)
 	}
-	if c.alg.lenSize > 0 {
+	return c.sum(dst)
+}
+
+// finished says where a summed message's MAC is kept, so that Sum can
+// repeat it: the CMAC chaining value, the outer hash's marshalled state,
+// or tmp.
+type finished uint8
+
+const (
+	inCMAC finished = iota + 1
+	inState
+	inTmp
+)
+
+// summed is the MAC of the summed message.
+func (c *Context) summed() []byte {
+	switch c.done {
+	case inCMAC:
+		return c.cmac.x[:]
+	case inState:
+		return c.st[stateMagic : stateMagic+c.alg.size]
+	}
+	return c.tmp[:c.alg.size]
+}
+
+// sum finishes the message, appends its MAC to dst and notes where it is
+// kept.
+func (c *Context) sum(dst []byte) []byte {
+	k := c.key
+	switch {
+	case c.alg.kind == kindCMAC:
+		c.done = inCMAC
+		return c.cmac.sum(k, dst)
+	case c.alg.kind == kindTCPMD5 && c.alg.lenSize > 0:
+		c.inner.Write(k.raw[:k.nraw])
+		c.done = inState
+		return c.finishPlain(dst, c.n+int(k.nraw))
+	case c.alg.kind == kindTCPMD5:
+		c.inner.Write(k.raw[:k.nraw])
+		c.done = inTmp
+		return append(dst, c.inner.Sum(c.tmp[:0])...)
+	case c.alg.lenSize > 0:
+		c.done = inState
 		return c.finishMD(dst, nil, c.n)
 	}
 	in := c.inner.Sum(c.tmp[:0])
@@ -155,7 +195,8 @@ func (c *Context) Sum(dst []byte) []byte {
 		c.outer.Write(k.state[1][:k.slen])
 	}
 	c.outer.Write(in)
-	return c.outer.Sum(dst)
+	c.done = inTmp
+	return append(dst, c.outer.Sum(c.tmp[:0])...)
 }
 
 // MAC loads k and appends to dst the MAC of msg, the whole message: Load,
@@ -171,6 +212,7 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 	}
 	c.key = k
 	if c.alg.kind == kindCMAC {
+		c.done = inCMAC
 		return c.cmac.mac(k, &c.first, dst, msg), nil
 	}
 	c.Reset()
@@ -179,11 +221,12 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 		if full > 0 {
 			c.inner.Write(msg[:full])
 		}
+		c.done = inState
 		return c.finishMD(dst, msg[full:], len(msg)), nil
 	}
 	c.inner.Write(msg)
 	c.n = len(msg)
-	return c.Sum(dst), nil
+	return c.sum(dst), nil
 }
 
 // Wipe clears the context's own template and working state; a context
@@ -195,7 +238,7 @@ func (c *Context) Wipe() {
 		return
 	}
 	c.own.Wipe()
-	c.key = nil
+	c.key, c.done = nil, 0
 	c.cmac = cmacState{}
 	c.first = cmacFirst{}
 	clear(c.tmp[:])
@@ -248,8 +291,8 @@ func (s *cmacState) sum(k *Key, dst []byte) []byte {
 		subtle.XORBytes(last[:], last[:], k.k2[:])
 	}
 	subtle.XORBytes(last[:], last[:], s.x[:])
-	k.block.Encrypt(last[:], last[:])
-	return append(dst, last[:]...)
+	k.block.Encrypt(s.x[:], last[:]) // x keeps the MAC (Context.summed)
+	return append(dst, s.x[:]...)
 }
 
 // cmacFirst is the CBC chaining value after one first block under one

@@ -14,7 +14,8 @@
 //     place (the re-key backend Linux used for algorithms it could not
 //     clone), [Context.Reset] returns to the keyed state without running the
 //     key schedule again, and [Context.Sum] appends the full digest to a
-//     caller's buffer.
+//     caller's buffer. Sum finishes the message: Sum again repeats its MAC,
+//     and Write fails with [ErrFinished] until Reset starts the next one.
 //
 // After warm-up none of Load, Reset, Write and Sum allocate; neither does
 // SetKey or [Key.Init] for the HMAC algorithms (the AES key schedule of

@@ -271,6 +271,47 @@ func TestPaddedFinish(t *testing.T) {
 	}
 }
 
+// TestSumFinishes: Sum finishes the message. Sum again gives the same MAC,
+// Write is refused with ErrFinished until Reset, and the next message is
+// then right; the same after MAC. For every algorithm.
+func TestSumFinishes(t *testing.T) {
+	msg := []byte("a message that is summed twice, then written to again")
+	for _, a := range append(Algorithms(), TCPMD5) {
+		var k Key
+		if err := k.Init(a, msg[:16]); err != nil {
+			t.Fatal(err)
+		}
+		c := a.NewContext()
+		want, err := c.MAC(&k, nil, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Sum(nil); !bytes.Equal(got, want) {
+			t.Errorf("%s: Sum after MAC %x, want %x", a, got, want)
+		}
+		if _, err := c.Write(msg); !errors.Is(err, ErrFinished) {
+			t.Errorf("%s: Write after MAC: %v, want ErrFinished", a, err)
+		}
+		if err := c.Load(&k); err != nil {
+			t.Fatal(err)
+		}
+		c.Write(msg[:7])
+		c.Write(msg[7:])
+		first := c.Sum(nil)
+		if !bytes.Equal(first, want) || !bytes.Equal(c.Sum(nil), want) {
+			t.Errorf("%s: Sum, Sum: %x, %x, want %x", a, first, c.Sum(nil), want)
+		}
+		if n, err := c.Write(msg); n != 0 || !errors.Is(err, ErrFinished) {
+			t.Errorf("%s: Write after Sum: %d, %v, want ErrFinished", a, n, err)
+		}
+		c.Reset()
+		c.Write(msg)
+		if got := c.Sum(nil); !bytes.Equal(got, want) {
+			t.Errorf("%s: after Reset %x, want %x", a, got, want)
+		}
+	}
+}
+
 // TestTCPMD5Construction: MD5 over the data followed by the key (RFC 2385).
 func TestTCPMD5Construction(t *testing.T) {
 	c := TCPMD5.NewContext()
