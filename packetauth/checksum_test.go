@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/internal/csum"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -108,7 +109,7 @@ func TestUpdateChecksum(t *testing.T) {
 		q := bytes.Clone(seg)
 		q[i/256] = byte(i)
 		old, new := words(seg[:60], len(seg)), words(q[:60], len(q))
-		got, want := updateChecksum(hc, old, new), segment.TCPChecksum(src, dst, q)
+		got, want := csum.Update(hc, old, new), segment.TCPChecksum(src, dst, q)
 		if got != want {
 			t.Fatalf("byte %d = %#x: %#04x, want %#04x", i/256, byte(i), got, want)
 		}
@@ -118,7 +119,7 @@ func TestUpdateChecksum(t *testing.T) {
 	q := bytes.Clone(seg)
 	w := uint32(binary.BigEndian.Uint16(q[4:])) + uint32(hc)
 	binary.BigEndian.PutUint16(q[4:], uint16(w&0xffff+w>>16))
-	if got := updateChecksum(hc, words(seg[:60], len(seg)), words(q[:60], len(q))); got != 0xffff {
+	if got := csum.Update(hc, words(seg[:60], len(seg)), words(q[:60], len(q))); got != 0xffff {
 		t.Fatalf("a segment summing to zero: %#04x, want 0xffff", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/csum"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -257,7 +258,7 @@ func (l *Layer) checksum(seg, s *segment.Segment, tcp segment.TCP) {
 		return
 	}
 	old := words(seg.Header, len(seg.Header)+len(seg.Payload))
-	tcp.SetChecksum(updateChecksum(seg.Header.Checksum(), old, words(s.Header, len(tcp))))
+	tcp.SetChecksum(csum.Update(seg.Header.Checksum(), old, words(s.Header, len(tcp))))
 }
 
 // insertOption appends to dst a copy of pkt (up to its IP length) with opt
@@ -480,7 +481,7 @@ func (l *Layer) strip(dst, pkt []byte, seg *segment.Segment) []byte {
 	if tcp.Flags().Has(segment.SYN) {
 		clampMSS(tcp[segment.TCPMinimumSize:hl], l.Overhead())
 	}
-	tcp.SetChecksum(updateChecksum(tcp.Checksum(), old, words(tcp[:hl], 0)))
+	tcp.SetChecksum(csum.Update(tcp.Checksum(), old, words(tcp[:hl], 0)))
 	return dst
 }
 

@@ -4,8 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
-	"math/bits"
 	"net/netip"
+
+	"github.com/tcpsig/tcpsig/internal/csum"
 )
 
 // Sizes of the IP headers this package builds, and of the TCP option space.
@@ -176,9 +177,9 @@ func IPv4Checksum(hdr []byte) uint16 {
 	if len(hdr) < IPv4HeaderLen {
 		return 0
 	}
-	s := sum(hdr[:10], 0)
-	s = sum(hdr[12:], s)
-	return ^fold(s)
+	s := csum.Sum(hdr[:10], 0)
+	s = csum.Sum(hdr[12:], s)
+	return ^csum.Fold(s)
 }
 
 // TCPChecksum returns the TCP checksum (RFC 9293 §3.1) of tcp, a whole TCP
@@ -198,71 +199,21 @@ func TCPChecksum(src, dst netip.Addr, tcp []byte) uint16 {
 	src, dst = src.Unmap(), dst.Unmap()
 	if src.Is4() && dst.Is4() {
 		a, b := src.As4(), dst.As4()
-		s = sum(a[:], 0)
-		s = sum(b[:], s)
+		s = csum.Sum(a[:], 0)
+		s = csum.Sum(b[:], s)
 	} else {
 		a, b := src.As16(), dst.As16()
-		s = sum(a[:], 0)
-		s = sum(b[:], s)
+		s = csum.Sum(a[:], 0)
+		s = csum.Sum(b[:], s)
 	}
 	s += protoTCP + uint64(uint32(len(tcp))>>16) + uint64(uint16(len(tcp)))
 	if len(tcp) < TCPMinimumSize {
-		s = sum(tcp, s)
+		s = csum.Sum(tcp, s)
 	} else {
-		s = sum(tcp[:TCPChecksumOffset], s)
-		s = sum(tcp[TCPChecksumOffset+2:], s)
+		s = csum.Sum(tcp[:TCPChecksumOffset], s)
+		s = csum.Sum(tcp[TCPChecksumOffset+2:], s)
 	}
-	if c := ^fold(s); c != 0 {
-		return c
-	}
-	return 0xffff
-}
-
-// sum adds b, as big-endian 16-bit words (an odd last byte padded with
-// zero), to the running ones' complement sum s. Every call but the last
-// must pass an even length, as the checksum's callers do.
-//
-// It adds 64-bit big-endian words with end-around carry: as 2^16 ≡ 1
-// modulo 2^16−1, so is 2^64, and the ones' complement sum of the 64-bit
-// words folds to that of the 16-bit words (RFC 1071 §2(B)). s is folded
-// to 32 bits first so that it adds in as one word.
-func sum(b []byte, s uint64) uint64 {
-	acc := s>>32 + s&0xffffffff
-	var c uint64
-	for len(b) >= 32 {
-		var c1, c2, c3, c4 uint64
-		acc, c1 = bits.Add64(acc, binary.BigEndian.Uint64(b), 0)
-		acc, c2 = bits.Add64(acc, binary.BigEndian.Uint64(b[8:]), c1)
-		acc, c3 = bits.Add64(acc, binary.BigEndian.Uint64(b[16:]), c2)
-		acc, c4 = bits.Add64(acc, binary.BigEndian.Uint64(b[24:]), c3)
-		c += c4
-		b = b[32:]
-	}
-	for len(b) >= 8 {
-		var c1 uint64
-		acc, c1 = bits.Add64(acc, binary.BigEndian.Uint64(b), 0)
-		c += c1
-		b = b[8:]
-	}
-	// Fold acc and the carries (each worth 2^64 ≡ 1) to 33 bits at most.
-	acc, c1 := bits.Add64(acc, c, 0)
-	s = acc>>32 + acc&0xffffffff + c1
-	for len(b) >= 2 {
-		s += uint64(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		s += uint64(b[0]) << 8
-	}
-	return s
-}
-
-// fold reduces a 64-bit running sum to 16 bits with end-around carry.
-func fold(s uint64) uint16 {
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
+	return csum.TCP(s)
 }
 
 // Has reports whether every flag of g is set in f.
