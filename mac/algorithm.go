@@ -64,11 +64,11 @@ type Algorithm struct {
 	newHash   func() hash.Hash
 	reduceKey bool // cmac(aes128): RFC 5926 reduces non-16-byte master keys
 	aes256    bool // cmac(aes): 32-byte keys are AES-256
-	// lenSize is the length field of a SHA-1/SHA-2 hash's padding (8 or
-	// 16 bytes), whose marshalled state starts with its chaining words:
-	// contexts then pad messages themselves and read the digest from the
-	// state (see finish.go). 0: they use the hash's Sum. le marks MD5,
-	// whose length and digest words are little-endian.
+	// lenSize is the length field of the padding of a SHA-1, SHA-2 or
+	// MD5 hash (8 or 16 bytes), whose marshalled state starts with its
+	// chaining words: contexts then pad messages themselves and read the
+	// digest from the state (see finish.go). 0: they use the hash's Sum.
+	// le marks MD5, whose length and digest words are little-endian.
 	lenSize uint8
 	le      bool
 }

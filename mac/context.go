@@ -175,12 +175,12 @@ func (c *Context) sum(dst []byte) []byte {
 	case c.alg.kind == kindCMAC:
 		c.done = inCMAC
 		return c.cmac.sum(k, dst)
-	case c.alg.kind == kindTCPMD5 && c.alg.lenSize > 0:
-		c.inner.Write(k.raw[:k.nraw])
-		c.done = inState
-		return c.finishPlain(dst, c.n+int(k.nraw))
 	case c.alg.kind == kindTCPMD5:
 		c.inner.Write(k.raw[:k.nraw])
+		if c.alg.lenSize > 0 {
+			c.done = inState
+			return c.finishPlain(dst, c.n+int(k.nraw))
+		}
 		c.done = inTmp
 		return append(dst, c.inner.Sum(c.tmp[:0])...)
 	case c.alg.lenSize > 0:
