@@ -160,7 +160,7 @@ func TestBareReferences(t *testing.T) {
 			t.Fatalf("%s: %v", a, err)
 		}
 		c.Write(msg)
-		got := c.Sum(nil)
+		got := c.Finish(nil)
 		if a.IsCMAC() {
 			m := newCBCMAC(t, key, msg)
 			blk, _ := aes.NewCipher(key)
@@ -266,7 +266,7 @@ func BenchmarkPool(b *testing.B) {
 							panic(err)
 						}
 						r.MAC.Write(msg)
-						out = r.MAC.Sum(out[:0])
+						out = r.MAC.Finish(out[:0])
 						r.End()
 					}
 				})
@@ -577,7 +577,7 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 				b.Fatal(err)
 			}
 			c.Write(msg)
-			out = c.Sum(out[:0])
+			out = c.Finish(out[:0])
 		}
 	case "clone":
 		var tmpl mac.Key
@@ -586,9 +586,9 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 		}
 		c := a.NewContext()
 		return func() {
-			c.Load(&tmpl)
+			c.Start(&tmpl)
 			c.Write(msg)
-			out = c.Sum(out[:0])
+			out = c.Finish(out[:0])
 		}
 	case "restore":
 		c := a.NewContext()
@@ -596,9 +596,9 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 			b.Fatal(err)
 		}
 		return func() {
-			c.Reset()
+			c.Restart()
 			c.Write(msg)
-			out = c.Sum(out[:0])
+			out = c.Finish(out[:0])
 		}
 	case "bare":
 		if a.IsCMAC() {
@@ -631,20 +631,20 @@ func Example() {
 		panic(err)
 	}
 	c.Write(msg)
-	fresh := c.Sum(nil)
+	fresh := c.Finish(nil)
 
-	c.Reset() // restore: no key schedule
+	c.Restart() // restore: no key schedule
 	c.Write(msg)
-	restored := c.Sum(nil)
+	restored := c.Finish(nil)
 
 	var tmpl mac.Key // a template, shared by any number of contexts
 	if err := tmpl.Init(alg, key); err != nil {
 		panic(err)
 	}
 	d := alg.NewContext()
-	d.Load(&tmpl) // clone
+	d.Start(&tmpl) // clone
 	d.Write(msg)
-	cloned := d.Sum(nil)
+	cloned := d.Finish(nil)
 
 	fmt.Println(mac.Equal(fresh, restored), mac.Equal(fresh, cloned))
 	// Output: true true

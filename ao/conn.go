@@ -7,9 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // Errors of the per-segment calls. Every forged or damaged MAC yields
@@ -57,20 +59,25 @@ func (c *counters) snapshot() Counters {
 }
 
 // A connection signs and verifies in two lanes, one per direction. Each
-// lane owns a working MAC context, scratch, and the traffic keys of its
+// lane holds a working MAC context leased from its MKT's pool for as long
+// as it uses keys of that algorithm, scratch, and the traffic keys of its
 // direction, per MKT: nothing on the per-segment path is shared with
-// another connection, so connections on different cores never meet. A
-// lane's lock serialises the calls of one direction (a Sign waits for
-// another Sign on the same Conn, never for a Verify).
+// another connection, so connections on different cores never meet.
 type lane struct {
+	// mu serialises the calls of one direction (a Sign waits for another
+	// Sign on the same Conn, never for a Verify) and guards every field
+	// below: while a call holds it, the lane's context, scratch, keys and
+	// SNE are that call's alone.
 	mu      sync.Mutex
-	ctx     *mac.Context      // of the algorithm of the last key used
-	keys    []*laneKey        // traffic keys per MKT; entries of deleted MKTs are wiped and reused
-	tmp     *mac.Key          // a handshake key for an ISN not committed yet, made on first use
-	sne     sneState          // the direction's SNE and its basis
-	good    uint64            // receive lane: segments verified
-	scratch [scratchSize]byte // MAC input prefix and the MAC
-	_       [cachePad]byte    // the next lane's lock on another line
+	ctx     *mac.Context         // leased from pool (entry pid) for the algorithm of the last key used; nil: none
+	pool    *sigpool.Pool        // where ctx came from and goes back to
+	pid     sigpool.ID           // ctx's pool entry
+	keys    []*laneKey           // traffic keys per MKT; entries of deleted MKTs are wiped and reused
+	tmp     *mac.Key             // a handshake key for an ISN not committed yet, made on first use
+	sne     sneState             // the direction's SNE and its basis
+	good    uint64               // receive lane: segments verified
+	scratch [scratchSize]byte    // MAC input prefix and the MAC
+	_       [cacheline.Size]byte // the next lane's lock on another line
 }
 
 // laneKey is one MKT's two traffic keys of a lane's direction: the key
@@ -91,9 +98,6 @@ type laneKey struct {
 	idx  int   // the entry's place in mkt.lanes, under mkt.lmu
 }
 
-// cachePad keeps the two lanes' locks apart.
-const cachePad = 64
-
 func (k *laneKey) wipe() {
 	k.key.Wipe()
 	k.syn.Wipe()
@@ -104,13 +108,29 @@ func (k *laneKey) wipe() {
 	k.mkt = nil
 }
 
-// context returns the lane's working context for alg, making one when the
-// algorithm changes (a rotation to an MKT of another algorithm).
-func (l *lane) context(alg *mac.Algorithm) *mac.Context {
-	if l.ctx == nil || l.ctx.Algorithm() != alg {
-		l.ctx = alg.NewContext()
+// context returns the lane's working context for m's algorithm. The
+// lane keeps the context it leased from m's pool while its keys are of
+// that algorithm; a rotation to an MKT of another algorithm (or pool)
+// returns it and leases one for the new algorithm.
+func (l *lane) context(m *MKT) (*mac.Context, error) {
+	if l.ctx != nil && l.pool == m.pool && l.pid == m.poolID {
+		return l.ctx, nil
 	}
-	return l.ctx
+	l.giveBack()
+	c, err := m.pool.Lease(m.poolID)
+	if err != nil {
+		return nil, err
+	}
+	l.ctx, l.pool, l.pid = c, m.pool, m.poolID
+	return c, nil
+}
+
+// giveBack returns the lane's context, wiped, to its pool.
+func (l *lane) giveBack() {
+	if l.ctx != nil {
+		_ = l.pool.Return(l.pid, l.ctx) // the lease holds the entry
+		l.ctx, l.pool = nil, nil
+	}
 }
 
 // find returns the lane's keys of m, nil if it has none yet.
@@ -152,9 +172,7 @@ func (l *lane) wipe() {
 		k.wipe()
 	}
 	l.tmp.Wipe() // nil-safe
-	if l.ctx != nil {
-		l.ctx.Wipe()
-	}
+	l.giveBack()
 }
 
 // Conn is one connection's TCP-AO state. Sign and Verify may be called
@@ -364,8 +382,12 @@ func (c *Conn) derive(l *lane, m *MKT, in *kdf.Input, key *mac.Key) error {
 		return ErrKeyNotFound
 	}
 	defer m.release(p)
+	w, err := l.context(m)
+	if err != nil {
+		return err
+	}
 	var raw [mac.MaxSize]byte
-	tk, err := m.master.Derive(l.context(m.alg), l.scratch[:], in, raw[:0])
+	tk, err := m.master.Derive(w, l.scratch[:], in, raw[:0])
 	if err == nil {
 		err = key.Init(m.alg, tk)
 	}
@@ -441,8 +463,12 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 	if err != nil {
 		return err
 	}
+	w, err := l.context(m)
+	if err != nil {
+		return err
+	}
 	seq := h.Seq()
-	if err := signAt(m, k, l.context(m.alg), l.scratch[:], seg, off, l.sne.of(seq)); err != nil {
+	if err := signAt(m, k, w, l.scratch[:], seg, off, l.sne.of(seq)); err != nil {
 		return err
 	}
 	l.sne.advance(seq)
@@ -544,7 +570,11 @@ func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, o
 // result: a good segment in e, the lane's entry for m, or without one
 // (a handshake's spare key) in m itself.
 func (c *Conn) check(l *lane, m *MKT, k *mac.Key, e *laneKey, seg *segment.Segment, opt Option, off int, sne uint32) error {
-	if err := verify(m, k, l.context(m.alg), l.scratch[:], seg, off, opt.MAC, sne); err != nil {
+	w, err := l.context(m)
+	if err == nil {
+		err = verify(m, k, w, l.scratch[:], seg, off, opt.MAC, sne)
+	}
+	if err != nil {
 		c.bad.Add(1)
 		m.bad.Add(1)
 		return err

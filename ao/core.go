@@ -270,13 +270,13 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 	}
 	if len(pay) == 0 && len(seg.Frags) == 0 {
 		// The whole message is in scratch (a pure ACK, for one).
-		sum, err := w.MAC(key, sc[sumOff:sumOff], b)
+		sum, err := w.Compute(key, sc[sumOff:sumOff], b)
 		if err != nil {
 			return nil, err
 		}
 		return sum[:maclen], nil
 	}
-	if err := w.Load(key); err != nil {
+	if err := w.Start(key); err != nil {
 		return nil, err
 	}
 	w.Write(b)
@@ -286,7 +286,7 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 	for _, f := range seg.Frags {
 		w.Write(f)
 	}
-	return w.Sum(sc[sumOff:sumOff])[:maclen], nil
+	return w.Finish(sc[sumOff:sumOff])[:maclen], nil
 }
 
 // protoTCP is TCP's IP protocol number, in the pseudo-header.

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -85,8 +86,12 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 	rl := &conn.recv
 	rl.mu.Lock()
 	k, _, err := conn.keyEntry(rl, m, false, true)
+	var w *mac.Context
 	if err == nil {
-		err = verify(m, k, rl.context(m.alg), rl.scratch[:], syn, off, opt.MAC, 0)
+		w, err = rl.context(m)
+	}
+	if err == nil {
+		err = verify(m, k, w, rl.scratch[:], syn, off, opt.MAC, 0)
 	}
 	rl.mu.Unlock()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/mac"
@@ -79,10 +80,10 @@ type MKT struct {
 
 	// The counters, written per verified segment, on a line of their own
 	// so that they do not share one with what signers read.
-	_    [64]byte
+	_    [cacheline.Size]byte
 	good atomic.Uint64 // segments counted here: by listeners, and by wiped lane entries
 	bad  atomic.Uint64
-	_    [48]byte
+	_    [cacheline.Size - 16]byte
 }
 
 // newMKT validates cfg and prepares its master key; the keyring sets the

@@ -150,6 +150,6 @@ func (k *Key) digest(seg *segment.Segment, sum *[DigestSize]byte) error {
 	for _, f := range seg.Frags {
 		req.MAC.Write(f)
 	}
-	copy(sum[:], req.MAC.Sum(sc[sumOff:sumOff]))
+	copy(sum[:], req.MAC.Finish(sc[sumOff:sumOff]))
 	return nil
 }
