@@ -1,6 +1,7 @@
 package mac
 
 import (
+	"crypto/sha3"
 	"crypto/subtle"
 	"encoding"
 	"encoding/binary"
@@ -30,6 +31,9 @@ type Context struct {
 	done           finished // where the MAC of a finished message is; Write refuses then
 	rekey          bool     // Start and Compute run the key schedule (NewRekeyContext)
 	cmac           cmacState
+	xof            sha3.SHAKE // KMAC's sponge
+	kx             sha3.SHAKE // KMAC: the keyed sponge of the Key of generation kxGen, restored from it once
+	kxGen          uint64
 	first          cmacFirst
 	tmp            [MaxSize]byte
 	pad            [maxPad]byte       // a padded tail, then the outer hash's block
@@ -50,6 +54,9 @@ func (a *Algorithm) NewContext() *Context {
 		c.outerU, _ = c.outer.(encoding.BinaryUnmarshaler)
 		c.innerA, _ = c.inner.(encoding.BinaryAppender)
 		c.outerA, _ = c.outer.(encoding.BinaryAppender)
+	}
+	if a.kind == kindKMAC {
+		c.xof, c.kx = newCSHAKE(), newCSHAKE()
 	}
 	return c
 }
@@ -92,9 +99,14 @@ func (c *Context) Start(k *Key) error {
 }
 
 // rekeyed runs the key schedule for k's bytes into the context's own
-// template and returns it. The template is numbered 0, so that CMAC's
-// cached first block never outlives it.
+// template and returns it. The template is numbered 0, so that neither
+// CMAC's cached first block nor KMAC's keyed sponge outlives it. A KMAC
+// template made with a customization or prefix ([Key.InitKMAC]) has no
+// key bytes to schedule: it is used as it is.
 func (c *Context) rekeyed(k *Key) *Key {
+	if k.fixed {
+		return k
+	}
 	if c.own == nil {
 		c.own = new(Key)
 	}
@@ -137,6 +149,8 @@ func (c *Context) Restart() {
 		c.cmac = cmacState{}
 	case kindTCPMD5:
 		c.inner.Reset()
+	case kindKMAC:
+		c.kmacReset(k)
 	}
 }
 
@@ -150,9 +164,12 @@ func (c *Context) Write(p []byte) (int, error) {
 	if c.done != 0 {
 		return 0, ErrFinished
 	}
-	if c.alg.kind == kindCMAC {
+	switch c.alg.kind {
+	case kindCMAC:
 		c.cmac.write(c.key, p)
-	} else {
+	case kindKMAC:
+		c.xof.Write(p)
+	default:
 		c.inner.Write(p)
 		c.n += len(p)
 	}
@@ -193,6 +210,9 @@ func (c *Context) summed() []byte {
 	case inState:
 		return c.st[stateMagic : stateMagic+c.alg.size]
 	}
+	if c.alg.kind == kindKMAC {
+		return c.tmp[:c.key.outLen]
+	}
 	return c.tmp[:c.alg.size]
 }
 
@@ -204,6 +224,8 @@ func (c *Context) sum(dst []byte) []byte {
 	case c.alg.kind == kindCMAC:
 		c.done = inCMAC
 		return c.cmac.sum(k, dst)
+	case c.alg.kind == kindKMAC:
+		return c.kmacSum(dst)
 	case c.alg.kind == kindTCPMD5:
 		c.inner.Write(k.raw[:k.nraw])
 		if c.alg.lenSize > 0 {
@@ -256,6 +278,10 @@ func (c *Context) Compute(k *Key, dst, msg []byte) ([]byte, error) {
 		c.done = inState
 		return c.finishMD(dst, msg[full:], len(msg)), nil
 	}
+	if c.alg.kind == kindKMAC {
+		c.xof.Write(msg)
+		return c.kmacSum(dst), nil
+	}
 	c.inner.Write(msg)
 	c.n = len(msg)
 	return c.sum(dst), nil
@@ -263,8 +289,9 @@ func (c *Context) Compute(k *Key, dst, msg []byte) ([]byte, error) {
 
 // Wipe clears the context's own template and working state; a context
 // that loaded a shared Key keeps no key copy of its own beyond the hash
-// midstate, which the next Start or Restart overwrites, and CMAC's cached
+// midstate, which the next Start or Restart overwrites, CMAC's cached
 // first block (Compute), which the next Compute of another first block
+// overwrites, and KMAC's keyed sponge, which the next Start of another Key
 // overwrites.
 func (c *Context) Wipe() {
 	if c == nil {
@@ -281,6 +308,9 @@ func (c *Context) Wipe() {
 		c.inner.Reset()
 		c.outer.Reset()
 	}
+	c.xof.Reset()
+	c.kx.Reset()
+	c.kxGen = 0
 }
 
 // cmacState is AES-CMAC (RFC 4493 §2.4) over the key schedule and subkeys

@@ -14,7 +14,8 @@ import (
 // Key is the one key type of tcpsig: a keyed template (the state of an
 // algorithm right after its key was absorbed) together with the key bytes
 // it came from, so that a context can either load the template
-// ([Context.Start]) or run the key schedule again ([Context.Rekey]). Build
+// ([Context.Start]) or run the key schedule again (a context made by
+// [Algorithm.NewRekeyContext]). Build
 // it with [Key.Init]; after that it is read-only and may be shared by any
 // number of goroutines. Its zero value holds no key. Printing a Key never
 // shows key material.
@@ -35,6 +36,10 @@ type Key struct {
 	raw    [maxBlockSize]byte
 	nraw   uint8
 	k1, k2 [16]byte // CMAC's RFC 4493 subkeys
+	// KMAC: the output length in bytes, and whether the template was made
+	// with a customization or prefix (InitKMAC), so raw cannot rebuild it.
+	outLen uint8
+	fixed  bool
 	// gen names this keying (unique per Init, 0 when empty), so that a
 	// context can tell whether what it cached under a Key is still valid.
 	gen uint64
@@ -85,6 +90,9 @@ func (k *Key) Init(a *Algorithm, key []byte) error {
 	if k == nil || !a.valid() {
 		return ErrNoKey
 	}
+	if a.kind == kindKMAC {
+		return k.InitKMAC(a, key, "", kmacMACLen, nil)
+	}
 	if !a.KeySizeOK(len(key)) {
 		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, a.name, len(key))
 	}
@@ -98,6 +106,9 @@ func (k *Key) Init(a *Algorithm, key []byte) error {
 // init is Init for a key whose length a accepts, leaving k unnumbered
 // (gen 0): a re-keying context's template, keyed per message.
 func (k *Key) init(a *Algorithm, key []byte) error {
+	if a.kind == kindKMAC {
+		return k.InitKMAC(a, key, "", kmacMACLen, nil) // numbered: KMAC's keyed sponge is cached by number
+	}
 	k.Wipe()
 	k.alg = a
 	switch a.kind {
@@ -187,6 +198,7 @@ func (k *Key) Wipe() {
 	clear(k.k1[:])
 	clear(k.k2[:])
 	k.block, k.slen, k.nraw, k.alg, k.gen = nil, 0, 0, nil, 0
+	k.outLen, k.fixed = 0, false
 }
 
 // String describes k without its key material.

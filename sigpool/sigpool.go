@@ -43,15 +43,17 @@ import (
 	"github.com/tcpsig/tcpsig/scratch"
 )
 
-// Backend says how a request is put into the keyed state for one use.
+// Backend says how the pool's contexts take a key at each message.
 type Backend uint8
 
 const (
-	// Clone copies a keyed template (a [mac.Key]) into the shard's context
-	// with [mac.Context.Load]: no key schedule per use. The default.
+	// Clone: a context's Start copies the key's template
+	// ([mac.Algorithm.NewContext]): no key schedule per message. The
+	// default.
 	Clone Backend = iota
-	// Rekey re-keys the shard's own pre-allocated context in place on each
-	// use with [mac.Context.Rekey]: Linux's per-CPU-request backend.
+	// Rekey: a context's Start runs the key schedule for the key's bytes
+	// in place ([mac.Algorithm.NewRekeyContext]), as Linux's per-CPU
+	// requests do for every segment.
 	Rekey
 )
 
