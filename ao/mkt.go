@@ -86,7 +86,7 @@ func newMKT(cfg *keys.AO) (*MKT, error) {
 		exclude: c.ExcludeOptions, hasIfIndex: c.HasIfIndex, ifindex: c.IfIndex, alg: alg,
 		master: &both.master}
 	if err := m.master.Init(alg, c.Key); err != nil {
-		return nil, fmt.Errorf("%w: %v", keys.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", keys.ErrInvalid, err)
 	}
 	return m, nil
 }

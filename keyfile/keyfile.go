@@ -43,7 +43,7 @@ type File struct {
 // AO is one "ao" entry: a TCP-AO MKT.
 type AO struct {
 	Name   string  // the entry's "name"; "" when it has none
-	Config keys.AO // MACLen is never 0: an absent or 0 maclen is 12
+	Config keys.AO // MACLen is never 0: an absent or 0 maclen is the algorithm's default (12, or 16 for the draft's)
 }
 
 // MD5 is one "md5" entry: a TCP-MD5 key.
@@ -196,8 +196,8 @@ func (f *File) Marshal() ([]byte, error) {
 	for _, e := range f.AO {
 		c := e.Config
 		maclen := c.MACLen
-		if maclen == 0 {
-			maclen = keys.DefaultMACLen
+		if v, err := c.Validate(); maclen == 0 && err == nil {
+			maclen = v.MACLen
 		}
 		out.AO = append(out.AO, aoJSON{Name: e.Name, Alg: c.Algorithm, Key: "hex:" + hex.EncodeToString(c.Key),
 			SndID: c.SendID, RcvID: c.RecvID, Peer: c.Peer.String(), MACLen: maclen, Exclude: c.ExcludeOptions,
@@ -362,6 +362,9 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 		}
 		return e.with("key", ErrValue, fmt.Sprintf("%d bytes, %s takes %s", len(c.Key), alg, strings.Join(ok, " or ")))
 	}
+	if err := alg.CheckMasterKey(len(c.Key)); err != nil {
+		return e.with("key", ErrValue, strings.TrimPrefix(err.Error(), "mac: "))
+	}
 	for _, id := range []struct {
 		name string
 		dst  *uint8
@@ -375,7 +378,6 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	if c.Peer, err = peer(fields["peer"]); err != nil {
 		return e.wrap("peer", err)
 	}
-	c.MACLen = keys.DefaultMACLen
 	if v, ok := fields["maclen"]; ok {
 		hi := int64(min(keys.MaxMACLen, alg.Size()))
 		n, err := integer(v, math.MinInt64, math.MaxInt64, "")
@@ -383,9 +385,12 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 			return e.wrap("maclen", err)
 		}
 		if n < 0 || n > hi {
-			return e.with("maclen", ErrValue, fmt.Sprintf("%d is not in 1..%d for %s (0 means 12)", n, hi, alg))
+			return e.with("maclen", ErrValue, fmt.Sprintf("%d is not in 1..%d for %s (0 means %d)", n, hi, alg, defaultMACLen(alg)))
 		}
 		if n != 0 {
+			if err := alg.CheckMACLen(int(n)); err != nil {
+				return e.with("maclen", ErrValue, strings.TrimPrefix(err.Error(), "mac: "))
+			}
 			c.MACLen = int(n)
 		}
 	}
@@ -404,9 +409,11 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	// Everything a keyring checks but KeyID clashes, which follow: the
 	// checks above name the field, this one makes sure nothing passes
 	// that an ao.Keyring would refuse.
-	if _, err := c.Validate(); err != nil {
+	v, err := c.Validate()
+	if err != nil {
 		return e.with("", ErrValue, strings.TrimPrefix(err.Error(), "keys: "))
 	}
+	c.MACLen = v.MACLen
 	for _, id := range []struct {
 		field string
 		kind  byte
@@ -431,6 +438,14 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	p.aoIDs[idKey{c.Peer, 's', c.SendID}] = append(p.aoIDs[idKey{c.Peer, 's', c.SendID}], n)
 	p.aoIDs[idKey{c.Peer, 'r', c.RecvID}] = append(p.aoIDs[idKey{c.Peer, 'r', c.RecvID}], n)
 	return nil
+}
+
+// defaultMACLen is the MAC length of an MKT of alg that gives none.
+func defaultMACLen(alg *mac.Algorithm) int {
+	if n := alg.MACLen(); n != 0 {
+		return n
+	}
+	return keys.DefaultMACLen
 }
 
 func sameAO(a, b keys.AO) bool {

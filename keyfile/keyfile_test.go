@@ -311,3 +311,25 @@ func FuzzParse(f *testing.F) {
 		_ = io.Discard
 	})
 }
+
+// An algorithm with one MAC length (the draft's) gets it when the entry
+// gives none, and any other is refused at the maclen field.
+func TestDraftMACLen(t *testing.T) {
+	key := `"hex:` + strings.Repeat("5a", 32) + `"`
+	f, err := Parse([]byte(`{"ao": [{"alg": "KMAC256-128", "key": ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`))
+	if err != nil || f.AO[0].Config.MACLen != 16 || f.AO[0].Config.Algorithm != "kmac256-128" {
+		t.Fatalf("Parse = %v, %v; want maclen 16", f, err)
+	}
+	if err := addEach(f); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Parse([]byte(`{"ao": [{"alg": "hmac-sha256-128", "key": ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1", "maclen": 12}]}`))
+	var e *Error
+	if !errors.As(err, &e) || e.Field != "maclen" || !errors.Is(err, ErrValue) {
+		t.Fatalf("maclen 12 for hmac-sha256-128: %v, want ErrValue at maclen", err)
+	}
+	_, err = Parse([]byte(`{"ao": [{"alg": "hmac-sha256-128", "key": "text:short", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`))
+	if !errors.As(err, &e) || e.Field != "key" || !errors.Is(err, ErrValue) {
+		t.Fatalf("10-byte master key for hmac-sha256-128: %v, want ErrValue at key", err)
+	}
+}

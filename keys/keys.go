@@ -15,8 +15,9 @@ const (
 	// MaxKeyLen is the longest master key or TCP-MD5 key
 	// (TCP_AO_MAXKEYLEN, TCP_MD5SIG_MAXKEYLEN).
 	MaxKeyLen = mac.MaxKeySize
-	// DefaultMACLen is the MAC length of an MKT whose MACLen is 0: RFC
-	// 5926 §3.2's 96 bits, Linux's default.
+	// DefaultMACLen is the MAC length of an MKT whose MACLen is 0 and
+	// whose algorithm allows more than one: RFC 5926 §3.2's 96 bits,
+	// Linux's default.
 	DefaultMACLen = 12
 	// MaxMACLen is the longest MAC whose option still fits a SYN that
 	// carries MSS, timestamps and window scale: round_up(4+maclen, 4) ≤ 20.
@@ -36,14 +37,14 @@ type AO struct {
 	SendID, RecvID uint8        // KeyID sent, KeyID expected on receive
 	Algorithm      string       // Linux name, e.g. "hmac(sha1)", "cmac(aes128)", or RFC 5926 "HMAC-SHA-1-96"
 	Key            []byte       // master key, 1..MaxKeyLen bytes; a keyring copies it
-	MACLen         int          // 0 means DefaultMACLen
+	MACLen         int          // 0 means the algorithm's default: DefaultMACLen, or the one length it allows
 	ExcludeOptions bool         // TCP_AO_KEYF_EXCLUDE_OPT: options other than TCP-AO are not covered
 	IfIndex        int          // L3 (VRF) interface index; with HasIfIndex the MKT matches only that L3 domain
 	HasIfIndex     bool         // TCP_AO_KEYF_IFINDEX
 }
 
 // Validate checks c as Linux's TCP_AO_ADD_KEY does, and returns it as a
-// keyring holds it: MACLen 0 made DefaultMACLen, an IPv4-mapped prefix of
+// keyring holds it: MACLen 0 made the algorithm's default, an IPv4-mapped prefix of
 // /96 or longer made the IPv4 prefix it maps, Algorithm its Linux name.
 // Errors wrap [ErrInvalid] or [ErrMACTooLong].
 func (c AO) Validate() (AO, error) {
@@ -55,6 +56,9 @@ func (c AO) Validate() (AO, error) {
 	if len(c.Key) == 0 || len(c.Key) > MaxKeyLen {
 		return AO{}, fmt.Errorf("%w: key length %d not in 1..%d", ErrInvalid, len(c.Key), MaxKeyLen)
 	}
+	if err := alg.CheckMasterKey(len(c.Key)); err != nil {
+		return AO{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	// RFC 5926 §3.1.1.2: cmac(aes128) reduces any other master key to
 	// 16 bytes; every other algorithm keys its KDF with the key itself.
 	if !alg.ReducesMasterKey() && !alg.KeySizeOK(len(c.Key)) {
@@ -62,6 +66,12 @@ func (c AO) Validate() (AO, error) {
 	}
 	if c.MACLen == 0 {
 		c.MACLen = DefaultMACLen
+		if n := alg.MACLen(); n != 0 {
+			c.MACLen = n
+		}
+	}
+	if n := alg.MACLen(); n != 0 && c.MACLen != n {
+		return AO{}, fmt.Errorf("%w: %w", ErrInvalid, alg.CheckMACLen(c.MACLen))
 	}
 	if c.MACLen < 0 || c.MACLen > MaxMACLen {
 		return AO{}, fmt.Errorf("%w: maclen %d", ErrMACTooLong, c.MACLen)

@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/tcpsig/tcpsig/mac"
 )
 
 func TestValidateAO(t *testing.T) {
@@ -36,6 +38,11 @@ func TestValidateAO(t *testing.T) {
 		{"host bits set", with(func(c *AO) { c.Peer = netip.MustParsePrefix("192.0.2.1/24") }), ErrInvalid},
 		{"ifindex without the flag", with(func(c *AO) { c.IfIndex = 3 }), ErrInvalid},
 		{"ifindex with the flag", with(func(c *AO) { c.IfIndex, c.HasIfIndex = 3, true }), nil},
+		// draft-ietf-tcpm-tcp-ao-algs: 16-byte MACs only, master keys of
+		// at least 32 bytes, as properties of the algorithm.
+		{"kmac256-128, 32-byte key", with(func(c *AO) { c.Algorithm = "kmac256-128"; c.Key = make([]byte, 32) }), nil},
+		{"hmac-sha256-128 maclen 12", with(func(c *AO) { c.Algorithm = "hmac-sha256-128"; c.Key = make([]byte, 32); c.MACLen = 12 }), mac.ErrMACLen},
+		{"hmac-sha256-128 31-byte key", with(func(c *AO) { c.Algorithm = "hmac-sha256-128"; c.Key = make([]byte, 31) }), mac.ErrMasterKeyLen},
 	} {
 		_, err := tc.c.Validate()
 		if tc.want == nil && err != nil || tc.want != nil && !errors.Is(err, tc.want) {
@@ -51,6 +58,10 @@ func TestValidateAONormalises(t *testing.T) {
 	}
 	if c.Peer != netip.MustParsePrefix("192.0.2.0/24") || c.MACLen != DefaultMACLen || c.Algorithm != "hmac(sha1)" {
 		t.Errorf("Validate = %v, want peer 192.0.2.0/24, maclen 12, hmac(sha1)", c)
+	}
+	c, err = AO{Peer: netip.MustParsePrefix("::/0"), Algorithm: "KMAC256-128", Key: make([]byte, 32)}.Validate()
+	if err != nil || c.MACLen != 16 || c.Algorithm != "kmac256-128" {
+		t.Errorf("Validate = %v, %v; want maclen 16, kmac256-128", c, err)
 	}
 }
 
