@@ -31,6 +31,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
@@ -335,8 +336,8 @@ func masterKey(alg string) []byte {
 // the client sends KeyID 1 and receives 2, the server the other way round.
 func rings(tb testing.TB, alg string) (cring, sring *ao.Keyring) {
 	tb.Helper()
-	mkt := func(peer netip.Addr, send, recv uint8) ao.Config {
-		return ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
+	mkt := func(peer netip.Addr, send, recv uint8) keys.AO {
+		return keys.AO{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
 			Algorithm: alg, Key: masterKey(alg), MACLen: macLenOf(alg)}
 	}
 	cring, sring = ao.NewKeyring(nil), ao.NewKeyring(nil)
@@ -530,7 +531,7 @@ func BenchmarkMD5(b *testing.B) {
 					return
 				}
 				r := md5sig.NewKeyring(nil)
-				if _, err := r.Add(md5sig.Config{Peer: netip.PrefixFrom(server.Addr(), 32), Key: key}); err != nil {
+				if _, err := r.Add(keys.MD5{Peer: netip.PrefixFrom(server.Addr(), 32), Key: key}); err != nil {
 					b.Fatal(err)
 				}
 				tcp := md5Header(client.Port(), server.Port(), 1001, 5001, bytesOf(n, 4))
@@ -540,7 +541,7 @@ func BenchmarkMD5(b *testing.B) {
 				}
 				if op == "verify" { // the receiver's keyring: its key is for the client
 					r = md5sig.NewKeyring(nil)
-					if _, err := r.Add(md5sig.Config{Peer: netip.PrefixFrom(client.Addr(), 32), Key: key}); err != nil {
+					if _, err := r.Add(keys.MD5{Peer: netip.PrefixFrom(client.Addr(), 32), Key: key}); err != nil {
 						b.Fatal(err)
 					}
 					if err := r.Verify(&seg, 0); err != nil {

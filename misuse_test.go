@@ -10,6 +10,7 @@ import (
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/scratch"
@@ -21,11 +22,11 @@ import (
 // a careless call gets must be one of them (errors.Is).
 var sentinels = []error{
 	ao.ErrBadMAC, ao.ErrMACLength, ao.ErrKeyNotFound, ao.ErrAORequired, ao.ErrUnexpected, ao.ErrNoOption,
-	ao.ErrNoRoom, ao.ErrNoCurrentKey, ao.ErrNoISN, ao.ErrNotSYN, ao.ErrOption, ao.ErrInvalidKey,
-	ao.ErrMACTooLong, ao.ErrKeyExists, ao.ErrNoSuchKey, ao.ErrKeyBusy,
+	ao.ErrNoRoom, ao.ErrNoCurrentKey, ao.ErrNoISN, ao.ErrNotSYN, ao.ErrOption, keys.ErrInvalid,
+	keys.ErrMACTooLong, ao.ErrKeyExists, ao.ErrNoSuchKey, ao.ErrKeyBusy,
 	aopacket.ErrNotAccepted, aopacket.ErrISN, aopacket.ErrUnsignedConn,
 	md5sig.ErrBadMAC, md5sig.ErrMissing, md5sig.ErrUnexpected, md5sig.ErrAOOption, md5sig.ErrNoOption,
-	md5sig.ErrNoKey, md5sig.ErrNoRoom, md5sig.ErrInvalidKey, md5sig.ErrNoSuchKey,
+	md5sig.ErrNoKey, md5sig.ErrNoRoom, keys.ErrInvalid, md5sig.ErrNoSuchKey,
 	sigpool.ErrPoolFull, sigpool.ErrKeyMismatch, sigpool.ErrNotAllocated, sigpool.ErrBackend,
 	mac.ErrNoKey, mac.ErrKeySize, mac.ErrUnknownAlgorithm,
 	kdf.ErrMasterKey, kdf.ErrAddress,
@@ -43,10 +44,10 @@ var sentinels = []error{
 // packages' sentinels.
 func TestMisuse(t *testing.T) {
 	values := []any{
-		ao.Config{}, ao.Conn{}, ao.Counters{}, ao.DeleteOptions{}, ao.Endpoint{}, ao.ISNs{}, ao.Keyring{},
+		keys.AO{}, ao.Conn{}, ao.Counters{}, ao.DeleteOptions{}, ao.Endpoint{}, ao.ISNs{}, ao.Keyring{},
 		ao.Listener{}, ao.MKT{}, ao.Option{}, ao.Policy{}, ao.RepairState{}, ao.TrafficKey{},
 		aopacket.Auth{},
-		md5sig.Config{}, md5sig.Counters{}, md5sig.DeleteOptions{}, md5sig.Key{}, md5sig.Keyring{}, md5sig.PacketAuth{},
+		keys.MD5{}, md5sig.Counters{}, md5sig.DeleteOptions{}, md5sig.Key{}, md5sig.Keyring{}, md5sig.PacketAuth{},
 		sigpool.Backend(0), sigpool.Config{}, sigpool.ID(0), sigpool.Pool{}, sigpool.Request{},
 		mac.Algorithm{}, mac.Context{}, mac.Key{},
 		kdf.Input{}, kdf.Master{},

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -20,10 +21,10 @@ func TestSteadyStateAllocs(t *testing.T) {
 	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	for _, alg := range allocAlgs {
 		cring, sring := NewKeyring(nil), NewKeyring(nil)
-		if _, err := cring.Add(Config{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: []byte("k")}); err != nil {
+		if _, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: []byte("k")}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sring.Add(Config{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: alg, Key: []byte("k")}); err != nil {
+		if _, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: alg, Key: []byte("k")}); err != nil {
 			t.Fatal(err)
 		}
 		var c, s Conn
@@ -35,7 +36,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		if err := s.Import(sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
-		opts := testOption(nil, 0, 0, DefaultMACLen)
+		opts := testOption(nil, 0, 0, keys.DefaultMACLen)
 		hdr := make([]byte, 20+len(opts))
 		copy(hdr[20:], opts)
 		hdr[12] = byte(len(hdr) / 4 << 4)

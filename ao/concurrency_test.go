@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -47,12 +48,12 @@ type churnSide struct {
 	unexpected []string
 }
 
-func (s *churnSide) cfg(k int, ks []churnKey) Config {
+func (s *churnSide) cfg(k int, ks []churnKey) keys.AO {
 	send, recv := uint8(k+1), uint8(101+k)
 	if !s.client {
 		send, recv = recv, send
 	}
-	return Config{Peer: host(s.peer), SendID: send, RecvID: recv, Algorithm: ks[k].alg, Key: ks[k].master}
+	return keys.AO{Peer: host(s.peer), SendID: send, RecvID: recv, Algorithm: ks[k].alg, Key: ks[k].master}
 }
 
 // slotOf maps a KeyID seen on the wire (the sender's SendID) to its slot.
@@ -428,8 +429,8 @@ func TestConcurrentChurn(t *testing.T) {
 func TestConcurrentSYNRetransmit(t *testing.T) {
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
 	for _, k := range []uint8{1, 3} {
-		mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: k, RecvID: k + 1, Algorithm: "hmac(sha1)", Key: testKey(int(k))})
-		mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: k + 1, RecvID: k, Algorithm: "hmac(sha1)", Key: testKey(int(k))})
+		mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: k, RecvID: k + 1, Algorithm: "hmac(sha1)", Key: testKey(int(k))})
+		mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: k + 1, RecvID: k, Algorithm: "hmac(sha1)", Key: testKey(int(k))})
 	}
 	for i := 0; i < 50; i++ {
 		var c, s Conn

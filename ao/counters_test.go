@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -15,10 +16,10 @@ import (
 func TestMKTGoodAcrossConns(t *testing.T) {
 	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	if _, err := cring.Add(Config{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: []byte("k")}); err != nil {
+	if _, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: []byte("k")}); err != nil {
 		t.Fatal(err)
 	}
-	sm, err := sring.Add(Config{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: []byte("k")})
+	sm, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: []byte("k")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +36,7 @@ func TestMKTGoodAcrossConns(t *testing.T) {
 		}
 	}
 	hdr := make([]byte, 20, 40)
-	hdr = testOption(hdr, 0, 0, DefaultMACLen)
+	hdr = testOption(hdr, 0, 0, keys.DefaultMACLen)
 	hdr[12] = byte(len(hdr) / 4 << 4)
 	hdr[13] = byte(segment.ACK)
 	seg, err := segment.FromTCP(cli.Addr(), srv.Addr(), hdr)

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -18,8 +19,8 @@ func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, maclen
 // connection: SYN, SYN-ACK carrying a greeting, and data.
 func Example() {
 	client, server := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
-	mkt := func(peer netip.Addr, send, recv uint8) ao.Config {
-		return ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
+	mkt := func(peer netip.Addr, send, recv uint8) keys.AO {
+		return keys.AO{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
 			Algorithm: "hmac(sha256)", Key: []byte("bgp-session-secret")}
 	}
 	cring, sring := ao.NewKeyring(nil), ao.NewKeyring(nil)
@@ -70,10 +71,10 @@ func pair() (cring, sring *ao.Keyring, c, s *ao.Conn) {
 		send, recv uint8
 		key        string
 	}{{1, 2, "key A"}, {3, 4, "key B"}} {
-		if _, err := cring.Add(ao.Config{Peer: netip.PrefixFrom(server.Addr(), 32), SendID: k.send, RecvID: k.recv, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
+		if _, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(server.Addr(), 32), SendID: k.send, RecvID: k.recv, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
 			panic(err)
 		}
-		if _, err := sring.Add(ao.Config{Peer: netip.PrefixFrom(client.Addr(), 32), SendID: k.recv, RecvID: k.send, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
+		if _, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(client.Addr(), 32), SendID: k.recv, RecvID: k.send, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
 			panic(err)
 		}
 	}
@@ -190,7 +191,7 @@ func ExampleKeyring_Delete() {
 // and verifies with it and keeps its own ISN and SNE state.
 func ExampleSignSegment() {
 	ring := ao.NewKeyring(nil)
-	m, err := ring.Add(ao.Config{Peer: netip.MustParsePrefix("192.0.2.2/32"), SendID: 7, RecvID: 9,
+	m, err := ring.Add(keys.AO{Peer: netip.MustParsePrefix("192.0.2.2/32"), SendID: 7, RecvID: 9,
 		Algorithm: "cmac(aes128)", Key: []byte("sixteen byte key")})
 	if err != nil {
 		panic(err)

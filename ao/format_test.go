@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -39,11 +40,11 @@ func leakForms(b []byte) []string {
 // traffic keys (hex, byte lists).
 func TestFormatNoKey(t *testing.T) {
 	ring := NewKeyring(nil)
-	cfg := Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: secretKey, ExcludeOptions: true, IfIndex: 3, HasIfIndex: true}
+	cfg := keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: secretKey, ExcludeOptions: true, IfIndex: 3, HasIfIndex: true}
 	m := mustAdd(t, ring, cfg)
-	cmac := mustAdd(t, ring, Config{Peer: host(srv4.Addr()), SendID: 3, RecvID: 4, Algorithm: "cmac(aes128)", Key: secretKey[:16]})
+	cmac := mustAdd(t, ring, keys.AO{Peer: host(srv4.Addr()), SendID: 3, RecvID: 4, Algorithm: "cmac(aes128)", Key: secretKey[:16]})
 	sring := NewKeyring(nil)
-	mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: secretKey, ExcludeOptions: true, IfIndex: 3, HasIfIndex: true})
+	mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: secretKey, ExcludeOptions: true, IfIndex: 3, HasIfIndex: true})
 
 	// A live connection with derived, cached traffic keys in every slot
 	// it uses, and an accepted one.
@@ -111,13 +112,13 @@ func TestFormatNoKey(t *testing.T) {
 	}
 	_, err := ring.Add(cfg)
 	add(err) // duplicate: the message names the existing MKT
-	for _, bad := range []func(*Config){
-		func(c *Config) { c.MACLen = 17 },
-		func(c *Config) { c.Algorithm = "hmac(nope)" },
-		func(c *Config) { c.Key = append(bytes.Clone(secretKey), make([]byte, 60)...) },
-		func(c *Config) { c.Peer = netip.MustParsePrefix("192.0.2.2/24") },
-		func(c *Config) { c.HasIfIndex = false },
-		func(c *Config) { c.Algorithm = "md5" },
+	for _, bad := range []func(*keys.AO){
+		func(c *keys.AO) { c.MACLen = 17 },
+		func(c *keys.AO) { c.Algorithm = "hmac(nope)" },
+		func(c *keys.AO) { c.Key = append(bytes.Clone(secretKey), make([]byte, 60)...) },
+		func(c *keys.AO) { c.Peer = netip.MustParsePrefix("192.0.2.2/24") },
+		func(c *keys.AO) { c.HasIfIndex = false },
+		func(c *keys.AO) { c.Algorithm = "md5" },
 	} {
 		x := cfg
 		bad(&x)
@@ -151,14 +152,14 @@ func TestFormatNoKey(t *testing.T) {
 		v    any
 	}{
 		{"*MKT", m}, {"*MKT cmac", cmac},
-		{"Config", cfg}, {"*Config", &cfg},
+		{"keys.AO", cfg}, {"*keys.AO", &cfg},
 		{"*Keyring", ring}, {"*Conn", &c}, {"*Conn accepted", &s}, {"*Listener", l},
 		{"RepairState", c.Export()}, {"Counters", c.Counters()},
-		{"[]*MKT", []*MKT{m, cmac}}, {"[]Config", []Config{cfg}},
+		{"[]*MKT", []*MKT{m, cmac}}, {"[]keys.AO", []keys.AO{cfg}},
 		{"map", map[string]any{"mkt": m, "cfg": cfg, "conn": &c}},
 		{"struct holding them", struct {
 			M *MKT
-			C Config
+			C keys.AO
 			R *Keyring
 			K *Conn
 		}{m, cfg, ring, &c}},
@@ -215,7 +216,7 @@ func TestFormatMKTValue(t *testing.T) {
 		secrets = append(secrets, leakForms(k)...)
 	}
 	for i, alg := range []string{"hmac(rmd160)", "hmac(sha1)", "cmac(aes128)"} {
-		m := mustAdd(t, r, Config{Peer: host(srv4.Addr()), SendID: uint8(i), RecvID: uint8(i), Algorithm: alg, Key: secretKey})
+		m := mustAdd(t, r, keys.AO{Peer: host(srv4.Addr()), SendID: uint8(i), RecvID: uint8(i), Algorithm: alg, Key: secretKey})
 		// reflect.Value prints the struct as fmt would print *m, without
 		// copying its locks.
 		for _, verb := range []string{"%v", "%+v", "%#v", "%x", "%d"} {

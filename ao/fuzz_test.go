@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
@@ -57,7 +58,7 @@ func fuzzSetup(t testing.TB) {
 				cli, srv = srv, cli
 			}
 			r := NewKeyring(nil)
-			for _, c := range []Config{
+			for _, c := range []keys.AO{
 				{Peer: host(cli), SendID: set.ServerKeyID, RecvID: set.ClientKeyID},
 				{Peer: host(srv), SendID: set.ClientKeyID, RecvID: set.ServerKeyID},
 			} {
@@ -171,7 +172,7 @@ func FuzzVerify(f *testing.F) {
 // MAC is its length byte minus 4, aliases the input with no room to grow,
 // and AppendOption writes the same header back.
 func FuzzParseOption(f *testing.F) {
-	for maclen := 1; maclen <= MaxMACLen; maclen++ {
+	for maclen := 1; maclen <= keys.MaxMACLen; maclen++ {
 		f.Add(testOption(nil, 61, 84, maclen))
 	}
 	for _, s := range [][]byte{nil, {29}, {29, 0}, {29, 4, 1, 2}, {29, 5, 1, 2}, {29, 255, 1, 2, 3}, {19, 18}, {29, 6, 1, 2, 3}} {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
@@ -65,13 +66,14 @@ func (r *Keyring) poolID(alg *mac.Algorithm) (*sigpool.Pool, sigpool.ID, error) 
 	return r.pool, id, nil
 }
 
-// Add validates cfg like Linux's TCP_AO_ADD_KEY and adds the MKT. An MKT
+// Add validates cfg like Linux's TCP_AO_ADD_KEY (keys.AO.Validate) and
+// adds the MKT. An MKT
 // whose SendID or RecvID equals that of an MKT with an overlapping peer
 // prefix (in an overlapping L3 domain) is refused with [ErrKeyExists]
 // (RFC 5925 §3.1: IDs must not overlap where connection identifiers do).
-func (r *Keyring) Add(cfg Config) (*MKT, error) {
+func (r *Keyring) Add(cfg keys.AO) (*MKT, error) {
 	if r == nil {
-		return nil, fmt.Errorf("%w: nil keyring", ErrInvalidKey)
+		return nil, fmt.Errorf("%w: nil keyring", keys.ErrInvalid)
 	}
 	m, err := newMKT(&cfg)
 	if err != nil {

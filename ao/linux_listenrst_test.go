@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors/linux"
 )
@@ -34,7 +35,7 @@ func TestLinuxListenReset(t *testing.T) {
 		if err != nil || want.Auth.AO == 0 {
 			t.Fatalf("%s rst: %v (AO at %d)", c.Name, err, want.Auth.AO)
 		}
-		cfg := Config{Peer: c.Peer, SendID: c.SendID, RecvID: c.RecvID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen}
+		cfg := keys.AO{Peer: c.Peer, SendID: c.SendID, RecvID: c.RecvID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen}
 		ring := NewKeyring(nil)
 		mustAdd(t, ring, cfg)
 		got := bytes.Clone(rst)
@@ -50,7 +51,7 @@ func TestLinuxListenReset(t *testing.T) {
 		// VerifyListenReset accepts the kernel's RST under the listener's
 		// MKT and the mirror MKT its peer holds, and refuses one bit off.
 		m := ring.LookupSend(in.Src, c.SendID, 0)
-		peerM := mustAdd(t, NewKeyring(nil), Config{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
+		peerM := mustAdd(t, NewKeyring(nil), keys.AO{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
 		for _, k := range []*MKT{m, peerM} {
 			if err := VerifyListenReset(k, &in, &want); err != nil {
 				t.Errorf("%s: VerifyListenReset(%v): %v", c.Name, k, err)
@@ -83,7 +84,7 @@ func TestLinuxListenReset(t *testing.T) {
 		// The ACK's sender, holding the connection the ACK was signed for
 		// (syncookie ISNs), cannot verify the RST.
 		peer := NewKeyring(nil)
-		mustAdd(t, peer, Config{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
+		mustAdd(t, peer, keys.AO{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
 		var conn Conn
 		lisn, risn = in.Header.Seq()-1, in.Header.Ack()-1
 		err = conn.Import(peer, Endpoint{Local: netipAddrPort(in.Src, in.Header.SrcPort()), Remote: netipAddrPort(in.Dst, in.Header.DstPort())}, Policy{},

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
@@ -49,7 +50,7 @@ func TestParseOption(t *testing.T) {
 	}
 	// AppendOption and OptionLen/OptionSpace agree with what ParseOption
 	// reads back, for every MAC length Linux allows.
-	for maclen := 1; maclen <= MaxMACLen; maclen++ {
+	for maclen := 1; maclen <= keys.MaxMACLen; maclen++ {
 		b := testOption(nil, 7, 9, maclen)
 		if len(b) != OptionSpace(maclen) || len(b)%4 != 0 || int(b[1]) != OptionLen(maclen) {
 			t.Fatalf("maclen %d: option %x", maclen, b)
@@ -79,8 +80,8 @@ var md5Option = append([]byte{19, 18}, bytes.Repeat([]byte{0x55}, 16)...)
 func TestMalformed(t *testing.T) {
 	key := testKey(1)
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
-	sm := mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
+	mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
+	sm := mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
 	p := newPair(t, cring, sring, cli4, srv4, 999, 1999, 0, 1000, 0, 2000, 1, 2, 2, 1)
 	ao := func(keyID uint8, maclen int) []byte { return testOption(nil, keyID, 2, maclen) }
 

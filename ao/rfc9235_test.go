@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
 	"github.com/tcpsig/tcpsig/testvectors"
@@ -31,7 +32,7 @@ func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, s
 		lisn, risn = risn, lisn
 	}
 	ring := NewKeyring(rfc9235Pool)
-	_, err := ring.Add(Config{Peer: netip.PrefixFrom(remote.Addr(), remote.Addr().BitLen()), SendID: sendID, RecvID: recvID,
+	_, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(remote.Addr(), remote.Addr().BitLen()), SendID: sendID, RecvID: recvID,
 		Algorithm: v.Alg, Key: set.MasterKey, MACLen: set.MACLen, ExcludeOptions: !v.IncludeOptions})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +173,7 @@ func TestRFC9235Segment(t *testing.T) {
 			sendID, recvID = recvID, sendID
 		}
 		ring := NewKeyring(nil)
-		m, err := ring.Add(Config{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
+		m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
 			Algorithm: v.Alg, Key: set.MasterKey, MACLen: set.MACLen, ExcludeOptions: !v.IncludeOptions})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -30,7 +31,7 @@ func host(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 func testKey(label int) []byte { return []byte(fmt.Sprintf("test-master-key-%03d", label)) }
 
 // mustAdd adds cfg to r or fails the test.
-func mustAdd(t testing.TB, r *Keyring, cfg Config) *MKT {
+func mustAdd(t testing.TB, r *Keyring, cfg keys.AO) *MKT {
 	t.Helper()
 	m, err := r.Add(cfg)
 	if err != nil {
@@ -312,8 +313,8 @@ func testSNEWrap(t *testing.T, alg string, cli, srv netip.AddrPort, startSNE uin
 	const cisn, sisn = 0x01020304, 0xa0b0c0d0
 	key := []byte("wrap-test-key")
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	mustAdd(t, cring, Config{Peer: host(srv.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
-	mustAdd(t, sring, Config{Peer: host(cli.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key})
+	mustAdd(t, cring, keys.AO{Peer: host(srv.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
+	mustAdd(t, sring, keys.AO{Peer: host(cli.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key})
 	// The two directions wrap on different segments.
 	c2s := wrapStream{src: cli, dst: srv, srcISN: cisn, dstISN: sisn, startSNE: startSNE, start: 0xffffff00, step: 0x40, n: 8,
 		signOrder:    []int{0, 1, 2, 4, 3, 5, 6, 7, 3},
@@ -389,8 +390,8 @@ func testSNEWrap(t *testing.T, alg string, cli, srv netip.AddrPort, startSNE uin
 func TestSNEWrapRepairedWrong(t *testing.T) {
 	key := testKey(1)
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
-	mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
+	mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
+	mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
 	p := newPair(t, cring, sring, cli4, srv4, 1, 2, 5, 0x1000, 5, 0x2000, 1, 2, 2, 1)
 	st := p.s.Export()
 	st.RecvSNE++
@@ -414,8 +415,8 @@ func TestSNEWrapRepairedWrong(t *testing.T) {
 func TestSNEForged(t *testing.T) {
 	key, other := testKey(1), testKey(2)
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: key})
-	mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: key})
+	mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: key})
+	mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: key})
 	const start = 0xffff0000
 	p := newPair(t, cring, sring, cli4, srv4, 11, 22, 0, start, 0, 0x100, 1, 2, 2, 1)
 	genuine := func(seq uint32) {

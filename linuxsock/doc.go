@@ -1,6 +1,6 @@
 // Package linuxsock configures the Linux kernel's own TCP-AO (RFC 5925)
 // and TCP-MD5 (RFC 2385) on Go sockets, from the engine's configuration
-// types: one ao.Config or md5sig.Config drives either the kernel, through
+// types: one keys.AO or keys.MD5 drives either the kernel, through
 // this package, or the ao and md5sig engines where the kernel cannot sign.
 //
 // Every call takes a Socket: a *net.TCPConn, a *net.TCPListener, or

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	md5fix "github.com/tcpsig/tcpsig/testvectors/md5"
 )
@@ -47,10 +48,10 @@ func TestKernelFixtures(t *testing.T) {
 					t.Fatalf("manifest has two keys for %v: one keyring cannot stand for both endpoints", p)
 				}
 				seen[p.Masked()] = b
-				mustAdd(t, r, Config{Peer: p, Key: b})
+				mustAdd(t, r, keys.MD5{Peer: p, Key: b})
 				b = bytes.Clone(b)
 				b[len(b)-1] ^= 0x01
-				mustAdd(t, wrong, Config{Peer: p, Key: b})
+				mustAdd(t, wrong, keys.MD5{Peer: p, Key: b})
 			}
 			lt, pkts, err := c.Read()
 			if err != nil {

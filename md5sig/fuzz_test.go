@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -19,13 +20,13 @@ func FuzzVerify(f *testing.F) {
 	key := []byte("fuzz-key")
 	ring := NewKeyring(nil)
 	for _, p := range []netip.Addr{a4, a6} {
-		if _, err := ring.Add(Config{Peer: netip.PrefixFrom(p, p.BitLen()), Key: key}); err != nil {
+		if _, err := ring.Add(keys.MD5{Peer: netip.PrefixFrom(p, p.BitLen()), Key: key}); err != nil {
 			f.Fatal(err)
 		}
 	}
 	signer := NewKeyring(nil)
 	for _, p := range []netip.Addr{b4, b6} {
-		if _, err := signer.Add(Config{Peer: netip.PrefixFrom(p, p.BitLen()), Key: key}); err != nil {
+		if _, err := signer.Add(keys.MD5{Peer: netip.PrefixFrom(p, p.BitLen()), Key: key}); err != nil {
 			f.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
@@ -44,7 +45,7 @@ func fuzzLayer(kind byte, forPeer bool) (*packetauth.Layer, error) {
 			if cfg.MD5 == nil {
 				cfg.MD5 = md5sig.NewKeyring(nil)
 			}
-			if _, err := cfg.MD5.Add(md5sig.Config{Peer: p, Key: []byte(md5Key)}); err != nil {
+			if _, err := cfg.MD5.Add(keys.MD5{Peer: p, Key: []byte(md5Key)}); err != nil {
 				return nil, err
 			}
 			continue
@@ -53,7 +54,7 @@ func fuzzLayer(kind byte, forPeer bool) (*packetauth.Layer, error) {
 			cfg.AO = ao.NewKeyring(nil)
 		}
 		for _, id := range []uint8{2, 1} {
-			if _, err := cfg.AO.Add(ao.Config{Peer: p, SendID: id, RecvID: id, Algorithm: "hmac(sha1)", Key: []byte{id, 1, 2, 3}}); err != nil {
+			if _, err := cfg.AO.Add(keys.AO{Peer: p, SendID: id, RecvID: id, Algorithm: "hmac(sha1)", Key: []byte{id, 1, 2, 3}}); err != nil {
 				return nil, err
 			}
 		}
@@ -227,7 +228,7 @@ func FuzzEndpoint(f *testing.F) {
 func md5Checker() (*md5sig.PacketAuth, error) {
 	ring := md5sig.NewKeyring(nil)
 	for _, p := range []string{"0.0.0.0/0", "::/0"} {
-		if _, err := ring.Add(md5sig.Config{Peer: netip.MustParsePrefix(p), Key: []byte(md5Key)}); err != nil {
+		if _, err := ring.Add(keys.MD5{Peer: netip.MustParsePrefix(p), Key: []byte(md5Key)}); err != nil {
 			return nil, err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/internal/harness/capture"
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 	md5vectors "github.com/tcpsig/tcpsig/testvectors/md5"
@@ -303,7 +304,7 @@ func TestHostMD5Replay(t *testing.T) {
 				for _, k := range c.Keys.MD5 {
 					pfx, _ := k.Prefix()
 					key, _ := k.Bytes()
-					if _, err := ring.Add(md5sig.Config{Peer: pfx, Key: key}); err != nil {
+					if _, err := ring.Add(keys.MD5{Peer: pfx, Key: key}); err != nil {
 						t.Fatal(err)
 					}
 				}

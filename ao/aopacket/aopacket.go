@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -71,7 +72,7 @@ type Auth struct {
 // bytes; 0 reserves room for any MKT.
 func space(maclen int) int {
 	if maclen <= 0 {
-		maclen = ao.MaxMACLen
+		maclen = keys.MaxMACLen
 	}
 	return ao.OptionSpace(maclen)
 }
@@ -83,8 +84,8 @@ func space(maclen int) int {
 // largest MAC length of the MKTs the connection may use (the option space
 // it reserves in every segment); 0 reserves room for any.
 func NewClient(ring *ao.Keyring, ep ao.Endpoint, p ao.Policy, maclen int) (*Auth, error) {
-	if maclen < 0 || maclen > ao.MaxMACLen {
-		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
+	if maclen < 0 || maclen > keys.MaxMACLen {
+		return nil, fmt.Errorf("%w: maclen %d", keys.ErrMACTooLong, maclen)
 	}
 	if ring == nil {
 		return nil, ao.ErrNoCurrentKey
@@ -105,8 +106,8 @@ func NewServer(l *ao.Listener, localISN uint32, maclen int) (*Auth, error) {
 	if l == nil {
 		return nil, ao.ErrKeyNotFound
 	}
-	if maclen < 0 || maclen > ao.MaxMACLen {
-		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
+	if maclen < 0 || maclen > keys.MaxMACLen {
+		return nil, fmt.Errorf("%w: maclen %d", keys.ErrMACTooLong, maclen)
 	}
 	a := &Auth{conn: new(ao.Conn), listener: l, isn: localISN, space: space(maclen)}
 	a.state.Store(stateListen)
@@ -120,8 +121,8 @@ func NewEstablished(c *ao.Conn, maclen int) (*Auth, error) {
 	if c == nil || c.Current() == nil {
 		return nil, ao.ErrNoCurrentKey
 	}
-	if maclen < 0 || maclen > ao.MaxMACLen {
-		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
+	if maclen < 0 || maclen > keys.MaxMACLen {
+		return nil, fmt.Errorf("%w: maclen %d", keys.ErrMACTooLong, maclen)
 	}
 	a := &Auth{conn: c, space: space(maclen)}
 	a.isn = c.Export().LocalISN

@@ -18,6 +18,7 @@ import (
 	"github.com/klauspost/cpuid/v2"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
@@ -250,7 +251,7 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 	if alg == "md5" {
 		ring := md5sig.NewKeyring(pool)
 		for _, p := range []netip.Addr{benchA.Addr(), benchB.Addr()} {
-			if _, err := ring.Add(md5sig.Config{Peer: host(p), Key: []byte("bgp-session-secret")}); err != nil {
+			if _, err := ring.Add(keys.MD5{Peer: host(p), Key: []byte("bgp-session-secret")}); err != nil {
 				return nil, err
 			}
 		}
@@ -277,10 +278,10 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 	}
 	key := []byte(strings.Repeat("k", keyLen))
 	ring := ao.NewKeyring(pool)
-	if _, err := ring.Add(ao.Config{Peer: host(benchB.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key}); err != nil {
+	if _, err := ring.Add(keys.AO{Peer: host(benchB.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key}); err != nil {
 		return nil, err
 	}
-	if _, err := ring.Add(ao.Config{Peer: host(benchA.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
+	if _, err := ring.Add(keys.AO{Peer: host(benchA.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
 		return nil, err
 	}
 	const isnA, isnB = 1000, 5000
@@ -294,7 +295,7 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 			ao.RepairState{LocalISN: isnB, RemoteISN: isnA, SendSeq: isnB, RecvSeq: isnA, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
 			return nil, err
 		}
-		seg, err := benchSegment(payload, ao.AppendOption(nil, ao.DefaultMACLen))
+		seg, err := benchSegment(payload, ao.AppendOption(nil, keys.DefaultMACLen))
 		if err != nil {
 			return nil, err
 		}

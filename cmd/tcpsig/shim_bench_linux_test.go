@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // BenchmarkShimMD5 measures what tcpsig shim costs a TCP-MD5 session:
@@ -38,10 +38,10 @@ func BenchmarkShimMD5(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := shortDir(b)
-	keys := writeKeys(b, dir, "keys.json", fmtKeysMD5(addrA4, secret))
-	startShim(b, nsB, dir, "-keys", keys, "-queue", "44")
+	keyPath := writeKeys(b, dir, "keys.json", fmtKeysMD5(addrA4, secret))
+	startShim(b, nsB, dir, "-keys", keyPath, "-queue", "44")
 
-	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
+	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
 	var lnSigned, lnPlain net.Listener
 	if err := nsA.Do(func() (err error) {
 		if lnSigned, err = lc.Listen(b.Context(), "tcp4", "192.0.2.1:0"); err != nil {

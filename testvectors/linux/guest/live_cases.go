@@ -56,6 +56,7 @@ import (
 	"github.com/tcpsig/tcpsig/internal/harness/kstat"
 	"github.com/tcpsig/tcpsig/internal/harness/netns"
 	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -433,7 +434,7 @@ func (c liveCase) wrongMKTs() []liveMKT {
 func (c liveCase) kernelKeys(n *liveNet, ms []liveMKT) []aoKey {
 	var ks []aoKey
 	for _, m := range ms {
-		ks = append(ks, aoKey{Config: ao.Config{Peer: m.peer(n.uaddr), Algorithm: c.alg.alg, SendID: m.recv, RecvID: m.send,
+		ks = append(ks, aoKey{AO: keys.AO{Peer: m.peer(n.uaddr), Algorithm: c.alg.alg, SendID: m.recv, RecvID: m.send,
 			MACLen: c.maclen, Key: m.key, ExcludeOptions: c.exclude}})
 	}
 	return ks
@@ -442,7 +443,7 @@ func (c liveCase) kernelKeys(n *liveNet, ms []liveMKT) []aoKey {
 func (c liveCase) engineRing(n *liveNet, ms []liveMKT) (*ao.Keyring, error) {
 	ring := ao.NewKeyring(nil)
 	for _, m := range ms {
-		if _, err := ring.Add(ao.Config{Peer: m.peer(n.kaddr), SendID: m.send, RecvID: m.recv, Algorithm: c.alg.alg,
+		if _, err := ring.Add(keys.AO{Peer: m.peer(n.kaddr), SendID: m.send, RecvID: m.recv, Algorithm: c.alg.alg,
 			Key: m.key, MACLen: c.maclen, ExcludeOptions: c.exclude}); err != nil {
 			return nil, fmt.Errorf("engine MKT %d/%d: %w", m.send, m.recv, err)
 		}
@@ -455,7 +456,7 @@ func (c liveCase) engineRing(n *liveNet, ms []liveMKT) (*ao.Keyring, error) {
 func keyControl(keys []aoKey) func(network, address string, rc syscall.RawConn) error {
 	return func(network, address string, rc syscall.RawConn) error {
 		for _, k := range keys {
-			if err := linuxsock.AddAOKey(linuxsock.Raw(rc), k.Config, k.sel); err != nil {
+			if err := linuxsock.AddAOKey(linuxsock.Raw(rc), k.AO, k.sel); err != nil {
 				return fmt.Errorf("maclen %d: %w", k.MACLen, err)
 			}
 		}

@@ -54,7 +54,7 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 	// The kernel listener's MKTs, for reproducing its RST.
 	mirror := ao.NewKeyring(nil)
 	for _, k := range c.kernelKeys(n, ms) {
-		if _, err := mirror.Add(k.Config); err != nil {
+		if _, err := mirror.Add(k.AO); err != nil {
 			return err
 		}
 	}
