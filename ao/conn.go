@@ -27,6 +27,9 @@ var (
 	ErrNoCurrentKey = errors.New("ao: connection has no current key")
 	ErrNoISN        = errors.New("ao: the peer's ISN is not known yet")
 	ErrNotSYN       = errors.New("ao: not a SYN")
+	// ErrNotInitialized is a call on a nil or zero Conn, Listener or
+	// TrafficKey, or on a nil Keyring: one that was never set up.
+	ErrNotInitialized = errors.New("ao: not set up (nil, or a zero value never initialized)")
 )
 
 // Policy is what a connection or listener does with segments that are not
@@ -233,7 +236,7 @@ type Endpoint struct {
 // others; the peer's ISN is learnt from a verified SYN-ACK.
 func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	if c == nil || ring == nil {
-		return ErrNoCurrentKey
+		return ErrNotInitialized
 	}
 	c.Close() // drop a previous connection's roles and traffic keys
 	c.reset(ring, ep, p)
@@ -305,7 +308,7 @@ func (c *Conn) RNext() *MKT {
 // TCP_AO_INFO set_current).
 func (c *Conn) SetCurrent(sendID uint8) error {
 	if c == nil || c.ring == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	return c.ring.switchTo(c, roleCurrent, c.ring.LookupSend(c.remote.Addr(), sendID, c.l3))
 }
@@ -314,7 +317,7 @@ func (c *Conn) SetCurrent(sendID uint8) error {
 // then asks the peer to send with it (Linux set_rnext).
 func (c *Conn) SetRNext(recvID uint8) error {
 	if c == nil || c.ring == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	return c.ring.switchTo(c, roleRNext, c.ring.LookupRecv(c.remote.Addr(), recvID, c.l3))
 }
@@ -403,8 +406,8 @@ func (c *Conn) derive(l *lane, m *MKT, in *kdf.Input, key *mac.Key) error {
 // Send_SYN traffic key, everything else (the SYN-ACK, with or without
 // payload, included) with Send_other.
 func (c *Conn) Sign(seg *segment.Segment) error {
-	if c == nil {
-		return ErrNoCurrentKey
+	if c == nil || c.ring == nil {
+		return ErrNotInitialized
 	}
 	if err := checkSegment(seg); err != nil {
 		return err
@@ -481,8 +484,8 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 // of our SendIDs, that MKT becomes the current key. A nil error means
 // the segment may be processed.
 func (c *Conn) Verify(seg *segment.Segment) error {
-	if c == nil {
-		return ErrKeyNotFound
+	if c == nil || c.ring == nil {
+		return ErrNotInitialized
 	}
 	if err := checkSegment(seg); err != nil {
 		return err
@@ -497,9 +500,6 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 			return ErrAORequired
 		}
 		return nil
-	}
-	if c.ring == nil {
-		return ErrKeyNotFound
 	}
 	m := c.rnext.Load()
 	if m == nil || m.recvID != opt.KeyID {

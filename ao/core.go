@@ -312,7 +312,7 @@ type TrafficKey struct {
 // whose ISNs are isns (Src: seg's sender's). Errors: as [SignSegment].
 func (k *TrafficKey) Derive(m *MKT, isns ISNs, seg *segment.Segment) error {
 	if k == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	in, err := segmentInput(seg, isns)
 	if err != nil {
@@ -344,7 +344,7 @@ func (k *TrafficKey) Covers(m *MKT, isns ISNs, seg *segment.Segment) bool {
 // Sign signs seg as [SignSegment] does, with k (which must cover seg).
 func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) error {
 	if k == nil || k.m == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	if err := checkSegment(seg); err != nil {
 		return err
@@ -362,7 +362,7 @@ func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) er
 // not cover seg gives [ErrBadMAC].
 func (k *TrafficKey) Verify(seg *segment.Segment, sne uint32) error {
 	if k == nil || k.m == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	off, opt, err := checkedOption(k.m, seg)
 	if err != nil {

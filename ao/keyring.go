@@ -73,7 +73,7 @@ func (r *Keyring) poolID(alg *mac.Algorithm) (*sigpool.Pool, sigpool.ID, error) 
 // (RFC 5925 §3.1: IDs must not overlap where connection identifiers do).
 func (r *Keyring) Add(cfg keys.AO) (*MKT, error) {
 	if r == nil {
-		return nil, fmt.Errorf("%w: nil keyring", keys.ErrInvalid)
+		return nil, ErrNotInitialized
 	}
 	m, err := newMKT(&cfg)
 	if err != nil {
@@ -123,7 +123,7 @@ type DeleteOptions struct {
 // m itself: when it next needs a key it has not derived yet, and at Close.
 func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	if r == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	r.mu.Lock()
 	if m == nil || !r.has(m) {

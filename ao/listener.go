@@ -43,7 +43,7 @@ func (l *Listener) Counters() Counters {
 // MKT covers: the connection then runs without TCP-AO.
 func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (signed bool, err error) {
 	if l == nil || l.ring == nil || conn == nil {
-		return false, ErrKeyNotFound
+		return false, ErrNotInitialized
 	}
 	if err := checkSegment(syn); err != nil {
 		return false, err
@@ -138,7 +138,7 @@ func (l *Listener) Accept(syn *segment.Segment, localISN uint32, conn *Conn) (si
 // a RST cannot be signed (RFC 5925 §7.7); Linux then sends none.
 func (l *Listener) SignReset(in, rst *segment.Segment, localISN, remoteISN uint32) error {
 	if l == nil || l.ring == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	if err := checkSegment(in); err != nil {
 		return err
@@ -178,7 +178,7 @@ func (l *Listener) SignReset(in, rst *segment.Segment, localISN, remoteISN uint3
 // [ErrNoOption]: Linux then sends its RST unsigned.
 func (l *Listener) SignListenReset(in, rst *segment.Segment) error {
 	if l == nil || l.ring == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	if err := checkSegment(in); err != nil {
 		return err

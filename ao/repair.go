@@ -38,8 +38,8 @@ func (c *Conn) Export() RepairState {
 // Import restores a connection from an exported state onto ring (whose
 // MKTs the new side has re-added), like TCP_REPAIR + TCP_AO_REPAIR.
 func (c *Conn) Import(ring *Keyring, ep Endpoint, p Policy, s RepairState) error {
-	if c == nil {
-		return ErrNoSuchKey
+	if c == nil || ring == nil {
+		return ErrNotInitialized
 	}
 	ep.LocalISN = s.LocalISN
 	cur := ring.LookupSend(ep.Remote.Addr().Unmap(), s.CurrentSendID, ep.L3Index)

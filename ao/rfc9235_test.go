@@ -223,7 +223,7 @@ func TestRFC9235Segment(t *testing.T) {
 			}
 		}
 		k.Wipe()
-		if err := k.Verify(&seg, 0); !errors.Is(err, ErrKeyNotFound) {
+		if err := k.Verify(&seg, 0); !errors.Is(err, ErrNotInitialized) {
 			t.Errorf("%s: a wiped TrafficKey verified: %v", v.Section, err)
 		}
 		n++
