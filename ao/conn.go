@@ -412,21 +412,29 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if err := checkSegment(seg); err != nil {
 		return err
 	}
-	m := c.current.Load()
-	if m == nil {
-		return ErrNoCurrentKey
-	}
-	// The option is labelled before the lock is taken, which makes these
-	// byte stores land before the header is read back as whole words.
-	off, err := labelOption(m, seg, c.rnextID(m))
-	if err != nil {
-		return err
-	}
 	l := &c.send
-	l.mu.Lock()
-	err = c.signLocked(l, m, seg, off)
-	l.mu.Unlock()
-	return err
+	for {
+		m := c.current.Load()
+		if m == nil {
+			return ErrNoCurrentKey
+		}
+		// The option is labelled before the lock is taken, which makes
+		// these byte stores land before the header is read back as whole
+		// words.
+		off, err := labelOption(m, seg, c.rnextID(m))
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		err = c.signLocked(l, m, seg, off)
+		l.mu.Unlock()
+		// ErrKeyNotFound: m was deleted between the load and the
+		// derivation. A delete moves the connection to its replacement
+		// before it retires the key, so the next load sees another MKT.
+		if err == nil || !errors.Is(err, ErrKeyNotFound) || c.current.Load() == m {
+			return err
+		}
+	}
 }
 
 // rnextID is the RNextKeyID to send with current key m: the RNext key's
@@ -447,22 +455,6 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 		return ErrNoISN
 	}
 	k, _, err := c.keyEntry(l, m, true, syn)
-	if err != nil && errors.Is(err, ErrKeyNotFound) && c.ring != nil {
-		// m was deleted between the load and the derivation; a forced
-		// delete had moved the connection on first. Under the keyring's
-		// lock no current key is being deleted: take it, label the option
-		// for it and derive again.
-		c.ring.mu.Lock()
-		if m = c.current.Load(); m != nil {
-			if off, err = labelOption(m, seg, c.rnextID(m)); err == nil {
-				k, _, err = c.keyEntry(l, m, true, syn)
-			}
-		}
-		c.ring.mu.Unlock()
-		if m == nil {
-			return ErrNoCurrentKey
-		}
-	}
 	if err != nil {
 		return err
 	}
@@ -521,6 +513,9 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	l.mu.Lock()
 	err = c.verifyLocked(l, m, seg, opt, off)
 	l.mu.Unlock()
+	if err == nil {
+		c.rotate(opt) // takes the keyring's lock: never under a lane's
+	}
 	return err
 }
 
@@ -562,7 +557,6 @@ func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, o
 	if flags&segment.SYN == 0 {
 		l.sne.advance(seq)
 	}
-	c.rotate(opt)
 	return nil
 }
 
@@ -608,7 +602,6 @@ func (c *Conn) verifyHandshake(l *lane, m *MKT, seg *segment.Segment, opt Option
 	if !syn && !c.risnKnown.Load() {
 		c.setRISN(seq)
 	}
-	c.rotate(opt)
 	return nil
 }
 
