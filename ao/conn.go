@@ -70,7 +70,9 @@ type lane struct {
 	// mu serialises the calls of one direction (a Sign waits for another
 	// Sign on the same Conn, never for a Verify) and guards every field
 	// below: while a call holds it, the lane's context, scratch, keys and
-	// SNE are that call's alone.
+	// SNE are that call's alone. Under it a call may take an MKT's lmu,
+	// pin an MKT (reclaim), or lease from the pool; never the keyring's
+	// lock, which Sign and Verify take only after releasing it.
 	mu      sync.Mutex
 	ctx     *mac.Context         // leased from pool (entry pid) for the algorithm of the last key used; nil: none
 	pool    *sigpool.Pool        // where ctx came from and goes back to
@@ -193,8 +195,9 @@ type Conn struct {
 	risnKnown     atomic.Bool
 
 	// current and rnext are written under the keyring's lock (role
-	// changes), read without it; link chains the Conn into its two MKTs'
-	// user lists, under the keyring's lock.
+	// changes), read without it: a signer loads current once per
+	// segment. link chains the Conn into its two MKTs' user lists, under
+	// the keyring's lock.
 	current, rnext atomic.Pointer[MKT]
 	link           [2]struct{ prev, next *Conn }
 

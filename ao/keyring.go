@@ -29,6 +29,12 @@ const (
 // concurrent use. The zero Keyring is empty and computes through
 // sigpool.Default.
 type Keyring struct {
+	// mu serialises the changes of the key set and of the connections'
+	// roles: under it, byPeer holds exactly the MKTs whose ring is this
+	// keyring, and every Conn whose current (RNext) key is m is on m's
+	// users list for that role, so a delete finds every user and moves it
+	// before the key is retired. Lookups never take it; it is never taken
+	// under a lane's lock (see lane.mu).
 	mu     sync.Mutex
 	pool   *sigpool.Pool
 	ids    map[*mac.Algorithm]sigpool.ID // under mu: the pool entry of each algorithm in use

@@ -42,11 +42,17 @@ type MKT struct {
 	// delete that would leave them without one is refused, and a forced
 	// delete moves them to the replacement.
 	users [2]*Conn
-	// lanes lists the connections' lane entries that count good segments
-	// for the MKT; lgen changes with every change of the list.
+	// lmu guards lanes, the connections' lane entries that count good
+	// segments for the MKT, and lgen, which changes with every change of
+	// the list; a fold of an entry's count into good happens under it
+	// too. It is taken under a lane's lock (list, unlist), and MKT.Counters
+	// never holds it while it takes a lane's: it reads each entry under
+	// its lane's lock and starts again if lgen moved meanwhile.
 	lmu   sync.Mutex
 	lanes []*laneKey
 	lgen  uint64
+	// guard pins master while a derivation reads it: a delete retires
+	// the MKT, and master is wiped once no pin is left (reclaim's RCU).
 	guard reclaim.Guard
 
 	peer           netip.Prefix

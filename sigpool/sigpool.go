@@ -126,7 +126,10 @@ type Request struct {
 // slot, written under the lock (or, at Alloc, before the ID is
 // published), padded so that two shards never write the same line.
 type shard struct {
-	_    [cacheline.Size]byte
+	_ [cacheline.Size]byte
+	// mu is held from Start to End: the shard's contexts and scratch are
+	// then the holder's alone. Its holder may take Pool.mu (a Release
+	// between Start and End), never another shard's.
 	mu   sync.Mutex
 	idx  int
 	reqs [tableSize]Request
@@ -153,7 +156,11 @@ type Pool struct {
 	backend Backend
 	_       [cacheline.Size]byte
 
-	mu      sync.Mutex // the slow path: Alloc, Get, Release (cpool_mutex)
+	// mu guards entries (cpool_mutex): Alloc, Get, Release, Lease and
+	// Return, never per message. It is never held while waiting for a
+	// shard: Release only tries each shard's lock and leaves busy ones
+	// to a goroutine that waits without it.
+	mu      sync.Mutex
 	limit   int        // slots Alloc may use: tableSize, fewer in tests
 	entries [tableSize]entry
 	cleanup sync.WaitGroup // background wipes started by Release
