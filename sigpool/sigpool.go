@@ -161,7 +161,7 @@ type Pool struct {
 	// shard: Release only tries each shard's lock and leaves busy ones
 	// to a goroutine that waits without it.
 	mu      sync.Mutex
-	limit   int        // slots Alloc may use: tableSize, fewer in tests
+	limit   int // slots Alloc may use: tableSize, fewer in tests
 	entries [tableSize]entry
 	cleanup sync.WaitGroup // background wipes started by Release
 }
