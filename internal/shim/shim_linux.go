@@ -532,15 +532,10 @@ func (s *Shim) serveStatus() (net.Listener, error) {
 	return ln, nil
 }
 
-// shimState is the -state file: the TCP-AO sessions' repair state (ISNs,
-// SNEs, key IDs; no key material).
+// shimState is the -state file: the TCP-AO sessions' state (addresses,
+// ISNs, SNEs, key IDs; no key material), as ao.Conn.Endpoint gives it.
 type shimState struct {
-	Sessions []stateEntry `json:"sessions"`
-}
-
-type stateEntry struct {
-	Local, Remote netip.AddrPort
-	ao.RepairState
+	Sessions []ao.Endpoint `json:"sessions"`
 }
 
 // saveState writes the TCP-AO sessions' state to -state, atomically.
@@ -552,7 +547,7 @@ func (s *Shim) saveState() {
 	s.layer.Conns(func(c packetauth.ConnInfo) bool {
 		if c.Kind == packetauth.KindAO && c.State == packetauth.StateEstablished {
 			if conn, ok := s.layer.Conn(c.Local, c.Remote); ok {
-				st.Sessions = append(st.Sessions, stateEntry{c.Local, c.Remote, conn.Export()})
+				st.Sessions = append(st.Sessions, conn.Endpoint())
 			}
 		}
 		return true
@@ -587,7 +582,7 @@ func (s *Shim) seedFromState() {
 		return
 	}
 	for _, e := range st.Sessions {
-		if err := s.layer.Seed(e.Local, e.Remote, e.RepairState); err != nil {
+		if err := s.layer.Seed(e); err != nil {
 			s.log.Warn("cannot resume a TCP-AO session", "local", e.Local, "remote", e.Remote, "err", err)
 			continue
 		}
