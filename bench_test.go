@@ -371,7 +371,7 @@ func establishedOn(tb testing.TB, cring, sring *ao.Keyring) (c, s *ao.Conn) {
 	if err := c.Sign(&syn); err != nil {
 		tb.Fatal(err)
 	}
-	if signed, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, 5000, s); !signed || err != nil {
+	if signed, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, s); !signed || err != nil {
 		tb.Fatalf("accept: %v %v", signed, err)
 	}
 	synack := fromTCP(tb, server.Addr(), client.Addr(), tcpHeaderLen(maclen, server.Port(), client.Port(), 5000, 1001, segment.SYN|segment.ACK, nil))
@@ -486,7 +486,7 @@ func benchNewConnection(b *testing.B, alg string) {
 	accept := func(i int) {
 		syn := &syns[i%len(syns)]
 		localISN := isn(i) ^ 0x5a5a5a5a
-		if signed, err := l.Accept(syn, localISN, &s); !signed || err != nil {
+		if signed, err := l.Accept(syn, &s); !signed || err != nil {
 			b.Fatalf("accept: %v %v", signed, err)
 		}
 		h := synack.Header

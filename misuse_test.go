@@ -26,7 +26,7 @@ var sentinels = []error{
 	keys.ErrMACTooLong, ao.ErrKeyExists, ao.ErrNoSuchKey, ao.ErrKeyBusy,
 	aopacket.ErrNotAccepted, aopacket.ErrISN, aopacket.ErrUnsignedConn,
 	md5sig.ErrBadMAC, md5sig.ErrMissing, md5sig.ErrUnexpected, md5sig.ErrAOOption, md5sig.ErrNoOption,
-	md5sig.ErrNoKey, md5sig.ErrNoRoom, keys.ErrInvalid, md5sig.ErrNoSuchKey,
+	md5sig.ErrNoKey, md5sig.ErrNoRoom, md5sig.ErrNoSuchKey,
 	sigpool.ErrPoolFull, sigpool.ErrKeyMismatch, sigpool.ErrNotAllocated, sigpool.ErrBackend,
 	mac.ErrNoKey, mac.ErrKeySize, mac.ErrUnknownAlgorithm,
 	kdf.ErrMasterKey, kdf.ErrAddress,
@@ -60,7 +60,7 @@ var notSetUp = map[reflect.Type]struct {
 func TestMisuse(t *testing.T) {
 	values := []any{
 		keys.AO{}, ao.Conn{}, ao.Counters{}, ao.DeleteOptions{}, ao.Endpoint{}, ao.ISNs{}, ao.Keyring{},
-		ao.Listener{}, ao.MKT{}, ao.Option{}, ao.Policy{}, ao.RepairState{}, ao.TrafficKey{},
+		ao.Listener{}, ao.MKT{}, ao.Option{}, ao.Policy{}, ao.TrafficKey{},
 		aopacket.Auth{},
 		keys.MD5{}, md5sig.Counters{}, md5sig.DeleteOptions{}, md5sig.Key{}, md5sig.Keyring{}, md5sig.PacketAuth{},
 		sigpool.Backend(0), sigpool.Config{}, sigpool.ID(0), sigpool.Pool{}, sigpool.Request{},
@@ -70,9 +70,7 @@ func TestMisuse(t *testing.T) {
 		scratch.Scratch{},
 	}
 	funcs := map[string]any{
-		"ao.AppendOption": ao.AppendOption, "ao.ComputeSNE": ao.ComputeSNE, "ao.OptionLen": ao.OptionLen,
-		"ao.OptionSpace": ao.OptionSpace, "ao.SignSegment": ao.SignSegment, "ao.VerifySegment": ao.VerifySegment,
-		"ao.SyncookieISNs": ao.SyncookieISNs, "ao.VerifyListenReset": ao.VerifyListenReset,
+		"ao.AppendOption": ao.AppendOption, "ao.ComputeSNE": ao.ComputeSNE, "ao.OptionSpace": ao.OptionSpace,
 		"ao.NewKeyring": ao.NewKeyring, "ao.NewListener": ao.NewListener, "ao.ParseOption": ao.ParseOption,
 		"aopacket.NewClient": aopacket.NewClient, "aopacket.NewServer": aopacket.NewServer,
 		"aopacket.NewEstablished": aopacket.NewEstablished,

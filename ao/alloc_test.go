@@ -28,12 +28,12 @@ func TestSteadyStateAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 		var c, s Conn
-		st := RepairState{LocalISN: 100, RemoteISN: 200, SendSeq: 101, RecvSeq: 201, CurrentSendID: 1, RNextRecvID: 2}
-		if err := c.Import(cring, Endpoint{Local: cli, Remote: srv}, Policy{}, st); err != nil {
+		st := Endpoint{LocalISN: 100, RemoteISN: 200, SendSeq: 101, RecvSeq: 201, CurrentSendID: 1, RNextRecvID: 2}
+		if err := restore(&c, cring, Endpoint{Local: cli, Remote: srv}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
-		st = RepairState{LocalISN: 200, RemoteISN: 100, SendSeq: 201, RecvSeq: 101, CurrentSendID: 2, RNextRecvID: 1}
-		if err := s.Import(sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
+		st = Endpoint{LocalISN: 200, RemoteISN: 100, SendSeq: 201, RecvSeq: 101, CurrentSendID: 2, RNextRecvID: 1}
+		if err := restore(&s, sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
 		opts := testOption(nil, 0, 0, keys.DefaultMACLen)

@@ -320,7 +320,7 @@ func TestConcurrentChurn(t *testing.T) {
 				if !check(cli, syn, kdf.Input{Src: caddr.Addr(), Dst: srv4.Addr(), SrcPort: caddr.Port(), DstPort: srv4.Port(), SrcISN: cisn}) {
 					continue
 				}
-				ok, err := l.Accept(syn, sisn, &s)
+				ok, err := l.Accept(syn, &s)
 				if errors.Is(err, ErrKeyNotFound) {
 					notFound.Add(1)
 					continue
@@ -444,7 +444,7 @@ func TestConcurrentSYNRetransmit(t *testing.T) {
 		if err := c.Sign(syn); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := NewListener(sring, Policy{}, 0).Accept(syn, 7000, &s); !ok || err != nil {
+		if ok, err := NewListener(sring, Policy{}, 0).Accept(syn, &s); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		synack := testSeg(t, srv4, cli4, 7000, uint32(i)+1, segment.SYN|segment.ACK, 12, nil)

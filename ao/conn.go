@@ -182,17 +182,21 @@ func (l *lane) wipe() {
 
 // Conn is one connection's TCP-AO state. Sign and Verify may be called
 // concurrently from many goroutines (calls of one direction wait for each
-// other); Init, Close and Import may not run concurrently with anything
-// else on the same Conn. A Conn can be reused after Close: its key storage
-// is recycled, so setting up a new connection allocates nothing in
-// steady state.
+// other); Init and Close may not run concurrently with anything else on
+// the same Conn. A Conn can be reused after Close: its key storage is
+// recycled, so setting up a new connection allocates nothing in steady
+// state.
 type Conn struct {
 	ring          *Keyring
 	local, remote netip.AddrPort
 	l3            int
 	policy        Policy
-	lisn, risn    uint32
-	risnKnown     atomic.Bool
+	// lisn and risn are written once each, before lisnKnown or
+	// risnKnown is set, and read only after it is: a server learns lisn
+	// from the SYN-ACK it signs (under the send lane's lock), a client
+	// risn from the SYN-ACK it verifies (under the receive lane's).
+	lisn, risn           uint32
+	lisnKnown, risnKnown atomic.Bool
 
 	// current and rnext are written under the keyring's lock (role
 	// changes), read without it: a signer loads current once per
@@ -224,52 +228,141 @@ func (c *Conn) Format(f fmt.State, _ rune) {
 	}
 }
 
-// Endpoint names a connection: its local and remote address and port, its
-// L3 domain, and its own ISN.
+// Endpoint is what a connection's TCP-AO state starts from: its addresses
+// and L3 domain, and what the stack knows of its sequence numbers. A
+// client knows its own ISN and learns the peer's from the SYN-ACK; a
+// connection past its handshake (made by another stack, restored after a
+// restart, migrated as Linux's TCP_AO_REPAIR moves one) knows both ISNs,
+// where each direction's SNE stands and which keys it uses.
+// [Conn.Endpoint] returns it for a live connection, for [Conn.Init] to
+// take back.
 type Endpoint struct {
 	Local, Remote netip.AddrPort
 	L3Index       int
 	LocalISN      uint32
+
+	// Established says the handshake is over and the fields below are
+	// known; without it they are ignored.
+	Established bool
+	RemoteISN   uint32
+	// SendSNE and RecvSNE are the SNEs (RFC 5925 §6.2) of the sequence
+	// numbers SendSeq and RecvSeq (Linux: snd_sne at snd_una, rcv_sne at
+	// rcv_nxt). Both zero stand for SNE 0 at the ISN, as for a
+	// connection within 2 GB of its start.
+	SendSNE, SendSeq uint32
+	RecvSNE, RecvSeq uint32
+	// CurrentSendID and RNextRecvID name the current key (by its SendID)
+	// and the RNext key (by its RecvID).
+	CurrentSendID, RNextRecvID uint8
 }
 
-// Init prepares c for an outgoing connection (the stack will send a SYN
-// with ISN ep.LocalISN). Its current and RNext key are the most recently
-// added MKT that matches the peer, whatever its prefix length, as in Linux
-// (whose key list is newest first), unless SetCurrent/SetRNext pick
-// others; the peer's ISN is learnt from a verified SYN-ACK.
+// Init prepares c for a connection on ring. For a client (ep not
+// Established) the stack will send a SYN with ISN ep.LocalISN; the
+// current and RNext key are the most recently added MKT that matches the
+// peer, whatever its prefix length, as in Linux (whose key list is newest
+// first), until SetCurrent or SetRNext pick others; the peer's ISN is
+// learnt from a verified SYN-ACK. An Established connection signs and
+// verifies from the first segment, with the keys ep names. A server's
+// connection starts with [Listener.Accept] instead.
 func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	if c == nil || ring == nil {
 		return ErrNotInitialized
 	}
 	c.Close() // drop a previous connection's roles and traffic keys
 	c.reset(ring, ep, p)
+	c.setLISN(ep.LocalISN)
+	peer := c.remote.Addr()
+	if !ep.Established {
+		ring.mu.Lock()
+		defer ring.mu.Unlock()
+		m := ring.newest(peer, ep.L3Index)
+		if m == nil {
+			return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
+		}
+		ring.setRole(c, roleCurrent, m)
+		ring.setRole(c, roleRNext, m)
+		return nil
+	}
+	c.setRISN(ep.RemoteISN)
+	if ep.SendSNE != 0 || ep.SendSeq != 0 {
+		c.send.sne.store(ep.SendSNE, ep.SendSeq)
+	}
+	if ep.RecvSNE != 0 || ep.RecvSeq != 0 {
+		c.recv.sne.store(ep.RecvSNE, ep.RecvSeq)
+	}
+	cur := ring.LookupSend(peer, ep.CurrentSendID, ep.L3Index)
+	nxt := ring.LookupRecv(peer, ep.RNextRecvID, ep.L3Index)
 	ring.mu.Lock()
 	defer ring.mu.Unlock()
-	m := ring.newest(ep.Remote.Addr().Unmap(), ep.L3Index)
-	if m == nil {
-		return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
+	if !ring.has(cur) || !ring.has(nxt) {
+		return fmt.Errorf("%w: current SendID %d / RNext RecvID %d", ErrNoSuchKey, ep.CurrentSendID, ep.RNextRecvID)
 	}
-	ring.setRole(c, roleCurrent, m)
-	ring.setRole(c, roleRNext, m)
+	ring.setRole(c, roleCurrent, cur)
+	ring.setRole(c, roleRNext, nxt)
 	return nil
 }
 
+// reset starts c over for a connection described by ep, both ISNs
+// unknown.
 func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.ring, c.policy, c.l3 = ring, p, ep.L3Index
 	c.local = netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
 	c.remote = netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
-	c.lisn, c.risn = ep.LocalISN, 0
+	c.lisn, c.risn = 0, 0
+	c.lisnKnown.Store(false)
 	c.risnKnown.Store(false)
-	c.send.sne.store(0, ep.LocalISN)
+	c.send.sne.store(0, 0)
 	c.recv.sne.store(0, 0)
 	c.recv.good = 0
 	c.counters = counters{}
+}
+
+// setLISN commits the local ISN: at Init, or for a server under the send
+// lane's lock from the SYN-ACK it signs.
+func (c *Conn) setLISN(lisn uint32) {
+	c.lisn = lisn
+	c.send.sne.store(0, lisn)
+	c.lisnKnown.Store(true)
 }
 
 func (c *Conn) setRISN(risn uint32) {
 	c.risn = risn
 	c.recv.sne.store(0, risn)
 	c.risnKnown.Store(true)
+}
+
+// Endpoint returns what [Conn.Init] needs to set the connection up again
+// as it stands (elsewhere, or after a restart): its addresses, ISNs, SNEs
+// and key IDs. It is Established once both ISNs are known; before, it
+// holds the ISN known so far.
+func (c *Conn) Endpoint() Endpoint {
+	if c == nil {
+		return Endpoint{}
+	}
+	ep := Endpoint{Local: c.local, Remote: c.remote, L3Index: c.l3}
+	if c.lisnKnown.Load() {
+		ep.LocalISN = c.lisn
+	}
+	if c.risnKnown.Load() {
+		ep.RemoteISN = c.risn
+	}
+	if !c.lisnKnown.Load() || !c.risnKnown.Load() {
+		return ep
+	}
+	ep.Established = true
+	c.send.mu.Lock()
+	ep.SendSNE, ep.SendSeq = c.send.sne.load()
+	c.send.mu.Unlock()
+	c.recv.mu.Lock()
+	ep.RecvSNE, ep.RecvSeq = c.recv.sne.load()
+	c.recv.mu.Unlock()
+	if m := c.Current(); m != nil {
+		ep.CurrentSendID = m.sendID
+	}
+	if m := c.RNext(); m != nil {
+		ep.RNextRecvID = m.recvID
+	}
+	return ep
 }
 
 // Close gives up the connection's current and RNext key and wipes its
@@ -407,7 +500,9 @@ func (c *Conn) derive(l *lane, m *MKT, in *kdf.Input, key *mac.Key) error {
 // [AppendOption] for the current key's MAC length (a longer option is
 // shortened; a shorter one is [ErrNoRoom]). A SYN is signed with the
 // Send_SYN traffic key, everything else (the SYN-ACK, with or without
-// payload, included) with Send_other.
+// payload, included) with Send_other. A server's first SYN-ACK gives the
+// connection its local ISN; before it, nothing else can be signed
+// ([ErrNoISN]). A RST is signed like any other segment.
 func (c *Conn) Sign(seg *segment.Segment) error {
 	if c == nil || c.ring == nil {
 		return ErrNotInitialized
@@ -453,7 +548,15 @@ func (c *Conn) rnextID(m *MKT) uint8 {
 // key m whose option at off is labelled.
 func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error {
 	h := seg.Header
-	syn := isSYN(h.Flags())
+	flags := h.Flags()
+	syn := isSYN(flags)
+	if !c.lisnKnown.Load() {
+		// A server's connection: its ISN is its SYN-ACK's.
+		if flags&(segment.SYN|segment.ACK) != segment.SYN|segment.ACK {
+			return ErrNoISN
+		}
+		c.setLISN(h.Seq())
+	}
 	if !syn && !c.risnKnown.Load() {
 		return ErrNoISN
 	}
@@ -544,6 +647,8 @@ func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, o
 		}
 		// The SYN-ACK teaches the peer's ISN, but only once it verifies.
 		return c.verifyHandshake(l, m, seg, opt, off, false, seq)
+	case !c.lisnKnown.Load():
+		return ErrNoISN // a server's connection before its SYN-ACK
 	default:
 		k, e, err = c.keyEntry(l, m, false, false)
 		sne = l.sne.of(seq)
@@ -629,14 +734,6 @@ func (c *Conn) Counters() Counters {
 	s.Good = c.recv.good
 	c.recv.mu.Unlock()
 	return s
-}
-
-// Endpoints returns the connection's local and remote address and port.
-func (c *Conn) Endpoints() (local, remote netip.AddrPort) {
-	if c == nil {
-		return
-	}
-	return c.local, c.remote
 }
 
 // ICMP reports whether an ICMP error for an established connection should

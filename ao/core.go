@@ -14,36 +14,6 @@ import (
 // end that receives it (RFC 5925 §5.2). A SYN's traffic key ignores Dst.
 type ISNs struct{ Src, Dst uint32 }
 
-// SignSegment is the per-segment core without a connection: it signs seg
-// with m for a connection whose ISNs are isns, sne being the SNE of seg's
-// sequence number (RFC 5925 §6.2; 0 in the first 2^32 bytes). It writes
-// KeyID m.SendID(), rnextKeyID and the MAC into seg's TCP-AO option, which
-// must have room for m's MAC (a longer option is shortened, NOPs filling
-// the rest). A SYN without ACK takes the Send_SYN traffic key, every other
-// segment the Send_other key; the key is derived for this call and wiped
-// after it ([Conn] keeps its keys instead). Errors: [ErrNoOption],
-// [ErrNoRoom], [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
-func SignSegment(m *MKT, isns ISNs, sne uint32, rnextKeyID uint8, seg *segment.Segment) error {
-	in, err := segmentInput(seg, isns)
-	if err != nil {
-		return err
-	}
-	return signOnce(m, &in, sne, rnextKeyID, seg)
-}
-
-// VerifySegment checks seg's MAC with m for a connection whose ISNs are
-// isns (Src: the sender's), sne the SNE of seg's sequence number, as
-// [SignSegment] computes it. It does not look at the option's KeyID: the
-// caller picks m, usually by it. Errors: [ErrNoOption], [ErrMACLength],
-// [ErrBadMAC], [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
-func VerifySegment(m *MKT, isns ISNs, sne uint32, seg *segment.Segment) error {
-	in, err := segmentInput(seg, isns)
-	if err != nil {
-		return err
-	}
-	return verifyOnce(m, &in, sne, seg)
-}
-
 // segmentInput is the KDF input of seg's own direction.
 func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
 	if err := checkSegment(seg); err != nil {
@@ -71,34 +41,6 @@ func checkSegment(seg *segment.Segment) error {
 		return segment.ErrAddrFamily
 	}
 	return nil
-}
-
-// signOnce derives the traffic key for in, signs seg with it and wipes it.
-func signOnce(m *MKT, in *kdf.Input, sne uint32, rnext uint8, seg *segment.Segment) error {
-	var k TrafficKey
-	defer k.Wipe()
-	if err := k.set(m, in); err != nil {
-		return err
-	}
-	return k.Sign(seg, sne, rnext)
-}
-
-// verifyOnce derives the traffic key for in, verifies seg with it and
-// wipes it. A segment that cannot verify is refused before the derivation.
-func verifyOnce(m *MKT, in *kdf.Input, sne uint32, seg *segment.Segment) error {
-	if m == nil {
-		return ErrKeyNotFound
-	}
-	off, opt, err := checkedOption(m, seg)
-	if err != nil {
-		return err
-	}
-	var k TrafficKey
-	defer k.Wipe()
-	if err := k.set(m, in); err != nil {
-		return err
-	}
-	return k.verifyAt(seg, off, opt.MAC, sne)
 }
 
 // checkedOption returns the offset and contents of seg's TCP-AO option,
@@ -152,10 +94,10 @@ func derive(m *MKT, in *kdf.Input, key *mac.Key) error {
 // NOPs; a shorter one is [ErrNoRoom].
 func signOption(m *MKT, seg *segment.Segment) (int, error) {
 	h, off, n := seg.Header, seg.Auth.AO, seg.Auth.AOLen
-	if off < segment.TCPMinimumSize || n <= OptionHeaderLen || off+n > len(h) || h[off] != OptionKind || int(h[off+1]) != n {
+	if off < segment.TCPMinimumSize || n <= optionHeaderLen || off+n > len(h) || h[off] != optionKind || int(h[off+1]) != n {
 		return 0, ErrNoOption
 	}
-	want := OptionLen(int(m.maclen))
+	want := optionLen(int(m.maclen))
 	if n < want {
 		return 0, ErrNoRoom
 	}
@@ -198,7 +140,7 @@ func signAt(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segmen
 	if err != nil {
 		return err
 	}
-	copy(seg.Header[off+OptionHeaderLen:off+OptionHeaderLen+int(m.maclen)], sum)
+	copy(seg.Header[off+optionHeaderLen:off+optionHeaderLen+int(m.maclen)], sum)
 	return nil
 }
 
@@ -243,7 +185,7 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 	h := seg.Header
 	if m.exclude {
 		b = append(b, h[:segment.TCPMinimumSize]...)
-		b = append(b, h[off:off+OptionHeaderLen]...)
+		b = append(b, h[off:off+optionHeaderLen]...)
 		for i := 0; i < maclen; i++ {
 			b = append(b, 0)
 		}
@@ -254,7 +196,7 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 		b = b[:start+len(h)]
 		*(*[16]byte)(b[start:]) = [16]byte(h)
 		copy(b[start+16:], h[16:])
-		clear(b[start+off+OptionHeaderLen : start+off+OptionHeaderLen+maclen])
+		clear(b[start+off+optionHeaderLen : start+off+optionHeaderLen+maclen])
 	}
 	binary.BigEndian.PutUint16(b[start+segment.TCPChecksumOffset:], 0)
 	// Complete the hash's first block(s) here: the hash would otherwise
@@ -298,9 +240,11 @@ func netipAddrPort(a netip.Addr, port uint16) netip.AddrPort {
 
 // TrafficKey is one traffic key of an MKT (RFC 5925 §5.2): the key of one
 // direction and segment type of one connection, derived once by Derive and
-// reused for every segment it covers, for a caller that keeps its own ISN
-// and SNE state (a capture verifier, a packet layer). Deriving allocates;
-// Sign and Verify do not. Its zero value holds no key; Wipe clears it.
+// reused for every segment it covers. It is the way in for a caller
+// without a [Conn], that keeps its own ISN and SNE state (a capture
+// verifier, a middlebox, a stack answering a segment it has no connection
+// for with a RST). Sign and Verify allocate nothing. Its zero value holds
+// no key; Wipe clears it.
 type TrafficKey struct {
 	m   *MKT
 	in  kdf.Input
@@ -309,7 +253,8 @@ type TrafficKey struct {
 
 // Derive makes k m's traffic key for seg: Send_SYN of seg's direction for
 // a SYN without ACK, Send_other for every other segment, of a connection
-// whose ISNs are isns (Src: seg's sender's). Errors: as [SignSegment].
+// whose ISNs are isns (Src: seg's sender's). Errors: [ErrNoOption] (no TCP
+// header), [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
 func (k *TrafficKey) Derive(m *MKT, isns ISNs, seg *segment.Segment) error {
 	if k == nil {
 		return ErrNotInitialized
@@ -331,8 +276,8 @@ func (k *TrafficKey) set(m *MKT, in *kdf.Input) error {
 	return nil
 }
 
-// Covers reports whether k is m's traffic key for seg under isns: whether
-// Sign and Verify with k give what [SignSegment] and [VerifySegment] give.
+// Covers reports whether k is m's traffic key for seg under isns, as
+// Derive(m, isns, seg) would make it.
 func (k *TrafficKey) Covers(m *MKT, isns ISNs, seg *segment.Segment) bool {
 	if k == nil || k.m == nil || k.m != m {
 		return false
@@ -341,7 +286,12 @@ func (k *TrafficKey) Covers(m *MKT, isns ISNs, seg *segment.Segment) bool {
 	return err == nil && in == k.in
 }
 
-// Sign signs seg as [SignSegment] does, with k (which must cover seg).
+// Sign writes KeyID k's MKT's SendID, rnextKeyID and the MAC of seg under
+// k into seg's TCP-AO option, sne being the SNE of seg's sequence number
+// (RFC 5925 §6.2; 0 in the first 2^32 bytes). The option must have room
+// for the MKT's MAC (a longer one is shortened, NOPs filling the rest;
+// a shorter one is [ErrNoRoom]). k need not be derived for seg itself: a
+// Linux listener signs its RSTs with the key of the segment they answer.
 func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) error {
 	if k == nil || k.m == nil {
 		return ErrNotInitialized
@@ -358,8 +308,10 @@ func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) er
 	return sign(m, &k.key, req.MAC, req.Scratch, seg, sne, rnextKeyID)
 }
 
-// Verify checks seg's MAC as [VerifySegment] does, with k; a key that does
-// not cover seg gives [ErrBadMAC].
+// Verify checks seg's MAC under k in constant time, sne as for Sign. It
+// does not look at the option's KeyID: the caller picks the MKT, usually
+// by it. Errors: [ErrNoOption], [ErrMACLength], [ErrBadMAC] (a key that
+// does not cover seg gives it too), [ErrKeyNotFound] for a k without a key.
 func (k *TrafficKey) Verify(seg *segment.Segment, sne uint32) error {
 	if k == nil || k.m == nil {
 		return ErrNotInitialized

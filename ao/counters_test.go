@@ -26,12 +26,12 @@ func TestMKTGoodAcrossConns(t *testing.T) {
 	var c Conn
 	s := make([]Conn, 2)
 	setup := func(i int) {
-		st := RepairState{LocalISN: 100, RemoteISN: 200, SendSeq: 101, RecvSeq: 201, CurrentSendID: 1, RNextRecvID: 2}
-		if err := c.Import(cring, Endpoint{Local: cli, Remote: srv}, Policy{}, st); err != nil {
+		st := Endpoint{LocalISN: 100, RemoteISN: 200, SendSeq: 101, RecvSeq: 201, CurrentSendID: 1, RNextRecvID: 2}
+		if err := restore(&c, cring, Endpoint{Local: cli, Remote: srv}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
-		st = RepairState{LocalISN: 200, RemoteISN: 100, SendSeq: 201, RecvSeq: 101, CurrentSendID: 2, RNextRecvID: 1}
-		if err := s[i].Import(sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
+		st = Endpoint{LocalISN: 200, RemoteISN: 100, SendSeq: 201, RecvSeq: 101, CurrentSendID: 2, RNextRecvID: 1}
+		if err := restore(&s[i], sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
 	}

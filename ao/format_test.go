@@ -65,7 +65,7 @@ func TestFormatNoKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := NewListener(sring, Policy{}, 3)
-	if ok, err := l.Accept(syn, 99, &s); !ok || err != nil {
+	if ok, err := l.Accept(syn, &s); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	synack := testSeg(t, srv4, cli4, 99, 78, segment.SYN|segment.ACK, 12, nil)
@@ -140,9 +140,9 @@ func TestFormatNoKey(t *testing.T) {
 	add(c.Verify(testSeg(t, srv4, cli4, 100, 80, segment.ACK, 4, nil)))
 	bad := testSeg(t, cli4, srv4, 77, 0, segment.SYN, 12, nil)
 	bad.Header[bad.Auth.AO+2] = 1
-	_, err = l.Accept(bad, 5, new(Conn))
+	_, err = l.Accept(bad, new(Conn))
 	add(err)
-	add(new(Conn).Import(ring, Endpoint{Local: cli4, Remote: srv4}, Policy{}, RepairState{CurrentSendID: 9}))
+	add(restore(new(Conn), ring, Endpoint{Local: cli4, Remote: srv4}, Policy{}, Endpoint{CurrentSendID: 9}))
 	add(new(Conn).Init(NewKeyring(nil), Endpoint{Local: cli4, Remote: srv4}, Policy{}))
 	_, err = ParseOption([]byte{29, 3})
 	add(err)
@@ -154,7 +154,7 @@ func TestFormatNoKey(t *testing.T) {
 		{"*MKT", m}, {"*MKT cmac", cmac},
 		{"keys.AO", cfg}, {"*keys.AO", &cfg},
 		{"*Keyring", ring}, {"*Conn", &c}, {"*Conn accepted", &s}, {"*Listener", l},
-		{"RepairState", c.Export()}, {"Counters", c.Counters()},
+		{"Endpoint", c.Endpoint()}, {"Counters", c.Counters()},
 		{"[]*MKT", []*MKT{m, cmac}}, {"[]keys.AO", []keys.AO{cfg}},
 		{"map", map[string]any{"mkt": m, "cfg": cfg, "conn": &c}},
 		{"struct holding them", struct {

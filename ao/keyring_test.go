@@ -276,7 +276,7 @@ func TestLookup(t *testing.T) {
 func conn4(t *testing.T, r *Keyring, cur, next uint8) *Conn {
 	t.Helper()
 	c := new(Conn)
-	err := c.Import(r, Endpoint{Local: cli4, Remote: srv4}, Policy{}, RepairState{LocalISN: 10, RemoteISN: 20, SendSeq: 11, RecvSeq: 21, CurrentSendID: cur, RNextRecvID: next})
+	err := restore(c, r, Endpoint{Local: cli4, Remote: srv4}, Policy{}, Endpoint{LocalISN: 10, RemoteISN: 20, SendSeq: 11, RecvSeq: 21, CurrentSendID: cur, RNextRecvID: next})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +478,7 @@ func TestPolicy(t *testing.T) {
 		r := NewKeyring(nil)
 		mustAdd(t, r, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: testKey(1)})
 		c := new(Conn)
-		if err := c.Import(r, Endpoint{Local: srv4, Remote: cli4}, p, RepairState{LocalISN: 1, RemoteISN: 2, SendSeq: 2, RecvSeq: 3, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
+		if err := restore(c, r, Endpoint{Local: srv4, Remote: cli4}, p, Endpoint{LocalISN: 1, RemoteISN: 2, SendSeq: 2, RecvSeq: 3, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Close)
@@ -540,7 +540,7 @@ func TestPolicy(t *testing.T) {
 				syn.Header[syn.Auth.AO+2] = c.keyID
 			}
 			var conn Conn
-			signed, err := l.Accept(syn, 5, &conn)
+			signed, err := l.Accept(syn, &conn)
 			if !errors.Is(err, c.want) || (c.want == nil && err != nil) || signed != c.signed {
 				t.Errorf("%s: %v %v, want %v %v", c.name, signed, err, c.signed, c.want)
 			}
@@ -549,7 +549,7 @@ func TestPolicy(t *testing.T) {
 			}
 			conn.Close()
 		}
-		if _, err := NewListener(r, Policy{}, 0).Accept(testSeg(t, cli4, srv4, 1, 1, segment.SYN|segment.ACK, 12, nil), 5, new(Conn)); !errors.Is(err, ErrNotSYN) {
+		if _, err := NewListener(r, Policy{}, 0).Accept(testSeg(t, cli4, srv4, 1, 1, segment.SYN|segment.ACK, 12, nil), new(Conn)); !errors.Is(err, ErrNotSYN) {
 			t.Errorf("Accept of a SYN-ACK: %v", err)
 		}
 	})
@@ -611,7 +611,7 @@ func TestConnReuse(t *testing.T) {
 	defer c.Close()
 	for i, isn := range []uint32{100, 200, 300} {
 		if i == 2 {
-			if err := c.Import(r, Endpoint{Local: cli4, Remote: srv4}, Policy{}, RepairState{LocalISN: 7, RemoteISN: 8, CurrentSendID: 1, RNextRecvID: 2}); err != nil {
+			if err := restore(&c, r, Endpoint{Local: cli4, Remote: srv4}, Policy{}, Endpoint{LocalISN: 7, RemoteISN: 8, CurrentSendID: 1, RNextRecvID: 2}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := signData(t, &c, 9); err != nil {
@@ -647,7 +647,7 @@ func TestDeleteReplacementChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The connection has not signed since: k3 is nevertheless its key.
-	if st := c.Export(); c.Current() != k3 || c.RNext() != k3 || st.CurrentSendID != 3 || st.RNextRecvID != 4 {
+	if st := c.Endpoint(); c.Current() != k3 || c.RNext() != k3 || st.CurrentSendID != 3 || st.RNextRecvID != 4 {
 		t.Fatalf("after the forced delete: current %v RNext %v, exported %+v", c.Current(), c.RNext(), st)
 	}
 	if err := r.Delete(k3, DeleteOptions{}); !errors.Is(err, ErrKeyBusy) {

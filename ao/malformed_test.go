@@ -52,7 +52,7 @@ func TestParseOption(t *testing.T) {
 	// reads back, for every MAC length Linux allows.
 	for maclen := 1; maclen <= keys.MaxMACLen; maclen++ {
 		b := testOption(nil, 7, 9, maclen)
-		if len(b) != OptionSpace(maclen) || len(b)%4 != 0 || int(b[1]) != OptionLen(maclen) {
+		if len(b) != OptionSpace(maclen) || len(b)%4 != 0 || int(b[1]) != optionLen(maclen) {
 			t.Fatalf("maclen %d: option %x", maclen, b)
 		}
 		o, err := ParseOption(b)
@@ -154,7 +154,7 @@ func TestMalformed(t *testing.T) {
 					_, rc := rfc9235Side(t, &set, v, &seg, false)
 					var verr error
 					if seg.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
-						_, verr = NewListener(rc.ring, Policy{}, 0).Accept(&seg, rc.lisn, new(Conn))
+						_, verr = NewListener(rc.ring, Policy{}, 0).Accept(&seg, new(Conn))
 					} else {
 						verr = rc.Verify(&seg)
 					}
@@ -228,12 +228,12 @@ func TestMalformed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Accept(&md5syn, 1, new(Conn)); !errors.Is(err, ErrUnexpected) {
+		if _, err := l.Accept(&md5syn, new(Conn)); !errors.Is(err, ErrUnexpected) {
 			t.Errorf("MD5 SYN: %v", err)
 		}
 		short := testSeg(t, cli4, srv4, 5, 0, segment.SYN, 4, nil)
 		short.Header[short.Auth.AO+2] = 1
-		if ok, err := l.Accept(short, 1, new(Conn)); !ok || !errors.Is(err, ErrMACLength) || !errors.Is(err, ErrBadMAC) {
+		if ok, err := l.Accept(short, new(Conn)); !ok || !errors.Is(err, ErrMACLength) || !errors.Is(err, ErrBadMAC) {
 			t.Errorf("SYN with a 4-byte MAC: %v %v", ok, err)
 		}
 	})
@@ -267,17 +267,19 @@ func TestMalformed(t *testing.T) {
 		if err := c.Verify(early); !errors.Is(err, ErrNoISN) {
 			t.Errorf("Verify of data before the SYN-ACK: %v", err)
 		}
-		if _, err := NewListener(sring, Policy{}, 0).Accept(testSeg(t, cli4, srv4, 1, 0, segment.ACK, 12, nil), 1, new(Conn)); !errors.Is(err, ErrNotSYN) {
+		if _, err := NewListener(sring, Policy{}, 0).Accept(testSeg(t, cli4, srv4, 1, 0, segment.ACK, 12, nil), new(Conn)); !errors.Is(err, ErrNotSYN) {
 			t.Errorf("Accept of an ACK: %v", err)
 		}
 	})
 
-	t.Run("SignReset", func(t *testing.T) {
-		l := NewListener(sring, Policy{}, 0)
-		in := testSeg(t, netip.MustParseAddrPort("198.51.100.1:1"), srv4, 1, 0, segment.ACK, 0, nil)
+	t.Run("TrafficKey without a key", func(t *testing.T) {
 		rst := testSeg(t, srv4, netip.MustParseAddrPort("198.51.100.1:1"), 0, 2, segment.RST, 12, nil)
-		if err := l.SignReset(in, rst, 1, 2); !errors.Is(err, ErrKeyNotFound) {
-			t.Errorf("SignReset for an uncovered peer: %v", err)
+		var k TrafficKey
+		if err := k.Derive(sring.LookupSend(netip.MustParseAddr("198.51.100.1"), 1, 0), ISNs{Src: 1, Dst: 2}, rst); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("Derive for an uncovered peer's (nil) MKT: %v", err)
+		}
+		if err := k.Sign(rst, 0, 0); !errors.Is(err, ErrNotInitialized) {
+			t.Errorf("Sign with no key: %v", err)
 		}
 	})
 }

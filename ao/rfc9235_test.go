@@ -86,7 +86,7 @@ func TestRFC9235(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, c := rfc9235Side(t, &set, v, &seg, true)
-			off := seg.Auth.AO + OptionHeaderLen
+			off := seg.Auth.AO + optionHeaderLen
 			clear(seg.Header[off : off+set.MACLen])
 			if err := c.Sign(&seg); err != nil {
 				t.Fatalf("sign: %v", err)
@@ -107,7 +107,7 @@ func TestRFC9235(t *testing.T) {
 				if s.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
 					l := NewListener(rc.ring, Policy{}, 0)
 					var nc Conn
-					_, err := l.Accept(s, rc.lisn, &nc)
+					_, err := l.Accept(s, &nc)
 					return err
 				}
 				return rc.Verify(s)
@@ -178,24 +178,24 @@ func TestRFC9235Segment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := VerifySegment(m, isns, 0, &seg); err != nil {
+		if err := verifySegment(m, isns, 0, &seg); err != nil {
 			t.Fatalf("%s %s: VerifySegment: %v", v.Section, v.Title, err)
 		}
-		if err := VerifySegment(m, isns, 1, &seg); !errors.Is(err, ErrBadMAC) {
+		if err := verifySegment(m, isns, 1, &seg); !errors.Is(err, ErrBadMAC) {
 			t.Errorf("%s: SNE 1 verified: %v", v.Section, err)
 		}
 		if h.Flags()&segment.SYN == 0 || h.Flags()&segment.ACK != 0 {
-			if err := VerifySegment(m, ISNs{Src: isns.Dst, Dst: isns.Src}, 0, &seg); !errors.Is(err, ErrBadMAC) {
+			if err := verifySegment(m, ISNs{Src: isns.Dst, Dst: isns.Src}, 0, &seg); !errors.Is(err, ErrBadMAC) {
 				t.Errorf("%s: swapped ISNs verified: %v", v.Section, err)
 			}
 		}
 		off := seg.Auth.AO
 		rnext := h[off+3]
-		clear(h[off+2 : off+OptionHeaderLen+set.MACLen])
-		if err := SignSegment(m, isns, 0, rnext, &seg); err != nil {
+		clear(h[off+2 : off+optionHeaderLen+set.MACLen])
+		if err := signSegment(m, isns, 0, rnext, &seg); err != nil {
 			t.Fatalf("%s: SignSegment: %v", v.Section, err)
 		}
-		if got := h[off+OptionHeaderLen : off+OptionHeaderLen+set.MACLen]; !bytes.Equal(got, v.MAC) || !bytes.Equal(pkt, v.Packet) {
+		if got := h[off+optionHeaderLen : off+optionHeaderLen+set.MACLen]; !bytes.Equal(got, v.MAC) || !bytes.Equal(pkt, v.Packet) {
 			t.Fatalf("%s: SignSegment MAC %x, RFC 9235 has %x", v.Section, got, v.MAC)
 		}
 		// A TrafficKey derived once signs and verifies to the same bytes.
@@ -206,16 +206,16 @@ func TestRFC9235Segment(t *testing.T) {
 		if !k.Covers(m, isns, &seg) || k.Covers(m, ISNs{Src: isns.Src + 1, Dst: isns.Dst}, &seg) {
 			t.Errorf("%s: Covers does not follow the ISNs", v.Section)
 		}
-		clear(h[off+2 : off+OptionHeaderLen+set.MACLen])
+		clear(h[off+2 : off+optionHeaderLen+set.MACLen])
 		if err := k.Sign(&seg, 0, rnext); err != nil || !bytes.Equal(pkt, v.Packet) {
-			t.Fatalf("%s: TrafficKey.Sign: %v, MAC %x, RFC 9235 has %x", v.Section, err, h[off+OptionHeaderLen:off+OptionHeaderLen+set.MACLen], v.MAC)
+			t.Fatalf("%s: TrafficKey.Sign: %v, MAC %x, RFC 9235 has %x", v.Section, err, h[off+optionHeaderLen:off+optionHeaderLen+set.MACLen], v.MAC)
 		}
 		if err := k.Verify(&seg, 0); err != nil {
 			t.Fatalf("%s: TrafficKey.Verify: %v", v.Section, err)
 		}
 		h[len(h)-1] ^= 0x80 // an option byte or the MAC: covered either way
-		if v.IncludeOptions || len(h)-1 < off+OptionHeaderLen+set.MACLen {
-			if err := VerifySegment(m, isns, 0, &seg); !errors.Is(err, ErrBadMAC) {
+		if v.IncludeOptions || len(h)-1 < off+optionHeaderLen+set.MACLen {
+			if err := verifySegment(m, isns, 0, &seg); !errors.Is(err, ErrBadMAC) {
 				t.Errorf("%s: flipped byte verified: %v", v.Section, err)
 			}
 			if err := k.Verify(&seg, 0); !errors.Is(err, ErrBadMAC) {

@@ -218,7 +218,7 @@ func TestRotationListener(t *testing.T) {
 		t.Fatalf("SYN KeyID %d RNext %d", o.KeyID, o.RNextKeyID)
 	}
 	l := NewListener(sring, Policy{}, 0)
-	if ok, err := l.Accept(syn, 900, &s); !ok || err != nil {
+	if ok, err := l.Accept(syn, &s); !ok || err != nil {
 		t.Fatalf("Accept: %v %v", ok, err)
 	}
 	if s.Current().SendID() != 6 || s.RNext().RecvID() != 3 {
@@ -263,7 +263,7 @@ func TestRotationListener(t *testing.T) {
 	if err := c2.Sign(syn); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := l.Accept(syn, 1900, &s2); !ok || err != nil {
+	if ok, err := l.Accept(syn, &s2); !ok || err != nil {
 		t.Fatalf("Accept with an unknown RNextKeyID: %v %v", ok, err)
 	}
 	if s2.Current().SendID() != 6 || s2.RNext().RecvID() != 1 {

@@ -178,13 +178,13 @@ func newPair(t testing.TB, cring, sring *Keyring, cli, srv netip.AddrPort, cisn,
 	c2sSNE, c2sSeq, s2cSNE, s2cSeq uint32, cCur, cNext, sCur, sNext uint8) *pair {
 	t.Helper()
 	p := &pair{cring: cring, sring: sring, c: new(Conn), s: new(Conn), cli: cli, srv: srv, cisn: cisn, sisn: sisn}
-	err := p.c.Import(cring, Endpoint{Local: cli, Remote: srv}, Policy{}, RepairState{
+	err := restore(p.c, cring, Endpoint{Local: cli, Remote: srv}, Policy{}, Endpoint{
 		LocalISN: cisn, RemoteISN: sisn, SendSNE: c2sSNE, SendSeq: c2sSeq, RecvSNE: s2cSNE, RecvSeq: s2cSeq,
 		CurrentSendID: cCur, RNextRecvID: cNext})
 	if err != nil {
 		t.Fatalf("client Import: %v", err)
 	}
-	err = p.s.Import(sring, Endpoint{Local: srv, Remote: cli}, Policy{}, RepairState{
+	err = restore(p.s, sring, Endpoint{Local: srv, Remote: cli}, Policy{}, Endpoint{
 		LocalISN: sisn, RemoteISN: cisn, SendSNE: s2cSNE, SendSeq: s2cSeq, RecvSNE: c2sSNE, RecvSeq: c2sSeq,
 		CurrentSendID: sCur, RNextRecvID: sNext})
 	if err != nil {
@@ -359,10 +359,10 @@ func testSNEWrap(t *testing.T, alg string, cli, srv netip.AddrPort, startSNE uin
 	}
 	for _, w := range []*wrapStream{&c2s, &s2c} {
 		last := w.seq(w.n - 1)
-		if st := w.from.Export(); st.SendSNE != startSNE+1 || st.SendSeq != last {
+		if st := w.from.Endpoint(); st.SendSNE != startSNE+1 || st.SendSeq != last {
 			t.Errorf("%v sender: SendSNE %d SendSeq %#x, want %d %#x", w.src, st.SendSNE, st.SendSeq, startSNE+1, last)
 		}
-		if st := w.to.Export(); st.RecvSNE != startSNE+1 || st.RecvSeq != last {
+		if st := w.to.Endpoint(); st.RecvSNE != startSNE+1 || st.RecvSeq != last {
 			t.Errorf("%v receiver: RecvSNE %d RecvSeq %#x, want %d %#x", w.src, st.RecvSNE, st.RecvSeq, startSNE+1, last)
 		}
 		// A segment MACed with the other wrap's SNE must not verify, on
@@ -393,9 +393,9 @@ func TestSNEWrapRepairedWrong(t *testing.T) {
 	mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
 	mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
 	p := newPair(t, cring, sring, cli4, srv4, 1, 2, 5, 0x1000, 5, 0x2000, 1, 2, 2, 1)
-	st := p.s.Export()
+	st := p.s.Endpoint()
 	st.RecvSNE++
-	if err := p.s.Import(sring, Endpoint{Local: srv4, Remote: cli4}, Policy{}, st); err != nil {
+	if err := restore(p.s, sring, Endpoint{Local: srv4, Remote: cli4}, Policy{}, st); err != nil {
 		t.Fatal(err)
 	}
 	seg := testSeg(t, cli4, srv4, 0x1000, 3, segment.ACK, 12, []byte("x"))
@@ -467,14 +467,14 @@ func TestSNEForged(t *testing.T) {
 				return seg
 			}},
 		} {
-			before := p.s.Export()
-			cbefore := p.c.Export()
+			before := p.s.Endpoint()
+			cbefore := p.c.Endpoint()
 			seq := start + 0x100 + ahead
 			err := p.s.Verify(forge.mk(seq))
 			if !errors.Is(err, ErrBadMAC) {
 				t.Errorf("%s at +%#x: %v, want ErrBadMAC", forge.name, ahead, err)
 			}
-			if after := p.s.Export(); after != before {
+			if after := p.s.Endpoint(); after != before {
 				t.Fatalf("%s at +%#x moved the receive state: %+v -> %+v", forge.name, ahead, before, after)
 			}
 			restoreSend(t, p.c, cbefore)
@@ -483,7 +483,7 @@ func TestSNEForged(t *testing.T) {
 	genuine(start + 0x200)
 	genuine(0x100) // across the wrap
 	genuine(start + 0x300)
-	if st := p.s.Export(); st.RecvSNE != 1 || st.RecvSeq != 0x100 {
+	if st := p.s.Endpoint(); st.RecvSNE != 1 || st.RecvSeq != 0x100 {
 		t.Errorf("after the wrap: RecvSNE %d RecvSeq %#x, want 1 0x100", st.RecvSNE, st.RecvSeq)
 	}
 	if c := p.s.Counters(); c.Good != 4 || c.Bad != 28 {
@@ -493,7 +493,7 @@ func TestSNEForged(t *testing.T) {
 
 // restoreSend puts a connection's send SNE state back (the forged-segment
 // test signs segments it then damages).
-func restoreSend(t *testing.T, c *Conn, st RepairState) {
+func restoreSend(t *testing.T, c *Conn, st Endpoint) {
 	t.Helper()
 	c.send.mu.Lock()
 	c.send.sne.store(st.SendSNE, st.SendSeq)

@@ -93,9 +93,9 @@ func ExampleLayer_Seed() {
 	_, err = l.Outbound(nil, ack)
 	fmt.Println("before Seed:", err)
 
-	saved := ao.RepairState{LocalISN: 7000, RemoteISN: 90000, SendSeq: 7001, RecvSeq: 90001,
+	saved := ao.Endpoint{Local: local, Remote: remote, LocalISN: 7000, RemoteISN: 90000, SendSeq: 7001, RecvSeq: 90001,
 		CurrentSendID: 1, RNextRecvID: 2} // as Export gave it before the restart
-	if err := l.Seed(local, remote, saved); err != nil {
+	if err := l.Seed(saved); err != nil {
 		log.Fatal(err)
 	}
 	wire, err := l.Outbound(nil, ack)

@@ -65,11 +65,11 @@ func fuzzSetup(tb testing.TB, md5 bool) (p *pair, signed, stack [][]byte) {
 }
 
 // macOf verifies wire, a segment from A that B delivered, without the
-// layer: MD5 with a keyring of its own; TCP-AO with ao.VerifySegment,
+// layer: MD5 with a keyring of its own; TCP-AO with an ao.TrafficKey of
 // the MKT its KeyID names on a keyring of its own, the connection's ISNs
 // (a SYN's own sequence number) and the SNE of its sequence number
 // against B's receive basis st.
-func macOf(t *testing.T, p *pair, wire []byte, md5 bool, st ao.RepairState) error {
+func macOf(t *testing.T, p *pair, wire []byte, md5 bool, st ao.Endpoint) error {
 	s, err := segment.ParsePacket(wire)
 	if err != nil {
 		return err
@@ -85,11 +85,16 @@ func macOf(t *testing.T, p *pair, wire []byte, md5 bool, st ao.RepairState) erro
 		return ao.ErrKeyNotFound
 	}
 	h := s.Header
-	isns := ao.ISNs{Src: fuzzISNA, Dst: fuzzISNB}
+	isns, sne := ao.ISNs{Src: fuzzISNA, Dst: fuzzISNB}, ao.ComputeSNE(st.RecvSNE, st.RecvSeq, h.Seq())
 	if h.Flags().Has(segment.SYN) && !h.Flags().Has(segment.ACK) {
-		return ao.VerifySegment(m, ao.ISNs{Src: h.Seq()}, 0, &s)
+		isns, sne = ao.ISNs{Src: h.Seq()}, 0
 	}
-	return ao.VerifySegment(m, isns, ao.ComputeSNE(st.RecvSNE, st.RecvSeq, h.Seq()), &s)
+	var k ao.TrafficKey
+	defer k.Wipe()
+	if err := k.Derive(m, isns, &s); err != nil {
+		return err
+	}
+	return k.Verify(&s, sne)
 }
 
 // The ISNs of fuzzSetup's connection: A's and B's toy stacks start there.
@@ -149,9 +154,9 @@ func FuzzLayer(f *testing.F) {
 			in = out
 		}
 		wire := slices.Clone(in)
-		var st ao.RepairState // B's receive SNE and its basis, before the segment
+		var st ao.Endpoint // B's receive SNE and its basis, before the segment
 		if c, ok := p.b.l.Conn(p.b.ap, p.a.ap); ok {
-			st = c.Export()
+			st = c.Endpoint()
 		}
 		got, err := p.b.l.Inbound(nil, wire)
 		if !bytes.Equal(wire, in) {

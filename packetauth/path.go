@@ -138,15 +138,15 @@ func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segmen
 	case c.kind == KindMD5:
 		out, err = l.signMD5(dst, pkt, seg)
 	case c.State() == StateSynReceived:
-		// The server's ISN is in its SYN-ACK: complete the connection
-		// the verified SYN prepared. Anything else (the stack's RST for
-		// a refused connection) cannot be signed yet.
+		// The server's ISN is in its SYN-ACK, which completes the
+		// connection the verified SYN prepared. Anything else (the
+		// stack's RST for a refused connection) cannot be signed yet.
 		if !flags.Only(segment.SYN|segment.ACK, segment.SYN|segment.ACK|segment.RST) {
 			err = ErrNoConn
 			break
 		}
-		if err = l.completeServer(c, seg.Header.Seq()); err == nil {
-			out, err = l.signAO(dst, pkt, seg, c)
+		if out, err = l.signAO(dst, pkt, seg, c); err == nil {
+			l.completeServer(c, seg.Header.Seq())
 		}
 	default:
 		out, err = l.signAO(dst, pkt, seg, c)
@@ -159,23 +159,16 @@ func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segmen
 	return out, c.track(flags, finOut), nil
 }
 
-// completeServer gives a server connection its local ISN, from the
-// SYN-ACK the stack sends: the verified SYN prepared its keys with ISN 0.
-func (l *Layer) completeServer(c *conn, isn uint32) error {
+// completeServer marks a server connection established once its
+// SYN-ACK, whose sequence number gave the ao.Conn its local ISN, is
+// signed.
+func (l *Layer) completeServer(c *conn, isn uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.State() != StateSynReceived {
-		return nil
+	if c.State() == StateSynReceived {
+		c.lisn.Store(isn)
+		c.state.Store(uint32(StateEstablished))
 	}
-	st := c.ao.Export()
-	st.LocalISN, st.SendSeq, st.SendSNE = isn, isn, 0
-	ep := ao.Endpoint{Local: c.local, Remote: c.remote, L3Index: l.cfg.L3Index, LocalISN: isn}
-	if err := c.ao.Import(l.cfg.AO, ep, l.cfg.Policy, st); err != nil {
-		return err
-	}
-	c.lisn.Store(isn)
-	c.state.Store(uint32(StateEstablished))
-	return nil
 }
 
 // track follows FIN and RST on a segment that passed in direction dir
@@ -395,7 +388,7 @@ func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment) error {
 	c.touch(now)
 	c.state.Store(uint32(StateSynReceived))
 	if kind == KindAO {
-		signed, err := l.listener.Accept(seg, 0, &c.ao)
+		signed, err := l.listener.Accept(seg, &c.ao)
 		if err == nil && !signed {
 			err = errUnsignedAO
 		}
@@ -429,7 +422,7 @@ func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
 	var err error
 	switch st := c.State(); st {
 	case StateSynSent, StateSynReceived:
-		c.mu.Lock() // against completeServer's Import
+		c.mu.Lock() // the handshake's state changes, against completeServer's
 		err = c.ao.Verify(seg)
 		f := seg.Header.Flags()
 		if err == nil && st == StateSynSent && f.Has(segment.SYN|segment.ACK) {

@@ -454,8 +454,8 @@ func (v *Verifier) judgeAOWith(f *flow, i int, d *dirState, seg *segment.Segment
 }
 
 // listenReset recognises a RST that a Linux listening socket signed for a
-// segment it had no connection for (ao.VerifyListenReset: the key of the
-// peer's last segment's direction, ISNs (its seq, 0)). No peer accepts
+// segment it had no connection for (the traffic key of the peer's last
+// segment's direction, ISNs (its seq, 0)). No peer accepts
 // such a RST, so the verdict is bad; the reason says what it is: the
 // listener did not know the connection. It needs no ISNs.
 func (v *Verifier) listenReset(seg *segment.Segment, o *endState, m *ao.MKT, r *Result) bool {
@@ -464,7 +464,9 @@ func (v *Verifier) listenReset(seg *segment.Segment, o *endState, m *ao.MKT, r *
 	}
 	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: r.Dst.Port(), DstPort: r.Src.Port(), Seq: o.last, Flags: segment.ACK})
 	in, err := segment.FromTCP(r.Dst.Addr(), r.Src.Addr(), tcp)
-	if err != nil || ao.VerifyListenReset(m, &in, seg) != nil {
+	var k ao.TrafficKey
+	defer k.Wipe()
+	if err != nil || k.Derive(m, ao.ISNs{Src: o.last}, &in) != nil || k.Verify(seg, 0) != nil {
 		return false
 	}
 	r.Verdict, r.Key, r.Alg = Bad, v.keys.aoName(m), m.Algorithm().Name()

@@ -115,7 +115,7 @@ func NewServer(l *ao.Listener, localISN uint32, maclen int) (*Auth, error) {
 }
 
 // NewEstablished returns the Auth of a connection whose ao.Conn is already
-// set up: restored with [ao.Conn.Import] after a migration, for example.
+// set up: restored with [ao.Conn.Init] after a migration, for example.
 // maclen is as for NewClient. A nil c is ao.ErrNoCurrentKey.
 func NewEstablished(c *ao.Conn, maclen int) (*Auth, error) {
 	if c == nil || c.Current() == nil {
@@ -125,7 +125,7 @@ func NewEstablished(c *ao.Conn, maclen int) (*Auth, error) {
 		return nil, fmt.Errorf("%w: maclen %d", keys.ErrMACTooLong, maclen)
 	}
 	a := &Auth{conn: c, space: space(maclen)}
-	a.isn = c.Export().LocalISN
+	a.isn = c.Endpoint().LocalISN
 	a.state.Store(stateSigned)
 	return a, nil
 }
@@ -211,7 +211,7 @@ func (a *Auth) Verify(pkt []byte) error {
 	}
 	switch a.state.Load() {
 	case stateListen:
-		signed, err := a.listener.Accept(&seg, a.isn, a.conn)
+		signed, err := a.listener.Accept(&seg, a.conn)
 		if err != nil {
 			return err
 		}

@@ -367,12 +367,12 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 	const isnA, isnB = 1000, 5000
 	return func(op string, payload int) (*benchWorker, error) {
 		var snd, rcv ao.Conn
-		if err := snd.Import(ring, ao.Endpoint{Local: benchA, Remote: benchB}, ao.Policy{},
-			ao.RepairState{LocalISN: isnA, RemoteISN: isnB, SendSeq: isnA, RecvSeq: isnB, CurrentSendID: 1, RNextRecvID: 2}); err != nil {
+		if err := snd.Init(ring, ao.Endpoint{Local: benchA, Remote: benchB, LocalISN: isnA,
+			Established: true, RemoteISN: isnB, CurrentSendID: 1, RNextRecvID: 2}, ao.Policy{}); err != nil {
 			return nil, err
 		}
-		if err := rcv.Import(ring, ao.Endpoint{Local: benchB, Remote: benchA}, ao.Policy{},
-			ao.RepairState{LocalISN: isnB, RemoteISN: isnA, SendSeq: isnB, RecvSeq: isnA, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
+		if err := rcv.Init(ring, ao.Endpoint{Local: benchB, Remote: benchA, LocalISN: isnB,
+			Established: true, RemoteISN: isnA, CurrentSendID: 2, RNextRecvID: 1}, ao.Policy{}); err != nil {
 			return nil, err
 		}
 		seg, err := benchSegment(payload, ao.AppendOption(nil, keys.DefaultMACLen))

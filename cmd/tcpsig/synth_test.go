@@ -103,8 +103,8 @@ func newConvo(t testing.TB, cfg convoConfig) *convo {
 		if e == cv.s {
 			cur, next = next, cur
 		}
-		if err := e.conn.Import(ring, ao.Endpoint{Local: e.ap, Remote: o.ap}, ao.Policy{}, ao.RepairState{
-			LocalISN: e.seq, RemoteISN: o.seq, SendSeq: e.seq, RecvSeq: o.seq, CurrentSendID: cur, RNextRecvID: next}); err != nil {
+		if err := e.conn.Init(ring, ao.Endpoint{Local: e.ap, Remote: o.ap, LocalISN: e.seq, Established: true,
+			RemoteISN: o.seq, CurrentSendID: cur, RNextRecvID: next}, ao.Policy{}); err != nil {
 			t.Fatal(err)
 		}
 	}

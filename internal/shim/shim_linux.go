@@ -456,15 +456,10 @@ func sameMD5Config(a, b keys.MD5) bool {
 	return a.Peer.Masked() == b.Peer.Masked() && bytes.Equal(a.Key, b.Key) && a.IfIndex == b.IfIndex && a.HasIfIndex == b.HasIfIndex
 }
 
-// shimState is the -state file: the TCP-AO sessions' repair state (ISNs,
-// SNEs, key IDs; no key material).
+// shimState is the -state file: the TCP-AO sessions' state (addresses,
+// ISNs, SNEs, key IDs; no key material), as ao.Conn.Endpoint gives it.
 type shimState struct {
-	Sessions []stateEntry `json:"sessions"`
-}
-
-type stateEntry struct {
-	Local, Remote netip.AddrPort
-	ao.RepairState
+	Sessions []ao.Endpoint `json:"sessions"`
 }
 
 // saveState writes the TCP-AO sessions' state to -state, atomically.
@@ -476,7 +471,7 @@ func (s *Shim) saveState() {
 	s.layer.Conns(func(c packetauth.ConnInfo) bool {
 		if c.Kind == packetauth.KindAO && c.State == packetauth.StateEstablished {
 			if conn, ok := s.layer.Conn(c.Local, c.Remote); ok {
-				st.Sessions = append(st.Sessions, stateEntry{c.Local, c.Remote, conn.Export()})
+				st.Sessions = append(st.Sessions, conn.Endpoint())
 			}
 		}
 		return true
@@ -511,7 +506,7 @@ func (s *Shim) seedFromState() {
 		return
 	}
 	for _, e := range st.Sessions {
-		if err := s.layer.Seed(e.Local, e.Remote, e.RepairState); err != nil {
+		if err := s.layer.Seed(e); err != nil {
 			s.log.Warn("cannot resume a TCP-AO session", "local", e.Local, "remote", e.Remote, "err", err)
 			continue
 		}

@@ -955,7 +955,9 @@ func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 	}
 	var bad ao.Conn
 	defer bad.Close()
-	if err := bad.Import(wrongRing, ao.Endpoint{Local: n.engineAP(), Remote: n.kernelAP()}, ao.Policy{}, auth.Conn().Export()); err != nil {
+	ep := auth.Conn().Endpoint()
+	ep.Local, ep.Remote = n.engineAP(), n.kernelAP()
+	if err := bad.Init(wrongRing, ep, ao.Policy{}); err != nil {
 		return fmt.Errorf("import onto the wrong key: %w", err)
 	}
 	badAuth, err := aopacket.NewEstablished(&bad, c.maclen)
