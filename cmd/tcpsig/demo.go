@@ -70,7 +70,7 @@ func loadDemo() (*demo, error) {
 }
 
 // demoHint ends the text report of the built-in sample.
-const demoHint = "\nVerify your own capture: tcpsig verify -keys KEYS.json CAPTURE.pcap (tcpsig help\nfor the keys format). This sample, from a clone of the repository:\n  " + demoCommand
+const demoHint = "\nVerify your own capture: tcpsig verify -keys KEYS.json CAPTURE.pcap (tcpsig help\nkeys for the keys format). This sample, from a clone of the repository:\n  " + demoCommand
 
 // demoCommand verifies the built-in sample's files, from the repository's
 // top directory.

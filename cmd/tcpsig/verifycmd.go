@@ -61,11 +61,11 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&lo.every, "every", 5*time.Second, "")
 	files, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, verifyHelp)
 		return 0
 	}
 	if err != nil {
-		return failf(stderr, "verify: %v (see tcpsig help)", err)
+		return failf(stderr, "verify: %v (see tcpsig help verify)", err)
 	}
 
 	every := false
@@ -78,7 +78,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		case len(files) > 0:
 			return failf(stderr, "verify: -i %s reads packets live: no CAPTURE file with it (-w FILE writes one)", lo.iface)
 		case *keysPath == "":
-			return failf(stderr, "verify: -keys FILE is required to verify live packets (see tcpsig help)")
+			return failf(stderr, "verify: -keys FILE is required to verify live packets (see tcpsig help verify)")
 		case lo.port < 0 || lo.port > 65535:
 			return failf(stderr, "verify: -port %d is not a TCP port", lo.port)
 		case lo.every <= 0:
@@ -128,7 +128,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		hint = demoHint
 	default:
 		if *keysPath == "" {
-			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help)")
+			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help verify)")
 		}
 		kf, err := readKeys(*keysPath, files)
 		if err != nil {
