@@ -13,7 +13,7 @@ import (
 type Config struct {
 	Keys   string       // path of the keys file (package keyfile); its peers are those covered
 	Queue  uint16       // netfilter queue number; the rules are the tables "tcpsig-shim-<Queue>"
-	Status string       // path of a unix socket serving the status as JSON; "" for none
+	Status string       // path of a unix socket serving the status as JSON over HTTP; "" for none
 	State  string       // path of the TCP-AO sessions' state file; "" for none
 	Log    *slog.Logger // nil: discard
 }
