@@ -115,6 +115,9 @@ func (ks *Keys) sameAO(r *ao.Keyring, cfg ao.Config) bool {
 	maclen := cfg.MACLen
 	if maclen == 0 {
 		maclen = ao.DefaultMACLen
+		if n := m.Algorithm().MACLen(); n != 0 {
+			maclen = n // the draft's algorithms: 16
+		}
 	}
 	if m.Algorithm().Name() != cfg.Algorithm || m.MACLen() != maclen || m.ExcludeOptions() != cfg.ExcludeOptions {
 		return false
