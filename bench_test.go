@@ -175,7 +175,7 @@ func TestBareReferences(t *testing.T) {
 			t.Fatalf("%s: %v", a, err)
 		}
 		c.Write(msg)
-		got := c.Sum(nil)
+		got := c.Finish(nil)
 		if a.IsKMAC() {
 			if want := newSafeKMAC(key).sum(nil, msg); !bytes.Equal(got, want) {
 				t.Errorf("%s: context MAC %x, keyed cSHAKE256 %x", a, got, want)
@@ -214,8 +214,8 @@ func TestBareReferences(t *testing.T) {
 // per way of getting the keyed state:
 //
 //   - keyschedule: Context.SetKey (a fresh key schedule) per message;
-//   - restore: Context.Reset to the keyed state per message;
-//   - clone: Context.Load of a shared keyed template (mac.Key) per message
+//   - restore: Context.Restart to the keyed state per message;
+//   - clone: Context.Start of a shared keyed template (mac.Key) per message
 //     (not for hmac(rmd160), whose state cannot be copied: there the pool
 //     re-keys instead);
 //   - bare: the bare hash (Reset, Write, Sum), or for CMAC the AES-CBC-MAC
@@ -287,7 +287,7 @@ func BenchmarkPool(b *testing.B) {
 							panic(err)
 						}
 						r.MAC.Write(msg)
-						out = r.MAC.Sum(out[:0])
+						out = r.MAC.Finish(out[:0])
 						r.End()
 					}
 				})
@@ -600,7 +600,7 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 				b.Fatal(err)
 			}
 			c.Write(msg)
-			out = c.Sum(out[:0])
+			out = c.Finish(out[:0])
 		}
 	case "clone":
 		var tmpl mac.Key
@@ -609,9 +609,9 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 		}
 		c := a.NewContext()
 		return func() {
-			c.Load(&tmpl)
+			c.Start(&tmpl)
 			c.Write(msg)
-			out = c.Sum(out[:0])
+			out = c.Finish(out[:0])
 		}
 	case "restore":
 		c := a.NewContext()
@@ -619,9 +619,9 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 			b.Fatal(err)
 		}
 		return func() {
-			c.Reset()
+			c.Restart()
 			c.Write(msg)
-			out = c.Sum(out[:0])
+			out = c.Finish(out[:0])
 		}
 	case "bare":
 		if a.IsKMAC() {
@@ -658,20 +658,20 @@ func Example() {
 		panic(err)
 	}
 	c.Write(msg)
-	fresh := c.Sum(nil)
+	fresh := c.Finish(nil)
 
-	c.Reset() // restore: no key schedule
+	c.Restart() // restore: no key schedule
 	c.Write(msg)
-	restored := c.Sum(nil)
+	restored := c.Finish(nil)
 
 	var tmpl mac.Key // a template, shared by any number of contexts
 	if err := tmpl.Init(alg, key); err != nil {
 		panic(err)
 	}
 	d := alg.NewContext()
-	d.Load(&tmpl) // clone
+	d.Start(&tmpl) // clone
 	d.Write(msg)
-	cloned := d.Sum(nil)
+	cloned := d.Finish(nil)
 
 	fmt.Println(mac.Equal(fresh, restored), mac.Equal(fresh, cloned))
 	// Output: true true

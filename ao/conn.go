@@ -7,9 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // Errors of the per-segment calls. Every forged or damaged MAC yields
@@ -25,6 +27,9 @@ var (
 	ErrNoCurrentKey = errors.New("ao: connection has no current key")
 	ErrNoISN        = errors.New("ao: the peer's ISN is not known yet")
 	ErrNotSYN       = errors.New("ao: not a SYN")
+	// ErrNotInitialized is a call on a nil or zero Conn, Listener or
+	// TrafficKey, or on a nil Keyring: one that was never set up.
+	ErrNotInitialized = errors.New("ao: not set up (nil, or a zero value never initialized)")
 )
 
 // Policy is what a connection or listener does with segments that are not
@@ -57,20 +62,27 @@ func (c *counters) snapshot() Counters {
 }
 
 // A connection signs and verifies in two lanes, one per direction. Each
-// lane owns a working MAC context, scratch, and the traffic keys of its
+// lane holds a working MAC context leased from its MKT's pool for as long
+// as it uses keys of that algorithm, scratch, and the traffic keys of its
 // direction, per MKT: nothing on the per-segment path is shared with
-// another connection, so connections on different cores never meet. A
-// lane's lock serialises the calls of one direction (a Sign waits for
-// another Sign on the same Conn, never for a Verify).
+// another connection, so connections on different cores never meet.
 type lane struct {
+	// mu serialises the calls of one direction (a Sign waits for another
+	// Sign on the same Conn, never for a Verify) and guards every field
+	// below: while a call holds it, the lane's context, scratch, keys and
+	// SNE are that call's alone. Under it a call may take an MKT's lmu,
+	// pin an MKT (reclaim), or lease from the pool; never the keyring's
+	// lock, which Sign and Verify take only after releasing it.
 	mu      sync.Mutex
-	ctx     *mac.Context      // of the algorithm of the last key used
-	keys    []*laneKey        // traffic keys per MKT; entries of deleted MKTs are wiped and reused
-	tmp     *mac.Key          // a handshake key for an ISN not committed yet, made on first use
-	sne     sneState          // the direction's SNE and its basis
-	good    uint64            // receive lane: segments verified
-	scratch [scratchSize]byte // MAC input prefix and the MAC
-	_       [cachePad]byte    // the next lane's lock on another line
+	ctx     *mac.Context         // leased from pool (entry pid) for the algorithm of the last key used; nil: none
+	pool    *sigpool.Pool        // where ctx came from and goes back to
+	pid     sigpool.ID           // ctx's pool entry
+	keys    []*laneKey           // traffic keys per MKT; entries of deleted MKTs are wiped and reused
+	tmp     *mac.Key             // a handshake key for an ISN not committed yet, made on first use
+	sne     sneState             // the direction's SNE and its basis
+	good    uint64               // receive lane: segments verified
+	scratch [scratchSize]byte    // MAC input prefix and the MAC
+	_       [cacheline.Size]byte // the next lane's lock on another line
 }
 
 // laneKey is one MKT's two traffic keys of a lane's direction: the key
@@ -91,9 +103,6 @@ type laneKey struct {
 	idx  int   // the entry's place in mkt.lanes, under mkt.lmu
 }
 
-// cachePad keeps the two lanes' locks apart.
-const cachePad = 64
-
 func (k *laneKey) wipe() {
 	k.key.Wipe()
 	k.syn.Wipe()
@@ -104,13 +113,29 @@ func (k *laneKey) wipe() {
 	k.mkt = nil
 }
 
-// context returns the lane's working context for alg, making one when the
-// algorithm changes (a rotation to an MKT of another algorithm).
-func (l *lane) context(alg *mac.Algorithm) *mac.Context {
-	if l.ctx == nil || l.ctx.Algorithm() != alg {
-		l.ctx = alg.NewContext()
+// context returns the lane's working context for m's algorithm. The
+// lane keeps the context it leased from m's pool while its keys are of
+// that algorithm; a rotation to an MKT of another algorithm (or pool)
+// returns it and leases one for the new algorithm.
+func (l *lane) context(m *MKT) (*mac.Context, error) {
+	if l.ctx != nil && l.pool == m.pool && l.pid == m.poolID {
+		return l.ctx, nil
 	}
-	return l.ctx
+	l.giveBack()
+	c, err := m.pool.Lease(m.poolID)
+	if err != nil {
+		return nil, err
+	}
+	l.ctx, l.pool, l.pid = c, m.pool, m.poolID
+	return c, nil
+}
+
+// giveBack returns the lane's context, wiped, to its pool.
+func (l *lane) giveBack() {
+	if l.ctx != nil {
+		_ = l.pool.Return(l.pid, l.ctx) // the lease holds the entry
+		l.ctx, l.pool = nil, nil
+	}
 }
 
 // find returns the lane's keys of m, nil if it has none yet.
@@ -152,9 +177,7 @@ func (l *lane) wipe() {
 		k.wipe()
 	}
 	l.tmp.Wipe() // nil-safe
-	if l.ctx != nil {
-		l.ctx.Wipe()
-	}
+	l.giveBack()
 }
 
 // Conn is one connection's TCP-AO state. Sign and Verify may be called
@@ -176,8 +199,9 @@ type Conn struct {
 	lisnKnown, risnKnown atomic.Bool
 
 	// current and rnext are written under the keyring's lock (role
-	// changes), read without it; link chains the Conn into its two MKTs'
-	// user lists, under the keyring's lock.
+	// changes), read without it: a signer loads current once per
+	// segment. link chains the Conn into its two MKTs' user lists, under
+	// the keyring's lock.
 	current, rnext atomic.Pointer[MKT]
 	link           [2]struct{ prev, next *Conn }
 
@@ -242,7 +266,7 @@ type Endpoint struct {
 // connection starts with [Listener.Accept] instead.
 func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	if c == nil || ring == nil {
-		return ErrNoCurrentKey
+		return ErrNotInitialized
 	}
 	c.Close() // drop a previous connection's roles and traffic keys
 	c.reset(ring, ep, p)
@@ -380,7 +404,7 @@ func (c *Conn) RNext() *MKT {
 // TCP_AO_INFO set_current).
 func (c *Conn) SetCurrent(sendID uint8) error {
 	if c == nil || c.ring == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	return c.ring.switchTo(c, roleCurrent, c.ring.LookupSend(c.remote.Addr(), sendID, c.l3))
 }
@@ -389,7 +413,7 @@ func (c *Conn) SetCurrent(sendID uint8) error {
 // then asks the peer to send with it (Linux set_rnext).
 func (c *Conn) SetRNext(recvID uint8) error {
 	if c == nil || c.ring == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	return c.ring.switchTo(c, roleRNext, c.ring.LookupRecv(c.remote.Addr(), recvID, c.l3))
 }
@@ -457,8 +481,12 @@ func (c *Conn) derive(l *lane, m *MKT, in *kdf.Input, key *mac.Key) error {
 		return ErrKeyNotFound
 	}
 	defer m.release(p)
+	w, err := l.context(m)
+	if err != nil {
+		return err
+	}
 	var raw [mac.MaxSize]byte
-	tk, err := m.master.Derive(l.context(m.alg), l.scratch[:], in, raw[:0])
+	tk, err := m.master.Derive(w, l.scratch[:], in, raw[:0])
 	if err == nil {
 		err = key.Init(m.alg, tk)
 	}
@@ -476,27 +504,35 @@ func (c *Conn) derive(l *lane, m *MKT, in *kdf.Input, key *mac.Key) error {
 // connection its local ISN; before it, nothing else can be signed
 // ([ErrNoISN]). A RST is signed like any other segment.
 func (c *Conn) Sign(seg *segment.Segment) error {
-	if c == nil {
-		return ErrNoCurrentKey
+	if c == nil || c.ring == nil {
+		return ErrNotInitialized
 	}
 	if err := checkSegment(seg); err != nil {
 		return err
 	}
-	m := c.current.Load()
-	if m == nil {
-		return ErrNoCurrentKey
-	}
-	// The option is labelled before the lock is taken, which makes these
-	// byte stores land before the header is read back as whole words.
-	off, err := labelOption(m, seg, c.rnextID(m))
-	if err != nil {
-		return err
-	}
 	l := &c.send
-	l.mu.Lock()
-	err = c.signLocked(l, m, seg, off)
-	l.mu.Unlock()
-	return err
+	for {
+		m := c.current.Load()
+		if m == nil {
+			return ErrNoCurrentKey
+		}
+		// The option is labelled before the lock is taken, which makes
+		// these byte stores land before the header is read back as whole
+		// words.
+		off, err := labelOption(m, seg, c.rnextID(m))
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		err = c.signLocked(l, m, seg, off)
+		l.mu.Unlock()
+		// ErrKeyNotFound: m was deleted between the load and the
+		// derivation. A delete moves the connection to its replacement
+		// before it retires the key, so the next load sees another MKT.
+		if err == nil || !errors.Is(err, ErrKeyNotFound) || c.current.Load() == m {
+			return err
+		}
+	}
 }
 
 // rnextID is the RNextKeyID to send with current key m: the RNext key's
@@ -525,27 +561,15 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 		return ErrNoISN
 	}
 	k, _, err := c.keyEntry(l, m, true, syn)
-	if err != nil && errors.Is(err, ErrKeyNotFound) && c.ring != nil {
-		// m was deleted between the load and the derivation; a forced
-		// delete had moved the connection on first. Under the keyring's
-		// lock no current key is being deleted: take it, label the option
-		// for it and derive again.
-		c.ring.mu.Lock()
-		if m = c.current.Load(); m != nil {
-			if off, err = labelOption(m, seg, c.rnextID(m)); err == nil {
-				k, _, err = c.keyEntry(l, m, true, syn)
-			}
-		}
-		c.ring.mu.Unlock()
-		if m == nil {
-			return ErrNoCurrentKey
-		}
+	if err != nil {
+		return err
 	}
+	w, err := l.context(m)
 	if err != nil {
 		return err
 	}
 	seq := h.Seq()
-	if err := signAt(m, k, l.context(m.alg), l.scratch[:], seg, off, l.sne.of(seq)); err != nil {
+	if err := signAt(m, k, w, l.scratch[:], seg, off, l.sne.of(seq)); err != nil {
 		return err
 	}
 	l.sne.advance(seq)
@@ -558,8 +582,8 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 // of our SendIDs, that MKT becomes the current key. A nil error means
 // the segment may be processed.
 func (c *Conn) Verify(seg *segment.Segment) error {
-	if c == nil {
-		return ErrKeyNotFound
+	if c == nil || c.ring == nil {
+		return ErrNotInitialized
 	}
 	if err := checkSegment(seg); err != nil {
 		return err
@@ -574,9 +598,6 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 			return ErrAORequired
 		}
 		return nil
-	}
-	if c.ring == nil {
-		return ErrKeyNotFound
 	}
 	m := c.rnext.Load()
 	if m == nil || m.recvID != opt.KeyID {
@@ -598,6 +619,9 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	l.mu.Lock()
 	err = c.verifyLocked(l, m, seg, opt, off)
 	l.mu.Unlock()
+	if err == nil {
+		c.rotate(opt) // takes the keyring's lock: never under a lane's
+	}
 	return err
 }
 
@@ -641,7 +665,6 @@ func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, o
 	if flags&segment.SYN == 0 {
 		l.sne.advance(seq)
 	}
-	c.rotate(opt)
 	return nil
 }
 
@@ -649,7 +672,11 @@ func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, o
 // result: a good segment in e, the lane's entry for m, or without one
 // (a handshake's spare key) in m itself.
 func (c *Conn) check(l *lane, m *MKT, k *mac.Key, e *laneKey, seg *segment.Segment, opt Option, off int, sne uint32) error {
-	if err := verify(m, k, l.context(m.alg), l.scratch[:], seg, off, opt.MAC, sne); err != nil {
+	w, err := l.context(m)
+	if err == nil {
+		err = verify(m, k, w, l.scratch[:], seg, off, opt.MAC, sne)
+	}
+	if err != nil {
 		c.bad.Add(1)
 		m.bad.Add(1)
 		return err
@@ -683,7 +710,6 @@ func (c *Conn) verifyHandshake(l *lane, m *MKT, seg *segment.Segment, opt Option
 	if !syn && !c.risnKnown.Load() {
 		c.setRISN(seq)
 	}
-	c.rotate(opt)
 	return nil
 }
 

@@ -212,13 +212,13 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 	}
 	if len(pay) == 0 && len(seg.Frags) == 0 {
 		// The whole message is in scratch (a pure ACK, for one).
-		sum, err := w.MAC(key, sc[sumOff:sumOff], b)
+		sum, err := w.Compute(key, sc[sumOff:sumOff], b)
 		if err != nil {
 			return nil, err
 		}
 		return sum[:maclen], nil
 	}
-	if err := w.Load(key); err != nil {
+	if err := w.Start(key); err != nil {
 		return nil, err
 	}
 	w.Write(b)
@@ -228,7 +228,7 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 	for _, f := range seg.Frags {
 		w.Write(f)
 	}
-	return w.Sum(sc[sumOff:sumOff])[:maclen], nil
+	return w.Finish(sc[sumOff:sumOff])[:maclen], nil
 }
 
 // protoTCP is TCP's IP protocol number, in the pseudo-header.
@@ -257,7 +257,7 @@ type TrafficKey struct {
 // header), [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
 func (k *TrafficKey) Derive(m *MKT, isns ISNs, seg *segment.Segment) error {
 	if k == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	in, err := segmentInput(seg, isns)
 	if err != nil {
@@ -294,7 +294,7 @@ func (k *TrafficKey) Covers(m *MKT, isns ISNs, seg *segment.Segment) bool {
 // Linux listener signs its RSTs with the key of the segment they answer.
 func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) error {
 	if k == nil || k.m == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	if err := checkSegment(seg); err != nil {
 		return err
@@ -314,7 +314,7 @@ func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) er
 // does not cover seg gives it too), [ErrKeyNotFound] for a k without a key.
 func (k *TrafficKey) Verify(seg *segment.Segment, sne uint32) error {
 	if k == nil || k.m == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	off, opt, err := checkedOption(k.m, seg)
 	if err != nil {

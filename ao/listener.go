@@ -3,6 +3,7 @@ package ao
 import (
 	"errors"
 
+	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -42,7 +43,7 @@ func (l *Listener) Counters() Counters {
 // MKT covers: the connection then runs without TCP-AO.
 func (l *Listener) Accept(syn *segment.Segment, conn *Conn) (signed bool, err error) {
 	if l == nil || l.ring == nil || conn == nil {
-		return false, ErrKeyNotFound
+		return false, ErrNotInitialized
 	}
 	if err := checkSegment(syn); err != nil {
 		return false, err
@@ -84,8 +85,12 @@ func (l *Listener) Accept(syn *segment.Segment, conn *Conn) (signed bool, err er
 	rl := &conn.recv
 	rl.mu.Lock()
 	k, _, err := conn.keyEntry(rl, m, false, true)
+	var w *mac.Context
 	if err == nil {
-		err = verify(m, k, rl.context(m.alg), rl.scratch[:], syn, off, opt.MAC, 0)
+		w, err = rl.context(m)
+	}
+	if err == nil {
+		err = verify(m, k, w, rl.scratch[:], syn, off, opt.MAC, 0)
 	}
 	rl.mu.Unlock()
 	if err != nil {

@@ -278,8 +278,8 @@ func TestMalformed(t *testing.T) {
 		if err := k.Derive(sring.LookupSend(netip.MustParseAddr("198.51.100.1"), 1, 0), ISNs{Src: 1, Dst: 2}, rst); !errors.Is(err, ErrKeyNotFound) {
 			t.Errorf("Derive for an uncovered peer's (nil) MKT: %v", err)
 		}
-		if err := k.Sign(rst, 0, 0); !errors.Is(err, ErrKeyNotFound) {
-			t.Errorf("Sign with no key: %v", err)
+		if err := k.Sign(rst, 0, 0); !errors.Is(err, ErrNotInitialized) {
+			t.Errorf("Sign with no key: %v, want ErrNotInitialized", err)
 		}
 	})
 }

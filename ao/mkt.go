@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/keys"
@@ -41,11 +42,17 @@ type MKT struct {
 	// delete that would leave them without one is refused, and a forced
 	// delete moves them to the replacement.
 	users [2]*Conn
-	// lanes lists the connections' lane entries that count good segments
-	// for the MKT; lgen changes with every change of the list.
+	// lmu guards lanes, the connections' lane entries that count good
+	// segments for the MKT, and lgen, which changes with every change of
+	// the list; a fold of an entry's count into good happens under it
+	// too. It is taken under a lane's lock (list, unlist), and MKT.Counters
+	// never holds it while it takes a lane's: it reads each entry under
+	// its lane's lock and starts again if lgen moved meanwhile.
 	lmu   sync.Mutex
 	lanes []*laneKey
 	lgen  uint64
+	// guard pins master while a derivation reads it: a delete retires
+	// the MKT, and master is wiped once no pin is left (reclaim's RCU).
 	guard reclaim.Guard
 
 	peer           netip.Prefix
@@ -59,10 +66,10 @@ type MKT struct {
 
 	// The counters, written per verified segment, on a line of their own
 	// so that they do not share one with what signers read.
-	_    [64]byte
+	_    [cacheline.Size]byte
 	good atomic.Uint64 // segments counted here: by listeners, and by wiped lane entries
 	bad  atomic.Uint64
-	_    [48]byte
+	_    [cacheline.Size - 16]byte
 }
 
 // newMKT validates cfg and prepares its master key; the keyring sets the

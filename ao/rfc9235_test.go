@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/sigpool"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
 
@@ -30,7 +31,7 @@ func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, s
 		sendID, recvID = recvID, sendID
 		lisn, risn = risn, lisn
 	}
-	ring := NewKeyring(nil)
+	ring := NewKeyring(rfc9235Pool)
 	_, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(remote.Addr(), remote.Addr().BitLen()), SendID: sendID, RecvID: recvID,
 		Algorithm: v.Alg, Key: set.MasterKey, MACLen: set.MACLen, ExcludeOptions: !v.IncludeOptions})
 	if err != nil {
@@ -48,8 +49,27 @@ func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, s
 	return ring, c
 }
 
+// rfc9235Pool is the pool rfc9235Side's keyrings compute through (nil:
+// sigpool.Default).
+var rfc9235Pool *sigpool.Pool
+
+// TestRFC9235Rekey is TestRFC9235 over a pool of the Rekey backend: the
+// connections' leased contexts then run the key schedule per segment and
+// must still give RFC 9235's MACs.
+func TestRFC9235Rekey(t *testing.T) {
+	p, err := sigpool.New(sigpool.Config{Backend: sigpool.Rekey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfc9235Pool = p
+	defer func() { rfc9235Pool = nil }()
+	TestRFC9235(t)
+}
+
 // TestRFC9235 signs and verifies all 32 segments of RFC 9235 and checks
 // the MAC against the published one; then flips bits that the MAC covers.
+// It also checks that the signing lane computed with a context leased from
+// the keyring's pool, in the pool's backend.
 func TestRFC9235(t *testing.T) {
 	set, err := testvectors.RFC9235()
 	if err != nil {
@@ -73,6 +93,9 @@ func TestRFC9235(t *testing.T) {
 			}
 			if got := seg.Header[off : off+set.MACLen]; !bytes.Equal(got, v.MAC) {
 				t.Fatalf("%s: signed MAC %x, RFC 9235 has %x", v.Title, got, v.MAC)
+			}
+			if w := c.send.ctx; w == nil || c.send.pool != c.ring.pool || w.Rekeys() != (rfc9235Pool != nil) {
+				t.Fatalf("%s: the send lane's context %p (re-keys %v) is not a lease from the keyring's pool", v.Title, w, w.Rekeys())
 			}
 			signed++
 
@@ -200,7 +223,7 @@ func TestRFC9235Segment(t *testing.T) {
 			}
 		}
 		k.Wipe()
-		if err := k.Verify(&seg, 0); !errors.Is(err, ErrKeyNotFound) {
+		if err := k.Verify(&seg, 0); !errors.Is(err, ErrNotInitialized) {
 			t.Errorf("%s: a wiped TrafficKey verified: %v", v.Section, err)
 		}
 		n++

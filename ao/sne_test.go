@@ -153,7 +153,7 @@ func refMAC(t testing.TB, alg string, master []byte, in kdf.Input, s *segment.Se
 		msg = append(msg, f...)
 	}
 	ctx.Write(msg)
-	return ctx.Sum(nil)[:maclen]
+	return ctx.Finish(nil)[:maclen]
 }
 
 // sendOtherInput is the KDF context of the Send_other key of the sender

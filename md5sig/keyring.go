@@ -84,7 +84,7 @@ func tag(l3 int) uint32 { return uint32(l3) }
 // keys, so a stack holding both kinds must make that check itself.
 func (r *Keyring) Add(cfg keys.MD5) (*Key, error) {
 	if r == nil {
-		return nil, fmt.Errorf("%w: nil keyring", keys.ErrInvalid)
+		return nil, ErrNotInitialized
 	}
 	k, err := newKey(&cfg, r)
 	if err != nil {
@@ -136,7 +136,7 @@ type DeleteOptions struct {
 // would wait for itself); Sign and Verify never hold a key on return.
 func (r *Keyring) Delete(k *Key, opts DeleteOptions) error {
 	if r == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	r.mu.Lock()
 	if k == nil || k.ring != r || k.deleted {

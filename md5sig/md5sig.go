@@ -20,6 +20,9 @@ var (
 	ErrNoOption   = errors.New("md5sig: segment has no MD5 option to sign")           // the stack did not reserve it
 	ErrNoKey      = errors.New("md5sig: no key for the peer")                         // nothing to sign with
 	ErrNoRoom     = errors.New("md5sig: option space too short for the MD5 option")   // the stack reserved too little
+	// ErrNotInitialized is a call on a nil Keyring (the zero Keyring is
+	// ready to use).
+	ErrNotInitialized = errors.New("md5sig: not set up (nil Keyring)")
 )
 
 // Sign computes the signature of an outgoing segment with the key for its
@@ -29,7 +32,7 @@ var (
 // KeyNotFound) if no key covers the destination.
 func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 	if r == nil {
-		return ErrNoKey
+		return ErrNotInitialized
 	}
 	if err := checkSegment(seg); err != nil {
 		return err
@@ -70,7 +73,7 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 // seg.Auth, so a header changed after parsing is judged as it is now.
 func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 	if r == nil {
-		return ErrNoKey
+		return ErrNotInitialized
 	}
 	if err := checkSegment(seg); err != nil {
 		return err
@@ -150,6 +153,6 @@ func (k *Key) digest(seg *segment.Segment, sum *[DigestSize]byte) error {
 	for _, f := range seg.Frags {
 		req.MAC.Write(f)
 	}
-	copy(sum[:], req.MAC.Sum(sc[sumOff:sumOff]))
+	copy(sum[:], req.MAC.Finish(sc[sumOff:sumOff]))
 	return nil
 }
