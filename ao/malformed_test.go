@@ -286,7 +286,7 @@ func TestMalformed(t *testing.T) {
 			t.Errorf("Derive for an uncovered peer's (nil) MKT: %v", err)
 		}
 		if err := k.Sign(rst, 0, 0); !errors.Is(err, ErrNotInitialized) {
-			t.Errorf("Sign with no key: %v", err)
+			t.Errorf("Sign with no key: %v, want ErrNotInitialized", err)
 		}
 	})
 }

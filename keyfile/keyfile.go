@@ -46,7 +46,7 @@ type File struct {
 // AO is one "ao" entry: a TCP-AO MKT.
 type AO struct {
 	Name   string  // the entry's "name"; "" when it has none
-	Config keys.AO // MACLen is never 0: an absent or 0 maclen is the algorithm's default (12, or 16 for the draft's)
+	Config keys.AO // MACLen is never 0: an absent or 0 maclen is 12 (16 for the draft's algorithms)
 }
 
 // MD5 is one "md5" entry: a TCP-MD5 key.
@@ -204,6 +204,8 @@ func (f *File) Marshal() ([]byte, error) {
 		maclen := c.MACLen
 		if v, err := c.Validate(); maclen == 0 && err == nil {
 			maclen = v.MACLen
+		} else if maclen == 0 {
+			maclen = keys.DefaultMACLen
 		}
 		out.AO = append(out.AO, aoJSON{Name: e.Name, Alg: c.Algorithm, Key: "hex:" + hex.EncodeToString(c.Key),
 			SndID: c.SendID, RcvID: c.RecvID, Peer: c.Peer.String(), MACLen: maclen, Exclude: c.ExcludeOptions,
@@ -369,7 +371,7 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 		return e.with("key", ErrValue, fmt.Sprintf("%d bytes, %s takes %s", len(c.Key), alg, strings.Join(ok, " or ")))
 	}
 	if err := alg.CheckMasterKey(len(c.Key)); err != nil {
-		return e.with("key", ErrValue, strings.TrimPrefix(err.Error(), "mac: "))
+		return e.with("key", ErrValue, strings.TrimPrefix(err.Error(), "mac: master key too short for the algorithm: "))
 	}
 	for _, id := range []struct {
 		name string
@@ -384,19 +386,20 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	if c.Peer, err = peer(fields["peer"]); err != nil {
 		return e.wrap("peer", err)
 	}
+	c.MACLen = defaultMACLen(alg)
 	if v, ok := fields["maclen"]; ok {
 		hi := int64(min(keys.MaxMACLen, alg.Size()))
 		n, err := integer(v, math.MinInt64, math.MaxInt64, "")
 		if err != nil {
 			return e.wrap("maclen", err)
 		}
+		if fixed := alg.MACLen(); fixed != 0 && n != 0 && n != int64(fixed) {
+			return e.with("maclen", ErrValue, fmt.Sprintf("%d, but %s has %d-byte MACs only (0 means %d)", n, alg, fixed, fixed))
+		}
 		if n < 0 || n > hi {
 			return e.with("maclen", ErrValue, fmt.Sprintf("%d is not in 1..%d for %s (0 means %d)", n, hi, alg, defaultMACLen(alg)))
 		}
 		if n != 0 {
-			if err := alg.CheckMACLen(int(n)); err != nil {
-				return e.with("maclen", ErrValue, strings.TrimPrefix(err.Error(), "mac: "))
-			}
 			c.MACLen = int(n)
 		}
 	}
@@ -415,11 +418,9 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	// Everything a keyring checks but KeyID clashes, which follow: the
 	// checks above name the field, this one makes sure nothing passes
 	// that an ao.Keyring would refuse.
-	v, err := c.Validate()
-	if err != nil {
+	if _, err := c.Validate(); err != nil {
 		return e.with("", ErrValue, strings.TrimPrefix(err.Error(), "keys: "))
 	}
-	c.MACLen = v.MACLen
 	for _, id := range []struct {
 		field string
 		kind  byte
@@ -444,14 +445,6 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	p.aoIDs[idKey{c.Peer, 's', c.SendID}] = append(p.aoIDs[idKey{c.Peer, 's', c.SendID}], n)
 	p.aoIDs[idKey{c.Peer, 'r', c.RecvID}] = append(p.aoIDs[idKey{c.Peer, 'r', c.RecvID}], n)
 	return nil
-}
-
-// defaultMACLen is the MAC length of an MKT of alg that gives none.
-func defaultMACLen(alg *mac.Algorithm) int {
-	if n := alg.MACLen(); n != 0 {
-		return n
-	}
-	return keys.DefaultMACLen
 }
 
 func sameAO(a, b keys.AO) bool {
@@ -814,4 +807,13 @@ func describe(name, s string, hasIfIndex bool, ifindex, keyLen int) string {
 		s = strconv.Quote(name) + " " + s
 	}
 	return s
+}
+
+// defaultMACLen is what an absent or 0 maclen means for alg: 12 (RFC 5926,
+// Linux), or the one length the draft's algorithms take (16).
+func defaultMACLen(alg *mac.Algorithm) int {
+	if n := alg.MACLen(); n != 0 {
+		return n
+	}
+	return keys.DefaultMACLen
 }

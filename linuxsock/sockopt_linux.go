@@ -146,7 +146,7 @@ func AddAOKey(s Socket, c keys.AO, sel Select) error {
 			return err
 		}
 		if err := setsockopt(fd, optAOAddKey, b[:]); err != nil {
-			return sockoptError(fd, optAOAddKey, describeAO(c), err)
+			return sockoptError(fd, optAOAddKey, describeAO(c), addAOError(c, err))
 		}
 		return nil
 	})

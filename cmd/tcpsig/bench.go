@@ -166,7 +166,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "clone: every context loads the key's prepared template (sigpool.Clone, the default);\n")
 		fmt.Fprintf(stdout, "rekey: every context runs the key schedule again per segment, as Linux does (sigpool.Rekey).\n")
 		fmt.Fprintf(stdout, "Throughput is the clone backend's.\n\n")
-		const row = "%-14s  %-6s  %7s  %8s  %8s  %11s  %13s  %14s\n"
+		const row = "%-15s  %-6s  %7s  %8s  %8s  %11s  %13s  %14s\n"
 		fmt.Fprintf(stdout, row, "ALGORITHM", "OP", "PAYLOAD", "CLONE NS", "REKEY NS", "REKEY/CLONE", "GBIT/S 1 CORE", fmt.Sprintf("GBIT/S %d CORES", cpu.GOMAXPROCS))
 		var clone benchRow
 		emit = func(r benchRow) {
@@ -356,9 +356,13 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 	case "cmac(aes)":
 		keyLen = 32
 	}
+	if a, err := mac.Lookup(alg); err == nil {
+		keyLen = max(keyLen, a.MinMasterKey()) // the draft's algorithms take 32 bytes or more
+	}
 	key := []byte(strings.Repeat("k", keyLen))
 	ring := ao.NewKeyring(pool)
-	if _, err := ring.Add(keys.AO{Peer: host(benchB.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key}); err != nil {
+	m, err := ring.Add(keys.AO{Peer: host(benchB.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
+	if err != nil {
 		return nil, err
 	}
 	if _, err := ring.Add(keys.AO{Peer: host(benchA.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
@@ -375,7 +379,7 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 			Established: true, RemoteISN: isnA, CurrentSendID: 2, RNextRecvID: 1}, ao.Policy{}); err != nil {
 			return nil, err
 		}
-		seg, err := benchSegment(payload, ao.AppendOption(nil, keys.DefaultMACLen))
+		seg, err := benchSegment(payload, ao.AppendOption(nil, m.MACLen()))
 		if err != nil {
 			return nil, err
 		}
