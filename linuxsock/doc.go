@@ -3,9 +3,9 @@
 // types: one ao.Config or md5sig.Config drives either the kernel, through
 // this package, or the ao and md5sig engines where the kernel cannot sign.
 //
-// In order: ProbeAO / ProbeMD5 say what the kernel has; ListenConfig(keys)
-// .Listen or Dialer(keys).Dial install Keys (FileKeys of a keys file)
-// before listen() / connect(); AddAOKey, SelectAOKeys and DeleteAOKey
+// In order: ProbeAO / ProbeMD5 say what the kernel has;
+// ListenConfig(keys).Listen or Dialer(keys).Dial install Keys (FileKeys of
+// a keys file) before listen() / connect(); AddAOKey, SelectAOKeys and DeleteAOKey
 // rotate keys on the live socket; ReadAOInfo and AOKeys read its counters.
 // Every call takes a Socket: a *net.TCPConn, a *net.TCPListener, or Raw(c)
 // of a syscall.RawConn. ListenConfig and Dialer also turn Multipath TCP
