@@ -78,13 +78,17 @@ func TestStatusHTTP(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", path, code, b)
 		}
 		var raw struct {
-			Conns []map[string]any `json:"conns"`
+			Counters map[string]any   `json:"counters"`
+			Conns    []map[string]any `json:"conns"`
 		}
 		if err := json.Unmarshal(b, &raw); err != nil {
 			t.Fatalf("GET %s: %v\n%s", path, err, b)
 		}
 		if len(raw.Conns) != 1 {
 			t.Fatalf("GET %s: conns %v, want the seeded session", path, raw.Conns)
+		}
+		if d, _ := raw.Counters["dropped"].(map[string]any); raw.Counters["signed"] == nil || d == nil || d["bad_mac"] == nil {
+			t.Errorf("GET %s: counters %v, want the log's names (signed, dropped.bad_mac)", path, raw.Counters)
 		}
 		c := raw.Conns[0]
 		if c["kind"] != "TCP-AO" || c["state"] != "established" || c["local"] != "192.0.2.2:40000" || c["keyid"] != 1.0 || c["rnext"] != 2.0 {
