@@ -1,15 +1,18 @@
 // Package tcpsig is the root of a pure-Go engine that signs and verifies
 // TCP segments with TCP-AO (RFC 5925, the algorithms of RFC 5926 and the
-// others Linux accepts) and TCP-MD5 (RFC 2385), byte for byte as Linux.
-// It has no API of its own (it holds the engine's benchmarks). Where to
-// start: an operator runs cmd/tcpsig (tcpsig help); a program that checks
-// captures uses pcapverify; one with kernel sockets, linuxsock; a
-// userspace or gVisor stack, packetauth or the netstack module; a stack
-// that tracks its own connections, ao and md5sig. All read keys with
-// keyfile. The packages, under github.com/tcpsig/tcpsig/, top down:
+// others Linux accepts) and TCP-MD5 (RFC 2385), byte for byte as Linux;
+// it holds the engine's benchmarks, no API. Where to start: an operator
+// runs cmd/tcpsig (tcpsig help); a program that checks captures uses
+// pcapverify; one on kernel sockets, linuxsock; a userspace or gVisor
+// stack, packetauth or the netstack module; a stack that tracks its own
+// connections, ao and md5sig; all read keys with keyfile. The packages,
+// under github.com/tcpsig/tcpsig/, by floor (layers_test.go):
 //
 //   - cmd/tcpsig: the command: verify captures, bench, shim
 //   - pcapverify: verify a capture's segments against a keys file
+//   - shim: tcpsig shim without the command line (Linux)
+//   - shim/nfqueue: the netfilter queue client (NFQUEUE)
+//   - shim/nfrules: the shim's nftables rules
 //   - keyfile: the keys file (JSON) into ao.Config and md5sig.Config
 //   - linuxsock: the Linux kernel's own TCP-AO and TCP-MD5 on Go sockets
 //   - packetauth: whole IP packets signed/verified for a stack without either
@@ -22,12 +25,18 @@
 //   - sigpool: per-CPU pool of MAC contexts (Linux's tcp_sigpool)
 //   - scratch: per-shard scratch buffers for sigpool
 //   - mac: the algorithm registry; keyed, clonable MAC contexts
+//   - harness: the test and interop scaffolding, in these packages:
+//   - harness/capture: record an interface's packets, read and write pcap
+//   - harness/kstat: the kernel's TCP-MD5/TCP-AO counters
+//   - harness/netns: run code in a fresh network namespace
+//   - harness/tcprepair: Linux's TCP_REPAIR socket options
+//   - harness/usertcp: a userspace TCP endpoint over TUN
+//   - harness/vrfproof: VRF-bound TCP-MD5 keys, proven on the kernel
 //   - testvectors: RFC test vectors, with loaders
 //   - testvectors/linux: Linux TCP-AO captures (its guest command makes them)
 //   - testvectors/md5: Linux TCP-MD5 captures
 //
-// internal/ holds what no program imports: the shim, its netfilter queue
-// and rules, the lock-free prefix index, the deferred key wipe and the
-// test harness. The README's "Using tcpsig from your module" gives the
-// go.mod lines a program needs.
+// internal/ holds the Internet checksum, the lock-free prefix index and
+// the deferred key wipe. The README's "Using tcpsig from your module"
+// gives the go.mod lines a program needs.
 package tcpsig
