@@ -170,12 +170,33 @@ var ErrStatusPath = errors.New("shim: status path in use")
 // socket something still answers on, or anything not a socket, is an
 // ErrStatusPath and stays.
 func removeStaleSocket(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	stale, err := staleSocket(path)
+	if err != nil || !stale {
+		return err
+	}
+	return os.Remove(path)
+}
+
+// checkStatusPath is New's early look at the status path: what
+// removeStaleSocket would refuse there is an error before anything is
+// installed.
+func checkStatusPath(path string) error {
+	if path == "" {
 		return nil
 	}
+	_, err := staleSocket(path)
+	return err
+}
+
+// staleSocket reports whether path is a socket nothing answers on; nothing
+// at path is (false, nil), anything else an ErrStatusPath.
+func staleSocket(path string) (bool, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
 		what := "a " + fi.Mode().Type().String()
@@ -185,13 +206,13 @@ func removeStaleSocket(path string) error {
 		case fi.IsDir():
 			what = "a directory"
 		}
-		return fmt.Errorf("%w: %s is %s, not a socket: not removed", ErrStatusPath, path, what)
+		return false, fmt.Errorf("%w: %s is %s, not a socket: not removed", ErrStatusPath, path, what)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if c, err := (&net.Dialer{}).DialContext(ctx, "unix", path); err == nil {
 		c.Close()
-		return fmt.Errorf("%w: %s answers: another shim serves its status there", ErrStatusPath, path)
+		return false, fmt.Errorf("%w: %s answers: another shim serves its status there", ErrStatusPath, path)
 	}
-	return os.Remove(path)
+	return true, nil
 }

@@ -118,6 +118,10 @@ func TestStatusPath(t *testing.T) {
 	if _, err := s.serveStatus(); !errors.Is(err, ErrStatusPath) {
 		t.Errorf("a regular file at the path: %v, want ErrStatusPath", err)
 	}
+	// New refuses it too, before Run installs anything.
+	if _, err := New(s.cfg); !errors.Is(err, ErrStatusPath) || !strings.Contains(err.Error(), "is a regular file, not a socket") {
+		t.Errorf("New with a regular file at the status path: %v, want ErrStatusPath", err)
+	}
 	if b, err := os.ReadFile(sock); err != nil || string(b) != "precious" {
 		t.Fatalf("the file at the path was touched: %q, %v", b, err)
 	}
