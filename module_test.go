@@ -99,5 +99,12 @@ func TestModuleFromOutside(t *testing.T) {
 		}
 	}
 	try("hello", blocks[0], blocks[1], blocks[2], blocks[3])
+	// The README's go doc advice, from that module.
+	cmd := exec.Command(goBin, "doc", "github.com/tcpsig/tcpsig/keyfile")
+	cmd.Dir = filepath.Join(dir, "hello")
+	cmd.Env = append(os.Environ(), "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Package keyfile reads the keys file") {
+		t.Errorf("go doc github.com/tcpsig/tcpsig/keyfile from the module: %v\n%s", err, out)
+	}
 	try("hellonetstack", blocks[0]+"\n"+blocks[4], blocks[5], blocks[6], blocks[7])
 }
