@@ -103,7 +103,7 @@ func TestModuleFromOutside(t *testing.T) {
 	cmd := exec.Command(goBin, "doc", "github.com/tcpsig/tcpsig/keyfile")
 	cmd.Dir = filepath.Join(dir, "hello")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "Package keyfile reads the keys file") {
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "package keyfile // import \"github.com/tcpsig/tcpsig/keyfile\"") {
 		t.Errorf("go doc github.com/tcpsig/tcpsig/keyfile from the module: %v\n%s", err, out)
 	}
 	try("hellonetstack", blocks[0]+"\n"+blocks[4], blocks[5], blocks[6], blocks[7])
