@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/harness/vrfproof"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/vrfproof"
 	. "github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 )

@@ -51,6 +51,9 @@ type mirror struct {
 // which L3 domain a segment was, so entries bound to an ifindex are judged
 // as if they were not.
 func LoadKeys(kf *keyfile.File) (*Keys, error) {
+	if kf == nil {
+		return nil, ErrNotSetUp
+	}
 	pool, err := sigpool.New(sigpool.Config{})
 	if err != nil {
 		return nil, err

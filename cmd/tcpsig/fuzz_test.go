@@ -115,7 +115,10 @@ func FuzzCapture(f *testing.F) {
 		}
 		var txt textReporter
 		txt.w = io.Discard
-		v := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) { txt.segment("f", r) })
+		v, err := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) { txt.segment("f", r) })
+		if err != nil {
+			t.Fatal(err)
+		}
 		for frame := 1; frame < 10000; frame++ {
 			ip, truncated, err := c.Next()
 			if err != nil {

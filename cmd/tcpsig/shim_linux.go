@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/tcpsig/tcpsig/internal/shim"
+	"github.com/tcpsig/tcpsig/shim"
 )
 
 // runShim is tcpsig shim: package shim, with signals for reload, status

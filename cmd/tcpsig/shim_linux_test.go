@@ -20,11 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/nfqueue"
-	"github.com/tcpsig/tcpsig/internal/nfrules"
-	"github.com/tcpsig/tcpsig/internal/shim"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/shim"
+	"github.com/tcpsig/tcpsig/shim/nfqueue"
+	"github.com/tcpsig/tcpsig/shim/nfrules"
 )
 
 // The shim tests run BIRD, tcpsig shim (this test binary, re-executed) and

@@ -6,7 +6,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/netns"
 )
 
 // Serve and connect inside a private network namespace. Creating one needs

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/capture"
 )
 
 // Capture one TCP connection on lo and keep it as a pcap file. Capturing

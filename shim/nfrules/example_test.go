@@ -7,7 +7,7 @@ import (
 	"log"
 	"net/netip"
 
-	"github.com/tcpsig/tcpsig/internal/nfrules"
+	"github.com/tcpsig/tcpsig/shim/nfrules"
 )
 
 // Queue the host's TCP with two BGP peers to queue 5, then remove the rules.

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/google/nftables"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/nfrules"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/shim/nfrules"
 )
 
 func peers(s ...string) []netip.Prefix {

@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/tcpsig/tcpsig/internal/shim"
+	"github.com/tcpsig/tcpsig/shim"
 )
 
 // Sign and verify this host's sessions with the peers of keys.json until

@@ -10,7 +10,7 @@ import (
 	"log"
 	"net/netip"
 
-	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
+	"github.com/tcpsig/tcpsig/harness/usertcp"
 )
 
 // toyAuth shows the shape of a signing layer: an experimental option

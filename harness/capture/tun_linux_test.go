@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/usertcp"
 )
 
 // On a TUN device (no link-layer header) packets are raw IP, and both

@@ -6,7 +6,7 @@ import (
 	"log"
 	"syscall"
 
-	"github.com/tcpsig/tcpsig/internal/harness/tcprepair"
+	"github.com/tcpsig/tcpsig/harness/tcprepair"
 )
 
 // Place a socket's send sequence just below 2^32 before connecting it.

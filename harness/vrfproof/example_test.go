@@ -5,8 +5,8 @@ package vrfproof_test
 import (
 	"log"
 
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/harness/vrfproof"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/vrfproof"
 )
 
 // Run the VRF proof in a namespace of its own. It needs root and a kernel

@@ -5,7 +5,7 @@ package nfqueue_test
 import (
 	"log"
 
-	"github.com/tcpsig/tcpsig/internal/nfqueue"
+	"github.com/tcpsig/tcpsig/shim/nfqueue"
 )
 
 // Accept every packet rules send to queue 5. Binding a queue needs

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/netns"
 )
 
 // TestCaptureLoopback captures a small TCP exchange on the host's lo and

@@ -18,11 +18,11 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/nfqueue"
-	"github.com/tcpsig/tcpsig/internal/nfrules"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/shim/nfqueue"
+	"github.com/tcpsig/tcpsig/shim/nfrules"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 

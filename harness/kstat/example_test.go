@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/kstat"
 )
 
 // Read the namespace's TCP-MD5 counters before and after a test step.

@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
