@@ -108,7 +108,7 @@ func shimKeys(alg, secret string, peer netip.Addr, ids ...int) string {
 
 // gvisorLayer is the gVisor side's layer, its keys read from a keys file
 // as a program would, and its keyring (for the rotation).
-func gvisorLayer(t *testing.T, dir, body string) (*packetauth.Layer, *ao.Keyring) {
+func gvisorLayer(t *testing.T, body string) (*packetauth.Layer, *ao.Keyring) {
 	t.Helper()
 	f, err := keyfile.Parse([]byte(body))
 	if err != nil {
@@ -130,7 +130,7 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 	kp, naddr := addrs(v6)
 	kaddr := kp.Addr()
 	dir := shortTemp(t)
-	layer, ring := gvisorLayer(t, dir, shimKeys(alg, secret, kaddr, 1))
+	layer, ring := gvisorLayer(t, shimKeys(alg, secret, kaddr, 1))
 	shimFile := filepath.Join(dir, "shim.json")
 	writeFile(t, shimFile, shimKeys(alg, secret, naddr, 1))
 	var ep *Endpoint
@@ -331,7 +331,7 @@ func hostOf(s string) string {
 func shimWrongKey(t *testing.T, bin, alg string, accept bool) {
 	kp, naddr := addrs(false)
 	dir := shortTemp(t)
-	layer, _ := gvisorLayer(t, dir, shimKeys(alg, "gvisor's key", kp.Addr(), 1))
+	layer, _ := gvisorLayer(t, shimKeys(alg, "gvisor's key", kp.Addr(), 1))
 	shimFile := filepath.Join(dir, "shim.json")
 	writeFile(t, shimFile, shimKeys(alg, "the shim's key", naddr, 1))
 	var ep *Endpoint
