@@ -25,6 +25,7 @@
 //   - [github.com/tcpsig/tcpsig/segment]: zero-copy TCP segment parsing and
 //     the pseudo-headers that TCP-AO and TCP-MD5 share (public, since ao and
 //     md5sig take its Segment);
+//   - [github.com/tcpsig/tcpsig/pcapverify]: the capture verifier;
 //   - [github.com/tcpsig/tcpsig/cmd/tcpsig]: the command that verifies
 //     captures and prints the benchmark table.
 package tcpsig

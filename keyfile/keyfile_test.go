@@ -22,7 +22,9 @@ func TestParseFields(t *testing.T) {
 	    {"alg": "HMAC-SHA-1-96", "key": "hex:0A0b0c", "sndid": 0, "rcvid": 255, "peer": "192.0.2.0/24"},
 	    {"name": "m0", "alg": "cmac(aes128)", "key": "hex:000102030405060708090a0b0c0d0e0f", "sndid": 1, "rcvid": 2,
 	     "peer": "::ffff:198.51.100.1", "maclen": 0, "exclude_options": true, "ifindex": 0},
-	    {"alg": "hmac(sha256)", "key": "text:k", "sndid": 1, "rcvid": 2, "peer": "2001:db8::/32", "maclen": 16, "ifindex": 7}
+	    {"alg": "hmac(sha256)", "key": "text:k", "sndid": 1, "rcvid": 2, "peer": "2001:db8::/32", "maclen": 16, "ifindex": 7},
+	    {"alg": "HMAC-SHA256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 3, "rcvid": 4, "peer": "2001:db8::/32"},
+	    {"alg": "kmac256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 5, "rcvid": 6, "peer": "2001:db8::/32", "maclen": 16}
 	  ],
 	  "md5": [{"peer": "192.0.2.1", "key": "text:secret"}, {"name": "v", "peer": "2001:db8::/64", "key": "text:s", "ifindex": 3}]
 	}`))
@@ -36,6 +38,10 @@ func TestParseFields(t *testing.T) {
 				Key: []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, MACLen: 12, ExcludeOptions: true, HasIfIndex: true}},
 			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: []byte("k"),
 				MACLen: 16, IfIndex: 7, HasIfIndex: true}},
+			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 3, RecvID: 4, Algorithm: "hmac-sha256-128",
+				Key: []byte("0123456789abcdef0123456789abcdef"), MACLen: 16}},
+			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 5, RecvID: 6, Algorithm: "kmac256-128",
+				Key: []byte("0123456789abcdef0123456789abcdef"), MACLen: 16}},
 		},
 		MD5: []MD5{
 			{Config: md5sig.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte("secret")}},
@@ -70,6 +76,15 @@ func TestErrors(t *testing.T) {
 		{"trailing object", `{"ao": [` + ao1 + `}]}{}`, ErrSyntax, "", "", "", "data after the end"},
 		{"entry not object", `{"ao": [1]}`, ErrSyntax, "ao[0]", "", "", "want a JSON object, got a number"},
 		{"unknown field", `{"ao": [` + ao1 + `, "sndId": 1}]}`, ErrUnknownField, "ao[0]", "sndId", "", `ao[0]: unknown field "sndId" (did you mean "sndid"?)`},
+		{"entry typo", `{"ao": [` + ao1 + `, "macln": 12}]}`, ErrUnknownField, "ao[0]", "macln", "", `ao[0]: unknown field "macln" (did you mean "maclen"?)`},
+		{"entry typo case", `{"ao": [` + ao1 + `, "Exclude_Option": true}]}`, ErrUnknownField, "ao[0]", "Exclude_Option", "", `(did you mean "exclude_options"?)`},
+		{"md5 typo", `{"md5": [{"peer": "192.0.2.1", ` + key + `, "ifidx": 3}]}`, ErrUnknownField, "md5[0]", "ifidx", "", `(did you mean "ifindex"?)`},
+		{"top typo", `{"md": []}`, ErrUnknownField, "", "md", "", `unknown top-level field "md" (did you mean "md5"?)`},
+		{"pcap", "\xd4\xc3\xb2\xa1\x02\x00\x04\x00TOPSECRET", ErrSyntax, "", "", "", "not a JSON keys file: this is a pcap capture"},
+		{"pcapng", "\x0a\x0d\x0d\x0a\x1c\x00\x00\x00", ErrSyntax, "", "", "", "not a JSON keys file: this is a pcapng capture"},
+		{"gzip", "\x1f\x8b\x08\x00", ErrSyntax, "", "", "", "not a JSON keys file: this is gzip-compressed"},
+		{"binary", "\x00\x01TOPSECRET\xff", ErrSyntax, "", "", "", "not a JSON keys file: binary data"},
+		{"text", "peer 192.0.2.1 key TOPSECRET\n", ErrSyntax, "", "", "", "not a JSON keys file: text that does not start with {"},
 		{"field twice", `{"ao": [` + ao1 + `, "sndid": 1}]}`, ErrSyntax, "ao[0]", "sndid", "", "given twice"},
 		{"missing", `{"ao": [{"alg": "hmac(sha1)", ` + key + `, "sndid": 1, "peer": "192.0.2.1"}]}`, ErrMissing, "ao[0]", "rcvid", "", "missing"},
 		{"named", `{"ao": [{"name": "r1", "alg": "hmac(sha1)", ` + key + `, "sndid": 1, "peer": "192.0.2.1"}]}`, ErrMissing, `ao[0] ("r1")`, "rcvid", "", "missing"},
@@ -95,6 +110,9 @@ func TestErrors(t *testing.T) {
 		{"maclen digest", `{"ao": [{"alg": "cmac(aes128)", "key": "hex:000102030405060708090a0b0c0d0e0f", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1", "maclen": 16}, ` +
 			`{"alg": "hmac(md5)", ` + key + `, "sndid": 3, "rcvid": 4, "peer": "192.0.2.1", "maclen": 16}, ` +
 			`{"alg": "hmac(sha1)", ` + key + `, "sndid": 5, "rcvid": 6, "peer": "192.0.2.1", "maclen": -1}]}`, ErrValue, "ao[2]", "maclen", "", "-1 is not"},
+		{"draft key short", `{"ao": [{"alg": "KMAC256-128", ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "key", "", "kmac256-128 needs a master key of at least 32 bytes (256 bits), got 9"},
+		{"draft maclen", `{"ao": [{"alg": "hmac-sha256-128", "key": "text:` + strings.Repeat("x", 32) + `", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1", "maclen": 12}]}`,
+			ErrValue, "ao[0]", "maclen", "", "12, but hmac-sha256-128 has 16-byte MACs only (0 means 16)"},
 		{"exclude", `{"ao": [` + ao1 + `, "exclude_options": "yes"}]}`, ErrValue, "ao[0]", "exclude_options", "", "want true or false"},
 		{"ifindex", `{"ao": [` + ao1 + `, "ifindex": -2}]}`, ErrValue, "ao[0]", "ifindex", "", "not an interface index"},
 		{"dup sndid", `{"ao": [` + ao1 + `}, {"name": "b", "alg": "hmac(sha256)", "key": "text:other", "sndid": 1, "rcvid": 9, "peer": "192.0.2.1/32"}]}`,

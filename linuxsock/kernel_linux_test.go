@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/harness/vrfproof"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/vrfproof"
 	. "github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
@@ -487,22 +487,24 @@ func TestAOKernelErrors(t *testing.T) {
 		name  string
 		err   error
 		errno syscall.Errno
+		alg   bool // the algorithm is the kernel's to refuse: ErrAlgorithmUnavailable, naming it
 	}{
-		{"overlapping KeyIDs", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", SendID: 100, RecvID: 9, Key: []byte("k")}, 0), syscall.EEXIST},
-		{"maclen 17", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 1, MACLen: 17, Key: []byte("k")}, 0), syscall.EMSGSIZE},
-		{"unknown algorithm", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.2/32"), Algorithm: "hmac(nosuchhash)", SendID: 2, RecvID: 2, Key: []byte("k")}, 0), syscall.ENOENT},
-		{"current key on a listener", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.3/32"), Algorithm: "hmac(sha1)", SendID: 3, RecvID: 3, Key: []byte("k")}, Current), syscall.EINVAL},
-		{"delete a missing key", DeleteAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.4/32"), SendID: 4, RecvID: 4}, AODelete{}), syscall.ENOENT},
-		{"repair state outside repair mode", SetAORepair(ln, AORepair{}), syscall.EPERM},
+		{"overlapping KeyIDs", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", SendID: 100, RecvID: 9, Key: []byte("k")}, 0), syscall.EEXIST, false},
+		{"maclen 17", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 1, MACLen: 17, Key: []byte("k")}, 0), syscall.EMSGSIZE, false},
+		{"unknown algorithm", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.2/32"), Algorithm: "hmac(nosuchhash)", SendID: 2, RecvID: 2, Key: []byte("k")}, 0), syscall.ENOENT, true},
+		{"current key on a listener", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.3/32"), Algorithm: "hmac(sha1)", SendID: 3, RecvID: 3, Key: []byte("k")}, Current), syscall.EINVAL, false},
+		{"delete a missing key", DeleteAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.4/32"), SendID: 4, RecvID: 4}, AODelete{}), syscall.ENOENT, false},
+		{"repair state outside repair mode", SetAORepair(ln, AORepair{}), syscall.EPERM, false},
 		{"TCP-AO next to TCP-MD5", func() error {
 			m := md5sig.Config{Peer: netip.MustParsePrefix("198.51.100.5/32"), Key: []byte("k")}
 			if err := AddMD5Key(ln, m); err != nil {
 				return err
 			}
 			return AddAOKey(ln, ao.Config{Peer: m.Peer, Algorithm: "hmac(sha1)", SendID: 5, RecvID: 5, Key: []byte("k")}, 0)
-		}(), syscall.EKEYREJECTED},
+		}(), syscall.EKEYREJECTED, false},
 	} {
-		if !errors.Is(tc.err, tc.errno) || errors.Is(tc.err, errors.ErrUnsupported) {
+		if !errors.Is(tc.err, tc.errno) || errors.Is(tc.err, errors.ErrUnsupported) != tc.alg ||
+			errors.Is(tc.err, ErrAlgorithmUnavailable) != tc.alg || (tc.alg && !strings.Contains(tc.err.Error(), "hmac(nosuchhash)")) {
 			t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.errno)
 		}
 	}

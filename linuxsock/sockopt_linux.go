@@ -147,7 +147,7 @@ func AddAOKey(s Socket, c ao.Config, sel Select) error {
 			return err
 		}
 		if err := setsockopt(fd, optAOAddKey, b[:]); err != nil {
-			return sockoptError(fd, optAOAddKey, describeAO(c), err)
+			return sockoptError(fd, optAOAddKey, describeAO(c), addAOError(c, err))
 		}
 		return nil
 	})

@@ -146,6 +146,9 @@ func (a *Algorithm) valid() bool { return a != nil && a.size > 0 }
 // IsCMAC reports whether the algorithm is AES-CMAC.
 func (a *Algorithm) IsCMAC() bool { return a.valid() && a.kind == kindCMAC }
 
+// IsKMAC reports whether the algorithm is KMAC256 (KMAC256-128).
+func (a *Algorithm) IsKMAC() bool { return a.valid() && a.kind == kindKMAC }
+
 // ReducesMasterKey reports whether RFC 5926 §3.1.1.2 applies: cmac(aes128)
 // first reduces a master key that is not 16 bytes long with AES-CMAC under
 // the all-zero key. cmac(aes) does not (Linux refuses such keys instead).

@@ -23,6 +23,8 @@ type Context struct {
 	done           finished // where the MAC of a summed message is; Write refuses then
 	cmac           cmacState
 	xof            sha3.SHAKE // KMAC's sponge
+	kx             sha3.SHAKE // KMAC: the keyed sponge of the Key of generation kxGen, restored from it once
+	kxGen          uint64
 	first          cmacFirst
 	tmp            [MaxSize]byte
 	pad            [maxPad]byte       // a padded tail, then the outer hash's block
@@ -45,7 +47,7 @@ func (a *Algorithm) NewContext() *Context {
 		c.outerA, _ = c.outer.(encoding.BinaryAppender)
 	}
 	if a.kind == kindKMAC {
-		c.xof = newCSHAKE()
+		c.xof, c.kx = newCSHAKE(), newCSHAKE()
 	}
 	return c
 }
@@ -255,8 +257,9 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 
 // Wipe clears the context's own template and working state; a context
 // that loaded a shared Key keeps no key copy of its own beyond the hash
-// midstate, which the next Load or Reset overwrites, and CMAC's cached
-// first block (MAC), which the next MAC of another first block overwrites.
+// midstate, which the next Load or Reset overwrites, CMAC's cached
+// first block (MAC), which the next MAC of another first block overwrites,
+// and KMAC's keyed sponge, which the next Load of another Key overwrites.
 func (c *Context) Wipe() {
 	if c == nil {
 		return
@@ -273,6 +276,8 @@ func (c *Context) Wipe() {
 		c.outer.Reset()
 	}
 	c.xof.Reset()
+	c.kx.Reset()
+	c.kxGen = 0
 }
 
 // cmacState is AES-CMAC (RFC 4493 §2.4) over the key schedule and subkeys

@@ -14,7 +14,8 @@ import (
 // A KMAC Key is the cSHAKE256 state after the padded key (and, for a
 // template made by [Key.InitKMAC], a message prefix) was absorbed, as
 // crypto/sha3 marshals it; a context restores it per message and absorbs
-// right_encode(L) when it sums.
+// right_encode(L) when it sums. (It keeps the restored keyed sponge, so
+// that the next message under the same Key is a struct copy.)
 
 // kmacRate is cSHAKE256's rate in bytes.
 const kmacRate = 136
@@ -131,9 +132,16 @@ func (k *Key) InitKMAC(a *Algorithm, key []byte, s string, outLen int, prefix []
 	return nil
 }
 
-// kmacReset restores the key's sponge.
+// kmacReset restores the key's sponge: a struct copy of the keyed state,
+// which the context restores from the Key's marshalled one only when it
+// meets another Key (or keying) than the last; restoring a marshalled
+// state costs several times the copy.
 func (c *Context) kmacReset(k *Key) {
-	_ = c.xof.UnmarshalBinary(k.state[0][:k.slen]) // our own marshalled state
+	if c.kxGen != k.gen || k.gen == 0 {
+		_ = c.kx.UnmarshalBinary(k.state[0][:k.slen]) // our own marshalled state
+		c.kxGen = k.gen
+	}
+	c.xof = c.kx
 }
 
 // kmacSum absorbs right_encode(L), squeezes the key's output into tmp

@@ -3,29 +3,41 @@
 package main
 
 import (
+	"bytes"
+	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"slices"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
 
-// BenchmarkShimMD5 measures what tcpsig shim costs a TCP-MD5 session:
-// A's kernel signs, B's plain socket is behind the shim, against the same
-// transfer unsigned between the same namespaces (to a second address of A
-// that no key covers, so its packets pass the rules unqueued). Each
-// iteration is one round of both, interleaved; the metrics are medians
-// over the rounds. Run with -benchtime=Nx (N rounds).
+var shimBenchMiB = flag.Int("shimbench.mib", 32, "MiB each BenchmarkShimMD5 transfer moves")
+
+// BenchmarkShimMD5 sets tcpsig shim beside the kernel's own TCP-MD5 on the
+// same veth, in one run. A's kernel signs and serves on three addresses: one
+// that B's shim covers (B's socket is plain), one that B's kernel signs for
+// itself (TCP_MD5SIG on both ends), one unsigned. Each iteration is one
+// round of every leg, the legs' order rotating between rounds; the metrics
+// are medians over the rounds. Run with -benchtime=Nx (N rounds).
 //
-//	MB/s-plain, MB/s-shim   one 32 MiB transfer B -> A
-//	us-rtt-plain, us-rtt-shim  a 64-byte request and its reply, mean of 2000
-//	us-added/segment        (rtt-shim - rtt-plain) / 2: each round trip
-//	                        crosses the shim twice (signed out, verified in)
+//	MB/s-{kernel,shim,plain}   one -shimbench.mib transfer B -> A
+//	MB/s-shim-{2,8}conns       the same bytes split over 2 or 8 sessions at once
+//	us-rtt-{kernel,shim,plain} a 64-byte request and its reply, mean of 2000
+//	rtt-shim/kernel            the shim's round trip over the kernel's
+//	shim-cpu-ms/MiB[-Nconns]   the shim process's CPU time (user + system,
+//	                           its verdicts' reinjection included) per MiB
+//	shim-cores-8conns          that CPU time over the wall time: above 1,
+//	                           the shim's work ran on more than one core
 func BenchmarkShimMD5(b *testing.B) {
 	if testing.Short() {
 		b.Skip("-short")
@@ -33,63 +45,84 @@ func BenchmarkShimMD5(b *testing.B) {
 	needQueue(b)
 	const secret = "tcpsig-bench"
 	nsA, nsB := newPair(b)
-	plainA := netip.MustParseAddr("192.0.2.11")
-	if err := nsA.Do(func() error { return netns.AddAddr("shA", netip.PrefixFrom(plainA, 24)) }); err != nil {
-		b.Fatal(err)
+	plainA, kernelA := netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr("192.0.2.12")
+	for _, a := range []netip.Addr{plainA, kernelA} {
+		if err := nsA.Do(func() error { return netns.AddAddr("shA", netip.PrefixFrom(a, 24)) }); err != nil {
+			b.Fatal(err)
+		}
 	}
 	dir := shortDir(b)
 	keys := writeKeys(b, dir, "keys.json", fmtKeysMD5(addrA4, secret))
-	startShim(b, nsB, dir, "-keys", keys, "-queue", "44")
+	shimProc, _ := startShim(b, nsB, dir, "-keys", keys, "-queue", "44")
+	pid := shimProc.cmd.Process.Pid
 
 	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
-	var lnSigned, lnPlain net.Listener
+	var lnShim, lnKernel, lnPlain net.Listener
 	if err := nsA.Do(func() (err error) {
-		if lnSigned, err = lc.Listen(b.Context(), "tcp4", "192.0.2.1:0"); err != nil {
+		if lnShim, err = lc.Listen(b.Context(), "tcp4", netip.AddrPortFrom(addrA4, 0).String()); err != nil {
 			return err
 		}
-		lnPlain, err = net.Listen("tcp4", "192.0.2.11:0")
+		if lnKernel, err = lc.Listen(b.Context(), "tcp4", netip.AddrPortFrom(kernelA, 0).String()); err != nil {
+			return err
+		}
+		lnPlain, err = net.Listen("tcp4", netip.AddrPortFrom(plainA, 0).String())
 		return err
 	}); err != nil {
 		b.Fatal(err)
 	}
-	defer lnSigned.Close()
-	defer lnPlain.Close()
-	for _, ln := range []net.Listener{lnSigned, lnPlain} {
+	for _, ln := range []net.Listener{lnShim, lnKernel, lnPlain} {
+		defer ln.Close()
 		go serveBench(ln)
 	}
-	dial := func(ln net.Listener) net.Conn {
+	kernelDialer := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(kernelA, 32), Key: []byte(secret)}}})
+	type leg struct {
+		name string
+		ln   net.Listener
+		d    *net.Dialer
+	}
+	legs := []leg{{"kernel", lnKernel, kernelDialer}, {"shim", lnShim, &net.Dialer{}}, {"plain", lnPlain, &net.Dialer{}}}
+	dial := func(l leg) net.Conn {
 		var c net.Conn
 		if err := nsB.Do(func() (err error) {
-			c, err = net.Dial("tcp4", ln.Addr().String())
+			c, err = l.d.Dial("tcp4", l.ln.Addr().String())
 			return err
 		}); err != nil {
 			b.Fatal(err)
 		}
 		return c
 	}
-	const size = 32 << 20
+	size := *shimBenchMiB << 20
 	const pings = 2000
-	buf := make([]byte, 1<<16)
-	throughput := func(ln net.Listener) float64 {
-		c := dial(ln)
-		defer c.Close()
-		if _, err := c.Write([]byte{'T'}); err != nil {
-			b.Fatal(err)
-		}
-		start := time.Now()
-		for n := 0; n < size; n += len(buf) {
-			if _, err := c.Write(buf); err != nil {
+	// transfer moves size bytes over conns sessions at once and returns
+	// MB/s and the shim's CPU time over the transfer.
+	transfer := func(l leg, conns int) (float64, time.Duration, time.Duration) {
+		cs := make([]net.Conn, conns)
+		for i := range cs {
+			cs[i] = dial(l)
+			defer cs[i].Close()
+			if _, err := cs[i].Write([]byte{'T'}); err != nil {
 				b.Fatal(err)
 			}
 		}
-		c.(*net.TCPConn).CloseWrite()
-		if _, err := io.ReadFull(c, buf[:1]); err != nil { // the server's "all read"
-			b.Fatal(err)
+		cpu0 := procCPU(b, pid)
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, conns)
+		for i, c := range cs {
+			wg.Go(func() { errs[i] = sendAll(c, size/conns) })
 		}
-		return float64(size) / time.Since(start).Seconds() / 1e6
+		wg.Wait()
+		wall := time.Since(start)
+		cpu := procCPU(b, pid) - cpu0
+		for _, err := range errs {
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		return float64(size) / wall.Seconds() / 1e6, cpu, wall
 	}
-	rtt := func(ln net.Listener) float64 {
-		c := dial(ln)
+	rtt := func(l leg) float64 {
+		c := dial(l)
 		defer c.Close()
 		if _, err := c.Write([]byte{'P'}); err != nil {
 			b.Fatal(err)
@@ -104,22 +137,75 @@ func BenchmarkShimMD5(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		return float64(time.Since(start).Microseconds()) / pings
+		return float64(time.Since(start).Nanoseconds()) / 1e3 / pings
 	}
-	var tp, ts, rp, rs []float64
-	for range b.N {
-		tp = append(tp, throughput(lnPlain))
-		ts = append(ts, throughput(lnSigned))
-		rp = append(rp, rtt(lnPlain))
-		rs = append(rs, rtt(lnSigned))
+	m := map[string][]float64{}
+	mib := float64(size) / (1 << 20)
+	for r := range b.N {
+		for i := range legs {
+			l := legs[(i+r)%len(legs)]
+			tp, cpu, _ := transfer(l, 1)
+			m["MB/s-"+l.name] = append(m["MB/s-"+l.name], tp)
+			if l.name == "shim" {
+				m["shim-cpu-ms/MiB"] = append(m["shim-cpu-ms/MiB"], cpu.Seconds()*1e3/mib)
+				for _, n := range []int{2, 8} {
+					tp, cpu, wall := transfer(l, n)
+					m[fmt.Sprintf("MB/s-shim-%dconns", n)] = append(m[fmt.Sprintf("MB/s-shim-%dconns", n)], tp)
+					m[fmt.Sprintf("shim-cpu-ms/MiB-%dconns", n)] = append(m[fmt.Sprintf("shim-cpu-ms/MiB-%dconns", n)], cpu.Seconds()*1e3/mib)
+					m[fmt.Sprintf("shim-cores-%dconns", n)] = append(m[fmt.Sprintf("shim-cores-%dconns", n)], cpu.Seconds()/wall.Seconds())
+				}
+			}
+			m["us-rtt-"+l.name] = append(m["us-rtt-"+l.name], rtt(l))
+		}
 	}
-	med := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
-	b.ReportMetric(med(tp), "MB/s-plain")
-	b.ReportMetric(med(ts), "MB/s-shim")
-	b.ReportMetric(med(rp), "us-rtt-plain")
-	b.ReportMetric(med(rs), "us-rtt-shim")
-	b.ReportMetric((med(rs)-med(rp))/2, "us-added/segment")
+	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
+	for k, v := range m {
+		b.ReportMetric(med(v), k)
+	}
+	b.ReportMetric(med(m["us-rtt-shim"])/med(m["us-rtt-kernel"]), "rtt-shim/kernel")
+	b.ReportMetric(med(m["MB/s-shim"])/med(m["MB/s-kernel"]), "tput-shim/kernel")
+	b.ReportMetric(med(m["MB/s-shim"])/med(m["MB/s-plain"]), "tput-shim/plain")
 	b.ReportMetric(0, "ns/op")
+}
+
+// sendAll writes n bytes to c, half-closes it and waits for the server's
+// one-byte "all read".
+func sendAll(c net.Conn, n int) error {
+	buf := make([]byte, 1<<16)
+	for sent := 0; sent < n; sent += len(buf) {
+		if _, err := c.Write(buf[:min(len(buf), n-sent)]); err != nil {
+			return err
+		}
+	}
+	if err := c.(*net.TCPConn).CloseWrite(); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(c, buf[:1])
+	return err
+}
+
+// procCPU is process pid's user + system CPU time so far, its exited
+// threads' included (/proc/PID/stat utime and stime).
+func procCPU(t testing.TB, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The fields after the command name, which is in parentheses.
+	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
+	if len(f) < 13 {
+		t.Fatalf("/proc/%d/stat: %q", pid, b)
+	}
+	var ticks int64
+	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
+		v, err := strconv.ParseInt(string(s), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ticks += v
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
 }
 
 // serveBench answers a benchmark connection: 'T' reads to EOF then

@@ -1,0 +1,268 @@
+package pcapverify
+
+import (
+	"net/netip"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/segment"
+)
+
+// flowKey names a TCP flow by its two endpoints in a fixed order, so both
+// directions find the same flow.
+type flowKey struct{ a, b netip.AddrPort }
+
+func keyOf(src, dst netip.AddrPort) flowKey {
+	if less(dst, src) {
+		return flowKey{dst, src}
+	}
+	return flowKey{src, dst}
+}
+
+func less(x, y netip.AddrPort) bool {
+	if c := x.Addr().Compare(y.Addr()); c != 0 {
+		return c < 0
+	}
+	return x.Port() < y.Port()
+}
+
+// isnSource says where an endpoint's ISN came from.
+type isnSource uint8
+
+const (
+	isnUnknown isnSource = iota
+	isnFromSYN
+	isnFromSYNACK
+	isnFromFlag
+)
+
+func (s isnSource) String() string {
+	return [...]string{"unknown", "SYN", "SYN-ACK", "-isn"}[s]
+}
+
+// endState is what the capture tells about one endpoint of a flow: its
+// ISN and the SNE of its send direction.
+type endState struct {
+	addr    netip.AddrPort
+	isn     uint32
+	isnFrom isnSource
+	// The SNE of the endpoint's send direction as of sequence number
+	// basis (RFC 5925 §6.2); moved forward only by segments that verify,
+	// as the receiver's kernel does.
+	sne, basis uint32
+	sneSet     bool
+	// The sequence number of the endpoint's last segment: what a Linux
+	// listener signs its RST to that segment with.
+	last    uint32
+	lastSet bool
+	// Traffic keys of the endpoint's send direction derived so far (two
+	// MKTs across a rotation, SYN and other), reused while they cover its
+	// segments; next is the slot the next derivation overwrites.
+	keys [4]ao.TrafficKey
+	next uint8
+}
+
+// trafficKey returns a traffic key of m for seg, which e sent under isns:
+// one already derived if it covers seg, else a new one in the oldest slot.
+func (e *endState) trafficKey(m *ao.MKT, isns ao.ISNs, seg *segment.Segment) (*ao.TrafficKey, error) {
+	for i := range e.keys {
+		if e.keys[i].Covers(m, isns, seg) {
+			return &e.keys[i], nil
+		}
+	}
+	k := &e.keys[e.next]
+	e.next = (e.next + 1) % uint8(len(e.keys))
+	return k, k.Derive(m, isns, seg)
+}
+
+// wipe clears the traffic keys e derived.
+func (e *endState) wipe() {
+	for i := range e.keys {
+		e.keys[i].Wipe()
+	}
+}
+
+func (e *endState) isnKnown() bool { return e.isnFrom != isnUnknown }
+
+// sneOf returns the SNE of sequence number seq.
+func (e *endState) sneOf(seq uint32) uint32 { return ao.ComputeSNE(e.sne, e.basis, seq) }
+
+// advance moves the SNE basis to seq if seq is after it.
+func (e *endState) advance(seq uint32) {
+	if int32(seq-e.basis) > 0 { // seq is after the basis (serial arithmetic)
+		e.sne, e.basis = e.sneOf(seq), seq
+	}
+}
+
+// aoJudge is one TCP-AO reading of a direction: a keyring whose MKTs
+// verify what the receiver gets, with the ISNs and SNE of the flow's
+// endState (the only connection state verify keeps).
+type aoJudge struct {
+	ring   *ao.Keyring
+	sender bool // ring holds the sender's keys, mirrored
+}
+
+// dirState is one direction of a flow: the readings it is judged under
+// and what was found.
+type dirState struct {
+	ready    bool // readings below are set
+	ao       []*aoJudge
+	aoSender bool // ao holds only the sender's keys, mirrored
+	// Both ends share an address, so an entry may be either end's: ao
+	// holds the receiver's reading, then the sender's.
+	twoReadings bool
+	used        [2]bool // a TCP-AO segment was judged under the receiver's [0], the sender's [1] reading
+	md5         *md5Keys
+	md5Sender   bool
+
+	counts [NumVerdicts]uint64
+	keyIDs [4]uint64 // TCP-AO KeyIDs seen, a bit each
+	kinds  [numKinds]bool
+	algs   []string
+	sne    uint32 // the last SNE judged with
+	sneHi  uint32 // the largest
+}
+
+func (d *dirState) noteAlg(alg string) {
+	for _, a := range d.algs {
+		if a == alg {
+			return
+		}
+	}
+	d.algs = append(d.algs, alg)
+}
+
+// flow is one TCP flow, both directions; ends[i] sends dirs[i].
+type flow struct {
+	id    int
+	ends  [2]endState
+	dirs  [2]dirState
+	conns int // connections seen (SYNs with a new ISN)
+
+	// When both ends share an address, whose MKTs the entries are is
+	// read from the segments: readBoth (each end's own keys are listed:
+	// every segment under its receiver's reading), or ownedBy(k) (the
+	// entries are ends[k]'s: what it sends is judged with them mirrored,
+	// what it receives with them as they are). explained counts the
+	// segments each reading verifies; reading is the flow's choice.
+	explained [3]uint64
+	reading   int
+}
+
+// The readings of a flow whose ends share an address.
+const readBoth = 0
+
+func ownedBy(k int) int { return 1 + k }
+
+// judged counts a TCP-AO segment sent by ends[i] that the receiver's
+// reading (recv) or the sender's (send) verified, and returns the
+// flow's reading: the one that explains the most segments, the current
+// one on a tie.
+func (f *flow) judged(i int, recv, send bool) int {
+	if recv {
+		f.explained[readBoth]++
+		f.explained[ownedBy(1-i)]++
+	}
+	if send {
+		f.explained[ownedBy(i)]++
+	}
+	for k, n := range f.explained {
+		if n > f.explained[f.reading] {
+			f.reading = k
+		}
+	}
+	return f.reading
+}
+
+// readingName describes the flow's reading.
+func (f *flow) readingName() string {
+	if f.reading == readBoth {
+		return "each end's own (the file lists both ends' keys)"
+	}
+	return f.ends[f.reading-1].addr.String() + "'s"
+}
+
+// flows is the flow table of one capture.
+type flows struct {
+	byKey map[flowKey]*flow
+	order []*flow
+}
+
+func newFlows() *flows { return &flows{byKey: map[flowKey]*flow{}} }
+
+// get returns the flow of a segment from src to dst and the sender's index,
+// creating it with the ISNs and SNEs given on the command line.
+// wipe clears every traffic key of every flow.
+func (t *flows) wipe() {
+	for _, f := range t.byKey {
+		f.ends[0].wipe()
+		f.ends[1].wipe()
+	}
+}
+
+func (t *flows) get(src, dst netip.AddrPort, opts *Options) (*flow, int) {
+	k := keyOf(src, dst)
+	if f, ok := t.byKey[k]; ok {
+		if f.ends[0].addr == src {
+			return f, 0
+		}
+		return f, 1
+	}
+	// ends[0] is the sender of the first segment seen.
+	f := &flow{id: len(t.order) + 1}
+	f.ends[0].addr, f.ends[1].addr = src, dst
+	for j := range f.ends {
+		e := &f.ends[j]
+		if isn, ok := opts.ISN[e.addr]; ok {
+			e.isn, e.isnFrom = isn, isnFromFlag
+		}
+	}
+	t.byKey[k] = f
+	t.order = append(t.order, f)
+	return f, 0
+}
+
+// learn takes what a segment sent by ends[i] tells about the connection,
+// before (and whatever) its verdict: a SYN or SYN-ACK gives the sender's
+// ISN and starts its SNE at 0; the first segment of a flow captured
+// without its handshake starts the SNE at the -sne value (default 0).
+func (f *flow) learn(i int, h segment.TCP, opts *Options) {
+	e, o := &f.ends[i], &f.ends[1-i]
+	seq := h.Seq()
+	switch h.Flags() & (segment.SYN | segment.ACK) {
+	case segment.SYN:
+		if e.isnFrom == isnFromSYN && e.isn == seq {
+			return // a retransmitted SYN
+		}
+		opts.contradicted(e, seq, "SYN")
+		if e.isnFrom == isnFromSYN || e.isnFrom == isnFromSYNACK {
+			// A new connection on the same ports: what was learnt
+			// about the peer belongs to the old one.
+			*o = endState{addr: o.addr}
+		}
+		f.conns++
+		*e = endState{addr: e.addr, isn: seq, isnFrom: isnFromSYN, basis: seq, sneSet: true}
+		return
+	case segment.SYN | segment.ACK:
+		// A simultaneous open keeps the ISN of the endpoint's SYN.
+		if e.isnFrom == isnFromSYN || (e.isnFrom == isnFromSYNACK && e.isn == seq) {
+			return
+		}
+		opts.contradicted(e, seq, "SYN-ACK")
+		*e = endState{addr: e.addr, isn: seq, isnFrom: isnFromSYNACK, basis: seq, sneSet: true}
+		return
+	}
+	if !e.sneSet {
+		e.sne, e.basis, e.sneSet = opts.SNE[e.addr], seq, true
+	}
+}
+
+// contradicted warns when the handshake segment (a SYN or SYN-ACK with
+// sequence number isn) of endpoint e overrides what -isn or -sne said.
+func (o *Options) contradicted(e *endState, isn uint32, what string) {
+	if n, ok := o.ISN[e.addr]; ok && n != isn {
+		o.warnf("-isn %v=%d contradicts the capture: %v's %s has ISN %d, which is used", e.addr, n, e.addr, what, isn)
+	}
+	if n, ok := o.SNE[e.addr]; ok && n != 0 {
+		o.warnf("-sne %v=%d ignored: the capture has %v's %s, where its SNE is 0", e.addr, n, e.addr, what)
+	}
+}

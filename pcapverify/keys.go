@@ -1,0 +1,225 @@
+package pcapverify
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// Keys is a keys file loaded into keyrings, and the readings a direction
+// of a flow is judged under.
+//
+// A segment is judged, as in the kernel, with the keys of its receiver:
+// the entries whose peer contains the sender's address. The keys file does
+// not say which entry is whose, only their peers, so:
+//
+//   - entries that one kernel keyring would refuse side by side (same
+//     KeyIDs on overlapping peers: both ends on one address, as on
+//     loopback) go to separate keyrings, and a segment is judged under
+//     each of them: "both readings";
+//   - a direction that no entry covers as a receiver's key, when the
+//     sender's keys are in the file (entries whose peer contains the
+//     receiver's address), is judged with the sender's keys mirrored (a
+//     TCP-AO MKT with SendID and RecvID swapped, a TCP-MD5 key as is): the
+//     reading of a keys file that lists one endpoint's keys only.
+//
+// Keys serve one Verifier at a time: readings are built as flows need them.
+type Keys struct {
+	file    *keyfile.File
+	pool    *sigpool.Pool
+	aoRings []*ao.Keyring
+	aoEntry map[*ao.MKT]int // index in file.AO
+	aoNames []string        // entryName of each file.AO entry
+	md5     *md5Keys
+	mirrors map[[2]netip.Addr]*mirror
+}
+
+// mirror holds the sender's keys of one (sender, receiver) address pair,
+// mirrored into receiver's keys.
+type mirror struct {
+	aoRings []*ao.Keyring
+	md5     *md5Keys
+}
+
+// LoadKeys builds the keyrings of a keys file. A capture does not say in
+// which L3 domain a segment was, so entries bound to an ifindex are judged
+// as if they were not.
+func LoadKeys(kf *keyfile.File) (*Keys, error) {
+	if kf == nil {
+		return nil, ErrNotSetUp
+	}
+	pool, err := sigpool.New(sigpool.Config{})
+	if err != nil {
+		return nil, err
+	}
+	ks := &Keys{
+		file:    kf,
+		pool:    pool,
+		aoEntry: map[*ao.MKT]int{},
+		mirrors: map[[2]netip.Addr]*mirror{},
+	}
+	for i, e := range kf.AO {
+		ks.aoNames = append(ks.aoNames, entryName("ao", i, e.Name))
+	}
+	for i, e := range kf.AO {
+		cfg := e.Config
+		cfg.IfIndex, cfg.HasIfIndex = 0, false
+		if ks.aoRings, err = ks.addAO(ks.aoRings, cfg, i); err != nil {
+			return nil, fmt.Errorf("%s: %v", keyfile.Label("ao", i, e.Name), err)
+		}
+	}
+	if ks.md5, err = newMD5Keys(ks.pool, kf.MD5); err != nil {
+		return nil, err
+	}
+	return ks, nil
+}
+
+// addAO adds an MKT to the first of rings that takes it (a new ring when
+// none does) and returns rings. An MKT identical to one already added is
+// the same key configured on both ends and is not added twice.
+func (ks *Keys) addAO(rings []*ao.Keyring, cfg ao.Config, entry int) ([]*ao.Keyring, error) {
+	for _, r := range rings {
+		m, err := r.Add(cfg)
+		if err == nil {
+			ks.aoEntry[m] = entry
+			return rings, nil
+		}
+		if !errors.Is(err, ao.ErrKeyExists) {
+			return rings, err
+		}
+		if ks.sameAO(r, cfg) {
+			return rings, nil
+		}
+	}
+	r := ao.NewKeyring(ks.pool)
+	m, err := r.Add(cfg)
+	if err != nil {
+		return rings, err
+	}
+	ks.aoEntry[m] = entry
+	return append(rings, r), nil
+}
+
+// sameAO reports whether ring r holds an MKT identical to cfg.
+func (ks *Keys) sameAO(r *ao.Keyring, cfg ao.Config) bool {
+	m := r.Find(cfg.Peer, cfg.SendID, cfg.RecvID)
+	if m == nil {
+		return false
+	}
+	maclen := cfg.MACLen
+	if maclen == 0 {
+		maclen = ao.DefaultMACLen
+		if n := m.Algorithm().MACLen(); n != 0 {
+			maclen = n // the draft's algorithms: 16
+		}
+	}
+	if m.Algorithm().Name() != cfg.Algorithm || m.MACLen() != maclen || m.ExcludeOptions() != cfg.ExcludeOptions {
+		return false
+	}
+	i, ok := ks.aoEntry[m]
+	return ok && bytes.Equal(ks.file.AO[i].Config.Key, cfg.Key)
+}
+
+// aoName returns the name of the entry an MKT was made from.
+func (ks *Keys) aoName(m *ao.MKT) string {
+	if i, ok := ks.aoEntry[m]; ok {
+		return ks.aoNames[i]
+	}
+	return "?"
+}
+
+// entryName is how reports name entry i: its "name", else ao[i] or md5[i].
+func entryName(Kind string, i int, name string) string {
+	if name != "" {
+		return name
+	}
+	return keyfile.Label(Kind, i, "")
+}
+
+// aoReadings returns the keyrings that judge TCP-AO segments from src to
+// dst, and whether they hold the sender's keys mirrored.
+func (ks *Keys) aoReadings(src, dst netip.Addr) (rings []*ao.Keyring, sender bool) {
+	for _, r := range ks.aoRings {
+		if r.Covers(src, 0) {
+			rings = append(rings, r)
+		}
+	}
+	if len(rings) > 0 {
+		return rings, false
+	}
+	m := ks.mirrorOf(src, dst)
+	return m.aoRings, len(m.aoRings) > 0
+}
+
+// md5Readings is aoReadings for TCP-MD5.
+func (ks *Keys) md5Readings(src, dst netip.Addr) (*md5Keys, bool) {
+	if ks.md5.covers(src) {
+		return ks.md5, false
+	}
+	m := ks.mirrorOf(src, dst)
+	return m.md5, m.md5.covers(src)
+}
+
+// relevant reports whether any key concerns traffic between a and b.
+func (ks *Keys) relevant(a, b netip.Addr) bool {
+	return ks.coversAny(a) || ks.coversAny(b)
+}
+
+func (ks *Keys) coversAny(a netip.Addr) bool {
+	for _, r := range ks.aoRings {
+		if r.Covers(a, 0) {
+			return true
+		}
+	}
+	return ks.md5.covers(a)
+}
+
+// mirrorOf builds (once per address pair) the sender's keys for segments
+// from src to dst: the entries whose peer contains dst, mirrored.
+func (ks *Keys) mirrorOf(src, dst netip.Addr) *mirror {
+	k := [2]netip.Addr{src, dst}
+	if m, ok := ks.mirrors[k]; ok {
+		return m
+	}
+	m := &mirror{}
+	host := netip.PrefixFrom(src, src.BitLen())
+	for i, e := range ks.file.AO {
+		if !e.Config.Peer.Contains(dst) {
+			continue
+		}
+		cfg := e.Config
+		cfg.Peer, cfg.SendID, cfg.RecvID = host, e.Config.RecvID, e.Config.SendID
+		cfg.IfIndex, cfg.HasIfIndex = 0, false
+		// The entry was added once already, so it cannot fail now.
+		m.aoRings, _ = ks.addAO(m.aoRings, cfg, i)
+	}
+	m.md5 = ks.md5.mirror(src, dst)
+	ks.mirrors[k] = m
+	return m
+}
+
+// aoCovering returns the names of the entries that cover src as a
+// receiver's MKTs and their RecvIDs, for explaining a no-key verdict.
+func (ks *Keys) aoCovering(rings []*ao.Keyring, src netip.Addr) (names []string, recvIDs []int) {
+	for m, i := range ks.aoEntry {
+		name := ks.aoNames[i]
+		if !m.Peer().Contains(src) || !slices.ContainsFunc(rings, func(r *ao.Keyring) bool { return r.Find(m.Peer(), m.SendID(), m.RecvID()) == m }) {
+			continue
+		}
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+		if !slices.Contains(recvIDs, int(m.RecvID())) {
+			recvIDs = append(recvIDs, int(m.RecvID()))
+		}
+	}
+	slices.Sort(names)
+	slices.Sort(recvIDs)
+	return names, recvIDs
+}
