@@ -10,11 +10,13 @@ package netstack
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -26,16 +28,16 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/nfqueue"
-	"github.com/tcpsig/tcpsig/internal/nfrules"
-	"github.com/tcpsig/tcpsig/internal/shim"
+	"github.com/tcpsig/tcpsig/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
+	"github.com/tcpsig/tcpsig/shim"
+	"github.com/tcpsig/tcpsig/shim/nfqueue"
+	"github.com/tcpsig/tcpsig/shim/nfrules"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 )
 
@@ -91,7 +93,8 @@ func shimKey(secret string, id int) [32]byte {
 }
 
 // shimKeys is a keys file with one MKT per KeyID in ids (SendID = RecvID
-// = the KeyID, 16-byte MACs) for peer, in that order.
+// = the KeyID; no maclen: the draft's algorithms have 16) for peer, in
+// that order.
 func shimKeys(alg, secret string, peer netip.Addr, ids ...int) string {
 	var b strings.Builder
 	b.WriteString(`{"ao": [`)
@@ -99,7 +102,7 @@ func shimKeys(alg, secret string, peer netip.Addr, ids ...int) string {
 		if i > 0 {
 			b.WriteString(",\n  ")
 		}
-		fmt.Fprintf(&b, `{"alg": %q, "key": "hex:%x", "sndid": %d, "rcvid": %d, "peer": "%v", "maclen": 16}`,
+		fmt.Fprintf(&b, `{"alg": %q, "key": "hex:%x", "sndid": %d, "rcvid": %d, "peer": "%v"}`,
 			alg, shimKey(secret, id), id, id, peer)
 	}
 	b.WriteString("]}\n")
@@ -212,7 +215,7 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 		}
 		t.Logf("%d bytes each way, sha256 equal; to kernel %+v; from kernel %+v", n, out, in)
 		t.Logf("gVisor's layer %+v; the shim %+v", c, st.Counters)
-		var sconn packetauth.ConnInfo
+		var sconn shim.ConnStatus
 		if len(sc.Conns) == 1 {
 			sconn = sc.Conns[0]
 		}
@@ -482,15 +485,22 @@ func (p *shimProc) stop(t *testing.T) {
 	}
 }
 
+// shimStatus reads the shim's status (JSON over HTTP on its unix socket).
 func shimStatus(sock string) (shim.Status, error) {
 	var st shim.Status
-	c, err := net.Dial("unix", sock)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	resp, err := c.Get("http://shim/")
 	if err != nil {
 		return st, err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	err = json.NewDecoder(c).Decode(&st)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("status socket: %s", resp.Status)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
 	return st, err
 }
 
