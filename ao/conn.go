@@ -74,7 +74,8 @@ type lane struct {
 	// pin an MKT (reclaim), or lease from the pool; never the keyring's
 	// lock, which Sign and Verify take only after releasing it.
 	mu      sync.Mutex
-	ctx     *mac.Context         // leased from pool (entry pid) for the algorithm of the last key used; nil: none
+	ctx     *mac.Context         // leased from pool (entry pid) for alg, the algorithm of the last key used; nil: none
+	alg     *mac.Algorithm       // ctx's algorithm
 	pool    *sigpool.Pool        // where ctx came from and goes back to
 	pid     sigpool.ID           // ctx's pool entry
 	keys    []*laneKey           // traffic keys per MKT; entries of deleted MKTs are wiped and reused
@@ -118,7 +119,7 @@ func (k *laneKey) wipe() {
 // that algorithm; a rotation to an MKT of another algorithm (or pool)
 // returns it and leases one for the new algorithm.
 func (l *lane) context(m *MKT) (*mac.Context, error) {
-	if l.ctx != nil && l.pool == m.pool && l.pid == m.poolID {
+	if l.ctx != nil && l.alg == m.alg && l.pool == m.pool { // a pool has one entry per algorithm
 		return l.ctx, nil
 	}
 	l.giveBack()
@@ -126,7 +127,7 @@ func (l *lane) context(m *MKT) (*mac.Context, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.ctx, l.pool, l.pid = c, m.pool, m.poolID
+	l.ctx, l.alg, l.pool, l.pid = c, m.alg, m.pool, m.poolID
 	return c, nil
 }
 
@@ -134,7 +135,7 @@ func (l *lane) context(m *MKT) (*mac.Context, error) {
 func (l *lane) giveBack() {
 	if l.ctx != nil {
 		_ = l.pool.Return(l.pid, l.ctx) // the lease holds the entry
-		l.ctx, l.pool = nil, nil
+		l.ctx, l.alg, l.pool = nil, nil, nil
 	}
 }
 
