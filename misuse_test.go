@@ -33,7 +33,7 @@ var sentinels = []error{
 	segment.ErrShortPacket, segment.ErrIPVersion, segment.ErrIPHeaderLength, segment.ErrNotTCP,
 	segment.ErrFragment, segment.ErrExtHeaderChain, segment.ErrShortTCP, segment.ErrDataOffset,
 	segment.ErrOptionLength, segment.ErrAuthOption, segment.ErrDuplicateAuth, segment.ErrBothAuth,
-	segment.ErrAddrFamily, segment.ErrSegmentTooLong, segment.ErrPacketTooLong,
+	segment.ErrAddrFamily, segment.ErrSegmentTooLong, segment.ErrPacketTooLong, segment.ErrUnparsed,
 }
 
 // notSetUp is the error a type's methods give on a receiver that was never

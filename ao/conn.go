@@ -507,7 +507,7 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if c == nil || c.ring == nil {
 		return ErrNotInitialized
 	}
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return err
 	}
 	l := &c.send
@@ -586,10 +586,10 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	if c == nil || c.ring == nil {
 		return ErrNotInitialized
 	}
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return err
 	}
-	if seg.Auth.MD5 > 0 {
+	if seg.Auth().MD5 > 0 {
 		return ErrUnexpected
 	}
 	off, opt, err := findOption(seg)

@@ -16,7 +16,7 @@ type ISNs struct{ Src, Dst uint32 }
 
 // segmentInput is the KDF input of seg's own direction.
 func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return kdf.Input{}, err
 	}
 	h := seg.Header
@@ -30,23 +30,11 @@ func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
 // isSYN reports a SYN without ACK: the segments of the SYN traffic keys.
 func isSYN(f segment.Flags) bool { return f&(segment.SYN|segment.ACK) == segment.SYN }
 
-// checkSegment refuses what a Segment not made by package segment may
-// hold: a header shorter than 20 bytes or than its data offset, and
-// addresses that are invalid or of two families.
-func checkSegment(seg *segment.Segment) error {
-	if seg == nil || len(seg.Header) < segment.TCPMinimumSize || seg.Header.DataOffset() > len(seg.Header) {
-		return ErrNoOption
-	}
-	if !seg.Src.IsValid() || seg.Src.Is4() != seg.Dst.Is4() || !seg.Dst.IsValid() {
-		return segment.ErrAddrFamily
-	}
-	return nil
-}
 
 // checkedOption returns the offset and contents of seg's TCP-AO option,
 // whose MAC must have m's length.
 func checkedOption(m *MKT, seg *segment.Segment) (int, Option, error) {
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return 0, Option{}, err
 	}
 	off, opt, err := findOption(seg)
@@ -90,25 +78,23 @@ func derive(m *MKT, in *kdf.Input, key *mac.Key) error {
 }
 
 // signOption returns the offset of seg's TCP-AO option after making it
-// exactly m's length (seg passed checkSegment): a longer one is shortened and its tail turned into
+// exactly m's length (seg passed Check): a longer one is shortened and its tail turned into
 // NOPs; a shorter one is [ErrNoRoom].
 func signOption(m *MKT, seg *segment.Segment) (int, error) {
-	h, off, n := seg.Header, seg.Auth.AO, seg.Auth.AOLen
-	if off < segment.TCPMinimumSize || n <= optionHeaderLen || off+n > len(h) || h[off] != optionKind || int(h[off+1]) != n {
+	a := seg.Auth()
+	if a.AO == 0 {
 		return 0, ErrNoOption
 	}
 	want := optionLen(int(m.maclen))
-	if n < want {
+	if a.AOLen < want {
 		return 0, ErrNoRoom
 	}
-	if n > want {
-		h[off+1] = byte(want)
-		for i := off + want; i < off+n; i++ {
-			h[i] = segment.OptionKindNOP
+	if a.AOLen > want {
+		if err := seg.ShortenAO(want); err != nil {
+			return 0, err
 		}
-		seg.Auth.AOLen = want
 	}
-	return off, nil
+	return a.AO, nil
 }
 
 // labelOption lays out seg's option for m (signOption) and writes m's
@@ -303,7 +289,7 @@ func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) er
 	if k == nil || k.m == nil {
 		return ErrNotInitialized
 	}
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return err
 	}
 	m := k.m

@@ -31,9 +31,9 @@ func TestDraftVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			off := seg.Auth.AO + optionHeaderLen
-			if seg.Auth.AOLen != optionLen(16) {
-				t.Fatalf("option of %d bytes", seg.Auth.AOLen)
+			off := seg.Auth().AO + optionHeaderLen
+			if seg.Auth().AOLen != optionLen(16) {
+				t.Fatalf("option of %d bytes", seg.Auth().AOLen)
 			}
 			_, c := rfc9235Side(t, &set, v, &seg, true)
 			clear(seg.Header[off : off+16])
@@ -82,7 +82,7 @@ func TestDraftVectors(t *testing.T) {
 			if err := verifySegment(m, isns, 1, &seg); !errors.Is(err, ErrBadMAC) {
 				t.Errorf("SNE 1 verified: %v", err)
 			}
-			aoOff := seg.Auth.AO
+			aoOff := seg.Auth().AO
 			rnext := h[aoOff+3]
 			clear(h[aoOff+2 : off+16])
 			if err := signSegment(m, isns, 0, rnext, &seg); err != nil || !bytes.Equal(pkt, v.Packet) {

@@ -117,7 +117,7 @@ func exchange(c, s *ao.Conn, seq uint32) {
 		if err := d.from.Sign(&seg); err != nil {
 			panic(err)
 		}
-		o, _ := ao.ParseOption(seg.Header[seg.Auth.AO:])
+		o, _ := ao.ParseOption(seg.Header[seg.Auth().AO:])
 		fmt.Printf("%v: KeyID %d RNextKeyID %d, verify %v\n", d.src, o.KeyID, o.RNextKeyID, d.to.Verify(&seg))
 	}
 }
@@ -234,7 +234,7 @@ func ExampleTrafficKey() {
 	fmt.Println("derive:", k.Derive(m, isns, &seg))
 
 	fmt.Println("sign:", k.Sign(&seg, 0, m.RecvID()))
-	o, _ := ao.ParseOption(seg.Header[seg.Auth.AO:])
+	o, _ := ao.ParseOption(seg.Header[seg.Auth().AO:])
 	fmt.Printf("KeyID %d RNextKeyID %d MAC %x\n", o.KeyID, o.RNextKeyID, o.MAC)
 	fmt.Println("verify:", k.Verify(&seg, 0))
 	fmt.Println("SNE 1:", k.Verify(&seg, 1))
@@ -273,7 +273,7 @@ func ExampleTrafficKey_reset() {
 	// The client's ACK reaches a server that kept no connection state.
 	ack, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 1000, 5000, segment.ACK, 12))
 	c.Sign(&ack)
-	o, _ := ao.ParseOption(ack.Header[ack.Auth.AO:])
+	o, _ := ao.ParseOption(ack.Header[ack.Auth().AO:])
 	rst, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5000, 0, segment.RST, 12))
 	local, remote := ack.Header.Ack()-1, ack.Header.Seq()-1 // from a syncookie
 	m := sring.LookupSend(ack.Src, o.RNextKeyID, 0)

@@ -116,8 +116,8 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if seg.Auth.HasAO() {
-			if _, err := ParseOption(seg.Header[seg.Auth.AO:]); err != nil {
+		if seg.Auth().HasAO() {
+			if _, err := ParseOption(seg.Header[seg.Auth().AO:]); err != nil {
 				t.Fatalf("the parser located an AO option ParseOption refuses: %v", err)
 			}
 		}
@@ -143,7 +143,7 @@ func FuzzVerify(f *testing.F) {
 				if err != nil {
 					continue // no MKT for this peer
 				}
-				if c.Verify(&seg) == nil && seg.Auth.AO > 0 {
+				if c.Verify(&seg) == nil && seg.Auth().AO > 0 {
 					if err := c.Verify(&seg); err != nil {
 						t.Fatalf("verified once, then: %v", err)
 					}

@@ -32,15 +32,15 @@ func TestLinuxListenReset(t *testing.T) {
 			t.Fatalf("%s ack: %v", c.Name, err)
 		}
 		want, err := segment.ParsePacket(rst)
-		if err != nil || want.Auth.AO == 0 {
-			t.Fatalf("%s rst: %v (AO at %d)", c.Name, err, want.Auth.AO)
+		if err != nil || want.Auth().AO == 0 {
+			t.Fatalf("%s rst: %v (AO at %d)", c.Name, err, want.Auth().AO)
 		}
 		cfg := keys.AO{Peer: c.Peer, SendID: c.SendID, RecvID: c.RecvID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen}
 		ring := NewKeyring(nil)
 		mustAdd(t, ring, cfg)
 		got := bytes.Clone(rst)
 		mine, _ := segment.ParsePacket(got)
-		off := mine.Auth.AO
+		off := mine.Auth().AO
 		clear(mine.Header[off+2 : off+4+c.MACLen])
 		if err := listenerReset(ring, &in, &mine); err != nil {
 			t.Fatalf("%s: %v", c.Name, err)

@@ -61,7 +61,7 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 		// The TIME-WAIT reply: from the client, AO after the timestamps.
 		reply := -1
 		for i, s := range segs {
-			if s.Src == client && s.Auth.AO > segment.TCPMinimumSize && i > 0 {
+			if s.Src == client && s.Auth().AO > segment.TCPMinimumSize && i > 0 {
 				reply = i
 			}
 		}
@@ -90,7 +90,7 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 		// reply with it like any other segment: current key the MKT the
 		// probe's RNextKeyID names (Linux tcp_ao_prepare_reset), the
 		// handshake's ISNs.
-		opt, err := ao.ParseOption(probe.Header[probe.Auth.AO:])
+		opt, err := ao.ParseOption(probe.Header[probe.Auth().AO:])
 		if err != nil {
 			t.Fatalf("%s: probe: %v", c.Name, err)
 		}
@@ -105,7 +105,7 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
 		want := bytes.Clone(out.Header)
-		off := out.Auth.AO
+		off := out.Auth().AO
 		clear(out.Header[off+2 : off+int(out.Header[off+1])]) // IDs and MAC: Sign writes them
 		if err := conn.Sign(&out); err != nil {
 			t.Fatalf("%s: %v", c.Name, err)

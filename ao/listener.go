@@ -45,14 +45,14 @@ func (l *Listener) Accept(syn *segment.Segment, conn *Conn) (signed bool, err er
 	if l == nil || l.ring == nil || conn == nil {
 		return false, ErrNotInitialized
 	}
-	if err := checkSegment(syn); err != nil {
+	if err := syn.Check(); err != nil {
 		return false, err
 	}
 	h := syn.Header
 	if !isSYN(h.Flags()) {
 		return false, ErrNotSYN
 	}
-	if syn.Auth.MD5 > 0 {
+	if syn.Auth().MD5 > 0 {
 		return false, ErrUnexpected
 	}
 	src := syn.Src.Unmap()

@@ -62,8 +62,8 @@ func AppendOption(dst []byte, maclen int) []byte {
 // findOption returns the offset of seg's AO option and the option, or
 // [ErrNoOption].
 func findOption(seg *segment.Segment) (int, Option, error) {
-	off := seg.Auth.AO
-	if off < segment.TCPMinimumSize || off >= len(seg.Header) {
+	off := seg.Auth().AO
+	if off == 0 {
 		return 0, Option{}, ErrNoOption
 	}
 	o, err := ParseOption(seg.Header[off:])

@@ -86,7 +86,7 @@ func TestRFC9235(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, c := rfc9235Side(t, &set, v, &seg, true)
-			off := seg.Auth.AO + optionHeaderLen
+			off := seg.Auth().AO + optionHeaderLen
 			clear(seg.Header[off : off+set.MACLen])
 			if err := c.Sign(&seg); err != nil {
 				t.Fatalf("sign: %v", err)
@@ -189,7 +189,7 @@ func TestRFC9235Segment(t *testing.T) {
 				t.Errorf("%s: swapped ISNs verified: %v", v.Section, err)
 			}
 		}
-		off := seg.Auth.AO
+		off := seg.Auth().AO
 		rnext := h[off+3]
 		clear(h[off+2 : off+optionHeaderLen+set.MACLen])
 		if err := signSegment(m, isns, 0, rnext, &seg); err != nil {

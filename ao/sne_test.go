@@ -103,7 +103,7 @@ func cloneSeg(s *segment.Segment) *segment.Segment {
 // aoOpt returns the KeyID, RNextKeyID and MAC of a segment's AO option.
 func aoOpt(t testing.TB, s *segment.Segment) Option {
 	t.Helper()
-	o, err := ParseOption(s.Header[s.Auth.AO:])
+	o, err := ParseOption(s.Header[s.Auth().AO:])
 	if err != nil {
 		t.Fatalf("ParseOption: %v", err)
 	}
@@ -139,7 +139,7 @@ func refMAC(t testing.TB, alg string, master []byte, in kdf.Input, s *segment.Se
 	msg = segment.AppendPseudoHeader(msg, s.Src, s.Dst, s.Len())
 	h := bytes.Clone([]byte(s.Header))
 	h[16], h[17] = 0, 0
-	off := s.Auth.AO
+	off := s.Auth().AO
 	if exclude {
 		msg = append(msg, h[:20]...)
 		msg = append(msg, h[off:off+4]...)
@@ -439,7 +439,7 @@ func TestSNEForged(t *testing.T) {
 			{"garbage MAC", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 12, []byte("forged"))
 				o := aoOpt(t, seg)
-				seg.Header[seg.Auth.AO+2] = 1 // the server's RecvID
+				seg.Header[seg.Auth().AO+2] = 1 // the server's RecvID
 				for i := range o.MAC {
 					o.MAC[i] = byte(seq>>uint(i%4*8)) ^ byte(i)
 				}
@@ -447,7 +447,7 @@ func TestSNEForged(t *testing.T) {
 			}},
 			{"right KeyID, wrong key", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 12, []byte("forged"))
-				seg.Header[seg.Auth.AO+2] = 1
+				seg.Header[seg.Auth().AO+2] = 1
 				sne := ComputeSNE(0, start+0x100, seq)
 				copy(aoOpt(t, seg).MAC, refMAC(t, "hmac(sha256)", other, sendOtherInput(cli4, srv4, 11, 22), seg, sne, 12, false))
 				return seg
@@ -464,7 +464,7 @@ func TestSNEForged(t *testing.T) {
 			}},
 			{"MAC length 16", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 16, []byte("forged"))
-				seg.Header[seg.Auth.AO+2] = 1
+				seg.Header[seg.Auth().AO+2] = 1
 				return seg
 			}},
 		} {

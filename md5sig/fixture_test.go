@@ -67,7 +67,7 @@ func TestKernelFixtures(t *testing.T) {
 				if err != nil {
 					t.Fatalf("frame %d: %v", i+1, err)
 				}
-				if seg.Auth.MD5 == 0 {
+				if seg.Auth().MD5 == 0 {
 					if err := r.Verify(&seg, 0); !errors.Is(err, ErrMissing) {
 						t.Errorf("frame %d: unsigned, Verify = %v, want ErrMissing", i+1, err)
 					}
@@ -97,7 +97,7 @@ func TestKernelFixtures(t *testing.T) {
 				// One flipped byte anywhere covered fails.
 				tcpOff := len(ip) - seg.Len()
 				flips := map[string]int{
-					"digest":      tcpOff + seg.Auth.MD5 + 2 + i%DigestSize,
+					"digest":      tcpOff + seg.Auth().MD5 + 2 + i%DigestSize,
 					"src port":    tcpOff + 1,
 					"dst port":    tcpOff + 3,
 					"seq":         tcpOff + 7,

@@ -280,7 +280,7 @@ func fuzzRun(t testing.TB, md5Check *md5sig.PacketAuth, in []byte) (delivered, w
 				if after.Verified != before.Verified+1 {
 					t.Fatalf("a covered peer's segment reached the stack unverified (verified %d -> %d): %x", before.Verified, after.Verified, pkt)
 				}
-				if seg, err := segment.ParsePacket(rec.got[0]); err == nil && (seg.Auth.AO != 0 || seg.Auth.MD5 != 0) {
+				if seg, err := segment.ParsePacket(rec.got[0]); err == nil && (seg.Auth().AO != 0 || seg.Auth().MD5 != 0) {
 					t.Fatalf("the option reached the stack: %x", rec.got[0])
 				}
 			}
@@ -313,7 +313,7 @@ func fuzzRun(t testing.TB, md5Check *md5sig.PacketAuth, in []byte) (delivered, w
 				t.Fatalf("a signed segment does not parse (%v): %x", err, b)
 			case kind == 1 && md5Check.Verify(b) != nil:
 				t.Fatalf("an MD5 segment to a covered peer does not verify (%v): %x", md5Check.Verify(b), b)
-			case kind == 0 && seg.Auth.AO == 0:
+			case kind == 0 && seg.Auth().AO == 0:
 				t.Fatalf("a TCP-AO segment without the option: %x", b)
 			}
 		}

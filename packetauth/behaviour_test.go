@@ -409,7 +409,7 @@ func TestIPv6ExtensionHeaders(t *testing.T) {
 	if !bytes.Equal(wire[40:48], ext) || int(binary.BigEndian.Uint16(wire[4:])) != len(wire)-40 || len(wire) != len(pkt)+16 {
 		t.Fatalf("wire %x", wire)
 	}
-	if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload, payload) || s.Auth.HasAO() {
+	if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload, payload) || s.Auth().HasAO() {
 		t.Fatalf("delivered %x", got)
 	}
 	// A fragment header (44) instead: refused both ways.

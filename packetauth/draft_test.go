@@ -50,8 +50,8 @@ func TestDraftAlgorithms(t *testing.T) {
 					t.Fatalf("%s: payload not delivered whole", alg)
 				}
 				ws, _ := segment.ParsePacket(wire)
-				if ws.Auth.AOLen != 20 {
-					t.Fatalf("%s: option of %d bytes on the wire", alg, ws.Auth.AOLen)
+				if ws.Auth().AOLen != 20 {
+					t.Fatalf("%s: option of %d bytes on the wire", alg, ws.Auth().AOLen)
 				}
 			}
 			if c := p.b.l.Counters(); c.Verified < 3 || c.Dropped.BadMAC != 0 {

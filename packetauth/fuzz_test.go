@@ -77,10 +77,10 @@ func macOf(t *testing.T, p *pair, wire []byte, md5 bool, st ao.Endpoint) error {
 	if md5 {
 		return md5Ring(t, addrA6, "m").Verify(&s, 0)
 	}
-	if !s.Auth.HasAO() {
+	if !s.Auth().HasAO() {
 		return ao.ErrNoOption
 	}
-	m := aoRing(t, addrA4, 12, mkt{2, 1, "k"}).LookupRecv(s.Src, s.Header[s.Auth.AO+2], 0)
+	m := aoRing(t, addrA4, 12, mkt{2, 1, "k"}).LookupRecv(s.Src, s.Header[s.Auth().AO+2], 0)
 	if m == nil {
 		return ao.ErrKeyNotFound
 	}
@@ -175,7 +175,7 @@ func FuzzLayer(f *testing.F) {
 		if err := macOf(t, p, wire, md5, st); err != nil {
 			t.Fatalf("B delivered a segment of A whose MAC does not verify (%v):\n%x", err, wire)
 		}
-		if s.Auth.HasAO() || s.Auth.HasMD5() {
+		if s.Auth().HasAO() || s.Auth().HasMD5() {
 			t.Fatalf("delivered with the option: %x", got)
 		}
 	})

@@ -67,7 +67,7 @@ func readCapture(t *testing.T, path string) []wirePacket {
 // not first.
 func withoutAuth(t *testing.T, p wirePacket) (out []byte, ok bool) {
 	t.Helper()
-	a := p.seg.Auth
+	a := p.seg.Auth()
 	var space int
 	switch {
 	case a.AO == segment.TCPMinimumSize:
@@ -113,8 +113,8 @@ func checkDelivered(t *testing.T, name string, i int, p wirePacket, got []byte, 
 	if err != nil {
 		t.Fatalf("%s packet %d: delivered packet does not parse: %v", name, i, err)
 	}
-	if s.Auth.AO > 0 || s.Auth.MD5 > 0 {
-		t.Fatalf("%s packet %d: option still there: %+v", name, i, s.Auth)
+	if s.Auth().AO > 0 || s.Auth().MD5 > 0 {
+		t.Fatalf("%s packet %d: option still there: %+v", name, i, s.Auth())
 	}
 	off, end := segment.TCPOffset(got, &s)
 	tcp := segment.TCP(got[off:end])
@@ -124,7 +124,7 @@ func checkDelivered(t *testing.T, name string, i int, p wirePacket, got []byte, 
 	_, wend := segment.TCPOffset(p.ip, &p.seg)
 	want := slices.Clone(p.ip[:wend])
 	wt := segment.TCP(want[off:])
-	a := p.seg.Auth
+	a := p.seg.Auth()
 	if a.AO > 0 {
 		copy(wt[a.AO:a.AO+a.AOLen], bytes.Repeat([]byte{segment.OptionKindNOP}, a.AOLen))
 	} else {
@@ -210,7 +210,7 @@ func TestLinuxAOReplay(t *testing.T) {
 				for _, p := range pkts { // the first segment each way: basis and keys
 					if p.src == ep && st.SendSeq == 0 {
 						st.SendSeq = p.seg.Header.Seq()
-						st.CurrentSendID, st.RNextRecvID = p.seg.Header[p.seg.Auth.AO+2], p.seg.Header[p.seg.Auth.AO+3]
+						st.CurrentSendID, st.RNextRecvID = p.seg.Header[p.seg.Auth().AO+2], p.seg.Header[p.seg.Auth().AO+3]
 					}
 					if p.src == peer && st.RecvSeq == 0 {
 						st.RecvSeq = p.seg.Header.Seq()
@@ -227,7 +227,7 @@ func TestLinuxAOReplay(t *testing.T) {
 			total++
 			snd, rcv := layers[p.src], layers[p.dst]
 			h := p.seg.Header
-			a := p.seg.Auth.AO
+			a := p.seg.Auth().AO
 			if a <= 0 {
 				t.Fatalf("%s packet %d: unsigned", c.Name, i)
 			}

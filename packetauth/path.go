@@ -199,8 +199,10 @@ func (l *Layer) signAO(dst, pkt []byte, seg *segment.Segment, c *conn) ([]byte, 
 		if err != nil {
 			return nil, err
 		}
-		s := inserted(seg, p, off, segment.Auth{AO: segment.TCPMinimumSize, AOLen: int(o[1])})
-		err = c.ao.Sign(&s)
+		s, err := segment.ParsePacket(p)
+		if err == nil {
+			err = c.ao.Sign(&s)
+		}
 		if (errors.Is(err, ao.ErrNoRoom) || errors.Is(err, ao.ErrNoOption)) && try == 0 {
 			continue // the current key changed to one of another MAC length meanwhile
 		}
@@ -222,24 +224,17 @@ func (l *Layer) signMD5(dst, pkt []byte, seg *segment.Segment) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := inserted(seg, p, off, segment.Auth{MD5: segment.TCPMinimumSize + 2})
-	if err := l.cfg.MD5.Sign(&s, l.cfg.L3Index); err != nil {
+	s, err := segment.ParsePacket(p)
+	if err == nil {
+		err = l.cfg.MD5.Sign(&s, l.cfg.L3Index)
+	}
+	if err != nil {
 		return nil, err
 	}
 	l.checksum(seg, &s, segment.TCP(p[off:]))
 	return out, nil
 }
 
-// inserted returns the segment of p, the packet insertOption made of
-// seg's with its TCP header at off and the option that auth locates first
-// among the options: seg's addresses, p's header and payload. Parsing p
-// again would find the same: seg parsed, and an option inserted in front
-// of valid options at a 4-byte boundary keeps them valid.
-func inserted(seg *segment.Segment, p []byte, off int, auth segment.Auth) segment.Segment {
-	tcp := p[off:len(p):len(p)]
-	hl := segment.TCP(tcp).DataOffset()
-	return segment.Segment{Src: seg.Src, Dst: seg.Dst, Header: segment.TCP(tcp[:hl:hl]), Payload: tcp[hl:], Auth: auth}
-}
 
 // checksum sets the TCP checksum of tcp, the signed segment s made of the
 // stack's seg: updated from seg's for the header words and the length
@@ -259,7 +254,7 @@ func (l *Layer) checksum(seg, s *segment.Segment, tcp segment.TCP) {
 // IP lengths set. It returns dst extended, the new packet (its tail) and
 // the offset of its TCP header.
 func insertOption(dst, pkt []byte, seg *segment.Segment, opt []byte) ([]byte, []byte, int, error) {
-	if seg.Auth.AO > 0 || seg.Auth.MD5 > 0 {
+	if seg.Auth().AO > 0 || seg.Auth().MD5 > 0 {
 		return nil, nil, 0, ErrOptions // the stack signs itself: not ours to sign again
 	}
 	off, _ := segment.TCPOffset(pkt, seg)
@@ -334,7 +329,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	sh.mu.RUnlock()
 	kind := l.cover(seg.Src)
 	switch {
-	case kind == 0 && l.cfg.Policy.AORequired && seg.Auth.AO == 0:
+	case kind == 0 && l.cfg.Policy.AORequired && seg.Auth().AO == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
 	case kind == 0 && l.cfg.Policy.AORequired:
 		return nil, l.drop(sh, nil, ao.ErrKeyNotFound)
@@ -352,7 +347,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 				return nil, l.drop(sh, nil, err)
 			}
 		}
-	case seg.Auth.AO == 0 && seg.Auth.MD5 == 0:
+	case seg.Auth().AO == 0 && seg.Auth().MD5 == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
 	case !synOnly:
 		return nil, l.drop(sh, nil, ErrNoConn)
@@ -464,7 +459,7 @@ func (l *Layer) strip(dst, pkt []byte, seg *segment.Segment) []byte {
 	dst = append(dst, pkt[:end]...)
 	p := dst[start:]
 	tcp := segment.TCP(p[off:end])
-	a := seg.Auth
+	a := seg.Auth()
 	switch {
 	case a.AO > 0:
 		fill(tcp[a.AO:a.AO+a.AOLen], segment.OptionKindNOP)

@@ -263,7 +263,7 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 		v.opts.note(src)
 		v.opts.note(dst)
 	}
-	signed := seg.Auth.AO > 0 || seg.Auth.MD5 > 0
+	signed := seg.Auth().AO > 0 || seg.Auth().MD5 > 0
 	if !signed && !v.keys.relevant(src.Addr(), dst.Addr()) {
 		v.totals.Skipped++
 		return
@@ -275,9 +275,9 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 	r := &v.r
 	*r = Result{Frame: frame, Src: src, Dst: dst, HasTCP: true, Flags: h.Flags(), Seq: h.Seq(), Flow: f.id}
 	switch {
-	case seg.Auth.AO > 0:
+	case seg.Auth().AO > 0:
 		v.judgeAO(f, i, d, &seg, r)
-	case seg.Auth.MD5 > 0:
+	case seg.Auth().MD5 > 0:
 		v.judgeMD5(d, &seg, r)
 	default:
 		r.Verdict = Unsigned
@@ -369,7 +369,7 @@ func (v *Verifier) direction(f *flow, i int) *dirState {
 // judgeAO judges a segment with a TCP-AO option, sent by ends[i].
 func (v *Verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r *Result) {
 	h := seg.Header
-	opt, err := ao.ParseOption(h[seg.Auth.AO:])
+	opt, err := ao.ParseOption(h[seg.Auth().AO:])
 	if err != nil { // segment.ParsePacket checked it already
 		r.Verdict, r.Reason = Malformed, err.Error()
 		return

@@ -192,7 +192,7 @@ func (a *Auth) Sign(pkt []byte) error {
 		return fmt.Errorf("%w: %d bytes reserved, %d needed", ErrNoRoom, min(len(opts), a.space), ao.OptionSpace(cur.MACLen()))
 	}
 	ao.AppendOption(opts[:0], cur.MACLen())
-	if seg.Auth, err = h.AuthOptions(); err != nil {
+	if seg, err = segment.ParsePacket(pkt); err != nil { // the header has an option now
 		return err
 	}
 	return a.conn.Sign(&seg)
@@ -222,7 +222,7 @@ func (a *Auth) Verify(pkt []byte) error {
 		}
 		return nil
 	case stateUnsigned:
-		if seg.Auth.AO > 0 || seg.Auth.MD5 > 0 {
+		if seg.Auth().AO > 0 || seg.Auth().MD5 > 0 {
 			return ErrUnsignedConn
 		}
 		return nil

@@ -77,7 +77,7 @@ func Example() {
 			pkt[len(pkt)-1] ^= 1
 		}
 		s, _ := segment.ParsePacket(pkt)
-		o, _ := ao.ParseOption(s.Header[s.Auth.AO:])
+		o, _ := ao.ParseOption(s.Header[s.Auth().AO:])
 		fmt.Printf("%-5v KeyID %d RNextKeyID %d %-12q verify: %v\n", flags, o.KeyID, o.RNextKeyID, data, to.Verify(pkt))
 	}
 	send(cauth, sauth, client, server, cisn, 0, segment.SYN, "", false)

@@ -371,8 +371,8 @@ func (t *tap) segments(since int) []liveSeg {
 			continue
 		}
 		ls := liveSeg{out: p.out, flags: s.Header.Flags(), seq: s.Header.Seq(), payload: s.Payload}
-		if s.Auth.AO > 0 {
-			ls.ao, ls.keyID, ls.rnext = true, s.Header[s.Auth.AO+2], s.Header[s.Auth.AO+3]
+		if s.Auth().AO > 0 {
+			ls.ao, ls.keyID, ls.rnext = true, s.Header[s.Auth().AO+2], s.Header[s.Auth().AO+3]
 		}
 		out = append(out, ls)
 	}

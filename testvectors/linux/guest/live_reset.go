@@ -126,14 +126,14 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 	if err != nil {
 		return err
 	}
-	if want.Auth.AO == 0 {
+	if want.Auth().AO == 0 {
 		return fmt.Errorf("the kernel's RST is not signed: %x", rst)
 	}
-	o := want.Header[want.Auth.AO:]
+	o := want.Header[want.Auth().AO:]
 	got := bytes.Clone(rst)
 	mine, _ := segment.ParsePacket(got)
-	clear(mine.Header[mine.Auth.AO+4 : mine.Auth.AO+int(o[1])])
-	mine.Header[mine.Auth.AO+2], mine.Header[mine.Auth.AO+3] = 0, 0
+	clear(mine.Header[mine.Auth().AO+4 : mine.Auth().AO+int(o[1])])
+	mine.Header[mine.Auth().AO+2], mine.Header[mine.Auth().AO+3] = 0, 0
 	if err := listenerReset(mirror, &in, &mine); err != nil {
 		return fmt.Errorf("listenerReset: %w", err)
 	}
@@ -188,7 +188,7 @@ func aoPacket(src, dst netip.AddrPort, seq, ack uint32, maclen int, sign func(*s
 	}
 	// Again with the signed option, for the checksum (the MAC leaves the
 	// checksum out, so it does not change).
-	return build(bytes.Clone(s.Header[s.Auth.AO+2 : s.Auth.AO+4+maclen]))
+	return build(bytes.Clone(s.Header[s.Auth().AO+2 : s.Auth().AO+4+maclen]))
 }
 
 // listenerReset signs rst as a Linux listening socket answers in, a
@@ -198,10 +198,10 @@ func aoPacket(src, dst netip.AddrPort, seq, ack uint32, maclen int, sign func(*s
 // SendID and RNextKeyID its RecvID. Without such an MKT Linux sends
 // nothing: ao.ErrKeyNotFound.
 func listenerReset(ring *ao.Keyring, in, rst *segment.Segment) error {
-	if in.Auth.AO == 0 {
+	if in.Auth().AO == 0 {
 		return ao.ErrNoOption
 	}
-	opt, err := ao.ParseOption(in.Header[in.Auth.AO:])
+	opt, err := ao.ParseOption(in.Header[in.Auth().AO:])
 	if err != nil {
 		return err
 	}
