@@ -30,7 +30,6 @@ func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
 // isSYN reports a SYN without ACK: the segments of the SYN traffic keys.
 func isSYN(f segment.Flags) bool { return f&(segment.SYN|segment.ACK) == segment.SYN }
 
-
 // checkedOption returns the offset and contents of seg's TCP-AO option,
 // whose MAC must have m's length.
 func checkedOption(m *MKT, seg *segment.Segment) (int, Option, error) {

@@ -371,7 +371,7 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 		return e.with("key", ErrValue, fmt.Sprintf("%d bytes, %s takes %s", len(c.Key), alg, strings.Join(ok, " or ")))
 	}
 	if err := alg.CheckMasterKey(len(c.Key)); err != nil {
-		return e.with("key", ErrValue, strings.TrimPrefix(err.Error(), "mac: master key too short for the algorithm: "))
+		return e.with("key", ErrValue, strings.TrimPrefix(err.Error(), "mac: master key too short: "))
 	}
 	for _, id := range []struct {
 		name string

@@ -306,6 +306,8 @@ func TestKeyringsAccept(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(sample))
 	f.Add([]byte(`{"ao": [{"alg": "cmac(aes128)", "key": "hex:000102030405060708090a0b0c0d0e0f", "sndid": 1, "rcvid": 2, "peer": "::/0", "maclen": 4}]}`))
+	f.Add([]byte(`{"ao": [{"alg": "KMAC256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 1, "rcvid": 2, "peer": "::/0", "maclen": 16},
+		{"alg": "hmac-sha256-128", "key": "hex:000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f", "sndid": 3, "rcvid": 4, "peer": "192.0.2.0/24"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		kf, err := Parse(b)
 		if err != nil {
