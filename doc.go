@@ -14,7 +14,7 @@
 //   - shim/nfqueue: the netfilter queue client (NFQUEUE)
 //   - shim/nfrules: the shim's nftables rules
 //   - keyfile: the keys file (JSON) into keys.AO and keys.MD5
-//   - keys: the MKT and TCP-MD5 key configuration, and its validation
+//   - keys: MKT and TCP-MD5 key configuration and Linux's checks of it
 //   - linuxsock: the Linux kernel's own TCP-AO and TCP-MD5 on Go sockets
 //   - packetauth: whole IP packets signed/verified for a stack without either
 //   - netstack: a module of its own (gVisor): netstack over packetauth

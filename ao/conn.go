@@ -570,7 +570,8 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 		return err
 	}
 	seq := h.Seq()
-	if err := signAt(m, k, w, l.scratch[:], seg, off, l.sne.of(seq)); err != nil {
+	j := job{m: m, key: k, w: w, sc: l.scratch[:], off: off, sne: l.sne.of(seq)}
+	if err := j.sign(seg); err != nil {
 		return err
 	}
 	l.sne.advance(seq)
@@ -617,8 +618,9 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		return ErrMACLength
 	}
 	l := &c.recv
+	j := job{m: m, off: off}
 	l.mu.Lock()
-	err = c.verifyLocked(l, m, seg, opt, off)
+	err = c.verifyLocked(l, &j, seg, opt.MAC)
 	l.mu.Unlock()
 	if err == nil {
 		c.rotate(opt) // takes the keyring's lock: never under a lane's
@@ -626,33 +628,30 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	return err
 }
 
-// verifyLocked is Verify's part under the receive lane's lock.
-func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, off int) (err error) {
+// verifyLocked is Verify's part under the receive lane's lock, for j's
+// MKT and option offset; got is the option's MAC.
+func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) (err error) {
 	h := seg.Header
 	flags, seq := h.Flags(), h.Seq()
-	var (
-		k   *mac.Key
-		e   *laneKey
-		sne uint32
-	)
+	var e *laneKey
 	switch {
 	case isSYN(flags):
 		// A (retransmitted) SYN: Receive_SYN key with the SYN's own ISN.
 		if !c.risnKnown.Load() || seq != c.risn {
-			return c.verifyHandshake(l, m, seg, opt, off, true, seq)
+			return c.verifyHandshake(l, j, seg, got)
 		}
-		k, e, err = c.keyEntry(l, m, false, true)
+		j.key, e, err = c.keyEntry(l, j.m, false, true)
 	case !c.risnKnown.Load():
 		if flags&segment.SYN == 0 {
 			return ErrNoISN
 		}
 		// The SYN-ACK teaches the peer's ISN, but only once it verifies.
-		return c.verifyHandshake(l, m, seg, opt, off, false, seq)
+		return c.verifyHandshake(l, j, seg, got)
 	case !c.lisnKnown.Load():
 		return ErrNoISN // a server's connection before its SYN-ACK
 	default:
-		k, e, err = c.keyEntry(l, m, false, false)
-		sne = l.sne.of(seq)
+		j.key, e, err = c.keyEntry(l, j.m, false, false)
+		j.sne = l.sne.of(seq)
 	}
 	if err != nil {
 		if errors.Is(err, ErrKeyNotFound) {
@@ -660,54 +659,55 @@ func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, o
 		}
 		return err
 	}
-	if err := c.check(l, m, k, e, seg, opt, off, sne); err != nil {
+	if err := c.check(l, j, seg, got); err != nil {
 		return err
 	}
+	e.good++
 	if flags&segment.SYN == 0 {
 		l.sne.advance(seq)
 	}
 	return nil
 }
 
-// check verifies seg under k with the lane's context and counts the
-// result: a good segment in e, the lane's entry for m, or without one
-// (a handshake's spare key) in m itself.
-func (c *Conn) check(l *lane, m *MKT, k *mac.Key, e *laneKey, seg *segment.Segment, opt Option, off int, sne uint32) error {
-	w, err := l.context(m)
+// check verifies seg under j with the lane's context and scratch, and
+// counts a bad segment, or a good one in the lane; the caller counts a
+// good one for the MKT too.
+func (c *Conn) check(l *lane, j *job, seg *segment.Segment, got []byte) error {
+	w, err := l.context(j.m)
 	if err == nil {
-		err = verify(m, k, w, l.scratch[:], seg, off, opt.MAC, sne)
+		j.w, j.sc = w, l.scratch[:]
+		err = j.verify(seg, got)
 	}
 	if err != nil {
 		c.bad.Add(1)
-		m.bad.Add(1)
+		j.m.bad.Add(1)
 		return err
 	}
 	l.good++
-	if e != nil {
-		e.good++
-	} else {
-		m.good.Add(1)
-	}
 	return nil
 }
 
 // verifyHandshake verifies a SYN or SYN-ACK whose traffic key depends on
-// an ISN the connection has not committed to: the key is derived into the
-// lane's spare key, and a SYN-ACK's ISN is learnt only once it verifies.
-// The lane's lock is held.
-func (c *Conn) verifyHandshake(l *lane, m *MKT, seg *segment.Segment, opt Option, off int, syn bool, seq uint32) error {
+// an ISN the connection has not committed to (the segment's own): the key
+// is derived into the lane's spare key, and a SYN-ACK's ISN is learnt only
+// once it verifies. The lane's lock is held.
+func (c *Conn) verifyHandshake(l *lane, j *job, seg *segment.Segment, got []byte) error {
+	h := seg.Header
+	syn, seq := isSYN(h.Flags()), h.Seq()
 	in := c.input(false, syn, seq)
 	if l.tmp == nil {
 		l.tmp = new(mac.Key)
 	}
-	err := c.derive(l, m, &in, l.tmp)
+	err := c.derive(l, j.m, &in, l.tmp)
 	if err == nil {
-		err = c.check(l, m, l.tmp, nil, seg, opt, off, 0)
+		j.key, j.sne = l.tmp, 0
+		err = c.check(l, j, seg, got)
 	}
 	l.tmp.Wipe()
 	if err != nil {
 		return err
 	}
+	j.m.good.Add(1) // a spare key has no lane entry to count in
 	if !syn && !c.risnKnown.Load() {
 		c.setRISN(seq)
 	}

@@ -30,7 +30,6 @@ func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
 // isSYN reports a SYN without ACK: the segments of the SYN traffic keys.
 func isSYN(f segment.Flags) bool { return f&(segment.SYN|segment.ACK) == segment.SYN }
 
-
 // checkedOption returns the offset and contents of seg's TCP-AO option,
 // whose MAC must have m's length.
 func checkedOption(m *MKT, seg *segment.Segment) (int, Option, error) {
@@ -97,17 +96,6 @@ func signOption(m *MKT, seg *segment.Segment) (int, error) {
 	return a.AO, nil
 }
 
-// sign writes m's KeyID, rnext and the MAC of seg under key into seg's
-// option: the per-segment core of every signer. w is a working context of
-// m's algorithm and sc at least scratchSize bytes, both the caller's alone.
-func sign(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, sne uint32, rnext uint8) error {
-	off, err := labelOption(m, seg, rnext)
-	if err != nil {
-		return err
-	}
-	return signAt(m, key, w, sc, seg, off, sne)
-}
-
 // labelOption lays out seg's option for m (signOption) and writes m's
 // KeyID and rnext into it, returning its offset.
 func labelOption(m *MKT, seg *segment.Segment, rnext uint8) (int, error) {
@@ -119,25 +107,42 @@ func labelOption(m *MKT, seg *segment.Segment, rnext uint8) (int, error) {
 	return off, nil
 }
 
-// signAt writes the MAC of seg, whose option at off labelOption wrote,
-// into the option.
-func signAt(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, sne uint32) error {
-	sum, err := segmentMAC(m, key, w, sc, seg, off, sne)
+// job is what every signer and verifier hands the core for one segment,
+// besides the segment itself: the MKT and the traffic key, a working
+// context of the MKT's algorithm and scratch of at least scratchSize
+// bytes (both the caller's alone for the call), the offset of the
+// segment's TCP-AO option and the SNE of its sequence number. (The
+// segment stays a parameter: the context keeps what it is given, so a job
+// goes to the heap in the compiler's eyes, and the caller's segment must
+// not.)
+type job struct {
+	m   *MKT
+	key *mac.Key
+	w   *mac.Context
+	sc  []byte
+	off int
+	sne uint32
+}
+
+// sign writes the MAC into seg's option, which labelOption laid out and
+// labelled: the per-segment core of every signer.
+func (j *job) sign(seg *segment.Segment) error {
+	sum, err := j.mac(seg)
 	if err != nil {
 		return err
 	}
-	copy(seg.Header[off+optionHeaderLen:off+optionHeaderLen+int(m.maclen)], sum)
+	off := j.off + optionHeaderLen
+	copy(seg.Header[off:off+int(j.m.maclen)], sum)
 	return nil
 }
 
-// verify compares got, the MAC of seg's option at off, with the MAC of seg
-// under key, in constant time: the per-segment core of every verifier. w
-// and sc are as for sign.
-func verify(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, got []byte, sne uint32) error {
-	if len(got) != int(m.maclen) {
+// verify compares got, the MAC in seg's option, with seg's MAC in
+// constant time: the per-segment core of every verifier.
+func (j *job) verify(seg *segment.Segment, got []byte) error {
+	if len(got) != int(j.m.maclen) {
 		return ErrMACLength
 	}
-	sum, err := segmentMAC(m, key, w, sc, seg, off, sne)
+	sum, err := j.mac(seg)
 	if err != nil {
 		return err
 	}
@@ -147,11 +152,12 @@ func verify(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segmen
 	return nil
 }
 
-// segmentMAC computes the MAC of seg (RFC 5925 §5.1, Linux
-// tcp_ao_hash_skb) with w: SNE, pseudo-header, TCP header with checksum
-// and MAC zeroed (or only the base header and the AO option when options
-// are excluded), payload. The result, m's MAC length, aliases sc.
-func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, sne uint32) ([]byte, error) {
+// mac computes seg's MAC (RFC 5925 §5.1, Linux tcp_ao_hash_skb): SNE,
+// pseudo-header, TCP header with checksum and MAC zeroed (or only the
+// base header and the AO option when options are excluded), payload. The
+// result, the MKT's MAC length, aliases the scratch.
+func (j *job) mac(seg *segment.Segment) ([]byte, error) {
+	m, sc, off, w, key, sne := j.m, j.sc, j.off, j.w, j.key, j.sne
 	maclen := int(m.maclen)
 	var b []byte
 	if seg.Src.Is4() {
@@ -286,12 +292,17 @@ func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) er
 		return err
 	}
 	m := k.m
+	off, err := labelOption(m, seg, rnextKeyID)
+	if err != nil {
+		return err
+	}
 	req, err := m.pool.Start(m.poolID)
 	if err != nil {
 		return err
 	}
 	defer req.End()
-	return sign(m, &k.key, req.MAC, req.Scratch, seg, sne, rnextKeyID)
+	j := job{m: m, key: &k.key, w: req.MAC, sc: req.Scratch, off: off, sne: sne}
+	return j.sign(seg)
 }
 
 // Verify checks seg's MAC under k in constant time, sne as for Sign. It
@@ -317,7 +328,8 @@ func (k *TrafficKey) verifyAt(seg *segment.Segment, off int, got []byte, sne uin
 		return err
 	}
 	defer req.End()
-	return verify(m, &k.key, req.MAC, req.Scratch, seg, off, got, sne)
+	j := job{m: m, key: &k.key, w: req.MAC, sc: req.Scratch, off: off, sne: sne}
+	return j.verify(seg, got)
 }
 
 // Wipe clears k's key bytes; k then holds no key.

@@ -77,7 +77,7 @@ func TestDraftVectors(t *testing.T) {
 				t.Fatalf("maclen %d", m.MACLen())
 			}
 			if err := verifySegment(m, isns, 0, &seg); err != nil {
-				t.Fatalf("VerifySegment: %v", err)
+				t.Fatalf("verifySegment: %v", err)
 			}
 			if err := verifySegment(m, isns, 1, &seg); !errors.Is(err, ErrBadMAC) {
 				t.Errorf("SNE 1 verified: %v", err)
@@ -86,7 +86,7 @@ func TestDraftVectors(t *testing.T) {
 			rnext := h[aoOff+3]
 			clear(h[aoOff+2 : off+16])
 			if err := signSegment(m, isns, 0, rnext, &seg); err != nil || !bytes.Equal(pkt, v.Packet) {
-				t.Fatalf("SignSegment: %v, MAC %x, OpenSSL's %x", err, h[off:off+16], v.MAC)
+				t.Fatalf("signSegment: %v, MAC %x, OpenSSL's %x", err, h[off:off+16], v.MAC)
 			}
 			for _, at := range []int{off, off + 15, len(h) + len(seg.Payload) - 1} {
 				bad := bytes.Clone(v.Packet)

@@ -49,6 +49,6 @@ func ExampleKeyring_Add_draftAlgorithms() {
 	//   sign SYN: <nil>, accept: <nil>
 	// kmac256-128: maclen 16, option 20 bytes, Linux has it: false
 	//   sign SYN: <nil>, accept: <nil>
-	// keys: invalid key configuration: mac: MAC length not allowed: kmac256-128 has 16-byte MACs only, not 12 true
-	// keys: invalid key configuration: mac: master key too short: hmac-sha256-128 needs a master key of at least 32 bytes (256 bits), got 18 true
+	// keys: invalid MKT: mac: MAC length not allowed: kmac256-128 has 16-byte MACs only, not 12 true
+	// keys: invalid MKT: mac: master key too short: hmac-sha256-128 needs a master key of at least 32 bytes (256 bits), got 18 true
 }

@@ -90,7 +90,8 @@ func (l *Listener) Accept(syn *segment.Segment, conn *Conn) (signed bool, err er
 		w, err = rl.context(m)
 	}
 	if err == nil {
-		err = verify(m, k, w, rl.scratch[:], syn, off, opt.MAC, 0)
+		j := job{m: m, key: k, w: w, sc: rl.scratch[:], off: off}
+		err = j.verify(syn, opt.MAC)
 	}
 	rl.mu.Unlock()
 	if err != nil {

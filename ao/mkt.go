@@ -81,7 +81,7 @@ func newMKT(cfg *keys.AO) (*MKT, error) {
 	}
 	alg, err := mac.Lookup(c.Algorithm)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", keys.ErrInvalid, err)
+		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
 	// One allocation for the MKT and its master key.
 	both := &struct {
@@ -93,7 +93,7 @@ func newMKT(cfg *keys.AO) (*MKT, error) {
 		exclude: c.ExcludeOptions, hasIfIndex: c.HasIfIndex, ifindex: c.IfIndex, alg: alg,
 		master: &both.master}
 	if err := m.master.Init(alg, c.Key); err != nil {
-		return nil, fmt.Errorf("%w: %w", keys.ErrInvalid, err)
+		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
 	return m, nil
 }

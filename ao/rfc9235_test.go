@@ -179,7 +179,7 @@ func TestRFC9235Segment(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := verifySegment(m, isns, 0, &seg); err != nil {
-			t.Fatalf("%s %s: VerifySegment: %v", v.Section, v.Title, err)
+			t.Fatalf("%s %s: verifySegment: %v", v.Section, v.Title, err)
 		}
 		if err := verifySegment(m, isns, 1, &seg); !errors.Is(err, ErrBadMAC) {
 			t.Errorf("%s: SNE 1 verified: %v", v.Section, err)
@@ -196,7 +196,7 @@ func TestRFC9235Segment(t *testing.T) {
 			t.Fatalf("%s: SignSegment: %v", v.Section, err)
 		}
 		if got := h[off+optionHeaderLen : off+optionHeaderLen+set.MACLen]; !bytes.Equal(got, v.MAC) || !bytes.Equal(pkt, v.Packet) {
-			t.Fatalf("%s: SignSegment MAC %x, RFC 9235 has %x", v.Section, got, v.MAC)
+			t.Fatalf("%s: signSegment MAC %x, RFC 9235 has %x", v.Section, got, v.MAC)
 		}
 		// A TrafficKey derived once signs and verifies to the same bytes.
 		var k TrafficKey

@@ -162,8 +162,9 @@ func sendOtherInput(src, dst netip.AddrPort, srcISN, dstISN uint32) kdf.Input {
 	return kdf.Input{Src: src.Addr().Unmap(), Dst: dst.Addr().Unmap(), SrcPort: src.Port(), DstPort: dst.Port(), SrcISN: srcISN, DstISN: dstISN}
 }
 
-// pair is two established connections built with Conn.Import, as after a
-// handshake: the client at c, the server at s.
+// pair is two established connections built with Conn.Init of an
+// Established Endpoint, as after a handshake: the client at c, the
+// server at s.
 type pair struct {
 	cring, sring *Keyring
 	c, s         *Conn

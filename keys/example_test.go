@@ -24,5 +24,5 @@ func Example() {
 	// Output:
 	// keys.AO{peer 192.0.2.0/24, SendID 1, RecvID 2, hmac(sha1), maclen 12, exclude false, ifindex 0/false, key [redacted]} <nil>
 	// keys: MAC length does not fit the SYN option space: maclen 20
-	// keys: invalid key configuration: peer prefix 198.51.100.7/24 has host bits set
+	// keys: invalid TCP-MD5 key: peer prefix 198.51.100.7/24 has host bits set
 }

@@ -26,7 +26,7 @@ const (
 
 // Errors of validation, with the errno Linux returns for the same case.
 var (
-	ErrInvalid    = errors.New("keys: invalid key configuration")                    // EINVAL
+	ErrInvalid    = errors.New("keys: invalid")                                      // EINVAL, as "keys: invalid MKT: …" or "keys: invalid TCP-MD5 key: …"
 	ErrMACTooLong = errors.New("keys: MAC length does not fit the SYN option space") // EMSGSIZE
 )
 
@@ -50,19 +50,19 @@ type AO struct {
 func (c AO) Validate() (AO, error) {
 	alg, err := mac.Lookup(c.Algorithm)
 	if err != nil {
-		return AO{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return AO{}, fmt.Errorf("%w MKT: %w", ErrInvalid, err)
 	}
 	c.Algorithm = alg.Name()
 	if len(c.Key) == 0 || len(c.Key) > MaxKeyLen {
-		return AO{}, fmt.Errorf("%w: key length %d not in 1..%d", ErrInvalid, len(c.Key), MaxKeyLen)
+		return AO{}, fmt.Errorf("%w MKT: key length %d not in 1..%d", ErrInvalid, len(c.Key), MaxKeyLen)
 	}
 	if err := alg.CheckMasterKey(len(c.Key)); err != nil {
-		return AO{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return AO{}, fmt.Errorf("%w MKT: %w", ErrInvalid, err)
 	}
 	// RFC 5926 §3.1.1.2: cmac(aes128) reduces any other master key to
 	// 16 bytes; every other algorithm keys its KDF with the key itself.
 	if !alg.ReducesMasterKey() && !alg.KeySizeOK(len(c.Key)) {
-		return AO{}, fmt.Errorf("%w: %s does not take a %d-byte master key", ErrInvalid, alg, len(c.Key))
+		return AO{}, fmt.Errorf("%w MKT: %s does not take a %d-byte master key", ErrInvalid, alg, len(c.Key))
 	}
 	if c.MACLen == 0 {
 		c.MACLen = DefaultMACLen
@@ -71,27 +71,27 @@ func (c AO) Validate() (AO, error) {
 		}
 	}
 	if n := alg.MACLen(); n != 0 && c.MACLen != n {
-		return AO{}, fmt.Errorf("%w: %w", ErrInvalid, alg.CheckMACLen(c.MACLen))
+		return AO{}, fmt.Errorf("%w MKT: %w", ErrInvalid, alg.CheckMACLen(c.MACLen))
 	}
 	if c.MACLen < 0 || c.MACLen > MaxMACLen {
 		return AO{}, fmt.Errorf("%w: maclen %d", ErrMACTooLong, c.MACLen)
 	}
 	if c.MACLen > alg.Size() {
-		return AO{}, fmt.Errorf("%w: maclen %d exceeds the %d-byte digest of %s", ErrInvalid, c.MACLen, alg.Size(), alg)
+		return AO{}, fmt.Errorf("%w MKT: maclen %d exceeds the %d-byte digest of %s", ErrInvalid, c.MACLen, alg.Size(), alg)
 	}
 	if !c.Peer.IsValid() {
-		return AO{}, fmt.Errorf("%w: peer prefix %v", ErrInvalid, c.Peer)
+		return AO{}, fmt.Errorf("%w MKT: peer prefix %v", ErrInvalid, c.Peer)
 	}
 	peer := c.Peer
 	if peer.Addr().Is4In6() && peer.Bits() >= 96 {
 		peer = netip.PrefixFrom(peer.Addr().Unmap(), peer.Bits()-96)
 	}
 	if peer.Masked() != peer {
-		return AO{}, fmt.Errorf("%w: peer prefix %v has host bits set", ErrInvalid, c.Peer)
+		return AO{}, fmt.Errorf("%w MKT: peer prefix %v has host bits set", ErrInvalid, c.Peer)
 	}
 	c.Peer = peer
 	if c.IfIndex != 0 && !c.HasIfIndex {
-		return AO{}, fmt.Errorf("%w: ifindex without HasIfIndex", ErrInvalid)
+		return AO{}, fmt.Errorf("%w MKT: ifindex without HasIfIndex", ErrInvalid)
 	}
 	return c, nil
 }
@@ -139,24 +139,24 @@ type MD5 struct {
 // IPv4-mapped prefix made IPv4). Errors wrap [ErrInvalid].
 func (c MD5) Validate() (MD5, error) {
 	if len(c.Key) == 0 || len(c.Key) > MaxKeyLen {
-		return MD5{}, fmt.Errorf("%w: key length %d not in 1..%d", ErrInvalid, len(c.Key), MaxKeyLen)
+		return MD5{}, fmt.Errorf("%w TCP-MD5 key: key length %d not in 1..%d", ErrInvalid, len(c.Key), MaxKeyLen)
 	}
 	p := c.Peer
 	if !p.IsValid() {
-		return MD5{}, fmt.Errorf("%w: peer prefix %v", ErrInvalid, p)
+		return MD5{}, fmt.Errorf("%w TCP-MD5 key: peer prefix %v", ErrInvalid, p)
 	}
 	if a := p.Addr(); a.Is4In6() {
 		if p.Bits() < 96 {
-			return MD5{}, fmt.Errorf("%w: IPv4-mapped peer prefix %v shorter than /96", ErrInvalid, p)
+			return MD5{}, fmt.Errorf("%w TCP-MD5 key: IPv4-mapped peer prefix %v shorter than /96", ErrInvalid, p)
 		}
 		p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
 	}
 	if p.Masked() != p {
-		return MD5{}, fmt.Errorf("%w: peer prefix %v has host bits set", ErrInvalid, p)
+		return MD5{}, fmt.Errorf("%w TCP-MD5 key: peer prefix %v has host bits set", ErrInvalid, p)
 	}
 	c.Peer = p
 	if c.IfIndex < 0 || c.IfIndex > math.MaxInt32 || (c.IfIndex != 0 && !c.HasIfIndex) {
-		return MD5{}, fmt.Errorf("%w: ifindex %d (bound %v)", ErrInvalid, c.IfIndex, c.HasIfIndex)
+		return MD5{}, fmt.Errorf("%w TCP-MD5 key: ifindex %d (bound %v)", ErrInvalid, c.IfIndex, c.HasIfIndex)
 	}
 	return c, nil
 }

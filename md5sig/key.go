@@ -61,7 +61,7 @@ func newKey(cfg *keys.MD5, r *Keyring) (*Key, error) {
 	k := &Key{peer: c.Peer, ifindex: c.IfIndex, bound: c.HasIfIndex, ring: r, secret: new(mac.Key)}
 	if err := k.secret.Init(mac.TCPMD5, c.Key); err != nil {
 		k.secret.Wipe()
-		return nil, fmt.Errorf("%w: %v", keys.ErrInvalid, err)
+		return nil, fmt.Errorf("%w TCP-MD5 key: %v", keys.ErrInvalid, err)
 	}
 	return k, nil
 }

@@ -106,7 +106,7 @@ func (r *Keyring) Add(cfg keys.MD5) (*Key, error) {
 	if err := r.keys.Insert(k.peer, tag(k.ifindex), k); err != nil {
 		r.mu.Unlock()
 		k.guard.Retire(k.wipe)
-		return nil, fmt.Errorf("%w: %v", keys.ErrInvalid, err)
+		return nil, fmt.Errorf("%w TCP-MD5 key: %v", keys.ErrInvalid, err)
 	}
 	old, replaced := r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool {
 		return o != k && o.same(k.peer, k.ifindex, k.bound)

@@ -235,7 +235,6 @@ func (l *Layer) signMD5(dst, pkt []byte, seg *segment.Segment) ([]byte, error) {
 	return out, nil
 }
 
-
 // checksum sets the TCP checksum of tcp, the signed segment s made of the
 // stack's seg: updated from seg's for the header words and the length
 // that changed if Config.StackChecksums (the payload moved by a multiple

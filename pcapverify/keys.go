@@ -113,14 +113,10 @@ func (ks *Keys) sameAO(r *ao.Keyring, cfg keys.AO) bool {
 	if m == nil {
 		return false
 	}
-	maclen := cfg.MACLen
-	if maclen == 0 {
-		maclen = keys.DefaultMACLen
-		if n := m.Algorithm().MACLen(); n != 0 {
-			maclen = n // the draft's algorithms: 16
-		}
-	}
-	if m.Algorithm().Name() != cfg.Algorithm || m.MACLen() != maclen || m.ExcludeOptions() != cfg.ExcludeOptions {
+	v, err := cfg.Validate() // the MKT as a keyring holds it: maclen 0 made the algorithm's default
+	ifindex, bound := m.IfIndex()
+	if err != nil || m.Algorithm().Name() != v.Algorithm || m.MACLen() != v.MACLen || m.ExcludeOptions() != v.ExcludeOptions ||
+		ifindex != v.IfIndex || bound != v.HasIfIndex {
 		return false
 	}
 	i, ok := ks.aoEntry[m]

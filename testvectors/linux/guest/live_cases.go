@@ -33,7 +33,7 @@ package main
 //	                        takes it as 0xFFFF, what segment.TCPChecksum writes
 //	listen-rst              a signed ACK for no connection to a kernel listener:
 //	                        its RST (SendID == RecvID) reproduced byte for byte
-//	                        by Listener.SignListenReset, none with SendID ≠ RecvID
+//	                        by a TrafficKey as a Linux listener derives it (listenerReset), none with SendID ≠ RecvID
 
 import (
 	"bytes"
