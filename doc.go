@@ -37,7 +37,7 @@
 //   - testvectors/linux: Linux TCP-AO captures (its guest command makes them)
 //   - testvectors/md5: Linux TCP-MD5 captures
 //
-// internal/ holds the Internet checksum, the lock-free prefix index and
-// the deferred key wipe. The README's "Using tcpsig from your module"
-// gives the go.mod lines a program needs.
+// internal/ holds the Internet checksum, the lock-free prefix index, the
+// deferred key wipe and the one cache-line size. The README's "Using
+// tcpsig from your module" gives the go.mod lines a program needs.
 package tcpsig
