@@ -161,3 +161,56 @@ func TestInitEstablishedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestServerISNRace: the SYN-ACK that gives a server's Conn its ISN is
+// signed while another goroutine verifies the client's segments; under
+// -race neither may read the ISN half-written, and every segment signed
+// for the ISN verifies once the SYN-ACK is out.
+func TestServerISNRace(t *testing.T) {
+	cring, sring := twoRings(t)
+	for round := 0; round < 50; round++ {
+		var c, s, f Conn
+		if err := c.Init(cring, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1000}, Policy{}); err != nil {
+			t.Fatal(err)
+		}
+		syn := testSeg(t, cli4, srv4, 1000, 0, segment.SYN, 12, nil)
+		if err := c.Sign(syn); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := NewListener(sring, Policy{}, 0).Accept(syn, &s); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		if err := f.Init(cring, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1000, Established: true, RemoteISN: 7777,
+			CurrentSendID: 1, RNextRecvID: 2}, Policy{}); err != nil {
+			t.Fatal(err)
+		}
+		ack := testSeg(t, cli4, srv4, 1001, 7778, segment.ACK, 12, nil)
+		if err := f.Sign(ack); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			var last error
+			for i := 0; i < 20; i++ {
+				last = s.Verify(ack) // ErrNoISN until the SYN-ACK, then nil
+				if last != nil && !errors.Is(last, ErrNoISN) {
+					break
+				}
+				_ = s.Endpoint()
+			}
+			done <- last
+		}()
+		if err := s.Sign(testSeg(t, srv4, cli4, 7777, 1001, segment.SYN|segment.ACK, 12, nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil && !errors.Is(err, ErrNoISN) {
+			t.Fatalf("round %d: Verify during the SYN-ACK: %v", round, err)
+		}
+		if err := s.Verify(ack); err != nil {
+			t.Fatalf("round %d: Verify after the SYN-ACK: %v", round, err)
+		}
+		c.Close()
+		s.Close()
+		f.Close()
+	}
+}
