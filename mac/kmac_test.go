@@ -158,8 +158,21 @@ func TestKMACOpenSSL(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := c.MAC(&k, nil, msg)
-			if want := opensslKMAC(t, openssl, key, "", 16, file); !bytes.Equal(got, want) {
+			want := opensslKMAC(t, openssl, key, "", 16, file)
+			if !bytes.Equal(got, want) {
 				t.Fatalf("KMAC256-128 key %d msg %d: got %x, openssl %x", len(key), l, got, want)
+			}
+			// The same message written in random pieces.
+			if err := c.Load(&k); err != nil {
+				t.Fatal(err)
+			}
+			for rest := msg; len(rest) > 0; {
+				m := min(len(rest), 1+rng.IntN(200))
+				c.Write(rest[:m])
+				rest = rest[m:]
+			}
+			if got := c.Sum(nil); !bytes.Equal(got, want) {
+				t.Fatalf("KMAC256-128 key %d msg %d in pieces: got %x, openssl %x", len(key), l, got, want)
 			}
 			split := rng.IntN(l + 1)
 			if err := kdf.InitKMAC(a, key, "KDF", 32, msg[:split]); err != nil {
