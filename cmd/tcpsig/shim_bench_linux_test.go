@@ -33,7 +33,10 @@ var shimBenchMiB = flag.Int("shimbench.mib", 32, "MiB each BenchmarkShimMD5 tran
 //	MB/s-{kernel,shim,plain}   one -shimbench.mib transfer B -> A
 //	MB/s-shim-{2,8}conns       the same bytes split over 2 or 8 sessions at once
 //	us-rtt-{kernel,shim,plain} a 64-byte request and its reply, mean of 2000
-//	rtt-shim/kernel            the shim's round trip over the kernel's
+//	                           (in blocks of 100, the legs taking turns)
+//	rtt-shim/kernel            the shim's round trip over the kernel's, and
+//	tput-shim/{kernel,plain}   the shim's throughput over the others', in
+//	                           each round (whose legs ran under the same load)
 //	shim-cpu-ms/MiB[-Nconns]   the shim process's CPU time (user + system,
 //	                           its verdicts' reinjection included) per MiB
 //	shim-cores-8conns          that CPU time over the wall time: above 1,
@@ -121,23 +124,38 @@ func BenchmarkShimMD5(b *testing.B) {
 		}
 		return float64(size) / wall.Seconds() / 1e6, cpu, wall
 	}
-	rtt := func(l leg) float64 {
-		c := dial(l)
-		defer c.Close()
-		if _, err := c.Write([]byte{'P'}); err != nil {
-			b.Fatal(err)
+	// rtts makes pings round trips on a session of each leg, in blocks of
+	// 100 taking turns, and returns each leg's mean in µs.
+	rtts := func() []float64 {
+		cs := make([]net.Conn, len(legs))
+		for i, l := range legs {
+			cs[i] = dial(l)
+			defer cs[i].Close()
+			if _, err := cs[i].Write([]byte{'P'}); err != nil {
+				b.Fatal(err)
+			}
 		}
 		msg := make([]byte, 64)
-		start := time.Now()
-		for range pings {
-			if _, err := c.Write(msg); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.ReadFull(c, msg); err != nil {
-				b.Fatal(err)
+		total := make([]time.Duration, len(legs))
+		for range pings / 100 {
+			for i, c := range cs {
+				start := time.Now()
+				for range 100 {
+					if _, err := c.Write(msg); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.ReadFull(c, msg); err != nil {
+						b.Fatal(err)
+					}
+				}
+				total[i] += time.Since(start)
 			}
 		}
-		return float64(time.Since(start).Nanoseconds()) / 1e3 / pings
+		us := make([]float64, len(legs))
+		for i := range us {
+			us[i] = total[i].Seconds() * 1e6 / pings
+		}
+		return us
 	}
 	m := map[string][]float64{}
 	mib := float64(size) / (1 << 20)
@@ -155,16 +173,21 @@ func BenchmarkShimMD5(b *testing.B) {
 					m[fmt.Sprintf("shim-cores-%dconns", n)] = append(m[fmt.Sprintf("shim-cores-%dconns", n)], cpu.Seconds()/wall.Seconds())
 				}
 			}
-			m["us-rtt-"+l.name] = append(m["us-rtt-"+l.name], rtt(l))
 		}
+		us := rtts()
+		for i, l := range legs {
+			m["us-rtt-"+l.name] = append(m["us-rtt-"+l.name], us[i])
+		}
+		// The ratios of each round, whose legs ran under the same load.
+		m["rtt-shim/kernel"] = append(m["rtt-shim/kernel"], us[1]/us[0])
+		n := len(m["MB/s-shim"]) - 1
+		m["tput-shim/kernel"] = append(m["tput-shim/kernel"], m["MB/s-shim"][n]/m["MB/s-kernel"][n])
+		m["tput-shim/plain"] = append(m["tput-shim/plain"], m["MB/s-shim"][n]/m["MB/s-plain"][n])
 	}
 	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
 	for k, v := range m {
 		b.ReportMetric(med(v), k)
 	}
-	b.ReportMetric(med(m["us-rtt-shim"])/med(m["us-rtt-kernel"]), "rtt-shim/kernel")
-	b.ReportMetric(med(m["MB/s-shim"])/med(m["MB/s-kernel"]), "tput-shim/kernel")
-	b.ReportMetric(med(m["MB/s-shim"])/med(m["MB/s-plain"]), "tput-shim/plain")
 	b.ReportMetric(0, "ns/op")
 }
 

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -34,7 +35,7 @@ type Shim struct {
 	stopped chan struct{} // closed when Run returns
 	log     *slog.Logger
 	table   string
-	q       *nfqueue.Queue
+	queues  []*nfqueue.Queue // Queue, Queue+1, ...: one reader each
 	layer   *packetauth.Layer
 
 	mu      sync.Mutex // guards what follows: reload against status and the packet loop's reports
@@ -101,20 +102,46 @@ func New(cfg Config) (*Shim, error) {
 // only once.
 func (s *Shim) Run(ctx context.Context) error {
 	defer close(s.stopped)
-	// The queue first: if another shim holds it, its rules stay.
-	q, err := nfqueue.Open(nfqueue.Config{Num: s.cfg.Queue, MaxLen: 4096})
-	if err != nil {
-		if errors.Is(err, syscall.EPERM) {
-			return fmt.Errorf("%w (is another tcpsig shim using queue %d? are we root?)", err, s.cfg.Queue)
-		}
-		return err
+	// The queues first: if another shim holds one, its rules stay.
+	n := s.cfg.Queues
+	if n <= 0 {
+		n = min(runtime.NumCPU(), maxQueues)
 	}
-	s.q = q
-	defer q.Close()
+	n = min(n, maxQueues, 1<<16-int(s.cfg.Queue))
+	for i := range n {
+		num := s.cfg.Queue + uint16(i)
+		q, err := nfqueue.Open(nfqueue.Config{Num: num, MaxLen: queueLen})
+		if err != nil {
+			for _, q := range s.queues {
+				q.Close()
+			}
+			if errors.Is(err, syscall.EPERM) {
+				return fmt.Errorf("%w (is another tcpsig shim using queue %d? are we root?)", err, num)
+			}
+			return err
+		}
+		s.queues = append(s.queues, q)
+	}
+	defer func() {
+		for _, q := range s.queues {
+			q.Close()
+		}
+	}()
 	if stale, err := nfrules.Exists(s.table); err == nil && stale {
 		s.log.Warn("replacing rules left by an earlier run", "table", s.table)
 	}
-	if err := s.installRules(); err != nil {
+	err := s.installRules()
+	if err != nil && len(s.queues) > 1 {
+		// A kernel without nft_hash cannot spread the connections: one
+		// queue answers them all.
+		s.log.Warn("one queue: the rules cannot hash connections over several", "err", err)
+		for _, q := range s.queues[1:] {
+			q.Close()
+		}
+		s.queues = s.queues[:1]
+		err = s.installRules()
+	}
+	if err != nil {
 		return err
 	}
 	defer func() {
@@ -133,9 +160,11 @@ func (s *Shim) Run(ctx context.Context) error {
 		}
 		defer ln.Close()
 	}
-	loopErr := make(chan error, 1)
-	go func() { loopErr <- s.loop() }()
-	s.log.Info("shim running", "queue", s.cfg.Queue, "rules", s.method, "peers", len(s.keys.Peers),
+	loopErr := make(chan error, len(s.queues))
+	for _, q := range s.queues {
+		go func() { loopErr <- s.loop(q) }()
+	}
+	s.log.Info("shim running", "queue", s.cfg.Queue, "queues", len(s.queues), "rules", s.method, "peers", len(s.keys.Peers),
 		"ao_keys", len(s.keys.AO), "md5_keys", len(s.keys.MD5), "overhead", s.layer.Overhead())
 
 	tick := time.NewTicker(2 * time.Second)
@@ -179,7 +208,7 @@ func (s *Shim) Reload() error {
 var ErrStopped = errors.New("shim: not running")
 
 func (s *Shim) installRules() error {
-	m, err := nfrules.Install(nfrules.Spec{Table: s.table, Queue: uint16(s.cfg.Queue), Peers: s.keys.Peers})
+	m, err := nfrules.Install(nfrules.Spec{Table: s.table, Queue: s.cfg.Queue, Queues: uint16(len(s.queues)), Peers: s.keys.Peers})
 	if err != nil {
 		return err
 	}
@@ -187,42 +216,64 @@ func (s *Shim) installRules() error {
 	return nil
 }
 
-// loop answers queued packets until the queue closes.
-func (s *Shim) loop() error {
-	var p nfqueue.Packet
+// Queue sizes: up to maxQueues queues (one per CPU), each holding up to
+// queueLen packets waiting for a verdict (the kernel drops, and counts,
+// what finds it full: never accepted unanswered), read batch packets per
+// wake-up.
+const (
+	maxQueues = 8
+	queueLen  = 1024
+	batch     = 64
+)
+
+// loop answers the packets of q until it closes: each wake-up reads all
+// that are waiting (up to batch) and sends their verdicts in one message.
+func (s *Shim) loop(q *nfqueue.Queue) error {
+	var ps [batch]nfqueue.Packet
 	buf := make([]byte, 0, nfqueue.MaxPayload+64)
 	for {
-		err := s.q.Read(&p)
+		n, err := q.ReadBatch(ps[:])
 		switch {
 		case errors.Is(err, nfqueue.ErrClosed):
 			return nil
-		case errors.Is(err, nfqueue.ErrTruncated):
-			_ = s.q.Verdict(p.ID, nfqueue.Drop, nil)
-			continue
-		case errors.Is(err, nfqueue.ErrMalformed):
-			s.log.Warn("reading the queue", "err", err)
-			continue
 		case err != nil:
 			// The socket failed: stop (Run removes the rules) rather
 			// than spin on it.
 			return fmt.Errorf("reading the queue: %w", err)
 		}
-		out, err := s.transform(buf[:0], &p)
-		if err != nil && errors.Is(err, packetauth.ErrNoConn) {
-			s.reportUnseen(&p)
+		for i := range ps[:n] {
+			if err := s.answer(q, &ps[i], buf); err != nil && !errors.Is(err, nfqueue.ErrClosed) {
+				s.log.Warn("verdict", "err", err)
+			}
 		}
-		switch {
-		case err != nil:
-			s.dropped(&p, err)
-			err = s.q.Verdict(p.ID, nfqueue.Drop, nil)
-		case len(out) == len(p.Payload) && (len(out) == 0 || &out[0] == &p.Payload[0]):
-			err = s.q.Verdict(p.ID, nfqueue.Accept, nil) // untouched
-		default:
-			err = s.q.Verdict(p.ID, nfqueue.Accept, out)
-		}
-		if err != nil && !errors.Is(err, nfqueue.ErrClosed) {
+		if err := q.Flush(); err != nil && !errors.Is(err, nfqueue.ErrClosed) {
 			s.log.Warn("verdict", "err", err)
 		}
+	}
+}
+
+// answer adds p's verdict to those q sends next: p signed or verified and
+// rewritten, passed untouched, or dropped.
+func (s *Shim) answer(q *nfqueue.Queue, p *nfqueue.Packet, buf []byte) error {
+	switch {
+	case errors.Is(p.Err, nfqueue.ErrTruncated):
+		return q.AddVerdict(p.ID, nfqueue.Drop, nil)
+	case p.Err != nil:
+		s.log.Warn("reading the queue", "err", p.Err)
+		return nil
+	}
+	out, err := s.transform(buf[:0], p)
+	if err != nil && errors.Is(err, packetauth.ErrNoConn) {
+		s.reportUnseen(p)
+	}
+	switch {
+	case err != nil:
+		s.dropped(p, err)
+		return q.AddVerdict(p.ID, nfqueue.Drop, nil)
+	case len(out) == len(p.Payload) && (len(out) == 0 || &out[0] == &p.Payload[0]):
+		return q.AddVerdict(p.ID, nfqueue.Accept, nil) // untouched
+	default:
+		return q.AddVerdict(p.ID, nfqueue.Accept, out)
 	}
 }
 
