@@ -57,6 +57,20 @@ const (
 // pseudo-header, header, payload.
 func aoCovered(payload int) int { return 4 + 12 + aoHeaderLen + payload }
 
+// macLenOf is the MAC length of the benchmarks' MKTs of alg: 12, or the
+// one length the draft's algorithms allow (16: a 40-byte header).
+func macLenOf(alg string) int {
+	if a, err := mac.Lookup(alg); err == nil && a.MACLen() != 0 {
+		return a.MACLen()
+	}
+	return aoMACLen
+}
+
+// aoCoveredFor is aoCovered for a segment of alg's MKT.
+func aoCoveredFor(alg string, payload int) int {
+	return aoCovered(payload) + ao.OptionSpace(macLenOf(alg)) - ao.OptionSpace(aoMACLen)
+}
+
 var (
 	client = netip.MustParseAddrPort("192.0.2.1:40000")
 	server = netip.MustParseAddrPort("192.0.2.2:179")
@@ -161,6 +175,12 @@ func TestBareReferences(t *testing.T) {
 		}
 		c.Write(msg)
 		got := c.Sum(nil)
+		if a.IsKMAC() {
+			if want := newSafeKMAC(key).sum(nil, msg); !bytes.Equal(got, want) {
+				t.Errorf("%s: context MAC %x, keyed cSHAKE256 %x", a, got, want)
+			}
+			continue
+		}
 		if a.IsCMAC() {
 			m := newCBCMAC(t, key, msg)
 			blk, _ := aes.NewCipher(key)
@@ -276,10 +296,10 @@ func BenchmarkPool(b *testing.B) {
 	}
 }
 
-// tcpHeader lays out a TCP header with a TCP-AO option as a stack would,
-// followed by payload.
-func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, payload []byte) []byte {
-	opts := ao.AppendOption(nil, aoMACLen)
+// tcpHeaderLen lays out a TCP header with a TCP-AO option as a stack would,
+// followed by payload; the option is for a maclen-byte MAC.
+func tcpHeaderLen(maclen int, sport, dport uint16, seq, ack uint32, flags segment.Flags, payload []byte) []byte {
+	opts := ao.AppendOption(nil, maclen)
 	h := make([]byte, segment.TCPMinimumSize, segment.TCPMinimumSize+len(opts)+len(payload))
 	binary.BigEndian.PutUint16(h[0:], sport)
 	binary.BigEndian.PutUint16(h[2:], dport)
@@ -302,9 +322,10 @@ func fromTCP(tb testing.TB, src, dst netip.Addr, tcp []byte) segment.Segment {
 }
 
 // masterKey returns the master key of a benchmark MKT: 16 bytes, or 32 for
-// cmac(aes), which exists for AES-256 master keys.
+// cmac(aes), which exists for AES-256 master keys, and for the draft's
+// algorithms, which need at least 32.
 func masterKey(alg string) []byte {
-	if alg == "cmac(aes)" {
+	if a, err := mac.Lookup(alg); alg == "cmac(aes)" || (err == nil && a.MinMasterKey() > 16) {
 		return bytesOf(32, 3)
 	}
 	return bytesOf(16, 3)
@@ -316,7 +337,7 @@ func rings(tb testing.TB, alg string) (cring, sring *ao.Keyring) {
 	tb.Helper()
 	mkt := func(peer netip.Addr, send, recv uint8) ao.Config {
 		return ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
-			Algorithm: alg, Key: masterKey(alg), MACLen: aoMACLen}
+			Algorithm: alg, Key: masterKey(alg), MACLen: macLenOf(alg)}
 	}
 	cring, sring = ao.NewKeyring(nil), ao.NewKeyring(nil)
 	if _, err := cring.Add(mkt(server.Addr(), 1, 2)); err != nil {
@@ -344,14 +365,15 @@ func establishedOn(tb testing.TB, cring, sring *ao.Keyring) (c, s *ao.Conn) {
 	if err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 1000}, ao.Policy{}); err != nil {
 		tb.Fatal(err)
 	}
-	syn := fromTCP(tb, client.Addr(), server.Addr(), tcpHeader(client.Port(), server.Port(), 1000, 0, segment.SYN, nil))
+	maclen := cring.LookupSend(server.Addr(), 1, 0).MACLen()
+	syn := fromTCP(tb, client.Addr(), server.Addr(), tcpHeaderLen(maclen, client.Port(), server.Port(), 1000, 0, segment.SYN, nil))
 	if err := c.Sign(&syn); err != nil {
 		tb.Fatal(err)
 	}
 	if signed, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, 5000, s); !signed || err != nil {
 		tb.Fatalf("accept: %v %v", signed, err)
 	}
-	synack := fromTCP(tb, server.Addr(), client.Addr(), tcpHeader(server.Port(), client.Port(), 5000, 1001, segment.SYN|segment.ACK, nil))
+	synack := fromTCP(tb, server.Addr(), client.Addr(), tcpHeaderLen(maclen, server.Port(), client.Port(), 5000, 1001, segment.SYN|segment.ACK, nil))
 	if err := s.Sign(&synack); err != nil {
 		tb.Fatal(err)
 	}
@@ -373,7 +395,7 @@ func BenchmarkAO(b *testing.B) {
 					c, s := established(b, a.Name())
 					defer c.Close()
 					defer s.Close()
-					tcp := tcpHeader(client.Port(), server.Port(), 1001, 5001, segment.ACK|segment.PSH, bytesOf(n, 4))
+					tcp := tcpHeaderLen(macLenOf(a.Name()), client.Port(), server.Port(), 1001, 5001, segment.ACK|segment.PSH, bytesOf(n, 4))
 					seg := fromTCP(b, client.Addr(), server.Addr(), tcp)
 					if err := c.Sign(&seg); err != nil {
 						b.Fatal(err)
@@ -381,7 +403,7 @@ func BenchmarkAO(b *testing.B) {
 					if err := s.Verify(&seg); err != nil {
 						b.Fatal(err)
 					}
-					b.SetBytes(int64(aoCovered(n)))
+					b.SetBytes(int64(aoCoveredFor(a.Name(), n)))
 					b.ReportAllocs()
 					clk := startCPU(b)
 					if op == "sign" {
@@ -411,7 +433,7 @@ func BenchmarkAOBareRestore(b *testing.B) {
 	const payload = 1448
 	for _, a := range mac.Algorithms() {
 		b.Run(fmt.Sprintf("%s/%d", benchName(a.Name()), payload), func(b *testing.B) {
-			benchMAC(b, a, "restore", bytesOf(a.Size(), 1), bytesOf(aoCovered(payload), 2))
+			benchMAC(b, a, "restore", bytesOf(a.Size(), 1), bytesOf(aoCoveredFor(a.Name(), payload), 2))
 		})
 	}
 }
@@ -447,7 +469,7 @@ func benchNewConnection(b *testing.B, alg string) {
 		if err := cc.Init(cring, ao.Endpoint{Local: local, Remote: server, LocalISN: isn(i)}, ao.Policy{}); err != nil {
 			b.Fatal(err)
 		}
-		syns[i] = fromTCP(b, client.Addr(), server.Addr(), tcpHeader(local.Port(), server.Port(), isn(i), 0, segment.SYN, nil))
+		syns[i] = fromTCP(b, client.Addr(), server.Addr(), tcpHeaderLen(macLenOf(alg), local.Port(), server.Port(), isn(i), 0, segment.SYN, nil))
 		if err := cc.Sign(&syns[i]); err != nil {
 			b.Fatal(err)
 		}
@@ -457,7 +479,7 @@ func benchNewConnection(b *testing.B, alg string) {
 	}
 	defer c0.Close()
 
-	synack := fromTCP(b, server.Addr(), client.Addr(), tcpHeader(server.Port(), 0, 0, 0, segment.SYN|segment.ACK, []byte("220 ready\r\n")))
+	synack := fromTCP(b, server.Addr(), client.Addr(), tcpHeaderLen(macLenOf(alg), server.Port(), 0, 0, 0, segment.SYN|segment.ACK, []byte("220 ready\r\n")))
 	var s ao.Conn
 	defer s.Close()
 	accept := func(i int) {
@@ -480,7 +502,7 @@ func benchNewConnection(b *testing.B, alg string) {
 	}
 
 	i := 1
-	benchLoop(b, aoCovered(0)+aoCovered(len(synack.Payload)), func() {
+	benchLoop(b, aoCoveredFor(alg, 0)+aoCoveredFor(alg, len(synack.Payload)), func() {
 		accept(i)
 		i++
 	})
@@ -601,6 +623,10 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 			out = c.Sum(out[:0])
 		}
 	case "bare":
+		if a.IsKMAC() {
+			k := newBareKMAC()
+			return func() { out = k.sum(out[:0], msg) }
+		}
 		if a.IsCMAC() {
 			m := newCBCMAC(b, key, msg)
 			return func() { out = m.sum(out[:0]) }

@@ -21,13 +21,18 @@ import (
 // The safe floor: the fastest a Go program gets a keyed MAC of a message
 // without unsafe. HMAC: one keyed crypto/hmac, Reset per message (after
 // its first Reset it restores marshalled pad states). CMAC: RFC 4493
-// written out over a reused cipher.Block and its two subkeys.
+// written out over a reused cipher.Block and its two subkeys. KMAC: a
+// keyed cSHAKE256 state copied per message (safeKMAC).
 func safeFloor(tb testing.TB, a *mac.Algorithm, key, msg []byte) func() {
 	tb.Helper()
 	out := make([]byte, 0, mac.MaxSize)
 	if a.IsCMAC() {
 		c := newSafeCMAC(tb, key)
 		return func() { out = c.sum(out[:0], msg) }
+	}
+	if a.IsKMAC() {
+		k := newSafeKMAC(key)
+		return func() { out = k.sum(out[:0], msg) }
 	}
 	h := hmac.New(bareHash[a.Name()], key)
 	return func() {
@@ -95,6 +100,8 @@ func TestSafeFloor(t *testing.T) {
 		var got []byte
 		if a.IsCMAC() {
 			got = newSafeCMAC(t, key).sum(nil, msg)
+		} else if a.IsKMAC() {
+			got = newSafeKMAC(key).sum(nil, msg)
 		} else {
 			h := hmac.New(bareHash[a.Name()], key)
 			h.Write(msg)
@@ -111,7 +118,7 @@ func TestSafeFloor(t *testing.T) {
 func aoOps(b *testing.B, alg string, payload int) (sign, verify func(), closeFn func()) {
 	c, s := established(b, alg)
 	seg := fromTCP(b, client.Addr(), server.Addr(),
-		tcpHeader(client.Port(), server.Port(), 1001, 5001, segment.ACK|segment.PSH, bytesOf(payload, 4)))
+		tcpHeaderLen(macLenOf(alg), client.Port(), server.Port(), 1001, 5001, segment.ACK|segment.PSH, bytesOf(payload, 4)))
 	if err := c.Sign(&seg); err != nil {
 		b.Fatal(err)
 	}
@@ -145,7 +152,7 @@ func BenchmarkFloor(b *testing.B) {
 					if op == "verify" {
 						f = verify
 					}
-					key, msg := bytesOf(a.Size(), 1), bytesOf(aoCovered(n), 2)
+					key, msg := bytesOf(a.Size(), 1), bytesOf(aoCoveredFor(a.Name(), n), 2)
 					var limit func()
 					if lim := limitMAC(b, a, key, msg); lim != nil {
 						limit = func() { lim() }
@@ -253,7 +260,7 @@ func BenchmarkScaling(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/%s/%d", benchName(a.Name()), mode, n+52), func(b *testing.B) {
 					s1, s2, done := pairOps(b, a.Name(), n, mode == "shared")
 					defer done()
-					msg := bytesOf(aoCovered(n), 2)
+					msg := bytesOf(aoCoveredFor(a.Name(), n), 2)
 					// Two floors made one after the other would put their
 					// states on shared cache lines (false sharing, which
 					// the engine's per-connection lanes avoid): take the
@@ -297,7 +304,7 @@ func pairOps(b *testing.B, alg string, payload int, shared bool) (s1, s2 func(),
 		c, _ := establishedOn(b, cring, sring)
 		conns[i] = c
 		seg := fromTCP(b, client.Addr(), server.Addr(),
-			tcpHeader(client.Port(), server.Port(), 1001, 5001, segment.ACK|segment.PSH, bytesOf(payload, 4)))
+			tcpHeaderLen(macLenOf(alg), client.Port(), server.Port(), 1001, 5001, segment.ACK|segment.PSH, bytesOf(payload, 4)))
 		ops[i] = func() {
 			if err := c.Sign(&seg); err != nil {
 				panic(err)

@@ -57,6 +57,9 @@ func cfg4(peer string, send, recv uint8) Config {
 
 // TestAddValidation checks Add against Linux's TCP_AO_ADD_KEY rules
 // , each failure with its errno's sentinel.
+// key32 is a master key as long as the draft's algorithms need.
+var key32 = bytes.Repeat([]byte{0x5a}, 32)
+
 func TestAddValidation(t *testing.T) {
 	with := func(f func(*Config)) Config {
 		c := cfg4("192.0.2.2/32", 1, 2)
@@ -96,6 +99,14 @@ func TestAddValidation(t *testing.T) {
 		{"any v4", with(func(c *Config) { c.Peer = netip.MustParsePrefix("0.0.0.0/0") }), nil, nil, 12},
 		{"ifindex without the flag", with(func(c *Config) { c.IfIndex = 5 }), ErrInvalidKey, nil, 0},
 		{"ifindex with the flag", with(func(c *Config) { c.IfIndex = 5; c.HasIfIndex = true }), nil, nil, 12},
+		// draft-ietf-tcpm-tcp-ao-algs: 16-byte MACs only, master keys of 32 bytes or more.
+		{"HMAC-SHA256-128 maclen 0 means 16", with(func(c *Config) { c.Algorithm = "HMAC-SHA256-128"; c.Key = key32; c.MACLen = 0 }), nil, nil, 16},
+		{"kmac256-128 maclen 16", with(func(c *Config) { c.Algorithm = "kmac256-128"; c.Key = key32; c.MACLen = 16 }), nil, nil, 16},
+		{"kmac256-128 80-byte key", with(func(c *Config) { c.Algorithm = "kmac256-128"; c.Key = bytes.Repeat([]byte{7}, 80); c.MACLen = 16 }), nil, nil, 16},
+		{"hmac-sha256-128 maclen 12", with(func(c *Config) { c.Algorithm = "hmac-sha256-128"; c.Key = key32; c.MACLen = 12 }), ErrInvalidKey, mac.ErrMACLen, 0},
+		{"kmac256-128 maclen 4", with(func(c *Config) { c.Algorithm = "kmac256-128"; c.Key = key32; c.MACLen = 4 }), ErrInvalidKey, mac.ErrMACLen, 0},
+		{"hmac-sha256-128 31-byte key", with(func(c *Config) { c.Algorithm = "hmac-sha256-128"; c.Key = key32[:31] }), ErrInvalidKey, mac.ErrMasterKeyLen, 0},
+		{"kmac256-128 1-byte key", with(func(c *Config) { c.Algorithm = "kmac256-128"; c.Key = key32[:1] }), ErrInvalidKey, mac.ErrMasterKeyLen, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := NewKeyring(nil)

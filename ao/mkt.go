@@ -36,8 +36,8 @@ type Config struct {
 	Peer           netip.Prefix // the peer's address prefix; /32 or /128 for one host; 0.0.0.0/0 or ::/0 for any
 	SendID, RecvID uint8        // KeyID sent, KeyID expected on receive
 	Algorithm      string       // Linux name, e.g. "hmac(sha1)", "cmac(aes128)", or RFC 5926 "HMAC-SHA-1-96"
-	Key            []byte       // master key, 1..80 bytes; copied
-	MACLen         int          // 0 means 12
+	Key            []byte       // master key, 1..80 bytes (32..80 for the draft's algorithms); copied
+	MACLen         int          // 0 means the algorithm's default: 12, or 16 for the draft's (which take 16 only)
 	ExcludeOptions bool         // TCP_AO_KEYF_EXCLUDE_OPT: options other than TCP-AO are not covered
 	IfIndex        int          // L3 (VRF) interface index; with HasIfIndex the MKT matches only that L3 domain
 	HasIfIndex     bool         // TCP_AO_KEYF_IFINDEX
@@ -101,6 +101,12 @@ func newMKT(cfg *Config) (*MKT, error) {
 	maclen := cfg.MACLen
 	if maclen == 0 {
 		maclen = DefaultMACLen
+		if n := alg.MACLen(); n != 0 {
+			maclen = n
+		}
+	}
+	if n := alg.MACLen(); n != 0 && maclen != n {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, alg.CheckMACLen(maclen))
 	}
 	if maclen < 0 || OptionSpace(maclen) > OptionSpace(MaxMACLen) {
 		return nil, fmt.Errorf("%w: maclen %d", ErrMACTooLong, maclen)
@@ -131,7 +137,7 @@ func newMKT(cfg *Config) (*MKT, error) {
 		exclude: cfg.ExcludeOptions, hasIfIndex: cfg.HasIfIndex, ifindex: cfg.IfIndex, alg: alg,
 		master: &both.master}
 	if err := m.master.Init(alg, cfg.Key); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
 	}
 	return m, nil
 }

@@ -13,12 +13,28 @@
 // that is not 16 bytes long is first reduced to 16 with AES-CMAC under the
 // all-zero key (RFC 5926 §3.1.1.2, RFC 4615's AES-CMAC-PRF-128).
 //
-// A [Master] is keyed once per master key, on its first derivation, so
-// adding a key runs no key schedule of the PRF and deriving the four keys
-// of each later connection runs none either.
+// The algorithms of draft-ietf-tcpm-tcp-ao-algs (revision 07) derive
+// theirs from the bare context, without that framing:
+//
+//	HMAC-SHA256-128: HKDF-SHA256 (RFC 5869), salt absent, L = 32:
+//	  PRK = HMAC-SHA256(32 zero bytes, master_key)
+//	  traffic_key = HMAC-SHA256(PRK, context || 0x01)
+//	KMAC256-128: NIST SP 800-56C §4.1 with KMAC256, one iteration:
+//	  traffic_key = KMAC256(132 zero bytes,
+//	                        0x00000001 || master_key || context, 256, "KDF")
+//
+// and take master keys of at least 32 bytes.
+//
+// A [Master] is keyed once per master key, on its first derivation (the
+// PRF under the master key; the HMAC under the PRK; the KMAC state after
+// its key, counter and master key), so adding a key runs no key schedule
+// of the PRF and deriving the four keys of each later connection runs
+// none either.
 package kdf
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -66,6 +82,9 @@ func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 		return ErrMasterKey
 	}
 	m.Wipe()
+	if err := alg.CheckMasterKey(len(masterKey)); err != nil {
+		return fmt.Errorf("%w: %w", ErrMasterKey, err)
+	}
 	if alg.ReducesMasterKey() && len(masterKey) != 16 {
 		var reduced [16]byte
 		ReduceCMACKey(&reduced, masterKey)
@@ -84,7 +103,7 @@ func (m *Master) set(alg *mac.Algorithm, key []byte) error {
 	}
 	m.alg = alg
 	if len(key) > maxLazyKey {
-		if err := m.key.Init(alg, key); err != nil {
+		if err := initPRF(&m.key, alg, key); err != nil {
 			m.alg = nil
 			return fmt.Errorf("%w: %v", ErrMasterKey, err)
 		}
@@ -106,7 +125,7 @@ func (m *Master) keyed() (*mac.Key, error) {
 		if m.alg == nil {
 			return nil, ErrMasterKey
 		}
-		err := m.key.Init(m.alg, m.raw[:m.n])
+		err := initPRF(&m.key, m.alg, m.raw[:m.n])
 		clear(m.raw[:])
 		m.n = 0
 		if err != nil {
@@ -116,6 +135,48 @@ func (m *Master) keyed() (*mac.Key, error) {
 		m.ready.Store(true)
 	}
 	return &m.key, nil
+}
+
+// kmacSalt is the KMAC256 KDF's default salt: 132 zero bytes (SP 800-56C
+// §4.1: the rate of KMAC256 less 4 bytes).
+var kmacSalt [132]byte
+
+// initPRF keys k as alg's PRF template for a master key.
+func initPRF(k *mac.Key, alg *mac.Algorithm, master []byte) error {
+	switch alg.KDF() {
+	case mac.HKDFSHA256:
+		var prk [sha256.Size]byte
+		Extract(&prk, nil, master)
+		err := k.Init(alg, prk[:])
+		clear(prk[:])
+		return err
+	case mac.KMAC256KDF:
+		var x [4 + maxLazyKey]byte
+		if len(master) > maxLazyKey {
+			return fmt.Errorf("%w: %d-byte master key", ErrMasterKey, len(master))
+		}
+		x[3] = 1 // the counter, big-endian
+		n := 4 + copy(x[4:], master)
+		err := k.InitKMAC(alg, kmacSalt[:], "KDF", 32, x[:n])
+		clear(x[:])
+		return err
+	}
+	return k.Init(alg, master)
+}
+
+// Extract is HKDF-Extract with SHA-256 (RFC 5869 §2.2): PRK =
+// HMAC-SHA256(salt, ikm), where an absent (nil or empty) salt is 32 zero
+// bytes.
+func Extract(prk *[sha256.Size]byte, salt, ikm []byte) {
+	if prk == nil {
+		return
+	}
+	if len(salt) == 0 {
+		salt = make([]byte, sha256.Size)
+	}
+	h := hmac.New(sha256.New, salt)
+	h.Write(ikm)
+	h.Sum(prk[:0])
 }
 
 // ReduceCMACKey computes AES-CMAC(0^128, key), the KDF_AES_128_CMAC key
@@ -166,8 +227,22 @@ type Input struct {
 	SrcISN, DstISN   uint32
 }
 
-// Append appends the whole PRF input block for a digest of outBits bits.
+// Append appends the whole RFC 5926 PRF input block for a digest of
+// outBits bits: 0x01 || "TCP-AO" || context || be16(outBits).
 func (in *Input) Append(dst []byte, outBits int) ([]byte, error) {
+	if in == nil {
+		return dst, ErrAddress
+	}
+	dst, err := in.AppendContext(append(dst, 1, 'T', 'C', 'P', '-', 'A', 'O'))
+	if err != nil {
+		return dst[:len(dst)-7], err
+	}
+	return binary.BigEndian.AppendUint16(dst, uint16(outBits)), nil
+}
+
+// AppendContext appends the bare context (RFC 5925 §5.2): the addresses,
+// ports and ISNs, 12 bytes for IPv4 and 36 for IPv6.
+func (in *Input) AppendContext(dst []byte) ([]byte, error) {
 	if in == nil {
 		return dst, ErrAddress
 	}
@@ -175,14 +250,12 @@ func (in *Input) Append(dst []byte, outBits int) ([]byte, error) {
 	if src.Is4() != d.Is4() || !src.IsValid() || !d.IsValid() {
 		return dst, ErrAddress
 	}
-	dst = append(dst, 1, 'T', 'C', 'P', '-', 'A', 'O')
 	dst = appendAddr(dst, src)
 	dst = appendAddr(dst, d)
 	dst = binary.BigEndian.AppendUint16(dst, in.SrcPort)
 	dst = binary.BigEndian.AppendUint16(dst, in.DstPort)
 	dst = binary.BigEndian.AppendUint32(dst, in.SrcISN)
-	dst = binary.BigEndian.AppendUint32(dst, in.DstISN)
-	return binary.BigEndian.AppendUint16(dst, uint16(outBits)), nil
+	return binary.BigEndian.AppendUint32(dst, in.DstISN), nil
 }
 
 // Derive appends the traffic key for in (Size() bytes of the algorithm)
@@ -201,7 +274,16 @@ func (m *Master) Derive(w *mac.Context, scratch []byte, in *Input, out []byte) (
 	if cap(scratch) < MaxInputLen {
 		return out, fmt.Errorf("%w: scratch of %d bytes", ErrMasterKey, cap(scratch))
 	}
-	buf, err := in.Append(scratch[:0], alg.Size()*8)
+	var buf []byte
+	switch alg.KDF() {
+	case mac.HKDFSHA256:
+		buf, err = in.AppendContext(scratch[:0])
+		buf = append(buf, 1) // T(1) of HKDF-Expand: L = 32 is one block
+	case mac.KMAC256KDF:
+		buf, err = in.AppendContext(scratch[:0])
+	default:
+		buf, err = in.Append(scratch[:0], alg.Size()*8)
+	}
 	if err != nil {
 		return out, err
 	}

@@ -2,6 +2,7 @@ package keyfile
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -10,8 +11,10 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/kdf"
@@ -116,6 +119,9 @@ func Read(r io.Reader) (*File, error) {
 func Parse(b []byte) (*File, error) {
 	if len(b) > MaxSize {
 		return nil, &Error{Err: ErrTooLarge, msg: fmt.Sprintf("more than the %d bytes a keys file may have", MaxSize)}
+	}
+	if msg := notJSON(b); msg != "" {
+		return nil, &Error{Err: ErrSyntax, msg: msg}
 	}
 	p := parser{src: b, f: &File{}, aoIDs: map[idKey][]int{}, md5Peers: map[scopeKey]int{}}
 	if err := p.file(); err != nil {
@@ -706,22 +712,80 @@ func (p *parser) syntax(err error, e *Error) error {
 	return e.with("", ErrSyntax, strings.TrimPrefix(err.Error(), "json: "))
 }
 
-// unknown is the error for an unknown field name, with a suggestion when
-// it differs from a known one only in case.
+// unknown is the error for an unknown field name, with the nearest known
+// name as a suggestion when there is one close enough (a case or a typo
+// away).
 func unknown(e *Error, name string, known []string, what string) error {
 	if e == nil {
 		e = &Error{}
 	}
 	msg := fmt.Sprintf("unknown %s %q", what, name)
-	for _, k := range known {
-		if strings.EqualFold(k, name) {
-			msg += fmt.Sprintf(" (did you mean %q?)", k)
-		}
+	if k, ok := nearest(name, known); ok {
+		msg += fmt.Sprintf(" (did you mean %q?)", k)
 	}
 	if e.Entry == "" {
 		return e.with(name, ErrUnknownField, msg+"; want \"ao\" and/or \"md5\"")
 	}
 	return e.with(name, ErrUnknownField, msg)
+}
+
+// nearest returns the known name closest to name by edit distance
+// (ignoring case), if it is at most two edits and less than half the
+// name away: "macln" and "MACLEN" give "maclen", "key" gives nothing
+// else, "foo" gives nothing.
+func nearest(name string, known []string) (string, bool) {
+	best, bestD := "", 3
+	for _, k := range known {
+		d := editDistance(strings.ToLower(name), k)
+		if d < bestD && 2*d < max(len(k), len(name)) {
+			best, bestD = k, d
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance is the Levenshtein distance between a and b, by bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			sub := prev[j-1]
+			if a[i-1] != b[j-1] {
+				sub++
+			}
+			cur[j] = min(sub, prev[j]+1, cur[j-1]+1)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// notJSON names what a file that cannot be JSON at all looks like, from
+// its first bytes; "" when it may be JSON (the parser then says what is
+// wrong with it).
+func notJSON(b []byte) string {
+	t := bytes.TrimLeft(b, " \t\r\n")
+	if len(t) == 0 || strings.IndexByte(`{["-0123456789tfn`, t[0]) >= 0 && utf8.Valid(t) {
+		return ""
+	}
+	t = b // a pcapng file starts with "\n\r\r\n"
+	// Name the format, never show the bytes: a file of raw key bytes
+	// given by mistake must not leak them.
+	switch {
+	case len(t) >= 4 && slices.Contains([]uint32{0xa1b2c3d4, 0xd4c3b2a1, 0xa1b23c4d, 0x4d3cb2a1}, binary.BigEndian.Uint32(t)):
+		return "not a JSON keys file: this is a pcap capture"
+	case len(t) >= 4 && binary.BigEndian.Uint32(t) == 0x0a0d0d0a:
+		return "not a JSON keys file: this is a pcapng capture"
+	case len(t) >= 2 && t[0] == 0x1f && t[1] == 0x8b:
+		return "not a JSON keys file: this is gzip-compressed"
+	case !utf8.Valid(t):
+		return "not a JSON keys file: binary data"
+	}
+	return "not a JSON keys file: text that does not start with {"
 }
 
 func contains(list []string, s string) bool {

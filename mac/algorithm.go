@@ -53,7 +53,33 @@ const (
 	kindHMACRe             // HMAC over a hash with no state export: Reset re-absorbs the pads
 	kindCMAC               // AES-CMAC (RFC 4493)
 	kindTCPMD5             // MD5(data || key), RFC 2385
+	kindKMAC               // KMAC256 (NIST SP 800-185 §4) on crypto/sha3's cSHAKE256
 )
+
+// KDF names how TCP-AO derives an algorithm's traffic keys from a master
+// key (package kdf implements them).
+type KDF uint8
+
+const (
+	// KDFRFC5926 is RFC 5926 §3.1's: the algorithm itself as the PRF,
+	// keyed with the master key, over 0x01 || "TCP-AO" || context || L.
+	KDFRFC5926 KDF = iota
+	// HKDFSHA256 is draft-ietf-tcpm-tcp-ao-algs' for HMAC-SHA256-128:
+	// HKDF-SHA256 (RFC 5869), salt absent, info = the context, L = 32.
+	HKDFSHA256
+	// KMAC256KDF is the draft's for KMAC256-128: the one-step KDF of NIST
+	// SP 800-56C §4.1 with KMAC256 (salt 132 zero bytes, counter 1,
+	// Z = the master key, FixedInfo = the context, L = 256, S = "KDF").
+	KMAC256KDF
+)
+
+// ErrMACLen is returned by [Algorithm.CheckMACLen] for a MAC length the
+// algorithm does not allow.
+var ErrMACLen = errors.New("mac: MAC length not allowed for the algorithm")
+
+// ErrMasterKeyLen is returned by [Algorithm.CheckMasterKey] for a master
+// key shorter than the algorithm requires.
+var ErrMasterKeyLen = errors.New("mac: master key too short for the algorithm")
 
 // Algorithm is one MAC algorithm. Its methods are safe for concurrent use.
 type Algorithm struct {
@@ -71,9 +97,16 @@ type Algorithm struct {
 	// le marks MD5, whose length and digest words are little-endian.
 	lenSize uint8
 	le      bool
+	// The draft-ietf-tcpm-tcp-ao-algs algorithms: their KDF, their one
+	// MAC length and their shortest master key (0: any).
+	kdf       KDF
+	macLen    uint8
+	minMaster uint8
+	linux     bool // Linux's TCP-AO knows the algorithm by this name
 }
 
-// Name returns the Linux name, e.g. "hmac(sha1)".
+// Name returns the Linux name, e.g. "hmac(sha1)", or for the draft's
+// algorithms their name in lower case, e.g. "hmac-sha256-128".
 func (a *Algorithm) Name() string {
 	if a == nil {
 		return ""
@@ -113,10 +146,69 @@ func (a *Algorithm) valid() bool { return a != nil && a.size > 0 }
 // IsCMAC reports whether the algorithm is AES-CMAC.
 func (a *Algorithm) IsCMAC() bool { return a.valid() && a.kind == kindCMAC }
 
+// IsKMAC reports whether the algorithm is KMAC256 (KMAC256-128).
+func (a *Algorithm) IsKMAC() bool { return a.valid() && a.kind == kindKMAC }
+
 // ReducesMasterKey reports whether RFC 5926 §3.1.1.2 applies: cmac(aes128)
 // first reduces a master key that is not 16 bytes long with AES-CMAC under
 // the all-zero key. cmac(aes) does not (Linux refuses such keys instead).
 func (a *Algorithm) ReducesMasterKey() bool { return a.valid() && a.reduceKey }
+
+// KDF returns how TCP-AO derives the algorithm's traffic keys.
+func (a *Algorithm) KDF() KDF {
+	if !a.valid() {
+		return KDFRFC5926
+	}
+	return a.kdf
+}
+
+// MACLen returns the one MAC length in bytes TCP-AO allows with the
+// algorithm (16 for the draft's), or 0 when any length up to Size does.
+func (a *Algorithm) MACLen() int {
+	if !a.valid() {
+		return 0
+	}
+	return int(a.macLen)
+}
+
+// MinMasterKey returns the shortest master key in bytes the algorithm
+// allows (32 for the draft's; 1 for the others).
+func (a *Algorithm) MinMasterKey() int {
+	if !a.valid() || a.minMaster == 0 {
+		return 1
+	}
+	return int(a.minMaster)
+}
+
+// Linux reports whether Linux's TCP-AO (setsockopt TCP_AO_ADD_KEY) knows
+// the algorithm by its name; the draft's algorithms it does not.
+func (a *Algorithm) Linux() bool { return a.valid() && a.linux }
+
+// CheckMACLen returns nil if TCP-AO may use n-byte MACs with a, else an
+// error wrapping [ErrMACLen] that says which lengths it may.
+func (a *Algorithm) CheckMACLen(n int) error {
+	switch {
+	case !a.valid():
+		return ErrNoKey
+	case a.macLen != 0 && n != int(a.macLen):
+		return fmt.Errorf("%w: %s has %d-byte MACs only, not %d", ErrMACLen, a.name, a.macLen, n)
+	case n < 1 || n > a.size:
+		return fmt.Errorf("%w: %d bytes, %s takes 1..%d", ErrMACLen, n, a.name, a.size)
+	}
+	return nil
+}
+
+// CheckMasterKey returns nil if an n-byte master key is long enough for
+// a, else an error wrapping [ErrMasterKeyLen] that says why.
+func (a *Algorithm) CheckMasterKey(n int) error {
+	switch {
+	case !a.valid():
+		return ErrNoKey
+	case n < a.MinMasterKey():
+		return fmt.Errorf("%w: %s needs a master key of at least %d bytes (%d bits), got %d", ErrMasterKeyLen, a.name, a.MinMasterKey(), 8*a.MinMasterKey(), n)
+	}
+	return nil
+}
 
 // KeySizeOK reports whether key length n is acceptable for this algorithm
 // as the MAC key itself.
@@ -129,6 +221,8 @@ func (a *Algorithm) KeySizeOK(n int) bool {
 		return n == 16 || (a.aes256 && n == 32)
 	case kindTCPMD5:
 		return n <= MaxKeySize
+	case kindKMAC:
+		return n <= maxBlockSize // KMAC takes any key; the Key keeps up to a block
 	default:
 		return true // HMAC: any length; longer than a block is hashed first
 	}
@@ -166,7 +260,15 @@ func init() {
 		{name: "hmac(rmd160)", newHash: ripemd160.New, kind: kindHMACRe},
 		{name: "cmac(aes128)", size: 16, blockSize: 16, kind: kindCMAC, reduceKey: true},
 		{name: "cmac(aes)", size: 16, blockSize: 16, kind: kindCMAC, aes256: true},
+		// draft-ietf-tcpm-tcp-ao-algs-07. HMAC-SHA256-128's MAC is
+		// hmac(sha256)'s (the digest's first 16 bytes); its traffic keys
+		// are HKDF's, not RFC 5926's, so it is another algorithm on the wire.
+		{name: "hmac-sha256-128", newHash: sha256.New, lenSize: 8, kdf: HKDFSHA256, macLen: 16, minMaster: 32},
+		// KMAC256-128: size is the traffic key's 32 bytes; a MAC key's
+		// Sum gives its 16-byte (L = 128) output.
+		{name: "kmac256-128", size: 32, blockSize: kmacRate, kind: kindKMAC, kdf: KMAC256KDF, macLen: 16, minMaster: 32},
 	} {
+		a.linux = a.kdf == KDFRFC5926
 		if a.newHash != nil {
 			h := a.newHash()
 			a.size, a.blockSize = h.Size(), h.BlockSize()
@@ -187,8 +289,10 @@ func init() {
 	}
 }
 
-// Lookup returns the algorithm with the given Linux name ("hmac(sha256)")
-// or RFC 5926 name ("HMAC-SHA-1-96", "AES-128-CMAC-96"), case-insensitively.
+// Lookup returns the algorithm with the given Linux name ("hmac(sha256)"),
+// RFC 5926 name ("HMAC-SHA-1-96", "AES-128-CMAC-96") or
+// draft-ietf-tcpm-tcp-ao-algs name ("HMAC-SHA256-128", "KMAC256-128"),
+// case-insensitively.
 // An unknown name yields an error wrapping [ErrUnknownAlgorithm] that lists
 // the known names.
 func Lookup(name string) (*Algorithm, error) {
@@ -205,7 +309,8 @@ func Lookup(name string) (*Algorithm, error) {
 	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(Names(), ", "))
 }
 
-// Names returns the Linux names of all TCP-AO algorithms, sorted.
+// Names returns the names of all TCP-AO algorithms, sorted: Linux's, and
+// the draft's two in lower case ("hmac-sha256-128", "kmac256-128").
 func Names() []string {
 	names := make([]string, 0, len(registry))
 	for n := range registry {

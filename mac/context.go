@@ -1,6 +1,7 @@
 package mac
 
 import (
+	"crypto/sha3"
 	"crypto/subtle"
 	"encoding"
 	"encoding/binary"
@@ -21,6 +22,9 @@ type Context struct {
 	n              int      // message bytes written since Reset
 	done           finished // where the MAC of a summed message is; Write refuses then
 	cmac           cmacState
+	xof            sha3.SHAKE // KMAC's sponge
+	kx             sha3.SHAKE // KMAC: the keyed sponge of the Key of generation kxGen, restored from it once
+	kxGen          uint64
 	first          cmacFirst
 	tmp            [MaxSize]byte
 	pad            [maxPad]byte       // a padded tail, then the outer hash's block
@@ -41,6 +45,9 @@ func (a *Algorithm) NewContext() *Context {
 		c.outerU, _ = c.outer.(encoding.BinaryUnmarshaler)
 		c.innerA, _ = c.inner.(encoding.BinaryAppender)
 		c.outerA, _ = c.outer.(encoding.BinaryAppender)
+	}
+	if a.kind == kindKMAC {
+		c.xof, c.kx = newCSHAKE(), newCSHAKE()
 	}
 	return c
 }
@@ -68,10 +75,15 @@ func (c *Context) Load(k *Key) error {
 
 // Rekey runs the key schedule for k's key bytes in the context's own
 // template and resets to it: Linux's per-CPU-request backend, which
-// re-keys per use. Errors are those of Load.
+// re-keys per use. A KMAC template made with a customization or prefix
+// ([Key.InitKMAC]) has no key bytes to schedule: Rekey loads it. Errors
+// are those of Load.
 func (c *Context) Rekey(k *Key) error {
 	if c == nil || c.alg == nil || k == nil || k.alg != c.alg {
 		return ErrNoKey
+	}
+	if k.fixed {
+		return c.Load(k)
 	}
 	return c.SetKey(k.raw[:k.nraw])
 }
@@ -109,6 +121,8 @@ func (c *Context) Reset() {
 		c.cmac = cmacState{}
 	case kindTCPMD5:
 		c.inner.Reset()
+	case kindKMAC:
+		c.kmacReset(k)
 	}
 }
 
@@ -121,9 +135,12 @@ func (c *Context) Write(p []byte) (int, error) {
 	if c.done != 0 {
 		return 0, ErrFinished
 	}
-	if c.alg.kind == kindCMAC {
+	switch c.alg.kind {
+	case kindCMAC:
 		c.cmac.write(c.key, p)
-	} else {
+	case kindKMAC:
+		c.xof.Write(p)
+	default:
 		c.inner.Write(p)
 		c.n += len(p)
 	}
@@ -164,6 +181,9 @@ func (c *Context) summed() []byte {
 	case inState:
 		return c.st[stateMagic : stateMagic+c.alg.size]
 	}
+	if c.alg.kind == kindKMAC {
+		return c.tmp[:c.key.outLen]
+	}
 	return c.tmp[:c.alg.size]
 }
 
@@ -175,6 +195,8 @@ func (c *Context) sum(dst []byte) []byte {
 	case c.alg.kind == kindCMAC:
 		c.done = inCMAC
 		return c.cmac.sum(k, dst)
+	case c.alg.kind == kindKMAC:
+		return c.kmacSum(dst)
 	case c.alg.kind == kindTCPMD5:
 		c.inner.Write(k.raw[:k.nraw])
 		if c.alg.lenSize > 0 {
@@ -224,6 +246,10 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 		c.done = inState
 		return c.finishMD(dst, msg[full:], len(msg)), nil
 	}
+	if c.alg.kind == kindKMAC {
+		c.xof.Write(msg)
+		return c.kmacSum(dst), nil
+	}
 	c.inner.Write(msg)
 	c.n = len(msg)
 	return c.sum(dst), nil
@@ -231,8 +257,9 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 
 // Wipe clears the context's own template and working state; a context
 // that loaded a shared Key keeps no key copy of its own beyond the hash
-// midstate, which the next Load or Reset overwrites, and CMAC's cached
-// first block (MAC), which the next MAC of another first block overwrites.
+// midstate, which the next Load or Reset overwrites, CMAC's cached
+// first block (MAC), which the next MAC of another first block overwrites,
+// and KMAC's keyed sponge, which the next Load of another Key overwrites.
 func (c *Context) Wipe() {
 	if c == nil {
 		return
@@ -248,6 +275,9 @@ func (c *Context) Wipe() {
 		c.inner.Reset()
 		c.outer.Reset()
 	}
+	c.xof.Reset()
+	c.kx.Reset()
+	c.kxGen = 0
 }
 
 // cmacState is AES-CMAC (RFC 4493 §2.4) over the key schedule and subkeys

@@ -35,6 +35,10 @@ type Key struct {
 	raw    [maxBlockSize]byte
 	nraw   uint8
 	k1, k2 [16]byte // CMAC's RFC 4493 subkeys
+	// KMAC: the output length in bytes, and whether the template was made
+	// with a customization or prefix (InitKMAC), so raw cannot rebuild it.
+	outLen uint8
+	fixed  bool
 	// gen names this keying (unique per Init, 0 when empty), so that a
 	// context can tell whether what it cached under a Key is still valid.
 	gen uint64
@@ -84,6 +88,9 @@ func marshal(h hash.Hash, dst []byte) ([]byte, error) {
 func (k *Key) Init(a *Algorithm, key []byte) error {
 	if k == nil || !a.valid() {
 		return ErrNoKey
+	}
+	if a.kind == kindKMAC {
+		return k.InitKMAC(a, key, "", kmacMACLen, nil)
 	}
 	if !a.KeySizeOK(len(key)) {
 		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, a.name, len(key))
@@ -178,6 +185,7 @@ func (k *Key) Wipe() {
 	clear(k.k1[:])
 	clear(k.k2[:])
 	k.block, k.slen, k.nraw, k.alg, k.gen = nil, 0, 0, nil, 0
+	k.outLen, k.fixed = 0, false
 }
 
 // String describes k without its key material.

@@ -188,7 +188,7 @@ func TestCMACOneShot(t *testing.T) {
 func TestHMACDifferential(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, a := range Algorithms() {
-		if a.IsCMAC() {
+		if a.newHash == nil { // CMAC, KMAC
 			continue
 		}
 		c := a.NewContext()

@@ -17,15 +17,17 @@ import (
 // reference that shares no code with tcpsig's mac package, for
 // recomputing vectors and for benchmarking against the bare hash.
 var Hashes = map[string]func() hash.Hash{
-	"hmac(md5)":      md5.New,
-	"hmac(sha1)":     sha1.New,
-	"hmac(sha224)":   sha256.New224,
-	"hmac(sha256)":   sha256.New,
-	"hmac(sha384)":   sha512.New384,
-	"hmac(sha512)":   sha512.New,
-	"hmac(rmd160)":   ripemd160.New,
-	"hmac(sha3-224)": func() hash.Hash { return sha3.New224() },
-	"hmac(sha3-256)": func() hash.Hash { return sha3.New256() },
-	"hmac(sha3-384)": func() hash.Hash { return sha3.New384() },
-	"hmac(sha3-512)": func() hash.Hash { return sha3.New512() },
+	"hmac(md5)":    md5.New,
+	"hmac(sha1)":   sha1.New,
+	"hmac(sha224)": sha256.New224,
+	"hmac(sha256)": sha256.New,
+	// HMAC-SHA256-128's MAC is HMAC-SHA256 (its first 16 bytes).
+	"hmac-sha256-128": sha256.New,
+	"hmac(sha384)":    sha512.New384,
+	"hmac(sha512)":    sha512.New,
+	"hmac(rmd160)":    ripemd160.New,
+	"hmac(sha3-224)":  func() hash.Hash { return sha3.New224() },
+	"hmac(sha3-256)":  func() hash.Hash { return sha3.New256() },
+	"hmac(sha3-384)":  func() hash.Hash { return sha3.New384() },
+	"hmac(sha3-512)":  func() hash.Hash { return sha3.New512() },
 }

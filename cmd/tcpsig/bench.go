@@ -120,14 +120,14 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&algs, "alg", "")
 	rest, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, benchHelp)
 		return 0
 	}
 	if err != nil {
-		return failf(stderr, "bench: %v (see tcpsig help)", err)
+		return failf(stderr, "bench: %v (see tcpsig help bench)", err)
 	}
 	if len(rest) > 0 {
-		return failf(stderr, "bench: unexpected argument %q (see tcpsig help)", rest[0])
+		return failf(stderr, "bench: unexpected argument %q (see tcpsig help bench)", rest[0])
 	}
 	if *d < minBenchTime {
 		return failf(stderr, "bench: -time %v is too short to measure anything: at least %v", *d, minBenchTime)

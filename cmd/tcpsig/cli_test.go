@@ -11,6 +11,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/tcpsig/tcpsig/keyfile"
 )
 
 // demoKeys is the built-in sample's keys file.
@@ -155,11 +157,86 @@ func TestUsageErrors(t *testing.T) {
 			t.Errorf("%q: stderr %q lacks %q", tc.args, errOut, tc.want)
 		}
 	}
-	for _, args := range [][]string{{"help"}, {"verify", "-h"}, {"bench", "-help"}} {
+	for _, args := range [][]string{{"help"}, {"verify", "-h"}, {"help", "verify"}} {
 		code, out, _ := cli(t, args...)
 		if code != 0 || !strings.Contains(out, "tcpsig verify [-keys FILE]") {
 			t.Errorf("%q: exit %d", args, code)
 		}
+	}
+}
+
+// Issue 21 item 2: each command's -h, -help, --help and tcpsig help CMD
+// print the same text: that command's usage, every flag it takes and an
+// example; every list of the commands names shim.
+func TestCommandHelp(t *testing.T) {
+	for cmd, flags := range map[string][]string{
+		"verify":  {"keys", "json", "v", "isn", "sne", "i", "port", "w", "every"},
+		"bench":   {"json", "time", "alg"},
+		"shim":    {"keys", "queue", "status", "state", "v"},
+		"version": nil,
+	} {
+		code, want, errOut := cli(t, "help", cmd)
+		if code != 0 || errOut != "" {
+			t.Fatalf("help %s: exit %d, stderr %q", cmd, code, errOut)
+		}
+		if !strings.HasPrefix(want, "usage: tcpsig "+cmd) || !strings.Contains(want, "\nExample") {
+			t.Errorf("help %s does not begin with its usage or lacks an example:\n%s", cmd, want)
+		}
+		if strings.Contains(want, "bench measures") != (cmd == "bench") || strings.Contains(want, "Verdicts:") != (cmd == "verify") {
+			t.Errorf("help %s tells of another command:\n%s", cmd, want)
+		}
+		for _, f := range flags {
+			if !strings.Contains(want, "\n  -"+f+" ") {
+				t.Errorf("help %s lacks its flag -%s", cmd, f)
+			}
+		}
+		for _, h := range []string{"-h", "-help", "--help"} {
+			code, out, errOut := cli(t, cmd, h)
+			if code != 0 || out != want || errOut != "" {
+				t.Errorf("%s %s: exit %d, stderr %q, and not the text of help %s:\n%s", cmd, h, code, errOut, cmd, out)
+			}
+		}
+	}
+	_, global, _ := cli(t, "help")
+	for _, cmd := range []string{"verify", "bench", "shim", "version", "help"} {
+		if !strings.Contains(global, "\n  "+cmd+" ") {
+			t.Errorf("tcpsig help does not list %s:\n%s", cmd, global)
+		}
+	}
+	for _, args := range [][]string{nil, {"frobnicate"}} {
+		_, _, errOut := cli(t, args...)
+		if !strings.Contains(errOut, "verify, bench, shim, version or help") {
+			t.Errorf("%q: %q does not list every command", args, errOut)
+		}
+	}
+	if code, _, errOut := cli(t, "help", "frobnicate"); code != 2 || !strings.Contains(errOut, `no topic "frobnicate"`) {
+		t.Errorf("help frobnicate: exit %d %q", code, errOut)
+	}
+	if code, _, errOut := cli(t, "version", "extra"); code != 2 || !strings.Contains(errOut, `unexpected argument "extra"`) {
+		t.Errorf("version extra: exit %d %q", code, errOut)
+	}
+}
+
+// tcpsig help keys names every field of the keys file, and each is one
+// keyfile knows: one letter off, keyfile suggests it.
+func TestHelpKeys(t *testing.T) {
+	_, text, _ := cli(t, "help", "keys")
+	for kind, fields := range map[string][]string{
+		"ao":  {"name", "alg", "key", "sndid", "rcvid", "peer", "maclen", "exclude_options", "ifindex"},
+		"md5": {"name", "peer", "key", "ifindex"},
+	} {
+		for _, f := range fields {
+			if !strings.Contains(text, "\n  "+f) && !strings.Contains(text, ", "+f) && !strings.Contains(text, "has "+f) {
+				t.Errorf("help keys does not describe the %s field %q", kind, f)
+			}
+			_, err := keyfile.Parse([]byte(`{"` + kind + `": [{"x` + f + `": 1}]}`))
+			if err == nil || !strings.Contains(err.Error(), `(did you mean "`+f+`"?)`) {
+				t.Errorf("%s field %q: keyfile does not know it: %v", kind, f, err)
+			}
+		}
+	}
+	if strings.Contains(text, "go doc github.com/") {
+		t.Error("help keys gives go doc advice that fails outside a clone")
 	}
 }
 
@@ -331,7 +408,7 @@ func TestDemoCommandWorks(t *testing.T) {
 // short to measure is refused instead of printing 0.00 Gbit/s; small
 // throughputs keep three significant digits.
 func TestBenchFixes(t *testing.T) {
-	_, help, _ := cli(t, "help")
+	_, help, _ := cli(t, "help", "bench")
 	if !strings.Contains(help, "the CPU as one JSON object, then one per measurement") {
 		t.Errorf("help does not say the CPU object comes first:\n%s", help)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
 // The built-in sample that "tcpsig verify" checks without arguments: a
@@ -35,7 +36,7 @@ type demoEntry struct {
 
 type demo struct {
 	input    input
-	keys     *keySet
+	keys     *pcapverify.Keys
 	isn, sne map[netip.AddrPort]uint32
 }
 
@@ -50,7 +51,7 @@ func loadDemo() (*demo, error) {
 	if err != nil {
 		return nil, err
 	}
-	ks, err := loadKeys(kf)
+	ks, err := pcapverify.LoadKeys(kf)
 	if err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func loadDemo() (*demo, error) {
 }
 
 // demoHint ends the text report of the built-in sample.
-const demoHint = "\nVerify your own capture: tcpsig verify -keys KEYS.json CAPTURE.pcap (tcpsig help\nfor the keys format). This sample, from a clone of the repository:\n  " + demoCommand
+const demoHint = "\nVerify your own capture: tcpsig verify -keys KEYS.json CAPTURE.pcap (tcpsig help\nkeys for the keys format). This sample, from a clone of the repository:\n  " + demoCommand
 
 // demoCommand verifies the built-in sample's files, from the repository's
 // top directory.

@@ -22,6 +22,6 @@ func Example_verify() {
 	// result: every checked segment is good
 	//
 	// Verify your own capture: tcpsig verify -keys KEYS.json CAPTURE.pcap (tcpsig help
-	// for the keys format). This sample, from a clone of the repository:
+	// keys for the keys format). This sample, from a clone of the repository:
 	//   tcpsig verify -keys cmd/tcpsig/testdata/demo.keys.json cmd/tcpsig/testdata/demo.pcap
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -12,8 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gopacket/gopacket/layers"
-
+	"github.com/tcpsig/tcpsig/pcapverify"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -286,11 +286,19 @@ func pcapRecords(t testing.TB, b []byte) (lt uint32, recs []pcapRecord) {
 		o = binary.BigEndian
 	}
 	lt = o.Uint32(b[20:])
-	var d linkDecoder
+	c, err := pcapverify.Open(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for off := 24; off+16 <= len(b); {
 		n := int(o.Uint32(b[off+8:]))
 		r := pcapRecord{off: off + 16, n: n, ipOff: -1}
-		if ip := d.ip(layers.LinkType(lt), b[r.off:r.off+n]); ip != nil {
+		// The IP packet ends the frame: what is before it is the link header.
+		ip, _, err := c.Next()
+		if err != nil {
+			t.Fatalf("record at %d: %v", off, err)
+		}
+		if ip != nil {
 			r.ipOff = r.off + n - len(ip)
 		}
 		recs = append(recs, r)

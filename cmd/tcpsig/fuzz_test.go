@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/pcapverify"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -28,7 +29,7 @@ func FuzzKeysFile(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		kf, err := keyfile.Parse(b)
 		if err == nil {
-			_, err = loadKeys(kf)
+			_, err = pcapverify.LoadKeys(kf)
 		}
 		if err != nil {
 			msg := err.Error()
@@ -96,12 +97,12 @@ func FuzzCapture(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	ks, err := loadKeys(kf) // shared by the inputs, as by the files of one run
+	ks, err := pcapverify.LoadKeys(kf) // shared by the inputs, as by the files of one run
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := openCapture(bytes.NewReader(b))
+		c, err := pcapverify.Open(bytes.NewReader(b))
 		if err != nil {
 			if strings.ContainsAny(err.Error(), "\n\r") {
 				t.Fatalf("error is not one line: %q", err)
@@ -110,17 +111,17 @@ func FuzzCapture(f *testing.F) {
 		}
 		var txt textReporter
 		txt.w = io.Discard
-		v := newVerifier(ks, &verifyOptions{}, func(r *result) { txt.segment("f", r) })
+		v := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) { txt.segment("f", r) })
 		for frame := 1; frame < 10000; frame++ {
-			ip, truncated, err := c.read()
+			ip, truncated, err := c.Next()
 			if err != nil {
 				if err != io.EOF && strings.ContainsAny(err.Error(), "\n\r") {
 					t.Fatalf("error is not one line: %q", err)
 				}
 				break
 			}
-			v.packet(frame, ip, truncated)
+			v.Packet(frame, ip, truncated)
 		}
-		txt.end("f", &v.totals, summarize(v.flows), nil)
+		txt.end("f", v.Totals(), v.Flows(), nil)
 	})
 }

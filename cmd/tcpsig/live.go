@@ -15,6 +15,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 	"github.com/gopacket/gopacket/pcapgo"
 
+	"github.com/tcpsig/tcpsig/pcapverify"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -46,7 +47,7 @@ var liveReady func()
 // runLive verifies the packets that pass an interface until ctx ends,
 // printing the segments that are not good as they come and the flow table
 // every lo.every and at the end. It returns the exit status.
-func runLive(ctx context.Context, lo liveOptions, ks *keySet, opts *verifyOptions, rep reporter, stderr io.Writer) int {
+func runLive(ctx context.Context, lo liveOptions, ks *pcapverify.Keys, opts *pcapverify.Options, rep reporter, stderr io.Writer) int {
 	src, err := openInterface(lo.iface)
 	if err != nil {
 		return failf(stderr, "verify: -i %s: %v", lo.iface, err)
@@ -85,8 +86,8 @@ func runLive(ctx context.Context, lo liveOptions, ks *keySet, opts *verifyOption
 	defer stop()
 	name := lo.iface + " (live)"
 	rep.begin(name, fmt.Sprintf("Verifying the packets that pass %s as they come (Ctrl-C to stop); the flow table every %v.", lo.iface, lo.every))
-	v := newVerifier(ks, opts, func(r *result) { rep.segment(name, r) })
-	defer v.close()
+	v := pcapverify.NewVerifier(ks, opts, func(r *pcapverify.Result) { rep.segment(name, r) })
+	defer v.Close()
 	buf := make([]byte, liveSnapLen)
 	next := time.Now().Add(lo.every)
 	var runErr error
@@ -111,7 +112,7 @@ func runLive(ctx context.Context, lo liveOptions, ks *keySet, opts *verifyOption
 					break
 				}
 			}
-			v.packet(frame, buf[:n], n == len(buf))
+			v.Packet(frame, buf[:n], n == len(buf))
 			frame++
 		}
 		if now := time.Now(); !now.Before(next) {
@@ -119,22 +120,22 @@ func runLive(ctx context.Context, lo liveOptions, ks *keySet, opts *verifyOption
 				runErr = fmt.Errorf("-w %s: %v", lo.write, err)
 				break
 			}
-			rep.table(name, &v.totals, summarize(v.flows), now)
+			rep.table(name, v.Totals(), v.Flows(), now)
 			next = now.Add(lo.every)
 		}
 	}
 	if err := flush(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("-w %s: %v", lo.write, err)
 	}
-	rep.end(name, &v.totals, summarize(v.flows), runErr)
-	opts.unseen()
+	rep.end(name, v.Totals(), v.Flows(), runErr)
+	opts.WarnUnseen()
 	failed := 0
 	if runErr != nil {
 		failed = 1
 		fmt.Fprintf(stderr, "tcpsig verify: -i %s: %v\n", lo.iface, runErr)
 	}
-	exit, why := exitStatus(&v.totals, failed)
-	rep.summary(&v.totals, 1, failed, exit, why)
+	exit, why := exitStatus(v.Totals(), failed)
+	rep.summary(v.Totals(), 1, failed, exit, why)
 	return exit
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
 // Live verification (tcpsig verify -i) in network namespaces the tests
@@ -507,13 +508,13 @@ func TestKeepPort(t *testing.T) {
 // demoPcapPackets returns the IP packets of the built-in sample.
 func demoPcapPackets(t *testing.T) [][]byte {
 	t.Helper()
-	c, err := openCapture(bytes.NewReader(demoPcap))
+	c, err := pcapverify.Open(bytes.NewReader(demoPcap))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out [][]byte
 	for {
-		ip, _, err := c.read()
+		ip, _, err := c.Next()
 		if err != nil {
 			return out
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/gopacket/gopacket/pcapgo"
+
+	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
 // A pcapng of two sections, little- then big-endian, each with interfaces
@@ -99,18 +101,21 @@ func TestHostileLengths(t *testing.T) {
 
 // readAll reads a capture to its end; nil if all of it was read.
 func readAll(b []byte) error {
-	c, err := openCapture(bytes.NewReader(b))
+	c, err := pcapverify.Open(bytes.NewReader(b))
 	if err != nil {
 		return err
 	}
 	for {
-		if _, _, err := c.read(); err == io.EOF {
+		if _, _, err := c.Next(); err == io.EOF {
 			return nil
 		} else if err != nil {
 			return err
 		}
 	}
 }
+
+// maxInterfaces is pcapverify's bound on the interfaces of a section.
+const maxInterfaces = 1 << 16
 
 // More interfaces in a section than maxInterfaces is an error: pcapgo
 // keeps far more per interface than its block takes in the file.
@@ -174,12 +179,12 @@ func TestReadAllocations(t *testing.T) {
 		"pcap":   pcapFile(ltEthernet, false, frames),
 		"pcapng": pcapngFile(ltEthernet, frames),
 	} {
-		c, err := openCapture(bytes.NewReader(b))
+		c, err := pcapverify.Open(bytes.NewReader(b))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n := testing.AllocsPerRun(2000, func() {
-			if _, _, err := c.read(); err != nil {
+			if _, _, err := c.Next(); err != nil {
 				t.Fatal(err)
 			}
 		}); n != 0 {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"time"
+
+	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
 // jsonReporter writes one JSON object per line.
@@ -33,25 +35,25 @@ type segmentJSON struct {
 }
 
 type fileSummary struct {
-	File     string        `json:"file"`
-	Packets  uint64        `json:"packets"`
-	Checked  uint64        `json:"segments"`
-	Skipped  uint64        `json:"skipped"`
-	Verdicts verdictCounts `json:"verdicts"`
-	Flows    []flowSummary `json:"flows"`
-	Error    string        `json:"error,omitempty"`
+	File     string                   `json:"file"`
+	Packets  uint64                   `json:"packets"`
+	Checked  uint64                   `json:"segments"`
+	Skipped  uint64                   `json:"skipped"`
+	Verdicts pcapverify.VerdictCounts `json:"verdicts"`
+	Flows    []pcapverify.FlowSummary `json:"flows"`
+	Error    string                   `json:"error,omitempty"`
 }
 
 type summaryJSON struct {
 	Summary struct {
-		Packets  uint64        `json:"packets"`
-		Checked  uint64        `json:"segments"`
-		Skipped  uint64        `json:"skipped"`
-		Verdicts verdictCounts `json:"verdicts"`
-		Files    []fileSummary `json:"files"`
-		Errors   int           `json:"errors"` // captures that stopped at an error
-		Exit     int           `json:"exit"`
-		Why      string        `json:"why,omitempty"` // for exit 3: why nothing was verified
+		Packets  uint64                   `json:"packets"`
+		Checked  uint64                   `json:"segments"`
+		Skipped  uint64                   `json:"skipped"`
+		Verdicts pcapverify.VerdictCounts `json:"verdicts"`
+		Files    []fileSummary            `json:"files"`
+		Errors   int                      `json:"errors"` // captures that stopped at an error
+		Exit     int                      `json:"exit"`
+		Why      string                   `json:"why,omitempty"` // for exit 3: why nothing was verified
 	} `json:"summary"`
 }
 
@@ -63,25 +65,25 @@ func newJSONReporter(w io.Writer, multi bool) *jsonReporter {
 
 func (p *jsonReporter) begin(file, title string) {}
 
-func (p *jsonReporter) segment(file string, r *result) {
-	j := segmentJSON{Frame: r.frame, Kind: r.kind.String(), Verdict: r.verdict.String(), Key: r.key, Alg: r.alg, Reason: r.reason, Flow: r.flow}
+func (p *jsonReporter) segment(file string, r *pcapverify.Result) {
+	j := segmentJSON{Frame: r.Frame, Kind: r.Kind.String(), Verdict: r.Verdict.String(), Key: r.Key, Alg: r.Alg, Reason: r.Reason, Flow: r.Flow}
 	if p.multi {
 		j.File = file
 	}
-	if r.src.IsValid() {
-		j.Src, j.Dst = r.src.String(), r.dst.String()
+	if r.Src.IsValid() {
+		j.Src, j.Dst = r.Src.String(), r.Dst.String()
 	}
-	if r.hasTCP {
-		seq := r.seq
-		j.Flags, j.Seq = r.flags.String(), &seq
+	if r.HasTCP {
+		seq := r.Seq
+		j.Flags, j.Seq = r.Flags.String(), &seq
 	}
-	if r.kind == kindAO {
-		k, n, s := r.keyID, r.rnext, r.sne
+	if r.Kind == pcapverify.KindAO {
+		k, n, s := r.KeyID, r.RNextKeyID, r.SNE
 		j.KeyID, j.RNextKeyID, j.SNE = &k, &n, &s
 	}
-	if r.key != "" {
+	if r.Key != "" {
 		j.Reading = "receiver"
-		if r.sender {
+		if r.Sender {
 			j.Reading = "sender"
 		}
 	}
@@ -90,7 +92,7 @@ func (p *jsonReporter) segment(file string, r *result) {
 
 // table writes {"table": {...}}: the file summary of a live capture so
 // far, with the time.
-func (p *jsonReporter) table(file string, t *totals, fs []flowSummary, now time.Time) {
+func (p *jsonReporter) table(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, now time.Time) {
 	var j struct {
 		Table struct {
 			Time time.Time `json:"time"`
@@ -98,17 +100,17 @@ func (p *jsonReporter) table(file string, t *totals, fs []flowSummary, now time.
 		} `json:"table"`
 	}
 	j.Table.Time = now
-	j.Table.fileSummary = fileSummary{File: file, Packets: t.packets, Checked: t.checked(), Skipped: t.skipped, Verdicts: countsOf(&t.counts), Flows: fs}
+	j.Table.fileSummary = fileSummary{File: file, Packets: t.Packets, Checked: t.Checked(), Skipped: t.Skipped, Verdicts: t.Verdicts(), Flows: fs}
 	if j.Table.Flows == nil {
-		j.Table.Flows = []flowSummary{}
+		j.Table.Flows = []pcapverify.FlowSummary{}
 	}
 	_ = p.enc.Encode(&j)
 }
 
-func (p *jsonReporter) end(file string, t *totals, fs []flowSummary, err error) {
-	s := fileSummary{File: file, Packets: t.packets, Checked: t.checked(), Skipped: t.skipped, Verdicts: countsOf(&t.counts), Flows: fs}
+func (p *jsonReporter) end(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, err error) {
+	s := fileSummary{File: file, Packets: t.Packets, Checked: t.Checked(), Skipped: t.Skipped, Verdicts: t.Verdicts(), Flows: fs}
 	if s.Flows == nil {
-		s.Flows = []flowSummary{}
+		s.Flows = []pcapverify.FlowSummary{}
 	}
 	if err != nil {
 		s.Error = err.Error()
@@ -116,10 +118,10 @@ func (p *jsonReporter) end(file string, t *totals, fs []flowSummary, err error) 
 	p.files = append(p.files, s)
 }
 
-func (p *jsonReporter) summary(t *totals, files, failed int, exit int, why string) {
+func (p *jsonReporter) summary(t *pcapverify.Totals, files, failed int, exit int, why string) {
 	var s summaryJSON
-	s.Summary.Packets, s.Summary.Checked, s.Summary.Skipped = t.packets, t.checked(), t.skipped
-	s.Summary.Verdicts, s.Summary.Files, s.Summary.Exit = countsOf(&t.counts), p.files, exit
+	s.Summary.Packets, s.Summary.Checked, s.Summary.Skipped = t.Packets, t.Checked(), t.Skipped
+	s.Summary.Verdicts, s.Summary.Files, s.Summary.Exit = t.Verdicts(), p.files, exit
 	s.Summary.Errors, s.Summary.Why = failed, why
 	_ = p.enc.Encode(&s)
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
 // textReporter writes for people.
@@ -22,42 +24,42 @@ func (p *textReporter) begin(file, title string) {
 	fmt.Fprintf(p.w, "%s\n", title)
 }
 
-func (p *textReporter) segment(file string, r *result) {
-	if r.verdict == good && !p.verbose {
+func (p *textReporter) segment(file string, r *pcapverify.Result) {
+	if r.Verdict == pcapverify.Good && !p.verbose {
 		return
 	}
 	var b strings.Builder
 	if p.multi {
 		b.WriteString(file + ": ")
 	}
-	fmt.Fprintf(&b, "  frame %d: ", r.frame)
-	if r.src.IsValid() {
-		fmt.Fprintf(&b, "%v > %v ", r.src, r.dst)
-		if r.hasTCP {
-			fmt.Fprintf(&b, "[%v] seq %d ", r.flags, r.seq)
+	fmt.Fprintf(&b, "  frame %d: ", r.Frame)
+	if r.Src.IsValid() {
+		fmt.Fprintf(&b, "%v > %v ", r.Src, r.Dst)
+		if r.HasTCP {
+			fmt.Fprintf(&b, "[%v] seq %d ", r.Flags, r.Seq)
 		}
 	}
-	switch r.kind {
-	case kindAO:
-		fmt.Fprintf(&b, "ao keyid %d rnext %d sne %d ", r.keyID, r.rnext, r.sne)
-	case kindMD5:
+	switch r.Kind {
+	case pcapverify.KindAO:
+		fmt.Fprintf(&b, "ao keyid %d rnext %d sne %d ", r.KeyID, r.RNextKeyID, r.SNE)
+	case pcapverify.KindMD5:
 		b.WriteString("md5 ")
 	}
-	b.WriteString(strings.ToUpper(r.verdict.String()))
-	if r.key != "" {
-		fmt.Fprintf(&b, " (%s", r.key)
-		if r.alg != "" && r.alg != "md5" {
-			fmt.Fprintf(&b, ", %s", r.alg)
+	b.WriteString(strings.ToUpper(r.Verdict.String()))
+	if r.Key != "" {
+		fmt.Fprintf(&b, " (%s", r.Key)
+		if r.Alg != "" && r.Alg != "md5" {
+			fmt.Fprintf(&b, ", %s", r.Alg)
 		}
-		if r.sender {
+		if r.Sender {
 			b.WriteString(", sender's key")
 		}
 		b.WriteString(")")
 	}
-	if r.reason != "" {
+	if r.Reason != "" {
 		// A reason is given once per file and direction: the ISN hint of
 		// a capture without its handshake would fill the screen.
-		k := fmt.Sprint(r.src, r.dst, r.reason)
+		k := fmt.Sprint(r.Src, r.Dst, r.Reason)
 		if !p.said[k] {
 			if p.said == nil {
 				p.said = map[string]bool{}
@@ -65,13 +67,13 @@ func (p *textReporter) segment(file string, r *result) {
 			if len(p.said) < 10000 {
 				p.said[k] = true
 			}
-			b.WriteString(": " + r.reason)
+			b.WriteString(": " + r.Reason)
 		}
 	}
 	fmt.Fprintln(p.w, b.String())
 }
 
-func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) {
+func (p *textReporter) end(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, err error) {
 	clear(p.said)
 	p.tables(fs)
 	fmt.Fprintf(p.w, "\n%s: %s\n", file, describe(t))
@@ -80,13 +82,13 @@ func (p *textReporter) end(file string, t *totals, fs []flowSummary, err error) 
 	}
 }
 
-func (p *textReporter) table(file string, t *totals, fs []flowSummary, now time.Time) {
+func (p *textReporter) table(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, now time.Time) {
 	fmt.Fprintf(p.w, "\n%s %s: %s\n", now.Format("15:04:05"), file, describe(t))
 	p.tables(fs)
 }
 
 // tables prints a table per flow.
-func (p *textReporter) tables(fs []flowSummary) {
+func (p *textReporter) tables(fs []pcapverify.FlowSummary) {
 	for _, f := range fs {
 		conn := ""
 		if f.Connections > 1 {
@@ -111,8 +113,7 @@ func (p *textReporter) tables(fs []flowSummary) {
 			}
 			ids := "-"
 			if len(d.KeyIDs) > 0 {
-				ids = joinInts(d.KeyIDs)
-				ids = strings.ReplaceAll(ids, " ", "")
+				ids = strings.Trim(strings.ReplaceAll(fmt.Sprint(d.KeyIDs), " ", ","), "[]")
 			}
 			sne := "-"
 			if slices.Contains(d.Auth, "ao") {
@@ -126,7 +127,7 @@ func (p *textReporter) tables(fs []flowSummary) {
 	}
 }
 
-func (p *textReporter) summary(t *totals, files, failed int, exit int, why string) {
+func (p *textReporter) summary(t *pcapverify.Totals, files, failed int, exit int, why string) {
 	switch {
 	case files > 1 && failed == 0:
 		fmt.Fprintf(p.w, "all %d captures: %s\n", files, describe(t))
@@ -135,7 +136,7 @@ func (p *textReporter) summary(t *totals, files, failed int, exit int, why strin
 	}
 	switch exit {
 	case exitGood:
-		if t.counts[unknownISN] > 0 {
+		if t.Counts[pcapverify.UnknownISN] > 0 {
 			fmt.Fprintln(p.w, "result: nothing failed, but some segments could not be checked (unknown-isn)")
 		} else {
 			fmt.Fprintln(p.w, "result: every checked segment is good")
@@ -150,19 +151,19 @@ func (p *textReporter) summary(t *totals, files, failed int, exit int, why strin
 }
 
 // describe is a one-line account of totals.
-func describe(t *totals) string {
+func describe(t *pcapverify.Totals) string {
 	var parts []string
-	for v := range numVerdicts {
-		if c := t.counts[v]; c > 0 {
+	for v := range pcapverify.NumVerdicts {
+		if c := t.Counts[v]; c > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", c, v))
 		}
 	}
-	s := fmt.Sprintf("%d packets, %d segments judged", t.packets, t.checked())
+	s := fmt.Sprintf("%d packets, %d segments judged", t.Packets, t.Checked())
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}
-	if t.skipped > 0 {
-		s += fmt.Sprintf("; %d packets not concerned by any key", t.skipped)
+	if t.Skipped > 0 {
+		s += fmt.Sprintf("; %d packets not concerned by any key", t.Skipped)
 	}
 	return s
 }

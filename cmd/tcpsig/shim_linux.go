@@ -16,7 +16,7 @@ import (
 // runShim is tcpsig shim: package shim, with signals for reload, status
 // and exit.
 func runShim(args []string, stdout, stderr io.Writer) int {
-	f, code, ok := parseShimFlags(args, stderr)
+	f, code, ok := parseShimFlags(args, stdout, stderr)
 	if !ok {
 		return code
 	}

@@ -4,10 +4,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -185,15 +187,23 @@ func startShim(t testing.TB, n *ns, dir string, args ...string) (*proc, string) 
 	}
 }
 
+// shimStatusOf reads a shim's status as the README says: HTTP GET on its
+// unix socket.
 func shimStatusOf(sock string) (shim.Status, error) {
 	var st shim.Status
-	c, err := net.Dial("unix", sock)
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	resp, err := c.Get("http://shim/")
 	if err != nil {
 		return st, err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	err = json.NewDecoder(c).Decode(&st)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("status socket: %s", resp.Status)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
 	return st, err
 }
 

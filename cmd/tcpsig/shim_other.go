@@ -9,7 +9,7 @@ import (
 
 // runShim is tcpsig shim: Linux only (netfilter queue).
 func runShim(args []string, stdout, stderr io.Writer) int {
-	if _, code, ok := parseShimFlags(args, stderr); !ok {
+	if _, code, ok := parseShimFlags(args, stdout, stderr); !ok {
 		return code
 	}
 	return failf(stderr, "shim: needs Linux's netfilter queue; this is %s", runtime.GOOS)

@@ -4,8 +4,10 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/netip"
+	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -107,6 +109,34 @@ func TestShimReloadAO(t *testing.T) {
 		}
 		if len(st.Conns) == 0 {
 			t.Errorf("%s: no session tracked", sock)
+		}
+	}
+	curlStatus(t, sockB)
+}
+
+// curlStatus reads a shim's status with the README's command, curl
+// --unix-socket SOCK http://shim/, and checks that its sessions' kind and
+// state are the words the log uses.
+func curlStatus(t *testing.T, sock string) {
+	t.Helper()
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Log("no curl: the README's status command is not tried (the status was read over HTTP all the same)")
+		return
+	}
+	out, err := exec.Command("curl", "-sS", "--unix-socket", sock, "http://shim/").CombinedOutput()
+	if err != nil {
+		t.Fatalf("curl --unix-socket %s http://shim/: %v\n%s", sock, err, out)
+	}
+	t.Logf("curl --unix-socket %s http://shim/:\n%s", sock, out)
+	var raw struct {
+		Conns []map[string]any `json:"conns"`
+	}
+	if err := json.Unmarshal(out, &raw); err != nil || len(raw.Conns) == 0 {
+		t.Fatalf("curl's output is not a status with a session: %v\n%s", err, out)
+	}
+	for _, c := range raw.Conns {
+		if c["kind"] != "TCP-AO" || c["state"] == nil || c["state"] == "unknown" {
+			t.Errorf("session %v: kind %v state %v, want the log's words", c["remote"], c["kind"], c["state"])
 		}
 	}
 }

@@ -291,6 +291,18 @@ func checksum(b []byte) uint16 {
 	return ^uint16(sum)
 }
 
+// The pcap and pcapng numbers the test captures are written with
+// (libpcap's pcap-savefile(5), draft-ietf-opsawg-pcapng).
+const (
+	pcapMagicMicro = 0xa1b2c3d4
+	pcapMagicNano  = 0xa1b23c4d
+	pcapngSHB      = 0x0a0d0d0a
+	pcapngBOM      = 0x1a2b3c4d
+	pcapngIDB      = 1
+	pcapngSPB      = 3
+	pcapngEPB      = 6
+)
+
 // Link-layer framings of an IP packet, by LINKTYPE.
 const (
 	ltNull     = 0

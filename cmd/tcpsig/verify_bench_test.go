@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
 // BenchmarkVerifySegment is verify's cost per TCP-AO data segment in
@@ -15,22 +16,22 @@ func BenchmarkVerifySegment(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ks, err := loadKeys(kf)
+	ks, err := pcapverify.LoadKeys(kf)
 	if err != nil {
 		b.Fatal(err)
 	}
-	v := newVerifier(ks, &verifyOptions{}, func(r *result) {
-		if r.verdict != good {
-			b.Fatalf("frame %d: %v %s", r.frame, r.verdict, r.reason)
+	v := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) {
+		if r.Verdict != pcapverify.Good {
+			b.Fatalf("frame %d: %v %s", r.Frame, r.Verdict, r.Reason)
 		}
 	})
 	for i, p := range cv.pkts {
-		v.packet(i+1, p, false)
+		v.Packet(i+1, p, false)
 	}
 	data := cv.pkts[len(cv.pkts)-5]
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
 	for b.Loop() {
-		v.packet(99, data, false)
+		v.Packet(99, data, false)
 	}
 }

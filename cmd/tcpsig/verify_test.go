@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/pcapverify"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -405,28 +406,28 @@ func TestSteadyStateAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ks, err := loadKeys(kf)
+	ks, err := pcapverify.LoadKeys(kf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var n int
-	v := newVerifier(ks, &verifyOptions{}, func(r *result) {
-		if r.verdict != good {
-			t.Fatalf("frame %d: %v %s", r.frame, r.verdict, r.reason)
+	v := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) {
+		if r.Verdict != pcapverify.Good {
+			t.Fatalf("frame %d: %v %s", r.Frame, r.Verdict, r.Reason)
 		}
 		n++
 	})
 	for i, p := range cv.pkts {
-		v.packet(i+1, p, false)
+		v.Packet(i+1, p, false)
 	}
 	data := cv.pkts[len(cv.pkts)-5] // a data segment from the server, already verified
 	// The flow keeps the traffic keys it derived (ao.TrafficKey), so a
 	// segment under a key already seen allocates nothing.
-	if allocs := testing.AllocsPerRun(200, func() { v.packet(99, data, false) }); allocs != 0 && !raceEnabled {
+	if allocs := testing.AllocsPerRun(200, func() { v.Packet(99, data, false) }); allocs != 0 && !raceEnabled {
 		t.Errorf("%v allocations per segment, want 0", allocs)
 	}
-	if v.totals.counts[good] != uint64(len(cv.pkts))+201 {
-		t.Errorf("%d good segments, want %d (the repeats verify too)", v.totals.counts[good], len(cv.pkts)+201)
+	if v.Totals().Counts[pcapverify.Good] != uint64(len(cv.pkts))+201 {
+		t.Errorf("%d good segments, want %d (the repeats verify too)", v.Totals().Counts[pcapverify.Good], len(cv.pkts)+201)
 	}
 }
 

@@ -14,12 +14,27 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
 // liveContext is the context a live capture runs under: until Ctrl-C or
 // SIGTERM. Tests replace it.
 var liveContext = func() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// reporter prints what verify finds: as text (a line per segment that is
+// not good, a table per flow, a summary) or as JSON lines (an object per
+// judged segment, then one summary object).
+type reporter interface {
+	begin(file, title string)
+	segment(file string, r *pcapverify.Result)
+	end(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, err error)
+	// table shows the flows so far of a live capture.
+	table(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, now time.Time)
+	// summary ends the report: files captures of which failed stopped at
+	// an error; why explains exitNothing.
+	summary(t *pcapverify.Totals, files, failed int, exit int, why string)
 }
 
 // input is one capture to verify.
@@ -46,11 +61,11 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&lo.every, "every", 5*time.Second, "")
 	files, err := parseArgs(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, verifyHelp)
 		return 0
 	}
 	if err != nil {
-		return failf(stderr, "verify: %v (see tcpsig help)", err)
+		return failf(stderr, "verify: %v (see tcpsig help verify)", err)
 	}
 
 	every := false
@@ -63,7 +78,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		case len(files) > 0:
 			return failf(stderr, "verify: -i %s reads packets live: no CAPTURE file with it (-w FILE writes one)", lo.iface)
 		case *keysPath == "":
-			return failf(stderr, "verify: -keys FILE is required to verify live packets (see tcpsig help)")
+			return failf(stderr, "verify: -keys FILE is required to verify live packets (see tcpsig help verify)")
 		case lo.port < 0 || lo.port > 65535:
 			return failf(stderr, "verify: -port %d is not a TCP port", lo.port)
 		case lo.every <= 0:
@@ -73,7 +88,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return failf(stderr, "verify: %v", err)
 		}
-		ks, err := loadKeys(kf)
+		ks, err := pcapverify.LoadKeys(kf)
 		if err != nil {
 			return failf(stderr, "verify: %s: %v", *keysPath, err)
 		}
@@ -83,11 +98,11 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		}
 		ctx, stop := liveContext()
 		defer stop()
-		opts := &verifyOptions{isn: isn.m, sne: sne.m, warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
+		opts := &pcapverify.Options{ISN: isn.m, SNE: sne.m, Warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
 		return runLive(ctx, lo, ks, opts, rep, stderr)
 	}
 
-	var ks *keySet
+	var ks *pcapverify.Keys
 	var inputs []input
 	hint := ""
 	switch {
@@ -113,13 +128,13 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		hint = demoHint
 	default:
 		if *keysPath == "" {
-			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help)")
+			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help verify)")
 		}
 		kf, err := readKeys(*keysPath, files)
 		if err != nil {
 			return failf(stderr, "verify: %v", err)
 		}
-		if ks, err = loadKeys(kf); err != nil {
+		if ks, err = pcapverify.LoadKeys(kf); err != nil {
 			return failf(stderr, "verify: %s: %v", *keysPath, err)
 		}
 		for _, f := range files {
@@ -133,20 +148,20 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	} else {
 		rep = &textReporter{w: stdout, verbose: *verbose, multi: len(inputs) > 1}
 	}
-	opts := &verifyOptions{isn: isn.m, sne: sne.m, warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
-	var all totals
+	opts := &pcapverify.Options{ISN: isn.m, SNE: sne.m, Warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
+	var all pcapverify.Totals
 	failed := 0
 	for _, in := range inputs {
 		// A capture that cannot be read whole is reported, and the
 		// others are still verified.
 		t, err := verifyOne(in, ks, opts, rep, stderr)
-		all.add(t)
+		all.Add(t)
 		if err != nil {
 			failed++
 			fmt.Fprintf(stderr, "tcpsig verify: %s: %v\n", in.name, err)
 		}
 	}
-	opts.unseen()
+	opts.WarnUnseen()
 	exit, why := exitStatus(&all, failed)
 	rep.summary(&all, len(inputs), failed, exit, why)
 	if exit == exitNothing && *asJSON {
@@ -168,57 +183,48 @@ const (
 
 // exitStatus is the exit status of a run, and for exitNothing one line
 // saying why and what to do.
-func exitStatus(t *totals, failed int) (int, string) {
+func exitStatus(t *pcapverify.Totals, failed int) (int, string) {
 	switch {
 	case failed > 0:
 		return exitError, ""
-	case anyFailing(t):
+	case t.Failing():
 		return exitFailed, ""
-	case t.counts[good] > 0:
+	case t.Counts[pcapverify.Good] > 0:
 		return exitGood, ""
-	case t.counts[unknownISN] > 0:
-		flags := make([]string, len(t.needISN))
-		for i, ap := range t.needISN {
+	case t.Counts[pcapverify.UnknownISN] > 0:
+		flags := make([]string, len(t.NeedISN))
+		for i, ap := range t.NeedISN {
 			flags[i] = "-isn " + ap.String() + "=ISN"
 		}
 		return exitNothing, fmt.Sprintf("nothing was verified: the %d TCP-AO segments need ISNs the capture does not have (its handshake is missing): give %s",
-			t.counts[unknownISN], strings.Join(flags, " "))
-	case t.packets == 0:
+			t.Counts[pcapverify.UnknownISN], strings.Join(flags, " "))
+	case t.Packets == 0:
 		return exitNothing, "nothing was verified: the capture holds no packets"
 	}
-	return exitNothing, fmt.Sprintf("nothing was verified: none of the %d packets carries TCP-AO or TCP-MD5 or comes from a peer a key covers (check the keys' peers against the capture's addresses)", t.packets)
-}
-
-func anyFailing(t *totals) bool {
-	for v := range numVerdicts {
-		if v.failing() && t.counts[v] > 0 {
-			return true
-		}
-	}
-	return false
+	return exitNothing, fmt.Sprintf("nothing was verified: none of the %d packets carries TCP-AO or TCP-MD5 or comes from a peer a key covers (check the keys' peers against the capture's addresses)", t.Packets)
 }
 
 // verifyOne verifies one capture, streaming its frames.
-func verifyOne(in input, ks *keySet, opts *verifyOptions, rep reporter, stderr io.Writer) (*totals, error) {
+func verifyOne(in input, ks *pcapverify.Keys, opts *pcapverify.Options, rep reporter, stderr io.Writer) (*pcapverify.Totals, error) {
 	rep.begin(in.name, in.title)
 	rc, size, err := in.open()
 	if err != nil {
-		rep.end(in.name, &totals{}, nil, err)
-		return &totals{}, err
+		rep.end(in.name, &pcapverify.Totals{}, nil, err)
+		return &pcapverify.Totals{}, err
 	}
 	defer rc.Close()
 	cr := &countingReader{r: rc}
-	c, err := openCapture(cr)
+	c, err := pcapverify.Open(cr)
 	if err != nil {
-		rep.end(in.name, &totals{}, nil, err)
-		return &totals{}, err
+		rep.end(in.name, &pcapverify.Totals{}, nil, err)
+		return &pcapverify.Totals{}, err
 	}
-	v := newVerifier(ks, opts, func(r *result) { rep.segment(in.name, r) })
-	defer v.close()
+	v := pcapverify.NewVerifier(ks, opts, func(r *pcapverify.Result) { rep.segment(in.name, r) })
+	defer v.Close()
 	prog := newProgress(stderr, in.name, size, cr)
 	var capErr error
 	for frame := 1; ; frame++ {
-		ip, truncated, err := c.read()
+		ip, truncated, err := c.Next()
 		if err == io.EOF {
 			break
 		}
@@ -226,12 +232,12 @@ func verifyOne(in input, ks *keySet, opts *verifyOptions, rep reporter, stderr i
 			capErr = fmt.Errorf("frame %d: %v", frame, err)
 			break
 		}
-		v.packet(frame, ip, truncated)
+		v.Packet(frame, ip, truncated)
 		prog.tick(frame)
 	}
 	prog.done()
-	rep.end(in.name, &v.totals, summarize(v.flows), capErr)
-	return &v.totals, capErr
+	rep.end(in.name, v.Totals(), v.Flows(), capErr)
+	return v.Totals(), capErr
 }
 
 // fileInput is a capture file, or standard input for "-".

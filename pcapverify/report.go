@@ -1,27 +1,44 @@
-package main
+package pcapverify
 
 import (
 	"fmt"
+	"io"
 	"slices"
-	"time"
 )
 
-// reporter prints what verify finds: as text (a line per segment that is
-// not good, a table per flow, a summary) or as JSON lines (an object per
-// judged segment, then one summary object).
-type reporter interface {
-	begin(file, title string)
-	segment(file string, r *result)
-	end(file string, t *totals, fs []flowSummary, err error)
-	// table shows the flows so far of a live capture.
-	table(file string, t *totals, fs []flowSummary, now time.Time)
-	// summary ends the report: files captures of which failed stopped at
-	// an error; why explains exitNothing.
-	summary(t *totals, files, failed int, exit int, why string)
+// Report is what one capture was found to hold.
+type Report struct {
+	Totals Totals
+	Flows  []FlowSummary
 }
 
-// verdictCounts are the counts per verdict, in the order of the verdicts.
-type verdictCounts struct {
+// Verify reads a whole capture and judges its segments with keys, handing
+// each to emit (nil: none) as Verifier does. When the capture cannot be
+// read to its end, the error names the frame, and the report holds what
+// came before it.
+func Verify(r io.Reader, keys *Keys, opts *Options, emit func(*Result)) (*Report, error) {
+	c, err := Open(r)
+	if err != nil {
+		return &Report{}, err
+	}
+	v := NewVerifier(keys, opts, emit)
+	defer v.Close()
+	for frame := 1; ; frame++ {
+		ip, truncated, err := c.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			err = fmt.Errorf("frame %d: %v", frame, err)
+			return &Report{Totals: v.totals, Flows: v.Flows()}, err
+		}
+		v.Packet(frame, ip, truncated)
+	}
+	return &Report{Totals: v.totals, Flows: v.Flows()}, nil
+}
+
+// VerdictCounts are the counts per verdict, by name.
+type VerdictCounts struct {
 	Good       uint64 `json:"good"`
 	Bad        uint64 `json:"bad"`
 	NoKey      uint64 `json:"no-key"`
@@ -30,22 +47,29 @@ type verdictCounts struct {
 	UnknownISN uint64 `json:"unknown-isn"`
 }
 
-func countsOf(c *[numVerdicts]uint64) verdictCounts {
-	return verdictCounts{c[good], c[bad], c[noKey], c[unsigned], c[malformed], c[unknownISN]}
+// Verdicts are t's counts by name.
+func (t *Totals) Verdicts() VerdictCounts { return countsOf(&t.Counts) }
+
+func countsOf(c *[NumVerdicts]uint64) VerdictCounts {
+	return VerdictCounts{c[Good], c[Bad], c[NoKey], c[Unsigned], c[Malformed], c[UnknownISN]}
 }
 
-// flowSummary and dirSummary are a flow's table.
-type flowSummary struct {
+// A FlowSummary is a flow's table: its endpoints, and what each direction
+// carried.
+type FlowSummary struct {
 	Flow        int       `json:"flow"`
 	Endpoints   [2]string `json:"endpoints"`
 	Connections int       `json:"connections"`
 	// Reading says, when both ends share an address, whose MKTs the
 	// keys file's entries were read as.
 	Reading    string       `json:"reading,omitempty"`
-	Directions []dirSummary `json:"directions"`
+	Directions []DirSummary `json:"directions"`
 }
 
-type dirSummary struct {
+// A DirSummary is one direction of a flow: where its ISN came from, the
+// options, algorithms and KeyIDs it carried, its largest SNE and its
+// verdicts.
+type DirSummary struct {
 	From     string        `json:"from"`
 	To       string        `json:"to"`
 	ISN      *uint32       `json:"isn"`
@@ -55,19 +79,19 @@ type dirSummary struct {
 	KeyIDs   []int         `json:"keyids"`
 	Reading  string        `json:"reading,omitempty"`
 	SNE      uint32        `json:"sne"`
-	Verdicts verdictCounts `json:"verdicts"`
+	Verdicts VerdictCounts `json:"verdicts"`
 }
 
 // summarize makes the tables of the flows that had judged segments.
-func summarize(t *flows) []flowSummary {
-	var out []flowSummary
+func summarize(t *flows) []FlowSummary {
+	var out []FlowSummary
 	for _, f := range t.order {
 		// The client first: the end that sent a SYN, else the first seen.
 		order := [2]int{0, 1}
 		if f.ends[1].isnFrom == isnFromSYN && f.ends[0].isnFrom != isnFromSYN {
 			order = [2]int{1, 0}
 		}
-		fs := flowSummary{Flow: f.id, Endpoints: [2]string{f.ends[order[0]].addr.String(), f.ends[order[1]].addr.String()}, Connections: f.conns}
+		fs := FlowSummary{Flow: f.id, Endpoints: [2]string{f.ends[order[0]].addr.String(), f.ends[order[1]].addr.String()}, Connections: f.conns}
 		for _, i := range order {
 			d, e := &f.dirs[i], &f.ends[i]
 			var n uint64
@@ -77,20 +101,20 @@ func summarize(t *flows) []flowSummary {
 			if n == 0 {
 				continue
 			}
-			ds := dirSummary{From: e.addr.String(), To: f.ends[1-i].addr.String(), ISNFrom: e.isnFrom.String(),
+			ds := DirSummary{From: e.addr.String(), To: f.ends[1-i].addr.String(), ISNFrom: e.isnFrom.String(),
 				Algs: slices.Clone(d.algs), SNE: d.sneHi, Verdicts: countsOf(&d.counts), Auth: []string{}, KeyIDs: []int{}}
 			if e.isnKnown() {
 				isn := e.isn
 				ds.ISN = &isn
 			}
 			// "none" only when no segment carried an option.
-			for k := kindAO; k < numKinds; k++ {
+			for k := KindAO; k < numKinds; k++ {
 				if d.kinds[k] {
 					ds.Auth = append(ds.Auth, k.String())
 				}
 			}
 			if len(ds.Auth) == 0 {
-				ds.Auth = append(ds.Auth, kindNone.String())
+				ds.Auth = append(ds.Auth, KindNone.String())
 			}
 			for id := range 256 {
 				if d.keyIDs[id/64]&(1<<(id%64)) != 0 {
@@ -100,9 +124,9 @@ func summarize(t *flows) []flowSummary {
 			switch {
 			case d.used[0] && d.used[1]:
 				ds.Reading = "receiver+sender"
-			case d.used[1] || (d.kinds[kindMD5] && d.md5Sender):
+			case d.used[1] || (d.kinds[KindMD5] && d.md5Sender):
 				ds.Reading = "sender"
-			case d.kinds[kindAO] || d.kinds[kindMD5]:
+			case d.kinds[KindAO] || d.kinds[KindMD5]:
 				ds.Reading = "receiver"
 			}
 			if ds.Algs == nil {

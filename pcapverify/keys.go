@@ -1,4 +1,4 @@
-package main
+package pcapverify
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
-// keySet is a keys file loaded into keyrings, and the readings a direction
+// Keys is a keys file loaded into keyrings, and the readings a direction
 // of a flow is judged under.
 //
 // A segment is judged, as in the kernel, with the keys of its receiver:
@@ -28,7 +28,9 @@ import (
 //     receiver's address), is judged with the sender's keys mirrored (a
 //     TCP-AO MKT with SendID and RecvID swapped, a TCP-MD5 key as is): the
 //     reading of a keys file that lists one endpoint's keys only.
-type keySet struct {
+//
+// Keys serve one Verifier at a time: readings are built as flows need them.
+type Keys struct {
 	file    *keyfile.File
 	pool    *sigpool.Pool
 	aoRings []*ao.Keyring
@@ -45,15 +47,15 @@ type mirror struct {
 	md5     *md5Keys
 }
 
-// loadKeys builds the keyrings of a keys file. A capture does not say in
+// LoadKeys builds the keyrings of a keys file. A capture does not say in
 // which L3 domain a segment was, so entries bound to an ifindex are judged
 // as if they were not.
-func loadKeys(kf *keyfile.File) (*keySet, error) {
+func LoadKeys(kf *keyfile.File) (*Keys, error) {
 	pool, err := sigpool.New(sigpool.Config{})
 	if err != nil {
 		return nil, err
 	}
-	ks := &keySet{
+	ks := &Keys{
 		file:    kf,
 		pool:    pool,
 		aoEntry: map[*ao.MKT]int{},
@@ -78,7 +80,7 @@ func loadKeys(kf *keyfile.File) (*keySet, error) {
 // addAO adds an MKT to the first of rings that takes it (a new ring when
 // none does) and returns rings. An MKT identical to one already added is
 // the same key configured on both ends and is not added twice.
-func (ks *keySet) addAO(rings []*ao.Keyring, cfg ao.Config, entry int) ([]*ao.Keyring, error) {
+func (ks *Keys) addAO(rings []*ao.Keyring, cfg ao.Config, entry int) ([]*ao.Keyring, error) {
 	for _, r := range rings {
 		m, err := r.Add(cfg)
 		if err == nil {
@@ -102,7 +104,7 @@ func (ks *keySet) addAO(rings []*ao.Keyring, cfg ao.Config, entry int) ([]*ao.Ke
 }
 
 // sameAO reports whether ring r holds an MKT identical to cfg.
-func (ks *keySet) sameAO(r *ao.Keyring, cfg ao.Config) bool {
+func (ks *Keys) sameAO(r *ao.Keyring, cfg ao.Config) bool {
 	m := r.Find(cfg.Peer, cfg.SendID, cfg.RecvID)
 	if m == nil {
 		return false
@@ -119,7 +121,7 @@ func (ks *keySet) sameAO(r *ao.Keyring, cfg ao.Config) bool {
 }
 
 // aoName returns the name of the entry an MKT was made from.
-func (ks *keySet) aoName(m *ao.MKT) string {
+func (ks *Keys) aoName(m *ao.MKT) string {
 	if i, ok := ks.aoEntry[m]; ok {
 		return ks.aoNames[i]
 	}
@@ -127,16 +129,16 @@ func (ks *keySet) aoName(m *ao.MKT) string {
 }
 
 // entryName is how reports name entry i: its "name", else ao[i] or md5[i].
-func entryName(kind string, i int, name string) string {
+func entryName(Kind string, i int, name string) string {
 	if name != "" {
 		return name
 	}
-	return keyfile.Label(kind, i, "")
+	return keyfile.Label(Kind, i, "")
 }
 
 // aoReadings returns the keyrings that judge TCP-AO segments from src to
 // dst, and whether they hold the sender's keys mirrored.
-func (ks *keySet) aoReadings(src, dst netip.Addr) (rings []*ao.Keyring, sender bool) {
+func (ks *Keys) aoReadings(src, dst netip.Addr) (rings []*ao.Keyring, sender bool) {
 	for _, r := range ks.aoRings {
 		if r.Covers(src, 0) {
 			rings = append(rings, r)
@@ -150,7 +152,7 @@ func (ks *keySet) aoReadings(src, dst netip.Addr) (rings []*ao.Keyring, sender b
 }
 
 // md5Readings is aoReadings for TCP-MD5.
-func (ks *keySet) md5Readings(src, dst netip.Addr) (*md5Keys, bool) {
+func (ks *Keys) md5Readings(src, dst netip.Addr) (*md5Keys, bool) {
 	if ks.md5.covers(src) {
 		return ks.md5, false
 	}
@@ -159,11 +161,11 @@ func (ks *keySet) md5Readings(src, dst netip.Addr) (*md5Keys, bool) {
 }
 
 // relevant reports whether any key concerns traffic between a and b.
-func (ks *keySet) relevant(a, b netip.Addr) bool {
+func (ks *Keys) relevant(a, b netip.Addr) bool {
 	return ks.coversAny(a) || ks.coversAny(b)
 }
 
-func (ks *keySet) coversAny(a netip.Addr) bool {
+func (ks *Keys) coversAny(a netip.Addr) bool {
 	for _, r := range ks.aoRings {
 		if r.Covers(a, 0) {
 			return true
@@ -174,7 +176,7 @@ func (ks *keySet) coversAny(a netip.Addr) bool {
 
 // mirrorOf builds (once per address pair) the sender's keys for segments
 // from src to dst: the entries whose peer contains dst, mirrored.
-func (ks *keySet) mirrorOf(src, dst netip.Addr) *mirror {
+func (ks *Keys) mirrorOf(src, dst netip.Addr) *mirror {
 	k := [2]netip.Addr{src, dst}
 	if m, ok := ks.mirrors[k]; ok {
 		return m
@@ -198,7 +200,7 @@ func (ks *keySet) mirrorOf(src, dst netip.Addr) *mirror {
 
 // aoCovering returns the names of the entries that cover src as a
 // receiver's MKTs and their RecvIDs, for explaining a no-key verdict.
-func (ks *keySet) aoCovering(rings []*ao.Keyring, src netip.Addr) (names []string, recvIDs []int) {
+func (ks *Keys) aoCovering(rings []*ao.Keyring, src netip.Addr) (names []string, recvIDs []int) {
 	for m, i := range ks.aoEntry {
 		name := ks.aoNames[i]
 		if !m.Peer().Contains(src) || !slices.ContainsFunc(rings, func(r *ao.Keyring) bool { return r.Find(m.Peer(), m.SendID(), m.RecvID()) == m }) {

@@ -1,4 +1,4 @@
-package main
+package pcapverify
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package main
+package pcapverify
 
 import (
 	"bufio"
@@ -43,10 +43,10 @@ const (
 
 var errTruncated = errors.New("the file ends in the middle of a packet (truncated capture)")
 
-// captureReader reads the frames of a pcap or pcapng file (gzipped or
-// not), one at a time into pcapgo's reused buffer, and finds the IP packet
-// in each: memory does not grow with the file.
-type captureReader struct {
+// A Capture reads the frames of a pcap or pcapng file (gzipped or not),
+// one at a time into pcapgo's reused buffer, and finds the IP packet in
+// each: memory does not grow with the file.
+type Capture struct {
 	pcap  *pcapgo.Reader
 	lt    layers.LinkType // of a pcap file's frames
 	ng    *pcapgo.NgReader
@@ -54,8 +54,9 @@ type captureReader struct {
 	link  linkDecoder
 }
 
-// openCapture recognises the file format from its first bytes.
-func openCapture(r io.Reader) (*captureReader, error) {
+// Open starts reading a capture, recognising its format from its first
+// bytes. Its errors are one line, for a report.
+func Open(r io.Reader) (*Capture, error) {
 	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -72,7 +73,7 @@ func openCapture(r io.Reader) (*captureReader, error) {
 		return nil, errors.New("not a pcap or pcapng capture (too short)")
 	}
 	if binary.LittleEndian.Uint32(magic) == pcapngSHB {
-		c := &captureReader{guard: &ngGuard{r: br}}
+		c := &Capture{guard: &ngGuard{r: br}}
 		if c.ng, err = pcapgo.NewNgReader(c.guard, pcapgo.NgReaderOptions{WantMixedLinkType: true}); err != nil {
 			return nil, c.explain(err)
 		}
@@ -93,7 +94,7 @@ func openCapture(r io.Reader) (*captureReader, error) {
 	}
 	// pcapgo keeps 16 bits of the link type; the upper 6 are FCS flags.
 	lt := order.Uint32(h[20:]) & 0x03ffffff
-	c := &captureReader{lt: layers.LinkType(lt)}
+	c := &Capture{lt: layers.LinkType(lt)}
 	if c.pcap, err = pcapgo.NewReader(br); err != nil {
 		return nil, c.explain(err)
 	}
@@ -104,9 +105,10 @@ func openCapture(r io.Reader) (*captureReader, error) {
 	return c, nil
 }
 
-// read returns the next frame's IP packet (nil when it carries none) and
-// whether the capture truncated the frame; io.EOF at the end.
-func (c *captureReader) read() (ip []byte, truncated bool, err error) {
+// Next returns the next frame's IP packet (nil when it carries none) and
+// whether the capture truncated the frame; io.EOF at the end. The packet
+// is valid until the next call.
+func (c *Capture) Next() (ip []byte, truncated bool, err error) {
 	var data []byte
 	var ci gopacket.CaptureInfo
 	lt := c.lt
@@ -128,7 +130,7 @@ func (c *captureReader) read() (ip []byte, truncated bool, err error) {
 
 // explain turns pcapgo's error into one line for the report, preferring
 // the guard's, which names the block at fault.
-func (c *captureReader) explain(err error) error {
+func (c *Capture) explain(err error) error {
 	if c.guard != nil && c.guard.err != nil && c.guard.err != io.EOF {
 		return c.guard.err
 	}

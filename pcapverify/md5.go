@@ -1,4 +1,4 @@
-package main
+package pcapverify
 
 import (
 	"bytes"
@@ -89,8 +89,8 @@ func (k *md5Keys) mirror(src, dst netip.Addr) *md5Keys {
 // verify judges a segment that carries a TCP-MD5 option under every
 // reading: good under the first that verifies it, else bad. It returns the
 // name of the key that judged it.
-func (k *md5Keys) verify(seg *segment.Segment) (verdict, string, error) {
-	v, name := noKey, ""
+func (k *md5Keys) verify(seg *segment.Segment) (Verdict, string, error) {
+	v, name := NoKey, ""
 	var firstErr error
 	for _, r := range k.rings {
 		key := r.Lookup(seg.Src, 0)
@@ -99,12 +99,12 @@ func (k *md5Keys) verify(seg *segment.Segment) (verdict, string, error) {
 		}
 		err := r.Verify(seg, 0)
 		if err == nil {
-			return good, k.name(key), nil
+			return Good, k.name(key), nil
 		}
-		if v == noKey {
-			v, name, firstErr = bad, k.name(key), err
+		if v == NoKey {
+			v, name, firstErr = Bad, k.name(key), err
 			if !errors.Is(err, md5sig.ErrBadMAC) {
-				v = malformed
+				v = Malformed
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package main
+package pcapverify
 
 import (
 	"net/netip"
@@ -114,7 +114,7 @@ type dirState struct {
 	md5         *md5Keys
 	md5Sender   bool
 
-	counts [numVerdicts]uint64
+	counts [NumVerdicts]uint64
 	keyIDs [4]uint64 // TCP-AO KeyIDs seen, a bit each
 	kinds  [numKinds]bool
 	algs   []string
@@ -199,7 +199,7 @@ func (t *flows) wipe() {
 	}
 }
 
-func (t *flows) get(src, dst netip.AddrPort, opts *verifyOptions) (*flow, int) {
+func (t *flows) get(src, dst netip.AddrPort, opts *Options) (*flow, int) {
 	k := keyOf(src, dst)
 	if f, ok := t.byKey[k]; ok {
 		if f.ends[0].addr == src {
@@ -212,7 +212,7 @@ func (t *flows) get(src, dst netip.AddrPort, opts *verifyOptions) (*flow, int) {
 	f.ends[0].addr, f.ends[1].addr = src, dst
 	for j := range f.ends {
 		e := &f.ends[j]
-		if isn, ok := opts.isn[e.addr]; ok {
+		if isn, ok := opts.ISN[e.addr]; ok {
 			e.isn, e.isnFrom = isn, isnFromFlag
 		}
 	}
@@ -225,7 +225,7 @@ func (t *flows) get(src, dst netip.AddrPort, opts *verifyOptions) (*flow, int) {
 // before (and whatever) its verdict: a SYN or SYN-ACK gives the sender's
 // ISN and starts its SNE at 0; the first segment of a flow captured
 // without its handshake starts the SNE at the -sne value (default 0).
-func (f *flow) learn(i int, h segment.TCP, opts *verifyOptions) {
+func (f *flow) learn(i int, h segment.TCP, opts *Options) {
 	e, o := &f.ends[i], &f.ends[1-i]
 	seq := h.Seq()
 	switch h.Flags() & (segment.SYN | segment.ACK) {
@@ -252,17 +252,17 @@ func (f *flow) learn(i int, h segment.TCP, opts *verifyOptions) {
 		return
 	}
 	if !e.sneSet {
-		e.sne, e.basis, e.sneSet = opts.sne[e.addr], seq, true
+		e.sne, e.basis, e.sneSet = opts.SNE[e.addr], seq, true
 	}
 }
 
 // contradicted warns when the handshake segment (a SYN or SYN-ACK with
 // sequence number isn) of endpoint e overrides what -isn or -sne said.
-func (o *verifyOptions) contradicted(e *endState, isn uint32, what string) {
-	if n, ok := o.isn[e.addr]; ok && n != isn {
+func (o *Options) contradicted(e *endState, isn uint32, what string) {
+	if n, ok := o.ISN[e.addr]; ok && n != isn {
 		o.warnf("-isn %v=%d contradicts the capture: %v's %s has ISN %d, which is used", e.addr, n, e.addr, what, isn)
 	}
-	if n, ok := o.sne[e.addr]; ok && n != 0 {
+	if n, ok := o.SNE[e.addr]; ok && n != 0 {
 		o.warnf("-sne %v=%d ignored: the capture has %v's %s, where its SNE is 0", e.addr, n, e.addr, what)
 	}
 }

@@ -1,0 +1,103 @@
+package tcpsig_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// readmeBlocks returns the fenced code blocks of the README section whose
+// heading is title, in order.
+func readmeBlocks(t *testing.T, title string) []string {
+	t.Helper()
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## "+title+"\n")
+	if !ok {
+		t.Fatalf("README has no section %q", title)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	var blocks []string
+	for {
+		_, rest, ok := strings.Cut(sec, "```")
+		if !ok {
+			return blocks
+		}
+		_, rest, _ = strings.Cut(rest, "\n") // the info string
+		block, after, ok := strings.Cut(rest, "```")
+		if !ok {
+			t.Fatalf("README section %q: an unclosed code block", title)
+		}
+		blocks = append(blocks, block)
+		sec = after
+	}
+}
+
+// TestModuleFromOutside (issue 21): the README's "Using tcpsig from your
+// module" works as written from a module outside the clone: its go.mod
+// lines, its programs and its commands, run in a throwaway directory that
+// holds the clone (a link to this tree) beside the new module, print what
+// the README shows.
+func TestModuleFromOutside(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds two programs with the go command")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("needs the go command: %v", err)
+	}
+	blocks := readmeBlocks(t, "Using tcpsig from your module")
+	if len(blocks) != 8 {
+		t.Fatalf("the section has %d code blocks, want 8 (go.mod, main.go, commands, output; netstack's go.mod lines, main.go, commands, output)", len(blocks))
+	}
+	root, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(root, filepath.Join(dir, "tcpsig")); err != nil {
+		t.Fatal(err)
+	}
+	try := func(name, goMod, mainGo, commands, want string) {
+		t.Helper()
+		mod := filepath.Join(dir, name)
+		if err := os.Mkdir(mod, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for file, body := range map[string]string{"go.mod": goMod, "main.go": mainGo} {
+			if err := os.WriteFile(filepath.Join(mod, file), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got []byte
+		for _, line := range strings.Split(commands, "\n") {
+			line, _, _ = strings.Cut(line, "#")
+			for _, c := range strings.Split(line, "&&") {
+				args := strings.Fields(c)
+				if len(args) == 0 {
+					continue
+				}
+				if args[0] != "go" {
+					t.Fatalf("%s: the README's command %q is not a go command", name, c)
+				}
+				cmd := exec.Command(goBin, args[1:]...)
+				cmd.Dir = mod
+				cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+				out, err := cmd.CombinedOutput()
+				if err != nil {
+					t.Fatalf("%s: %s: %v\n%s", name, c, err, out)
+				}
+				got = out
+			}
+		}
+		if string(got) != want {
+			t.Errorf("%s: the last command printed\n%s\nthe README shows\n%s", name, got, want)
+		}
+	}
+	try("hello", blocks[0], blocks[1], blocks[2], blocks[3])
+	try("hellonetstack", blocks[0]+"\n"+blocks[4], blocks[5], blocks[6], blocks[7])
+}

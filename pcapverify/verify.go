@@ -1,0 +1,582 @@
+package pcapverify
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/segment"
+)
+
+// Verdict is the judgement of one segment.
+type Verdict uint8
+
+// The verdicts, in the order reports count them.
+const (
+	Good        Verdict = iota // the MAC verifies
+	Bad                        // the MAC does not verify
+	NoKey                      // no key with the segment's KeyID (TCP-AO) or for its peer
+	Unsigned                   // no option, though a key covers the peer
+	Malformed                  // the segment cannot be parsed as the kernel would
+	UnknownISN                 // TCP-AO, but an ISN the MAC depends on is unknown
+	NumVerdicts                // the number of verdicts
+)
+
+var verdictNames = [NumVerdicts]string{"good", "bad", "no-key", "unsigned", "malformed", "unknown-isn"}
+
+// String is the verdict's name in reports: "good", "no-key", ...
+func (v Verdict) String() string {
+	if v >= NumVerdicts {
+		return fmt.Sprintf("Verdict(%d)", uint8(v))
+	}
+	return verdictNames[v]
+}
+
+// Failing reports whether the verdict is a failure: every verdict but
+// Good and UnknownISN (a segment that could not be checked).
+func (v Verdict) Failing() bool { return v != Good && v != UnknownISN }
+
+// Kind is the authentication option a segment carries.
+type Kind uint8
+
+// The kinds of option.
+const (
+	KindNone Kind = iota
+	KindAO
+	KindMD5
+	numKinds
+)
+
+// String is "none", "ao" or "md5".
+func (k Kind) String() string {
+	if k >= numKinds {
+		return fmt.Sprintf("Kind(%d)", uint8(k))
+	}
+	return [...]string{"none", "ao", "md5"}[k]
+}
+
+// Result is the judgement of one segment.
+type Result struct {
+	Frame             int            // the frame's number in the capture, from 1
+	Src, Dst          netip.AddrPort // invalid when the packet is too broken to tell
+	HasTCP            bool           // Flags and Seq are known
+	Flags             segment.Flags
+	Seq               uint32
+	Kind              Kind
+	KeyID, RNextKeyID uint8  // TCP-AO only
+	SNE               uint32 // TCP-AO only
+	Verdict           Verdict
+	Key               string // the keys-file entry that judged it
+	Alg               string // its algorithm
+	Sender            bool   // judged with the sender's keys, mirrored
+	Reason            string // why the verdict is not Good
+	Flow              int    // the segment's flow in the report; 0 for none
+}
+
+// Options are what a capture cannot tell, given by its user: the ISNs
+// and SNEs of endpoints whose handshake is missing. The messages name
+// them as tcpsig's -isn and -sne flags. One Options may serve several
+// captures; it remembers which endpoints a segment was from or to.
+type Options struct {
+	ISN map[netip.AddrPort]uint32 // -isn
+	SNE map[netip.AddrPort]uint32 // -sne
+
+	Warn func(string) // prints a warning line; nil: none
+
+	seen   map[netip.AddrPort]bool // ISN/SNE endpoints some segment was from or to
+	warned map[string]bool         // warnings already given
+}
+
+// note records that a segment was from or to ap.
+func (o *Options) note(ap netip.AddrPort) {
+	_, a := o.ISN[ap]
+	_, b := o.SNE[ap]
+	if (a || b) && !o.seen[ap] {
+		if o.seen == nil {
+			o.seen = map[netip.AddrPort]bool{}
+		}
+		o.seen[ap] = true
+	}
+}
+
+// warnf prints a warning once.
+func (o *Options) warnf(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	if o.Warn == nil || o.warned[msg] {
+		return
+	}
+	if o.warned == nil {
+		o.warned = map[string]bool{}
+	}
+	o.warned[msg] = true
+	o.Warn(msg)
+}
+
+// WarnUnseen warns about the ISN and SNE endpoints that no segment was
+// from or to: they changed nothing. Call it after the last capture.
+func (o *Options) WarnUnseen() {
+	for _, f := range []struct {
+		name string
+		m    map[netip.AddrPort]uint32
+	}{{"-isn", o.ISN}, {"-sne", o.SNE}} {
+		for _, ap := range slices.SortedFunc(maps.Keys(f.m), func(a, b netip.AddrPort) int { return a.Compare(b) }) {
+			if !o.seen[ap] {
+				o.warnf("%s %v=%d: no segment of the capture is from or to %v: ignored (check the address and port)", f.name, ap, f.m[ap], ap)
+			}
+		}
+	}
+}
+
+// Totals counts a capture's packets and verdicts.
+type Totals struct {
+	Packets uint64
+	Skipped uint64 // not TCP over IP, or TCP that no key concerns
+	Counts  [NumVerdicts]uint64
+	NeedISN []netip.AddrPort // endpoints whose unknown ISN made segments unknown-isn (the first few)
+}
+
+// maxNeedISN bounds Totals.NeedISN.
+const maxNeedISN = 4
+
+// Add adds o's counts to t.
+func (t *Totals) Add(o *Totals) {
+	t.Packets += o.Packets
+	t.Skipped += o.Skipped
+	for i := range t.Counts {
+		t.Counts[i] += o.Counts[i]
+	}
+	for _, ap := range o.NeedISN {
+		t.noteNeedISN(ap)
+	}
+}
+
+func (t *Totals) noteNeedISN(ap netip.AddrPort) {
+	if len(t.NeedISN) < maxNeedISN && !slices.Contains(t.NeedISN, ap) {
+		t.NeedISN = append(t.NeedISN, ap)
+	}
+}
+
+// Checked is the number of segments judged.
+func (t *Totals) Checked() (n uint64) {
+	for _, c := range t.Counts {
+		n += c
+	}
+	return n
+}
+
+// Failing reports whether a segment had a failing verdict.
+func (t *Totals) Failing() bool {
+	for v := range NumVerdicts {
+		if v.Failing() && t.Counts[v] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// A Verifier judges the packets of one capture, in order, and hands every
+// judged segment to emit, which must not keep the result. Its memory
+// grows with the number of flows that keys concern, not with the number
+// of packets.
+type Verifier struct {
+	keys   *Keys
+	opts   *Options
+	flows  *flows
+	totals Totals
+	emit   func(*Result)
+	r      Result // the result being made, reused
+}
+
+// NewVerifier returns a Verifier of one capture. opts may be nil; emit
+// may be nil when only the totals and flows are wanted.
+func NewVerifier(keys *Keys, opts *Options, emit func(*Result)) *Verifier {
+	if opts == nil {
+		opts = &Options{}
+	}
+	if emit == nil {
+		emit = func(*Result) {}
+	}
+	return &Verifier{keys: keys, opts: opts, flows: newFlows(), emit: emit}
+}
+
+// Close wipes the traffic keys the verifier derived.
+func (v *Verifier) Close() { v.flows.wipe() }
+
+// Totals are the counts so far.
+func (v *Verifier) Totals() *Totals { return &v.totals }
+
+// Flows summarizes the flows that had judged segments so far.
+func (v *Verifier) Flows() []FlowSummary { return summarize(v.flows) }
+
+// Packet judges one IP packet (nil if the frame carries none). truncated
+// says the capture kept only part of the frame.
+func (v *Verifier) Packet(frame int, ip []byte, truncated bool) {
+	v.totals.Packets++
+	if ip == nil {
+		v.totals.Skipped++
+		return
+	}
+	seg, err := segment.ParsePacket(ip)
+	if err != nil {
+		v.broken(frame, ip, truncated, err)
+		return
+	}
+	h := seg.Header
+	src := netip.AddrPortFrom(seg.Src.Unmap(), h.SrcPort())
+	dst := netip.AddrPortFrom(seg.Dst.Unmap(), h.DstPort())
+	if len(v.opts.ISN)+len(v.opts.SNE) > 0 {
+		v.opts.note(src)
+		v.opts.note(dst)
+	}
+	signed := seg.Auth.AO > 0 || seg.Auth.MD5 > 0
+	if !signed && !v.keys.relevant(src.Addr(), dst.Addr()) {
+		v.totals.Skipped++
+		return
+	}
+	f, i := v.flows.get(src, dst, v.opts)
+	f.learn(i, h, v.opts)
+	f.ends[i].last, f.ends[i].lastSet = h.Seq(), true
+	d := v.direction(f, i)
+	r := &v.r
+	*r = Result{Frame: frame, Src: src, Dst: dst, HasTCP: true, Flags: h.Flags(), Seq: h.Seq(), Flow: f.id}
+	switch {
+	case seg.Auth.AO > 0:
+		v.judgeAO(f, i, d, &seg, r)
+	case seg.Auth.MD5 > 0:
+		v.judgeMD5(d, &seg, r)
+	default:
+		r.Verdict = Unsigned
+		r.Reason = "no TCP-AO or TCP-MD5 option, but " + v.coverage(d, src.Addr(), dst.Addr())
+	}
+	v.record(d, r)
+}
+
+// broken reports a packet that does not parse, if it concerns a key.
+func (v *Verifier) broken(frame int, ip []byte, truncated bool, err error) {
+	if errors.Is(err, segment.ErrNotTCP) || errors.Is(err, segment.ErrFragment) {
+		v.totals.Skipped++
+		return
+	}
+	r := &v.r
+	*r = Result{Frame: frame, Verdict: Malformed, Reason: strings.TrimPrefix(err.Error(), "segment: ")}
+	if truncated && errors.Is(err, segment.ErrShortPacket) {
+		r.Reason = "the capture kept only part of the packet (snap length): cannot check it"
+	}
+	var d *dirState
+	src, dst, tcp, ok := peekTCP(ip)
+	if ok {
+		r.Src, r.Dst = src, dst
+	}
+	if len(tcp) >= segment.TCPChecksumOffset {
+		h := segment.TCP(tcp)
+		r.HasTCP, r.Flags, r.Seq = true, h.Flags(), h.Seq()
+	}
+	switch {
+	case ok && v.keys.relevant(src.Addr(), dst.Addr()):
+		f, i := v.flows.get(src, dst, v.opts)
+		d, r.Flow = v.direction(f, i), f.id
+	case errors.Is(err, segment.ErrAuthOption), errors.Is(err, segment.ErrDuplicateAuth), errors.Is(err, segment.ErrBothAuth):
+		// A broken signature option is reported whoever it is for.
+	default:
+		v.totals.Skipped++
+		return
+	}
+	v.record(d, r)
+}
+
+// record counts a result and hands it on.
+func (v *Verifier) record(d *dirState, r *Result) {
+	v.totals.Counts[r.Verdict]++
+	if d != nil {
+		d.counts[r.Verdict]++
+		d.kinds[r.Kind] = true
+		if r.Kind == KindAO {
+			if r.Key != "" {
+				d.used[b2i(r.Sender)] = true
+			}
+			d.keyIDs[r.KeyID/64] |= 1 << (r.KeyID % 64)
+			d.sne = r.SNE
+			d.sneHi = max(d.sneHi, r.SNE)
+		}
+		if r.Alg != "" {
+			d.noteAlg(r.Alg)
+		}
+	}
+	v.emit(r)
+}
+
+// direction returns the state of the direction ends[i] sends, with its
+// readings set up on first use.
+func (v *Verifier) direction(f *flow, i int) *dirState {
+	d := &f.dirs[i]
+	if !d.ready {
+		src, dst := f.ends[i].addr.Addr(), f.ends[1-i].addr.Addr()
+		rings, sender := v.keys.aoReadings(src, dst)
+		for _, r := range rings {
+			d.ao = append(d.ao, &aoJudge{ring: r, sender: sender})
+		}
+		d.aoSender = sender
+		if src == dst && !sender {
+			// The addresses cannot tell the ends apart: every entry may
+			// be the receiver's MKT or the sender's. The receiver's
+			// reading is tried first.
+			for _, r := range v.keys.mirrorOf(src, dst).aoRings {
+				d.ao = append(d.ao, &aoJudge{ring: r, sender: true})
+			}
+			d.twoReadings = true
+		}
+		d.md5, d.md5Sender = v.keys.md5Readings(src, dst)
+		d.ready = true
+	}
+	return d
+}
+
+// judgeAO judges a segment with a TCP-AO option, sent by ends[i].
+func (v *Verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r *Result) {
+	h := seg.Header
+	opt, err := ao.ParseOption(h[seg.Auth.AO:])
+	if err != nil { // segment.ParsePacket checked it already
+		r.Verdict, r.Reason = Malformed, err.Error()
+		return
+	}
+	r.Kind, r.KeyID, r.RNextKeyID = KindAO, opt.KeyID, opt.RNextKeyID
+	if flags := h.Flags(); flags&segment.SYN == 0 {
+		r.SNE = f.ends[i].sneOf(h.Seq())
+	}
+	if !d.twoReadings {
+		v.judgeAOWith(f, i, d, seg, &opt, r, allJudges)
+		return
+	}
+	// Both ends share an address: judge under both readings, and report
+	// the verdict of the flow's reading, the one that has explained most
+	// segments so far.
+	rr, rs := *r, *r
+	v.judgeAOWith(f, i, d, seg, &opt, &rr, receiverJudges)
+	v.judgeAOWith(f, i, d, seg, &opt, &rs, senderJudges)
+	*r = rr
+	if f.judged(i, rr.Verdict == Good, rs.Verdict == Good) == ownedBy(i) {
+		*r = rs
+	}
+	if r.Verdict != Good && (rr.Verdict == Good || rs.Verdict == Good) {
+		r.Reason = fmt.Sprintf("KeyID %d verifies only if the entries were %v's MKTs, but the flow's segments read them as %s: one end's configuration differs from the file",
+			r.KeyID, map[bool]netip.AddrPort{true: f.ends[i].addr, false: f.ends[1-i].addr}[rs.Verdict == Good], f.readingName())
+	}
+}
+
+// Which of a direction's readings judgeAOWith uses.
+const (
+	allJudges = iota
+	receiverJudges
+	senderJudges
+)
+
+// judgeAOWith judges a TCP-AO segment sent by ends[i] with the keyrings of
+// d that which selects.
+func (v *Verifier) judgeAOWith(f *flow, i int, d *dirState, seg *segment.Segment, opt *ao.Option, r *Result, which int) {
+	h := seg.Header
+	e, o := &f.ends[i], &f.ends[1-i]
+	flags, seq := h.Flags(), h.Seq()
+	type candidate struct {
+		j *aoJudge
+		m *ao.MKT
+	}
+	var buf [4]candidate
+	cands := buf[:0]
+	for _, j := range d.ao {
+		if (which == receiverJudges && j.sender) || (which == senderJudges && !j.sender) {
+			continue
+		}
+		if m := j.ring.LookupRecv(r.Src.Addr(), opt.KeyID, 0); m != nil {
+			cands = append(cands, candidate{j, m})
+		}
+	}
+	if len(cands) == 0 {
+		r.Verdict, r.Reason = NoKey, v.aoNoKey(d, r)
+		return
+	}
+	r.Key, r.Alg, r.Sender = v.keys.aoName(cands[0].m), cands[0].m.Algorithm().Name(), cands[0].j.sender
+	if missing := missingISNs(flags, e, o); missing != "" {
+		r.Verdict, r.Reason = UnknownISN, missing
+		if !e.isnKnown() && flags&segment.SYN == 0 {
+			v.totals.noteNeedISN(e.addr)
+		}
+		if !o.isnKnown() && flags&(segment.SYN|segment.ACK) != segment.SYN {
+			v.totals.noteNeedISN(o.addr)
+		}
+		for _, c := range cands {
+			if v.listenReset(seg, o, c.m, r) {
+				break
+			}
+		}
+		return
+	}
+	r.Verdict = NoKey
+	// The flow's one tracker gives the ISNs (the sender's first) and the
+	// SNE; the segment is checked against each candidate MKT directly.
+	isns := ao.ISNs{Src: e.isn, Dst: o.isn}
+	for _, c := range cands {
+		k, err := e.trafficKey(c.m, isns, seg)
+		if err == nil {
+			err = k.Verify(seg, r.SNE)
+		}
+		switch {
+		case err == nil:
+			r.Verdict, r.Reason = Good, ""
+			r.Key, r.Alg, r.Sender = v.keys.aoName(c.m), c.m.Algorithm().Name(), c.j.sender
+			if flags&segment.SYN == 0 {
+				e.advance(seq)
+			}
+			return
+		case errors.Is(err, ao.ErrMACLength):
+			if r.Verdict != Bad {
+				r.Verdict, r.Reason = Bad, fmt.Sprintf("MAC is %d bytes, %s has maclen %d", len(opt.MAC), v.keys.aoName(c.m), c.m.MACLen())
+			}
+		case errors.Is(err, ao.ErrBadMAC):
+			if r.Verdict != Bad {
+				r.Verdict, r.Reason = Bad, "MAC does not match"
+				r.Key, r.Alg, r.Sender = v.keys.aoName(c.m), c.m.Algorithm().Name(), c.j.sender
+			}
+		case r.Verdict == NoKey:
+			r.Verdict, r.Reason = Malformed, strings.TrimPrefix(err.Error(), "ao: ")
+		}
+	}
+	if r.Verdict == Bad {
+		for _, c := range cands {
+			if v.listenReset(seg, o, c.m, r) {
+				break
+			}
+		}
+	}
+}
+
+// listenReset recognises a RST that a Linux listening socket signed for a
+// segment it had no connection for (ao.VerifyListenReset: the key of the
+// peer's last segment's direction, ISNs (its seq, 0)). No peer accepts
+// such a RST, so the verdict is bad; the reason says what it is: the
+// listener did not know the connection. It needs no ISNs.
+func (v *Verifier) listenReset(seg *segment.Segment, o *endState, m *ao.MKT, r *Result) bool {
+	if r.Flags&(segment.RST|segment.SYN) != segment.RST || !o.lastSet {
+		return false
+	}
+	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: r.Dst.Port(), DstPort: r.Src.Port(), Seq: o.last, Flags: segment.ACK})
+	in, err := segment.FromTCP(r.Dst.Addr(), r.Src.Addr(), tcp)
+	if err != nil || ao.VerifyListenReset(m, &in, seg) != nil {
+		return false
+	}
+	r.Verdict, r.Key, r.Alg = Bad, v.keys.aoName(m), m.Algorithm().Name()
+	r.Reason = fmt.Sprintf("a Linux listener's RST for a connection it does not know (signed with the key of %v's direction and ISNs (%d, 0), which no peer accepts)", r.Dst, o.last)
+	return true
+}
+
+// missingISNs says which ISNs a segment's traffic key needs and the
+// capture has not given: a SYN needs its own only (its sequence number),
+// anything else both.
+func missingISNs(flags segment.Flags, e, o *endState) string {
+	var miss []string
+	if !e.isnKnown() && flags&segment.SYN == 0 {
+		miss = append(miss, e.addr.String())
+	}
+	if !o.isnKnown() && flags&(segment.SYN|segment.ACK) != segment.SYN {
+		miss = append(miss, o.addr.String())
+	}
+	if len(miss) == 0 {
+		return ""
+	}
+	flag := make([]string, len(miss))
+	for k, a := range miss {
+		flag[k] = "-isn " + a + "=ISN"
+	}
+	return fmt.Sprintf("ISN of %s unknown (handshake not in the capture): give %s", strings.Join(miss, " and "), strings.Join(flag, " "))
+}
+
+// aoNoKey explains a no-key verdict for a TCP-AO segment.
+func (v *Verifier) aoNoKey(d *dirState, r *Result) string {
+	if len(d.ao) == 0 {
+		return fmt.Sprintf("no TCP-AO key in the keys file for %v (as receiver's peer) or %v (as sender's)", r.Src.Addr(), r.Dst.Addr())
+	}
+	rings := make([]*ao.Keyring, len(d.ao))
+	for k, j := range d.ao {
+		rings[k] = j.ring
+	}
+	if d.twoReadings {
+		var recv, send []*ao.Keyring
+		for _, j := range d.ao {
+			if j.sender {
+				send = append(send, j.ring)
+			} else {
+				recv = append(recv, j.ring)
+			}
+		}
+		names, ids := v.keys.aoCovering(recv, r.Src.Addr())
+		_, sendIDs := v.keys.aoCovering(send, r.Src.Addr()) // mirrored: RecvID is the entry's sndid
+		return fmt.Sprintf("no MKT with KeyID %d for peer %v under either reading (both ends on one address): the entries for it (%s) have rcvid %s and sndid %s",
+			r.KeyID, r.Src.Addr(), strings.Join(names, ", "), joinInts(ids), joinInts(sendIDs))
+	}
+	names, ids := v.keys.aoCovering(rings, r.Src.Addr())
+	whose := "receiver"
+	if d.aoSender {
+		whose = "sender (mirrored)"
+	}
+	return fmt.Sprintf("no MKT with RecvID %d for peer %v; the %s's MKTs for it (%s) have RecvID %s",
+		r.KeyID, r.Src.Addr(), whose, strings.Join(names, ", "), joinInts(ids))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// judgeMD5 judges a segment with a TCP-MD5 option.
+func (v *Verifier) judgeMD5(d *dirState, seg *segment.Segment, r *Result) {
+	r.Kind, r.Sender = KindMD5, d.md5Sender
+	var err error
+	r.Verdict, r.Key, err = d.md5.verify(seg)
+	switch r.Verdict {
+	case Good:
+	case NoKey:
+		r.Reason = fmt.Sprintf("no TCP-MD5 key in the keys file for %v (as receiver's peer) or %v (as sender's)", r.Src.Addr(), r.Dst.Addr())
+		if len(d.ao) > 0 {
+			r.Reason += "; the keys for this peer are TCP-AO"
+		}
+	case Bad:
+		r.Reason, r.Alg = "MD5 signature does not match", "md5"
+	default:
+		r.Reason = err.Error()
+	}
+	if r.Verdict == Good {
+		r.Alg = "md5"
+	}
+}
+
+// coverage names the keys that make an unsigned segment an offence.
+func (v *Verifier) coverage(d *dirState, src, dst netip.Addr) string {
+	var names []string
+	if len(d.ao) > 0 {
+		rings := make([]*ao.Keyring, len(d.ao))
+		for k, j := range d.ao {
+			rings[k] = j.ring
+		}
+		names, _ = v.keys.aoCovering(rings, src)
+	}
+	if d.md5.covers(src) {
+		names = append(names, d.md5.names(src)...)
+	}
+	if d.aoSender || d.md5Sender {
+		return fmt.Sprintf("the sender has keys for %v (%s)", dst, strings.Join(names, ", "))
+	}
+	return fmt.Sprintf("the receiver has keys for %v (%s)", src, strings.Join(names, ", "))
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ", ")
+}
