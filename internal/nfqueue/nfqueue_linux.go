@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -516,3 +518,45 @@ func (q *Queue) Flush() error {
 }
 
 var kernelAddr = &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
+
+// Stats are the kernel's counters of a queue.
+type Stats struct {
+	Waiting     uint32 // packets waiting for a verdict now
+	Dropped     uint32 // packets dropped because the queue was full
+	UserDropped uint32 // packets dropped because the socket's buffer was full
+}
+
+// Stats reads the queue's counters from /proc/thread-self/net (the
+// namespace of the calling thread, which must be the queue's).
+func (q *Queue) Stats() (Stats, error) {
+	b, err := os.ReadFile("/proc/thread-self/net/netfilter/nfnetlink_queue")
+	if err != nil {
+		return Stats{}, fmt.Errorf("nfqueue: %w", err)
+	}
+	return parseStats(b, q.num)
+}
+
+// parseStats finds queue num in the lines of nfnetlink_queue's proc file:
+// queue number, peer port id, waiting, copy mode, copy range, dropped,
+// user dropped, id sequence, 1.
+func parseStats(b []byte, num uint16) (Stats, error) {
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) < 7 {
+			continue
+		}
+		if n, err := strconv.ParseUint(f[0], 10, 16); err != nil || uint16(n) != num {
+			continue
+		}
+		var v [3]uint32
+		for i, s := range []string{f[2], f[5], f[6]} {
+			x, err := strconv.ParseUint(s, 10, 32)
+			if err != nil {
+				return Stats{}, fmt.Errorf("%w: nfnetlink_queue line %q", ErrMalformed, line)
+			}
+			v[i] = uint32(x)
+		}
+		return Stats{Waiting: v[0], Dropped: v[1], UserDropped: v[2]}, nil
+	}
+	return Stats{}, fmt.Errorf("nfqueue: queue %d not in nfnetlink_queue: %w", num, os.ErrNotExist)
+}

@@ -35,6 +35,7 @@ type Shim struct {
 	log     *slog.Logger
 	table   string
 	queues  []*nfqueue.Queue // Queue, Queue+1, ...: one reader each
+	drops   []nfqueue.Stats  // each queue's counters at the last reportDrops
 	layer   *packetauth.Layer
 
 	mu      sync.Mutex // guards what follows: reload against status and the packet loop's reports
@@ -170,6 +171,7 @@ func (s *Shim) Run(ctx context.Context) error {
 		case now := <-tick.C:
 			s.layer.Expire(now)
 			s.saveState()
+			s.reportDrops()
 		case err := <-loopErr:
 			return err
 		}
@@ -264,6 +266,26 @@ func (s *Shim) answer(q *nfqueue.Queue, p *nfqueue.Packet, buf []byte) error {
 		return q.AddVerdict(p.ID, nfqueue.Accept, nil) // untouched
 	default:
 		return q.AddVerdict(p.ID, nfqueue.Accept, out)
+	}
+}
+
+// reportDrops logs the packets the kernel dropped since the last call
+// because a queue or its socket was full: the shim fell behind, and TCP
+// retransmits them (nothing passes unanswered).
+func (s *Shim) reportDrops() {
+	if len(s.drops) != len(s.queues) {
+		s.drops = make([]nfqueue.Stats, len(s.queues))
+	}
+	for i, q := range s.queues {
+		st, err := q.Stats()
+		if err != nil {
+			continue
+		}
+		if d, u := st.Dropped-s.drops[i].Dropped, st.UserDropped-s.drops[i].UserDropped; d+u > 0 {
+			s.log.Warn("queue full: packets dropped", "queue", s.cfg.Queue+uint16(i), "queue_full", d, "socket_full", u,
+				"total", st.Dropped+st.UserDropped)
+		}
+		s.drops[i] = st
 	}
 }
 
