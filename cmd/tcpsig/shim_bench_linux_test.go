@@ -21,7 +21,10 @@ import (
 	"github.com/tcpsig/tcpsig/md5sig"
 )
 
-var shimBenchMiB = flag.Int("shimbench.mib", 32, "MiB each BenchmarkShimMD5 transfer moves")
+var (
+	shimBenchMiB    = flag.Int("shimbench.mib", 32, "MiB each BenchmarkShimMD5 transfer moves")
+	shimBenchQueues = flag.Int("shimbench.queues", 0, "the shim's -queues in BenchmarkShimMD5 (0: its default)")
+)
 
 // BenchmarkShimMD5 sets tcpsig shim beside the kernel's own TCP-MD5 on the
 // same veth, in one run. A's kernel signs and serves on three addresses: one
@@ -56,7 +59,7 @@ func BenchmarkShimMD5(b *testing.B) {
 	}
 	dir := shortDir(b)
 	keys := writeKeys(b, dir, "keys.json", fmtKeysMD5(addrA4, secret))
-	shimProc, _ := startShim(b, nsB, dir, "-keys", keys, "-queue", "44")
+	shimProc, _ := startShim(b, nsB, dir, "-keys", keys, "-queue", "44", "-queues", strconv.Itoa(*shimBenchQueues))
 	pid := shimProc.cmd.Process.Pid
 
 	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})

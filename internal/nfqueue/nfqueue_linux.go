@@ -115,6 +115,7 @@ type Queue struct {
 	pending error      // an error met after a batch had packets, returned by the next read
 	wbuf    []byte     // verdicts not yet sent
 	pfd     [2]unix.PollFd
+	drained bool // the last read found the socket empty: the next waits in poll(2) first
 	one     [1]Packet
 	closed  atomic.Bool
 }
@@ -293,6 +294,7 @@ func (q *Queue) ReadBatch(ps []Packet) (int, error) {
 		}
 		m, err := q.recv(q.rbuf[off:], n == 0)
 		if err == unix.EAGAIN {
+			q.drained = true
 			break // n > 0: the queue is drained
 		}
 		if err != nil {
@@ -351,9 +353,20 @@ func (q *Queue) parse(ps []Packet, n int) (int, error) {
 // returns EAGAIN when there is none.
 func (q *Queue) recv(b []byte, wait bool) (int, error) {
 	for {
+		if wait && q.drained {
+			// Empty a moment ago: poll (which returns at once if a
+			// packet came since) rather than a read that would fail.
+			if _, err := unix.Poll(q.pfd[:], -1); err != nil && err != unix.EINTR {
+				return 0, q.closedErr(err)
+			}
+			if q.closed.Load() {
+				return 0, ErrClosed
+			}
+		}
 		// read(2), not recvfrom(2): Recvfrom allocates the sender's
 		// address.
 		m, err := unix.Read(q.fd, b)
+		q.drained = err == unix.EAGAIN
 		switch {
 		case err == nil:
 			return m, nil
@@ -364,12 +377,6 @@ func (q *Queue) recv(b []byte, wait bool) (int, error) {
 		case !wait:
 			return 0, unix.EAGAIN
 		case q.closed.Load():
-			return 0, ErrClosed
-		}
-		if _, err := unix.Poll(q.pfd[:], -1); err != nil && err != unix.EINTR {
-			return 0, q.closedErr(err)
-		}
-		if q.closed.Load() {
 			return 0, ErrClosed
 		}
 	}
