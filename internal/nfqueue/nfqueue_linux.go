@@ -455,7 +455,7 @@ func (q *Queue) Verdict(id uint32, v Verdict, payload []byte) error {
 }
 
 // AddVerdict adds the verdict for the packet with the given id to those
-// the next Flush sends, in order, in one sendmsg(2) (sending those already
+// the next Flush sends, in order, in one write(2) (sending those already
 // added first if there is no room). A non-nil payload replaces the packet
 // (Accept only): it must be a whole IP packet with correct lengths and
 // checksums, at most MaxPayload bytes; it is copied.
@@ -507,7 +507,9 @@ func (q *Queue) Flush() error {
 		return ErrClosed
 	}
 	for {
-		err := unix.Sendto(q.fd, w, unix.MSG_DONTWAIT, kernelAddr)
+		// write(2): an unconnected netlink socket's destination is the
+		// kernel (and Sendto would write its address into shared memory).
+		_, err := unix.Write(q.fd, w)
 		switch err {
 		case nil:
 			return nil
@@ -523,8 +525,6 @@ func (q *Queue) Flush() error {
 		return q.closedErr(err)
 	}
 }
-
-var kernelAddr = &unix.SockaddrNetlink{Family: unix.AF_NETLINK}
 
 // Stats are the kernel's counters of a queue.
 type Stats struct {
