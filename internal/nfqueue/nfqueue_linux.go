@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -104,10 +105,10 @@ const (
 // Queue is a bound netfilter queue. Read, ReadBatch, AddVerdict, Flush
 // and Verdict are for one goroutine; Close may be called from any.
 type Queue struct {
-	c   *netlink.Conn
-	fd  int // c's socket, read and written directly (it is non-blocking)
+	fd  int // the NETLINK_NETFILTER socket (non-blocking, not in the runtime's poller)
 	efd int // eventfd that Close signals, to wake a sleeping read
 	num uint16
+	seq uint32 // of the last config request
 
 	mu      sync.Mutex // held while fd is used, so that Close does not close it under a read or a send
 	rbuf    []byte     // receive buffer: the datagrams of one batch, one after the other
@@ -131,15 +132,19 @@ const (
 // Open binds queue cfg.Num in the network namespace of the calling thread.
 // It fails with an error wrapping syscall.EPERM without CAP_NET_ADMIN or
 // when another socket holds the queue.
+//
+// The socket is its own, not a netlink.Conn's: a socket in the runtime's
+// network poller wakes one of its threads for every packet, though only
+// the reader's poll(2) waits for them.
 func Open(cfg Config) (*Queue, error) {
-	c, err := netlink.Dial(unix.NETLINK_NETFILTER, nil)
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, unix.NETLINK_NETFILTER)
 	if err != nil {
-		return nil, fmt.Errorf("nfqueue: dial: %w", err)
+		return nil, fmt.Errorf("nfqueue: socket: %w", err)
 	}
-	q := &Queue{c: c, num: cfg.Num, efd: -1,
+	q := &Queue{fd: fd, num: cfg.Num, efd: -1,
 		rbuf: make([]byte, rbufLen), wbuf: make([]byte, 0, wbufMax+maxDatagram)}
 	if err := q.setup(cfg); err != nil {
-		c.Close()
+		unix.Close(fd)
 		if q.efd >= 0 {
 			unix.Close(q.efd)
 		}
@@ -149,15 +154,32 @@ func Open(cfg Config) (*Queue, error) {
 }
 
 func (q *Queue) setup(cfg Config) error {
-	// A full socket buffer loses packets (the kernel drops them, as a full
-	// queue does) instead of failing the next read with ENOBUFS.
-	if err := q.c.SetOption(netlink.NoENOBUFS, true); err != nil {
-		return fmt.Errorf("nfqueue: %w", err)
+	if err := unix.Bind(q.fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("nfqueue: bind: %w", err)
 	}
 	maxLen := cfg.MaxLen
 	if maxLen == 0 {
 		maxLen = 1024
 	}
+	// A full socket buffer loses packets (the kernel drops them, as a full
+	// queue does) instead of failing the next read with ENOBUFS. The
+	// socket holds what the queue holds: maxLen packets of about a page
+	// each (an MTU-sized packet's message and its sk_buff); the kernel
+	// counts the drops of both.
+	for _, o := range [][3]int{
+		{unix.SOL_NETLINK, unix.NETLINK_NO_ENOBUFS, 1},
+		{unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, int(maxLen) * 4096},
+		{unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 2 * (wbufMax + maxDatagram)},
+	} {
+		if err := unix.SetsockoptInt(q.fd, o[0], o[1], o[2]); err != nil {
+			return fmt.Errorf("nfqueue: socket option %d: %w", o[1], err)
+		}
+	}
+	var err error
+	if q.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
+		return fmt.Errorf("nfqueue: eventfd: %w", err)
+	}
+	q.pfd = [2]unix.PollFd{{Fd: int32(q.fd), Events: unix.POLLIN}, {Fd: int32(q.efd), Events: unix.POLLIN}}
 	var flags uint32
 	if cfg.FailOpen {
 		flags |= flagFailOpen
@@ -180,48 +202,76 @@ func (q *Queue) setup(cfg Config) error {
 		}},
 	}
 	for _, s := range steps {
-		ad, err := netlink.MarshalAttributes(s.attrs)
-		if err != nil {
-			return fmt.Errorf("nfqueue: %s: %w", s.what, err)
-		}
-		m := netlink.Message{
-			Header: netlink.Header{Type: msgConfig, Flags: netlink.Request | netlink.Acknowledge},
-			Data:   append(q.nfgen(), ad...),
-		}
-		if _, err := q.c.Execute(m); err != nil {
-			return fmt.Errorf("nfqueue: queue %d: %s: %w", q.num, s.what, unwrapNL(err))
+		if err := q.execute(s.attrs); err != nil {
+			return fmt.Errorf("nfqueue: queue %d: %s: %w", q.num, s.what, err)
 		}
 	}
-	raw, err := q.c.SyscallConn()
-	if err != nil {
-		return fmt.Errorf("nfqueue: %w", err)
-	}
-	if err := raw.Control(func(fd uintptr) { q.fd = int(fd) }); err != nil {
-		return fmt.Errorf("nfqueue: %w", err)
-	}
-	// The socket holds what the queue holds: maxLen packets of about a
-	// page each (an MTU-sized packet's message and its sk_buff). A full
-	// socket drops, as a full queue does, and the kernel counts both.
-	for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, int(maxLen) * 4096}, {unix.SO_SNDBUFFORCE, 2 * (wbufMax + maxDatagram)}} {
-		if err := unix.SetsockoptInt(q.fd, unix.SOL_SOCKET, o[0], o[1]); err != nil {
-			return fmt.Errorf("nfqueue: socket buffer: %w", err)
-		}
-	}
-	if q.efd, err = unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK); err != nil {
-		return fmt.Errorf("nfqueue: eventfd: %w", err)
-	}
-	q.pfd = [2]unix.PollFd{{Fd: int32(q.fd), Events: unix.POLLIN}, {Fd: int32(q.efd), Events: unix.POLLIN}}
 	return nil
 }
 
-// unwrapNL turns a netlink.OpError into its errno so callers can test
-// errors.Is(err, syscall.EBUSY) and the like.
-func unwrapNL(err error) error {
-	var oe *netlink.OpError
-	if errors.As(err, &oe) && oe.Err != nil {
-		return fmt.Errorf("%w (%v)", oe.Err, err)
+// execute sends a config request and waits for its acknowledgement; a
+// packet queued meanwhile (rules were there before the reader) is dropped,
+// its retransmission comes once the queue is set up.
+func (q *Queue) execute(attrs []netlink.Attribute) error {
+	ad, err := netlink.MarshalAttributes(attrs)
+	if err != nil {
+		return err
 	}
-	return err
+	q.seq++
+	m := binary.NativeEndian.AppendUint32(nil, uint32(nlHdrLen+nfgenLen+len(ad)))
+	m = binary.NativeEndian.AppendUint16(m, msgConfig)
+	m = binary.NativeEndian.AppendUint16(m, unix.NLM_F_REQUEST|unix.NLM_F_ACK)
+	m = binary.NativeEndian.AppendUint32(m, q.seq)
+	m = binary.NativeEndian.AppendUint32(m, 0)
+	m = append(append(m, q.nfgen()...), ad...)
+	if _, err := unix.Write(q.fd, m); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n, err := unix.Read(q.fd, q.rbuf)
+		if err == unix.EAGAIN || err == unix.EINTR {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return unix.ETIMEDOUT
+			}
+			pfd := q.pfd[:1]
+			if _, err := unix.Poll(pfd, int(left/time.Millisecond)+1); err != nil && err != unix.EINTR {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for b := q.rbuf[:n]; len(b) >= nlHdrLen; {
+			l := int(binary.NativeEndian.Uint32(b))
+			if l < nlHdrLen || l > len(b) {
+				return ErrMalformed
+			}
+			typ, body := binary.NativeEndian.Uint16(b[4:]), b[nlHdrLen:l]
+			b = b[min(nlAlign(l), len(b)):]
+			switch typ {
+			case unix.NLMSG_ERROR:
+				// struct nlmsgerr: the error, then the request's header.
+				if len(body) < 4+nlHdrLen {
+					return ErrMalformed
+				}
+				if binary.NativeEndian.Uint32(body[4+8:]) != q.seq {
+					continue
+				}
+				if code := int32(binary.NativeEndian.Uint32(body)); code != 0 {
+					return syscall.Errno(-code)
+				}
+				return nil
+			case msgPacket:
+				var p Packet
+				if err := parsePacket(body, &p); err == nil || errors.Is(err, ErrTruncated) {
+					_ = q.Verdict(p.ID, Drop, nil)
+				}
+			}
+		}
+	}
 }
 
 func (q *Queue) nfgen() []byte {
@@ -241,7 +291,7 @@ func (q *Queue) Close() error {
 	_, _ = unix.Write(q.efd, one[:]) // wakes a read sleeping in poll
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	err := q.c.Close()
+	err := unix.Close(q.fd)
 	unix.Close(q.efd)
 	return err
 }
