@@ -42,8 +42,10 @@ var (
 //	                           each round (whose legs ran under the same load)
 //	shim-cpu-ms/MiB[-Nconns]   the shim process's CPU time (user + system,
 //	                           its verdicts' reinjection included) per MiB
-//	shim-cores-8conns          that CPU time over the wall time: above 1,
+//	shim-cores-Nconns          that CPU time over the wall time: above 1,
 //	                           the shim's work ran on more than one core
+//	shim-top-thread-Nconns     the busiest thread's share of it: 1, all on
+//	                           one thread; 0.5, halved between two
 func BenchmarkShimMD5(b *testing.B) {
 	if testing.Short() {
 		b.Skip("-short")
@@ -101,6 +103,7 @@ func BenchmarkShimMD5(b *testing.B) {
 	const pings = 2000
 	// transfer moves size bytes over conns sessions at once and returns
 	// MB/s and the shim's CPU time over the transfer.
+	var topShare float64 // of the last transfer: the busiest thread's part of the shim's CPU time
 	transfer := func(l leg, conns int) (float64, time.Duration, time.Duration) {
 		cs := make([]net.Conn, conns)
 		for i := range cs {
@@ -110,7 +113,7 @@ func BenchmarkShimMD5(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		cpu0 := procCPU(b, pid)
+		cpu0, threads0 := procCPU(b, pid), threadCPU(pid)
 		start := time.Now()
 		var wg sync.WaitGroup
 		errs := make([]error, conns)
@@ -120,6 +123,12 @@ func BenchmarkShimMD5(b *testing.B) {
 		wg.Wait()
 		wall := time.Since(start)
 		cpu := procCPU(b, pid) - cpu0
+		var top, all time.Duration
+		for tid, c := range threadCPU(pid) {
+			d := c - threads0[tid]
+			top, all = max(top, d), all+d
+		}
+		topShare = float64(top) / float64(max(all, 1))
 		for _, err := range errs {
 			if err != nil {
 				b.Fatal(err)
@@ -174,6 +183,7 @@ func BenchmarkShimMD5(b *testing.B) {
 					m[fmt.Sprintf("MB/s-shim-%dconns", n)] = append(m[fmt.Sprintf("MB/s-shim-%dconns", n)], tp)
 					m[fmt.Sprintf("shim-cpu-ms/MiB-%dconns", n)] = append(m[fmt.Sprintf("shim-cpu-ms/MiB-%dconns", n)], cpu.Seconds()*1e3/mib)
 					m[fmt.Sprintf("shim-cores-%dconns", n)] = append(m[fmt.Sprintf("shim-cores-%dconns", n)], cpu.Seconds()/wall.Seconds())
+					m[fmt.Sprintf("shim-top-thread-%dconns", n)] = append(m[fmt.Sprintf("shim-top-thread-%dconns", n)], topShare)
 				}
 			}
 		}
@@ -210,6 +220,18 @@ func sendAll(c net.Conn, n int) error {
 	return err
 }
 
+// threadCPU is the CPU time of each of process pid's threads so far.
+func threadCPU(pid int) map[string]time.Duration {
+	m := map[string]time.Duration{}
+	tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, e := range tids {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name())); err == nil {
+			m[e.Name()] = statCPU(b)
+		}
+	}
+	return m
+}
+
 // procCPU is process pid's user + system CPU time so far, its exited
 // threads' included (/proc/PID/stat utime and stime).
 func procCPU(t testing.TB, pid int) time.Duration {
@@ -218,17 +240,19 @@ func procCPU(t testing.TB, pid int) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return statCPU(b)
+}
+
+// statCPU is utime + stime of a /proc stat file; 0 if it does not parse.
+func statCPU(b []byte) time.Duration {
 	// The fields after the command name, which is in parentheses.
 	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
 	if len(f) < 13 {
-		t.Fatalf("/proc/%d/stat: %q", pid, b)
+		return 0
 	}
 	var ticks int64
 	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
-		v, err := strconv.ParseInt(string(s), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
+		v, _ := strconv.ParseInt(string(s), 10, 64)
 		ticks += v
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ

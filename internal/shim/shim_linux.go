@@ -87,10 +87,10 @@ func New(cfg Config) (*Shim, error) {
 	return s, nil
 }
 
-// Run binds the queue, installs the rules and answers packets until ctx
+// Run binds the queues, installs the rules and answers packets until ctx
 // is done; the rules are removed on the way out. It must be called from
 // the goroutine (OS thread) whose network namespace is to be covered, and
-// only once.
+// only once. It raises GOMAXPROCS by one per queue (see the readers).
 func (s *Shim) Run(ctx context.Context) error {
 	defer close(s.stopped)
 	// The queues first: if another shim holds one, its rules stay.
@@ -150,6 +150,13 @@ func (s *Shim) Run(ctx context.Context) error {
 			return err
 		}
 		defer ln.Close()
+	}
+	// A reader sleeps in poll(2) holding its P. One more P per reader
+	// than the CPUs keeps a P idle for the rest of the process, so the
+	// runtime does not take a sleeping reader's P away (and, when the
+	// reader wakes, hand it to another thread to run).
+	if want := runtime.NumCPU() + len(s.queues); runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
 	}
 	loopErr := make(chan error, len(s.queues))
 	for _, q := range s.queues {
@@ -221,6 +228,10 @@ const (
 // loop answers the packets of q until it closes: each wake-up reads all
 // that are waiting (up to batch) and sends their verdicts in one message.
 func (s *Shim) loop(q *nfqueue.Queue) error {
+	// A thread of its own: the reader's work stays on one thread, one
+	// per queue, instead of hopping between the runtime's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var ps [batch]nfqueue.Packet
 	buf := make([]byte, 0, nfqueue.MaxPayload+64)
 	for {
