@@ -30,46 +30,61 @@ var (
 
 func fuzzSetup(t testing.TB) {
 	fuzzOnce.Do(func() {
-		set, err := testvectors.RFC9235()
+		rfc, err := testvectors.RFC9235()
 		if err != nil {
 			t.Fatal(err)
 		}
-		type pk struct {
-			alg string
-			inc bool
-			ipv int
+		// The draft's algorithms too: their 20-byte option, 32-byte key.
+		draft, err := testvectors.DraftAlgs()
+		if err != nil {
+			t.Fatal(err)
 		}
-		seen := map[pk]bool{}
-		for i := range set.Vectors {
-			v := &set.Vectors[i]
-			fuzzSeeds = append(fuzzSeeds, v.Packet)
-			k := pk{v.Alg, v.IncludeOptions, v.IPVersion}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			seg, err := segment.ParsePacket(bytes.Clone(v.Packet))
-			if err != nil {
-				t.Fatal(err)
-			}
-			cli, srv := seg.Src, seg.Dst
-			if seg.Header.SrcPort() == 179 {
-				cli, srv = srv, cli
-			}
-			r := NewKeyring(nil)
-			for _, c := range []Config{
-				{Peer: host(cli), SendID: set.ServerKeyID, RecvID: set.ClientKeyID},
-				{Peer: host(srv), SendID: set.ClientKeyID, RecvID: set.ServerKeyID},
-			} {
-				c.Algorithm, c.Key, c.MACLen, c.ExcludeOptions = v.Alg, set.MasterKey, set.MACLen, !v.IncludeOptions
-				mustAdd(t, r, c)
-			}
-			fuzzProfiles = append(fuzzProfiles, fuzzProfile{ipv: v.IPVersion, ring: r, cisn: v.ClientISN, sisn: v.ServerISN, maclen: set.MACLen})
+		seen := map[fuzzKey]bool{}
+		for _, set := range []testvectors.RFC9235Set{rfc, draft} {
+			fuzzAdd(t, set, seen)
 		}
 	})
 }
 
-// fuzzPacketSeeds are the RFC 9235 packets, each also cut on the wire and
+// fuzzKey is one setting: the algorithm and the RFC 9235 section group
+// (IP version, options covered, the connection's ISNs), e.g. "4.1".
+type fuzzKey struct {
+	alg, group string
+}
+
+// fuzzAdd adds set's packets to the seeds and a profile per setting not
+// seen yet.
+func fuzzAdd(t testing.TB, set testvectors.RFC9235Set, seen map[fuzzKey]bool) {
+	for i := range set.Vectors {
+		v := &set.Vectors[i]
+		fuzzSeeds = append(fuzzSeeds, v.Packet)
+		k := fuzzKey{v.Alg, v.Section[:3]}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		seg, err := segment.ParsePacket(bytes.Clone(v.Packet))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cli, srv := seg.Src, seg.Dst
+		if seg.Header.SrcPort() == 179 {
+			cli, srv = srv, cli
+		}
+		r := NewKeyring(nil)
+		for _, c := range []Config{
+			{Peer: host(cli), SendID: set.ServerKeyID, RecvID: set.ClientKeyID},
+			{Peer: host(srv), SendID: set.ClientKeyID, RecvID: set.ServerKeyID},
+		} {
+			c.Algorithm, c.Key, c.MACLen, c.ExcludeOptions = v.Alg, set.MasterKey, set.MACLen, !v.IncludeOptions
+			mustAdd(t, r, c)
+		}
+		fuzzProfiles = append(fuzzProfiles, fuzzProfile{ipv: v.IPVersion, ring: r, cisn: v.ClientISN, sisn: v.ServerISN, maclen: set.MACLen})
+	}
+}
+
+// fuzzPacketSeeds are the RFC 9235 packets and the draft vectors' (RFC
+// 9235's re-signed with HMAC-SHA256-128 and KMAC256-128), each also cut on the wire and
 // cut with its IP length made to agree (in the IP header, the TCP header,
 // the options, the MAC, the payload).
 func fuzzPacketSeeds(t testing.TB) [][]byte {
@@ -101,7 +116,8 @@ func fuzzPacketSeeds(t testing.TB) [][]byte {
 }
 
 // FuzzVerify feeds arbitrary packets to every per-segment entry point:
-// Conn.Verify on connections of each RFC 9235 setting (as either end),
+// Conn.Verify on connections of each RFC 9235 setting and of each draft
+// algorithm's (as either end),
 // Listener.Accept, Conn.Sign and Listener.SignReset. None may panic; a
 // packet that verifies must verify again unchanged (nothing but counters
 // and the SNE moved).

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/segment"
 )

@@ -12,14 +12,17 @@
 // "ao" entry (an MKT, as Linux's TCP_AO_ADD_KEY takes it):
 //
 //	name             optional label, used in messages
-//	alg              required: a Linux name ("hmac(sha256)", "cmac(aes128)")
-//	                 or an RFC 5926 name ("HMAC-SHA-1-96"), see mac.Names
+//	alg              required: a Linux name ("hmac(sha256)", "cmac(aes128)"),
+//	                 an RFC 5926 name ("HMAC-SHA-1-96") or one of
+//	                 draft-ietf-tcpm-tcp-ao-algs-07 ("HMAC-SHA256-128",
+//	                 "KMAC256-128", which no kernel has), see mac.Names
 //	key              required: "hex:…" or "text:…", 1..80 bytes (a CMAC
-//	                 algorithm that does not reduce the key takes its size)
+//	                 algorithm that does not reduce the key takes its size;
+//	                 the draft's take 32..80)
 //	sndid, rcvid     required: the KeyIDs sent and expected, 0..255
 //	peer             required: an address or a prefix with host bits zero
 //	maclen           optional: 1..16 bytes and at most the digest; absent
-//	                 or 0 means 12
+//	                 or 0 means 12 (the draft's take 16 only, and 0 means 16)
 //	exclude_options  optional: true leaves TCP options out of the MAC
 //	ifindex          optional: binds the MKT to an L3 (VRF) device index
 //
@@ -31,4 +34,8 @@
 // wrapping one of the sentinels below. A file above [MaxSize] is refused
 // before it is read whole. Printing a File, an entry or an error never
 // shows key bytes; only [File.Marshal] writes them.
+//
+// In order: [Load] (a path), [Read] or [Parse] gives a [File]; each entry's
+// Config goes to a keyring (ao.Keyring.Add, md5sig.Keyring.Add) or, through
+// linuxsock.FileKeys, to kernel sockets.
 package keyfile

@@ -48,7 +48,7 @@ type File struct {
 // AO is one "ao" entry: a TCP-AO MKT.
 type AO struct {
 	Name   string    // the entry's "name"; "" when it has none
-	Config ao.Config // MACLen is never 0: an absent or 0 maclen is 12
+	Config ao.Config // MACLen is never 0: an absent or 0 maclen is 12 (16 for the draft's algorithms)
 }
 
 // MD5 is one "md5" entry: a TCP-MD5 key.
@@ -228,7 +228,9 @@ func (f *File) Marshal() ([]byte, error) {
 	for _, e := range f.AO {
 		c := e.Config
 		maclen := c.MACLen
-		if maclen == 0 {
+		if a, err := mac.Lookup(c.Algorithm); maclen == 0 && err == nil {
+			maclen = defaultMACLen(a)
+		} else if maclen == 0 {
 			maclen = ao.DefaultMACLen
 		}
 		out.AO = append(out.AO, aoJSON{Name: e.Name, Alg: c.Algorithm, Key: "hex:" + hex.EncodeToString(c.Key),
@@ -395,6 +397,9 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 		return e.with("key", ErrValue, fmt.Sprintf("%d bytes, %s takes %s", len(c.Key), alg, strings.Join(ok, " or ")))
 	}
 	var m kdf.Master // what the engine will do with the key, done once here
+	if err := alg.CheckMasterKey(len(c.Key)); err != nil {
+		return e.with("key", ErrValue, strings.TrimPrefix(err.Error(), "mac: master key too short: "))
+	}
 	if err := m.Init(alg, c.Key); err != nil {
 		return e.with("key", ErrValue, fmt.Sprintf("%s refuses a %d-byte key", alg, len(c.Key)))
 	}
@@ -412,15 +417,18 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	if c.Peer, err = peer(fields["peer"]); err != nil {
 		return e.wrap("peer", err)
 	}
-	c.MACLen = ao.DefaultMACLen
+	c.MACLen = defaultMACLen(alg)
 	if v, ok := fields["maclen"]; ok {
 		hi := int64(min(ao.MaxMACLen, alg.Size()))
 		n, err := integer(v, math.MinInt64, math.MaxInt64, "")
 		if err != nil {
 			return e.wrap("maclen", err)
 		}
+		if fixed := alg.MACLen(); fixed != 0 && n != 0 && n != int64(fixed) {
+			return e.with("maclen", ErrValue, fmt.Sprintf("%d, but %s has %d-byte MACs only (0 means %d)", n, alg, fixed, fixed))
+		}
 		if n < 0 || n > hi {
-			return e.with("maclen", ErrValue, fmt.Sprintf("%d is not in 1..%d for %s (0 means 12)", n, hi, alg))
+			return e.with("maclen", ErrValue, fmt.Sprintf("%d is not in 1..%d for %s (0 means %d)", n, hi, alg, defaultMACLen(alg)))
 		}
 		if n != 0 {
 			c.MACLen = int(n)
@@ -821,4 +829,13 @@ func describe(name, s string, hasIfIndex bool, ifindex, keyLen int) string {
 		s = strconv.Quote(name) + " " + s
 	}
 	return s
+}
+
+// defaultMACLen is what an absent or 0 maclen means for alg: 12 (RFC 5926,
+// Linux), or the one length the draft's algorithms take (16).
+func defaultMACLen(alg *mac.Algorithm) int {
+	if n := alg.MACLen(); n != 0 {
+		return n
+	}
+	return ao.DefaultMACLen
 }

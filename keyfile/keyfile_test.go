@@ -22,7 +22,9 @@ func TestParseFields(t *testing.T) {
 	    {"alg": "HMAC-SHA-1-96", "key": "hex:0A0b0c", "sndid": 0, "rcvid": 255, "peer": "192.0.2.0/24"},
 	    {"name": "m0", "alg": "cmac(aes128)", "key": "hex:000102030405060708090a0b0c0d0e0f", "sndid": 1, "rcvid": 2,
 	     "peer": "::ffff:198.51.100.1", "maclen": 0, "exclude_options": true, "ifindex": 0},
-	    {"alg": "hmac(sha256)", "key": "text:k", "sndid": 1, "rcvid": 2, "peer": "2001:db8::/32", "maclen": 16, "ifindex": 7}
+	    {"alg": "hmac(sha256)", "key": "text:k", "sndid": 1, "rcvid": 2, "peer": "2001:db8::/32", "maclen": 16, "ifindex": 7},
+	    {"alg": "HMAC-SHA256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 3, "rcvid": 4, "peer": "2001:db8::/32"},
+	    {"alg": "kmac256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 5, "rcvid": 6, "peer": "2001:db8::/32", "maclen": 16}
 	  ],
 	  "md5": [{"peer": "192.0.2.1", "key": "text:secret"}, {"name": "v", "peer": "2001:db8::/64", "key": "text:s", "ifindex": 3}]
 	}`))
@@ -36,6 +38,10 @@ func TestParseFields(t *testing.T) {
 				Key: []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, MACLen: 12, ExcludeOptions: true, HasIfIndex: true}},
 			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: []byte("k"),
 				MACLen: 16, IfIndex: 7, HasIfIndex: true}},
+			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 3, RecvID: 4, Algorithm: "hmac-sha256-128",
+				Key: []byte("0123456789abcdef0123456789abcdef"), MACLen: 16}},
+			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 5, RecvID: 6, Algorithm: "kmac256-128",
+				Key: []byte("0123456789abcdef0123456789abcdef"), MACLen: 16}},
 		},
 		MD5: []MD5{
 			{Config: md5sig.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte("secret")}},
@@ -104,6 +110,9 @@ func TestErrors(t *testing.T) {
 		{"maclen digest", `{"ao": [{"alg": "cmac(aes128)", "key": "hex:000102030405060708090a0b0c0d0e0f", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1", "maclen": 16}, ` +
 			`{"alg": "hmac(md5)", ` + key + `, "sndid": 3, "rcvid": 4, "peer": "192.0.2.1", "maclen": 16}, ` +
 			`{"alg": "hmac(sha1)", ` + key + `, "sndid": 5, "rcvid": 6, "peer": "192.0.2.1", "maclen": -1}]}`, ErrValue, "ao[2]", "maclen", "", "-1 is not"},
+		{"draft key short", `{"ao": [{"alg": "KMAC256-128", ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`, ErrValue, "ao[0]", "key", "", "kmac256-128 needs a master key of at least 32 bytes (256 bits), got 9"},
+		{"draft maclen", `{"ao": [{"alg": "hmac-sha256-128", "key": "text:` + strings.Repeat("x", 32) + `", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1", "maclen": 12}]}`,
+			ErrValue, "ao[0]", "maclen", "", "12, but hmac-sha256-128 has 16-byte MACs only (0 means 16)"},
 		{"exclude", `{"ao": [` + ao1 + `, "exclude_options": "yes"}]}`, ErrValue, "ao[0]", "exclude_options", "", "want true or false"},
 		{"ifindex", `{"ao": [` + ao1 + `, "ifindex": -2}]}`, ErrValue, "ao[0]", "ifindex", "", "not an interface index"},
 		{"dup sndid", `{"ao": [` + ao1 + `}, {"name": "b", "alg": "hmac(sha256)", "key": "text:other", "sndid": 1, "rcvid": 9, "peer": "192.0.2.1/32"}]}`,
@@ -281,6 +290,8 @@ func TestAddTo(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	f.Add([]byte(sample))
 	f.Add([]byte(`{"ao": [{"alg": "cmac(aes128)", "key": "hex:000102030405060708090a0b0c0d0e0f", "sndid": 1, "rcvid": 2, "peer": "::/0", "maclen": 4}]}`))
+	f.Add([]byte(`{"ao": [{"alg": "KMAC256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 1, "rcvid": 2, "peer": "::/0", "maclen": 16},
+		{"alg": "hmac-sha256-128", "key": "hex:000102030405060708090a0b0c0d0e0f000102030405060708090a0b0c0d0e0f", "sndid": 3, "rcvid": 4, "peer": "192.0.2.0/24"}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		kf, err := Parse(b)
 		if err != nil {

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/harness/vrfproof"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/vrfproof"
 	. "github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
@@ -88,6 +88,25 @@ func TestAOUnsupported(t *testing.T) {
 		t.Errorf("Dialer with a TCP-AO key: %v", err)
 	}
 	t.Logf("e.g. %v", AddAOKey(ln.(*net.TCPListener), key, 0))
+
+	// Issue 21: a plain net.Listen listener is MPTCP where the kernel has
+	// MPTCP; its refusal must still say that TCP-AO is missing (turning
+	// MPTCP off would not help), first, and that it is MPTCP too.
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if p, err := protocol(plain.(*net.TCPListener)); err != nil || p != 262 {
+		t.Logf("net.Listen made a listener of protocol %d (%v), not MPTCP: the MPTCP case is not shown here", p, err)
+		return
+	}
+	err = AddAOKey(plain.(*net.TCPListener), key, 0)
+	if !errors.Is(err, ErrNoAO) || !errors.Is(err, ErrMPTCP) || !strings.Contains(fmtErr(err), "CONFIG_TCP_AO") ||
+		strings.Index(err.Error(), "TCP-AO") > strings.Index(err.Error(), "MPTCP") {
+		t.Errorf("AddAOKey on an MPTCP listener of a kernel without TCP-AO: %v, want ErrNoAO first, then ErrMPTCP", err)
+	}
+	t.Logf("MPTCP listener: %v", err)
 }
 
 func fmtErr(err error) string {
@@ -487,22 +506,24 @@ func TestAOKernelErrors(t *testing.T) {
 		name  string
 		err   error
 		errno syscall.Errno
+		alg   bool // the algorithm is the kernel's to refuse: ErrAlgorithmUnavailable, naming it
 	}{
-		{"overlapping KeyIDs", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", SendID: 100, RecvID: 9, Key: []byte("k")}, 0), syscall.EEXIST},
-		{"maclen 17", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 1, MACLen: 17, Key: []byte("k")}, 0), syscall.EMSGSIZE},
-		{"unknown algorithm", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.2/32"), Algorithm: "hmac(nosuchhash)", SendID: 2, RecvID: 2, Key: []byte("k")}, 0), syscall.ENOENT},
-		{"current key on a listener", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.3/32"), Algorithm: "hmac(sha1)", SendID: 3, RecvID: 3, Key: []byte("k")}, Current), syscall.EINVAL},
-		{"delete a missing key", DeleteAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.4/32"), SendID: 4, RecvID: 4}, AODelete{}), syscall.ENOENT},
-		{"repair state outside repair mode", SetAORepair(ln, AORepair{}), syscall.EPERM},
+		{"overlapping KeyIDs", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", SendID: 100, RecvID: 9, Key: []byte("k")}, 0), syscall.EEXIST, false},
+		{"maclen 17", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 1, MACLen: 17, Key: []byte("k")}, 0), syscall.EMSGSIZE, false},
+		{"unknown algorithm", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.2/32"), Algorithm: "hmac(nosuchhash)", SendID: 2, RecvID: 2, Key: []byte("k")}, 0), syscall.ENOENT, true},
+		{"current key on a listener", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.3/32"), Algorithm: "hmac(sha1)", SendID: 3, RecvID: 3, Key: []byte("k")}, Current), syscall.EINVAL, false},
+		{"delete a missing key", DeleteAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.4/32"), SendID: 4, RecvID: 4}, AODelete{}), syscall.ENOENT, false},
+		{"repair state outside repair mode", SetAORepair(ln, AORepair{}), syscall.EPERM, false},
 		{"TCP-AO next to TCP-MD5", func() error {
 			m := md5sig.Config{Peer: netip.MustParsePrefix("198.51.100.5/32"), Key: []byte("k")}
 			if err := AddMD5Key(ln, m); err != nil {
 				return err
 			}
 			return AddAOKey(ln, ao.Config{Peer: m.Peer, Algorithm: "hmac(sha1)", SendID: 5, RecvID: 5, Key: []byte("k")}, 0)
-		}(), syscall.EKEYREJECTED},
+		}(), syscall.EKEYREJECTED, false},
 	} {
-		if !errors.Is(tc.err, tc.errno) || errors.Is(tc.err, errors.ErrUnsupported) {
+		if !errors.Is(tc.err, tc.errno) || errors.Is(tc.err, errors.ErrUnsupported) != tc.alg ||
+			errors.Is(tc.err, ErrAlgorithmUnavailable) != tc.alg || (tc.alg && !strings.Contains(tc.err.Error(), "hmac(nosuchhash)")) {
 			t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.errno)
 		}
 	}

@@ -29,6 +29,20 @@ var (
 	// the kernel itself refuses come back as its errno (errors.Is with
 	// syscall.EINVAL, syscall.EEXIST, ...).
 	ErrInvalid = errors.New("linuxsock: invalid argument")
+	// ErrDraftAlgorithm is wrapped when a key names an algorithm of
+	// draft-ietf-tcpm-tcp-ao-algs (HMAC-SHA256-128, KMAC256-128), which
+	// no kernel implements; it is refused before the kernel is asked.
+	// tcpsig's engine (package ao), its packet layer (packetauth, the
+	// netstack module) and tcpsig shim sign with them. It wraps
+	// errors.ErrUnsupported.
+	ErrDraftAlgorithm = fmt.Errorf("algorithm of draft-ietf-tcpm-tcp-ao-algs, which no kernel implements (tcpsig's engine, packetauth, the netstack module and tcpsig shim do): %w", errors.ErrUnsupported)
+	// ErrAlgorithmUnavailable is wrapped when the kernel answers
+	// TCP_AO_ADD_KEY with ENOENT: it does not offer the key's
+	// algorithm (Linux 7.2 and later keep only hmac(sha1), hmac(sha256)
+	// and cmac(aes128); older kernels lack what their crypto API was
+	// built without). The errno stays wrapped too. It wraps
+	// errors.ErrUnsupported.
+	ErrAlgorithmUnavailable = fmt.Errorf("the kernel does not offer this TCP-AO algorithm: %w", errors.ErrUnsupported)
 )
 
 // Socket is a kernel TCP socket: *net.TCPConn and *net.TCPListener are

@@ -2,8 +2,10 @@ package linuxsock
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"net/netip"
+	"syscall"
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/mac"
@@ -129,16 +131,34 @@ func parseSockaddr(b []byte) netip.Addr {
 }
 
 // linuxAlg returns the crypto API name the kernel takes for an algorithm
-// name: an RFC 5926 name ("HMAC-SHA-1-96") is translated, a name this
-// module does not know is passed on for the kernel to judge.
+// name: an RFC 5926 name ("HMAC-SHA-1-96") is translated, the draft's
+// algorithms are refused ([ErrDraftAlgorithm]), a name this module does
+// not know is passed on for the kernel to judge.
 func linuxAlg(name string) (string, error) {
 	if a, err := mac.Lookup(name); err == nil {
+		if !a.Linux() {
+			return "", fmt.Errorf("linuxsock: %s: %w", a.Name(), ErrDraftAlgorithm)
+		}
 		name = a.Name()
 	}
 	if name == "" || len(name) >= maxAlgLen {
 		return "", fmt.Errorf("%w: algorithm name of %d bytes (want 1..%d)", ErrInvalid, len(name), maxAlgLen-1)
 	}
 	return name, nil
+}
+
+// addAOError explains the kernel's errno for TCP_AO_ADD_KEY of c: ENOENT
+// is an algorithm the kernel does not offer (tcp_ao_parse_crypto finds no
+// such hash); the errno stays wrapped. Other errnos come back as they are.
+func addAOError(c ao.Config, errno error) error {
+	if !errors.Is(errno, syscall.ENOENT) {
+		return errno
+	}
+	name := c.Algorithm
+	if a, err := mac.Lookup(name); err == nil {
+		name = a.Name()
+	}
+	return fmt.Errorf("%s: %w (%w)", name, ErrAlgorithmUnavailable, errno)
 }
 
 // marshalAOAdd encodes c as struct tcp_ao_add into b (sizeAOAdd bytes).

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
@@ -187,5 +188,47 @@ func TestAOKeyFormat(t *testing.T) {
 		if strings.Contains(s, "topsecret") || !strings.Contains(s, "good=7") || !strings.Contains(s, "current=true") {
 			t.Errorf("%s", s)
 		}
+	}
+}
+
+// TestDraftAlgorithmsRefused: the draft's algorithms, by either name, are
+// refused before the kernel sees them, with an error that names the
+// algorithm and the roads that do sign with it.
+func TestDraftAlgorithmsRefused(t *testing.T) {
+	for _, name := range []string{"HMAC-SHA256-128", "hmac-sha256-128", "KMAC256-128"} {
+		var b [sizeAOAdd]byte
+		c := ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: name, MACLen: 16, Key: make([]byte, 32)}
+		err := marshalAOAdd(b[:], c, 0, false)
+		if !errors.Is(err, ErrDraftAlgorithm) || !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrInvalid) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, want := range []string{strings.ToLower(name), "engine", "packetauth", "netstack", "shim"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: %q does not say %q", name, err, want)
+			}
+		}
+		if b != [sizeAOAdd]byte{} {
+			t.Errorf("%s: bytes written for the kernel", name)
+		}
+	}
+}
+
+// TestAddAOENOENT: the kernel's ENOENT for TCP_AO_ADD_KEY (an algorithm
+// it does not offer, as Linux 7.2 answers for all but hmac(sha1),
+// hmac(sha256) and cmac(aes128)) becomes ErrAlgorithmUnavailable naming
+// the algorithm, the errno still wrapped; other errnos pass unchanged.
+func TestAddAOENOENT(t *testing.T) {
+	c := ao.Config{Algorithm: "HMAC-SHA-1-96"}
+	err := addAOError(c, syscall.ENOENT)
+	if !errors.Is(err, ErrAlgorithmUnavailable) || !errors.Is(err, syscall.ENOENT) || !errors.Is(err, errors.ErrUnsupported) ||
+		!strings.Contains(err.Error(), "hmac(sha1)") || !strings.Contains(err.Error(), "kernel does not offer") {
+		t.Errorf("ENOENT: %v", err)
+	}
+	c.Algorithm = "hmac(sha3-512)"
+	if err := addAOError(c, syscall.ENOENT); !strings.Contains(err.Error(), "hmac(sha3-512)") {
+		t.Errorf("ENOENT: %v", err)
+	}
+	if err := addAOError(c, syscall.EEXIST); err != syscall.EEXIST {
+		t.Errorf("EEXIST: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
+	"github.com/tcpsig/tcpsig/harness/usertcp"
 )
 
 var _ usertcp.Auth = (*PacketAuth)(nil)

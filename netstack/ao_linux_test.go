@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"

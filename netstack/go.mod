@@ -5,8 +5,15 @@ go 1.26.3
 require gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
 
 require (
+	github.com/google/go-cmp v0.7.0 // indirect
+	github.com/google/nftables v0.3.0 // indirect
+	github.com/gopacket/gopacket v1.7.7 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.2 // indirect
+	github.com/mdlayher/netlink v1.11.2 // indirect
+	github.com/mdlayher/socket v0.7.0 // indirect
 	golang.org/x/crypto v0.59.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
 )
 
 require (

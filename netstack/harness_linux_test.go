@@ -25,7 +25,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
 	"golang.org/x/sys/unix"

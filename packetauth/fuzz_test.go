@@ -9,14 +9,27 @@ import (
 	"github.com/tcpsig/tcpsig/segment"
 )
 
-// fuzzSetup returns an established pair (TCP-AO over IPv4, or MD5 over
-// IPv6), the wire packets A signed (the only segments of A that B may
-// ever deliver: any other would need a forged MAC) and the stack packets
-// they were signed from.
-func fuzzSetup(tb testing.TB, md5 bool) (p *pair, signed, stack [][]byte) {
-	if md5 {
+// fuzzProfile is what a fuzzed connection runs.
+type fuzzProfile uint8
+
+const (
+	fuzzAO    fuzzProfile = iota // TCP-AO hmac(sha1), maclen 12, over IPv4
+	fuzzMD5                      // TCP-MD5 over IPv6
+	fuzzDraft                    // TCP-AO kmac256-128 (a 20-byte option, a 32-byte key) over IPv4
+	fuzzProfiles
+)
+
+// fuzzSetup returns an established pair of profile prof, the wire
+// packets A signed (the only segments of A that B may ever deliver: any
+// other would need a forged MAC) and the stack packets they were signed
+// from.
+func fuzzSetup(tb testing.TB, prof fuzzProfile) (p *pair, signed, stack [][]byte) {
+	switch prof {
+	case fuzzMD5:
 		p = newPair(tb, true, Config{MD5: md5Ring(tb, addrB6, "m")}, Config{MD5: md5Ring(tb, addrA6, "m")})
-	} else {
+	case fuzzDraft:
+		p = newPair(tb, false, Config{AO: draftRing(tb, addrB4, "kmac256-128", 1, 2, 7)}, Config{AO: draftRing(tb, addrA4, "kmac256-128", 2, 1, 7)})
+	default:
 		p = aoPair(tb, false, "k", "k")
 	}
 	for _, s := range []struct {
@@ -69,18 +82,22 @@ func fuzzSetup(tb testing.TB, md5 bool) (p *pair, signed, stack [][]byte) {
 // the MKT its KeyID names on a keyring of its own, the connection's ISNs
 // (a SYN's own sequence number) and the SNE of its sequence number
 // against B's receive basis st.
-func macOf(t *testing.T, p *pair, wire []byte, md5 bool, st ao.RepairState) error {
+func macOf(t *testing.T, p *pair, wire []byte, prof fuzzProfile, st ao.RepairState) error {
 	s, err := segment.ParsePacket(wire)
 	if err != nil {
 		return err
 	}
-	if md5 {
+	if prof == fuzzMD5 {
 		return md5Ring(t, addrA6, "m").Verify(&s, 0)
 	}
 	if !s.Auth.HasAO() {
 		return ao.ErrNoOption
 	}
-	m := aoRing(t, addrA4, 12, mkt{2, 1, "k"}).LookupRecv(s.Src, s.Header[s.Auth.AO+2], 0)
+	ring := aoRing(t, addrA4, 12, mkt{2, 1, "k"})
+	if prof == fuzzDraft {
+		ring = draftRing(t, addrA4, "kmac256-128", 2, 1, 7)
+	}
+	m := ring.LookupRecv(s.Src, s.Header[s.Auth.AO+2], 0)
 	if m == nil {
 		return ao.ErrKeyNotFound
 	}
@@ -97,20 +114,18 @@ const fuzzISNA, fuzzISNB = 0x10000000, 0x20000000
 
 // FuzzLayer feeds arbitrary packets to the layers of an established
 // connection. mode bit 0: the packet is A's stack's, through A's Outbound
-// and then B's Inbound; else it arrives on the wire at B. mode bit 1:
-// MD5 over IPv6 instead of TCP-AO over IPv4. Properties: no panic; B
+// and then B's Inbound; else it arrives on the wire at B. mode>>1 (mod
+// 3): TCP-AO hmac(sha1) over IPv4, MD5 over IPv6, or TCP-AO kmac256-128
+// (the draft's 20-byte option) over IPv4. Properties: no panic; B
 // delivers a covered peer's TCP segment only if its MAC verifies under
 // A's key for the connection, checked apart from the layer (ao's
 // per-segment core with the connection's ISNs and SNE, or a keyring of
 // its own for MD5); what A's Outbound signs, B verifies, with the payload
 // intact; an uncovered peer's packet comes back untouched.
 func FuzzLayer(f *testing.F) {
-	for _, md5 := range []bool{false, true} {
-		_, signed, stack := fuzzSetup(f, md5)
-		m := byte(0)
-		if md5 {
-			m = 2
-		}
+	for prof := range fuzzProfiles {
+		_, signed, stack := fuzzSetup(f, prof)
+		m := byte(prof) << 1
 		for i := range signed {
 			f.Add(signed[i], m)
 			f.Add(stack[i], m|1)
@@ -118,8 +133,8 @@ func FuzzLayer(f *testing.F) {
 	}
 	f.Add([]byte{0x45, 0, 0, 20}, byte(0))
 	f.Fuzz(func(t *testing.T, data []byte, mode byte) {
-		md5 := mode&2 != 0
-		p, _, _ := fuzzSetup(t, md5)
+		prof := fuzzProfile(mode>>1) % fuzzProfiles
+		p, _, _ := fuzzSetup(t, prof)
 		in := slices.Clone(data)
 		if mode&1 != 0 {
 			out, err := p.a.l.Outbound(nil, in)
@@ -167,7 +182,7 @@ func FuzzLayer(f *testing.F) {
 			}
 			return
 		}
-		if err := macOf(t, p, wire, md5, st); err != nil {
+		if err := macOf(t, p, wire, prof, st); err != nil {
 			t.Fatalf("B delivered a segment of A whose MAC does not verify (%v):\n%x", err, wire)
 		}
 		if s.Auth.HasAO() || s.Auth.HasMD5() {

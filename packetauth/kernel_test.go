@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"

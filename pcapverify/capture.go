@@ -57,6 +57,9 @@ type Capture struct {
 // Open starts reading a capture, recognising its format from its first
 // bytes. Its errors are one line, for a report.
 func Open(r io.Reader) (*Capture, error) {
+	if r == nil {
+		return nil, ErrNotSetUp
+	}
 	br := bufio.NewReaderSize(r, 1<<16)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -109,6 +112,9 @@ func Open(r io.Reader) (*Capture, error) {
 // whether the capture truncated the frame; io.EOF at the end. The packet
 // is valid until the next call.
 func (c *Capture) Next() (ip []byte, truncated bool, err error) {
+	if c == nil || (c.pcap == nil && c.ng == nil) {
+		return nil, false, ErrNotSetUp
+	}
 	var data []byte
 	var ci gopacket.CaptureInfo
 	lt := c.lt

@@ -51,6 +51,9 @@ type mirror struct {
 // which L3 domain a segment was, so entries bound to an ifindex are judged
 // as if they were not.
 func LoadKeys(kf *keyfile.File) (*Keys, error) {
+	if kf == nil {
+		return nil, ErrNotSetUp
+	}
 	pool, err := sigpool.New(sigpool.Config{})
 	if err != nil {
 		return nil, err
@@ -112,6 +115,9 @@ func (ks *Keys) sameAO(r *ao.Keyring, cfg ao.Config) bool {
 	maclen := cfg.MACLen
 	if maclen == 0 {
 		maclen = ao.DefaultMACLen
+		if n := m.Algorithm().MACLen(); n != 0 {
+			maclen = n // the draft's algorithms: 16
+		}
 	}
 	if m.Algorithm().Name() != cfg.Algorithm || m.MACLen() != maclen || m.ExcludeOptions() != cfg.ExcludeOptions {
 		return false

@@ -17,12 +17,15 @@ type Report struct {
 // read to its end, the error names the frame, and the report holds what
 // came before it.
 func Verify(r io.Reader, keys *Keys, opts *Options, emit func(*Result)) (*Report, error) {
+	v, err := NewVerifier(keys, opts, emit)
+	if err != nil {
+		return &Report{}, err
+	}
+	defer v.Close()
 	c, err := Open(r)
 	if err != nil {
 		return &Report{}, err
 	}
-	v := NewVerifier(keys, opts, emit)
-	defer v.Close()
 	for frame := 1; ; frame++ {
 		ip, truncated, err := c.Next()
 		if err == io.EOF {
@@ -32,7 +35,7 @@ func Verify(r io.Reader, keys *Keys, opts *Options, emit func(*Result)) (*Report
 			err = fmt.Errorf("frame %d: %v", frame, err)
 			return &Report{Totals: v.totals, Flows: v.Flows()}, err
 		}
-		v.Packet(frame, ip, truncated)
+		v.judge(frame, ip, truncated)
 	}
 	return &Report{Totals: v.totals, Flows: v.Flows()}, nil
 }

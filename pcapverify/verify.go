@@ -191,30 +191,61 @@ type Verifier struct {
 	r      Result // the result being made, reused
 }
 
+// ErrNotSetUp is the error of a nil or zero Keys, Capture or Verifier,
+// or a nil argument where one is needed: it was not made by LoadKeys,
+// Open or NewVerifier.
+var ErrNotSetUp = errors.New("pcapverify: not set up (use LoadKeys, Open and NewVerifier)")
+
 // NewVerifier returns a Verifier of one capture. opts may be nil; emit
 // may be nil when only the totals and flows are wanted.
-func NewVerifier(keys *Keys, opts *Options, emit func(*Result)) *Verifier {
+func NewVerifier(keys *Keys, opts *Options, emit func(*Result)) (*Verifier, error) {
+	if keys == nil || keys.pool == nil {
+		return nil, ErrNotSetUp
+	}
 	if opts == nil {
 		opts = &Options{}
 	}
 	if emit == nil {
 		emit = func(*Result) {}
 	}
-	return &Verifier{keys: keys, opts: opts, flows: newFlows(), emit: emit}
+	return &Verifier{keys: keys, opts: opts, flows: newFlows(), emit: emit}, nil
 }
 
 // Close wipes the traffic keys the verifier derived.
-func (v *Verifier) Close() { v.flows.wipe() }
+func (v *Verifier) Close() {
+	if v != nil && v.flows != nil {
+		v.flows.wipe()
+	}
+}
 
 // Totals are the counts so far.
-func (v *Verifier) Totals() *Totals { return &v.totals }
+func (v *Verifier) Totals() *Totals {
+	if v == nil {
+		return &Totals{}
+	}
+	return &v.totals
+}
 
 // Flows summarizes the flows that had judged segments so far.
-func (v *Verifier) Flows() []FlowSummary { return summarize(v.flows) }
+func (v *Verifier) Flows() []FlowSummary {
+	if v == nil || v.flows == nil {
+		return nil
+	}
+	return summarize(v.flows)
+}
 
 // Packet judges one IP packet (nil if the frame carries none). truncated
-// says the capture kept only part of the frame.
-func (v *Verifier) Packet(frame int, ip []byte, truncated bool) {
+// says the capture kept only part of the frame. Its only error is
+// ErrNotSetUp: what is wrong with a packet is its Result's verdict.
+func (v *Verifier) Packet(frame int, ip []byte, truncated bool) error {
+	if v == nil || v.flows == nil {
+		return ErrNotSetUp
+	}
+	v.judge(frame, ip, truncated)
+	return nil
+}
+
+func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 	v.totals.Packets++
 	if ip == nil {
 		v.totals.Skipped++

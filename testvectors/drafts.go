@@ -5,6 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 var (
@@ -104,4 +107,88 @@ func KMAC256Samples() ([]KMAC, error) {
 		return nil, fmt.Errorf("%s: %d samples, want 3", file, len(out))
 	}
 	return out, nil
+}
+
+//go:embed rfc/tcp-ao-algs-07-vectors.json
+var draftAlgs string
+
+// DraftAlgs returns tcpsig's own vectors for draft-ietf-tcpm-tcp-ao-algs
+// revision 07: RFC 9235's 32 packets re-signed with HMAC-SHA256-128 and
+// with KMAC256-128 (64 segments; same addresses, ports, ISNs, payloads
+// and KeyIDs, a 32-byte master key 0x00..0x1f, SNE 0), their TCP-AO option
+// grown to 20 bytes for the 16-byte MAC, IP lengths and both checksums
+// fixed. The traffic keys and MACs were computed with OpenSSL, not with
+// tcpsig (TestDraftVectorsOpenSSL recomputes them). Section is the RFC
+// 9235 section of the source packet.
+func DraftAlgs() (RFC9235Set, error) {
+	const file = "tcp-ao-algs-07-vectors.json"
+	var in struct {
+		Source      string `json:"source"`
+		MasterKey   string `json:"master_key_hex"`
+		ClientKeyID uint8  `json:"client_keyid"`
+		ServerKeyID uint8  `json:"server_keyid"`
+		SNE         uint32 `json:"sne"`
+		MACLen      int    `json:"maclen"`
+		Vectors     []struct {
+			Section        string `json:"rfc9235_section"`
+			Title          string `json:"title"`
+			IPVersion      int    `json:"ip_version"`
+			Algorithm      string `json:"algorithm"`
+			IncludeOptions bool   `json:"include_options"`
+			ClientISN      string `json:"client_isn"`
+			ServerISN      string `json:"server_isn"`
+			TrafficKeyKind string `json:"traffic_key_kind"`
+			Context        string `json:"kdf_context_hex"`
+			Packet         string `json:"packet_hex"`
+			TrafficKey     string `json:"traffic_key_hex"`
+			MAC            string `json:"mac_hex"`
+		} `json:"vectors"`
+	}
+	errorf := func(format string, args ...any) (RFC9235Set, error) {
+		return RFC9235Set{}, fmt.Errorf("testvectors: %s: %s", file, fmt.Sprintf(format, args...))
+	}
+	dec := json.NewDecoder(strings.NewReader(draftAlgs))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return errorf("%v", err)
+	}
+	master, err := hex.DecodeString(in.MasterKey)
+	if err != nil || len(master) != 32 || in.MACLen != 16 {
+		return errorf("master key of %d bytes (%v), maclen %d", len(master), err, in.MACLen)
+	}
+	set := RFC9235Set{MasterKey: master, ClientKeyID: in.ClientKeyID, ServerKeyID: in.ServerKeyID, SNE: in.SNE, MACLen: in.MACLen}
+	count := map[string]int{}
+	for _, v := range in.Vectors {
+		a := AO{Section: v.Section, Title: v.Title, Alg: v.Algorithm, IPVersion: v.IPVersion, IncludeOptions: v.IncludeOptions, TrafficKeyKind: v.TrafficKeyKind}
+		if (a.Alg != "hmac-sha256-128" && a.Alg != "kmac256-128") || (a.IPVersion != 4 && a.IPVersion != 6) || !slices.Contains(trafficKeyKinds, a.TrafficKeyKind) {
+			return errorf("%s: unknown algorithm, ip_version or traffic_key_kind", v.Section)
+		}
+		for _, f := range []struct {
+			s string
+			p *uint32
+		}{{v.ClientISN, &a.ClientISN}, {v.ServerISN, &a.ServerISN}} {
+			u, err := strconv.ParseUint(strings.TrimPrefix(f.s, "0x"), 16, 32)
+			if err != nil || !strings.HasPrefix(f.s, "0x") {
+				return errorf("%s: bad ISN %q", v.Section, f.s)
+			}
+			*f.p = uint32(u)
+		}
+		for _, f := range []struct {
+			s string
+			p *[]byte
+		}{{v.Packet, &a.Packet}, {v.TrafficKey, &a.TrafficKey}, {v.MAC, &a.MAC}} {
+			if *f.p, err = unhex(f.s); err != nil {
+				return errorf("%s: %v", v.Section, err)
+			}
+		}
+		if len(a.MAC) != 16 || len(a.TrafficKey) != 32 {
+			return errorf("%s %s: MAC of %d bytes, traffic key of %d", a.Alg, v.Section, len(a.MAC), len(a.TrafficKey))
+		}
+		count[a.Alg]++
+		set.Vectors = append(set.Vectors, a)
+	}
+	if count["hmac-sha256-128"] != 32 || count["kmac256-128"] != 32 {
+		return errorf("%v vectors, want 32 per algorithm", count)
+	}
+	return set, nil
 }

@@ -21,6 +21,12 @@
 //   - rfc/rfc9235-test-vectors.json (and .txt, the same data as laid out in
 //     the RFC): RFC 9235 §4–7, all 32 TCP-AO segments with traffic keys and
 //     MACs.
+//   - rfc/rfc5869-hkdf-sha256-vectors.json, rfc/sp800-185-kmac256-vectors.json:
+//     RFC 5869 A.1–A.3 (HKDF-SHA256) and SP 800-185's KMAC256 samples #4–#6.
+//   - rfc/tcp-ao-algs-07-vectors.json: tcpsig's own vectors for
+//     draft-ietf-tcpm-tcp-ao-algs-07, RFC 9235's packets re-signed with
+//     HMAC-SHA256-128 and KMAC256-128, expected values from OpenSSL
+//     ([DraftAlgs]).
 //
 // Published versus computed: the RFC 2202, 4231, 4493, 4615 and 9235 values
 // are the RFCs' test vectors (the transcriber recomputed each one and

@@ -22,7 +22,7 @@
 //     count good and bad segments.
 //
 // The methods are those of the Auth hook of tcpsig's test endpoint
-// (internal/harness/usertcp), which proves the package against the Linux kernel.
+// (harness/usertcp), which proves the package against the Linux kernel.
 package aopacket
 
 import (

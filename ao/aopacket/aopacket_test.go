@@ -11,7 +11,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
-	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
+	"github.com/tcpsig/tcpsig/harness/usertcp"
 )
 
 var _ usertcp.Auth = (*aopacket.Auth)(nil)

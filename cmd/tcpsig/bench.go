@@ -145,7 +145,7 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "CPU: %s, %d logical cores, GOMAXPROCS %d (%s)\n", cpu.Model, cpu.Logical, cpu.GOMAXPROCS, cpu.GOARCH)
 		fmt.Fprintf(stdout, "SHA/AES features: %s; absent: %s\n", orNone(cpu.Features), orNone(cpu.Missing))
 		fmt.Fprintf(stdout, "Each cell ran for %v; segment = TCP header (timestamps + auth option) + payload.\n\n", *d)
-		const row = "%-14s  %-7s  %-6s  %7s  %10s  %13s  %14s\n"
+		const row = "%-15s  %-7s  %-6s  %7s  %10s  %13s  %14s\n"
 		fmt.Fprintf(stdout, row, "ALGORITHM", "BACKEND", "OP", "PAYLOAD", "NS/SEGMENT", "GBIT/S 1 CORE", fmt.Sprintf("GBIT/S %d CORES", cpu.GOMAXPROCS))
 		emit = func(r benchRow) {
 			fmt.Fprintf(stdout, row, r.Alg, r.Backend, r.Op, fmt.Sprint(r.Payload), fmt.Sprintf("%.0f", r.NsPerSegment),
@@ -275,9 +275,13 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 	case "cmac(aes)":
 		keyLen = 32
 	}
+	if a, err := mac.Lookup(alg); err == nil {
+		keyLen = max(keyLen, a.MinMasterKey()) // the draft's algorithms take 32 bytes or more
+	}
 	key := []byte(strings.Repeat("k", keyLen))
 	ring := ao.NewKeyring(pool)
-	if _, err := ring.Add(ao.Config{Peer: host(benchB.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key}); err != nil {
+	m, err := ring.Add(ao.Config{Peer: host(benchB.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
+	if err != nil {
 		return nil, err
 	}
 	if _, err := ring.Add(ao.Config{Peer: host(benchA.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
@@ -294,7 +298,7 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 			ao.RepairState{LocalISN: isnB, RemoteISN: isnA, SendSeq: isnB, RecvSeq: isnA, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
 			return nil, err
 		}
-		seg, err := benchSegment(payload, ao.AppendOption(nil, ao.DefaultMACLen))
+		seg, err := benchSegment(payload, ao.AppendOption(nil, m.MACLen()))
 		if err != nil {
 			return nil, err
 		}

@@ -278,7 +278,7 @@ func TestSeveralCaptures(t *testing.T) {
 
 // The benchmark table's shape (numbers are the machine's).
 func TestBench(t *testing.T) {
-	code, out, errOut := cli(t, "bench", "-json", "-time", "1ms", "-alg", "hmac(sha1)", "-alg", "md5")
+	code, out, errOut := cli(t, "bench", "-json", "-time", "1ms", "-alg", "hmac(sha1)", "-alg", "md5", "-alg", "KMAC256-128", "-alg", "HMAC-SHA256-128")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -297,13 +297,17 @@ func TestBench(t *testing.T) {
 		if r.NsPerSegment <= 0 || r.Gbps1 <= 0 || r.GbpsAll <= 0 || r.SegmentBytes < 20+r.Payload {
 			t.Errorf("row %+v", r)
 		}
+		// The draft's algorithms: a 20-byte option (16-byte MAC) after the timestamps.
+		if (r.Alg == "kmac256-128" || r.Alg == "hmac-sha256-128") && r.SegmentBytes != 20+12+20+r.Payload {
+			t.Errorf("row %+v: segment of %d bytes", r, r.SegmentBytes)
+		}
 		rows++
 	}
-	if want := 2 * len(benchBackends) * len(benchPayloads) * 2; rows != want {
+	if want := 4 * len(benchBackends) * len(benchPayloads) * 2; rows != want {
 		t.Errorf("%d rows, want %d", rows, want)
 	}
 	code, out, _ = cli(t, "bench", "-time", "1ms", "-alg", "cmac(aes128)")
-	if code != 0 || !strings.Contains(out, "CPU: ") || !strings.Contains(out, "cmac(aes128)    rekey    verify     8948") {
+	if code != 0 || !strings.Contains(out, "CPU: ") || !strings.Contains(out, "cmac(aes128)     rekey    verify     8948") {
 		t.Errorf("text table:\n%s", out)
 	}
 }

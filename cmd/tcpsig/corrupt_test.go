@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -42,7 +42,7 @@ type damaged struct {
 // damage writes a copy of the pcap file with one signed segment damaged
 // the way kind says: the middle one of those that can be (a payload for
 // "payload", an option besides the signature's for "option", not a SYN for
-// "port"). The file is read and written with internal/harness/capture (pcapgo).
+// "port"). The file is read and written with harness/capture (pcapgo).
 func damage(t testing.TB, file, kind string) damaged {
 	t.Helper()
 	lt, pkts, err := capture.ReadFile(file)

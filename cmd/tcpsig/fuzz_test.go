@@ -24,6 +24,8 @@ func FuzzKeysFile(f *testing.F) {
 	f.Add([]byte(`{"ao": [{"alg": "cmac(aes128)", "key": "hex:00", "sndid": 0, "rcvid": 255, "peer": "0.0.0.0/0", "maclen": 4, "exclude_options": true, "name": "x"},
 		{"alg": "cmac(aes128)", "key": "hex:01", "sndid": 0, "rcvid": 255, "peer": "0.0.0.0/0"}]}`))
 	f.Add([]byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 1, "peer": "::ffff:10.0.0.1"}]}`))
+	f.Add([]byte(`{"ao": [{"alg": "KMAC256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 1, "rcvid": 2, "peer": "::/0"},
+		{"alg": "HMAC-SHA256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 3, "rcvid": 4, "peer": "10.0.0.0/8", "maclen": 16}]}`))
 	f.Add([]byte(`{"ao": [{}], "md5": [1]}`))
 	f.Add([]byte("{\"ao\": [{\"alg\": \"hmac(sha1)\",\n \"key\": \"hex:zz\"}]}"))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -61,7 +63,9 @@ func fuzzKeys(f *testing.F) []byte {
 	k.AO = append(k.AO, eng.AO...)
 	k.AO = append(k.AO,
 		map[string]any{"alg": "cmac(aes128)", "key": "text:any", "sndid": 1, "rcvid": 1, "peer": "0.0.0.0/0"},
-		map[string]any{"alg": "hmac(sha256)", "key": "text:any", "sndid": 2, "rcvid": 2, "peer": "::/0", "maclen": 16})
+		map[string]any{"alg": "hmac(sha256)", "key": "text:any", "sndid": 2, "rcvid": 2, "peer": "::/0", "maclen": 16},
+		map[string]any{"alg": "KMAC256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 3, "rcvid": 3, "peer": "0.0.0.0/0"},
+		map[string]any{"alg": "HMAC-SHA256-128", "key": "text:0123456789abcdef0123456789abcdef", "sndid": 4, "rcvid": 4, "peer": "::/0"})
 	k.MD5 = append(k.MD5, map[string]any{"peer": "198.51.100.0/24", "key": "text:md5-secret"})
 	b, err := json.Marshal(k)
 	if err != nil {
@@ -111,7 +115,10 @@ func FuzzCapture(f *testing.F) {
 		}
 		var txt textReporter
 		txt.w = io.Discard
-		v := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) { txt.segment("f", r) })
+		v, err := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) { txt.segment("f", r) })
+		if err != nil {
+			t.Fatal(err)
+		}
 		for frame := 1; frame < 10000; frame++ {
 			ip, truncated, err := c.Next()
 			if err != nil {

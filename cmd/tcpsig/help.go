@@ -98,8 +98,9 @@ Flags:
 
   -json        the CPU as one JSON object, then one per measurement
   -time D      how long to run each measurement (default 30ms, at least 1ms)
-  -alg NAME    only this algorithm (repeatable): a TCP-AO algorithm's Linux or
-               RFC 5926 name, or md5 for TCP-MD5
+  -alg NAME    only this algorithm (repeatable): a TCP-AO algorithm's Linux,
+               RFC 5926 or draft-ietf-tcpm-tcp-ao-algs name (HMAC-SHA256-128,
+               KMAC256-128), or md5 for TCP-MD5
 
 Example:
 

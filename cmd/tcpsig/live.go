@@ -48,6 +48,12 @@ var liveReady func()
 // printing the segments that are not good as they come and the flow table
 // every lo.every and at the end. It returns the exit status.
 func runLive(ctx context.Context, lo liveOptions, ks *pcapverify.Keys, opts *pcapverify.Options, rep reporter, stderr io.Writer) int {
+	name := lo.iface + " (live)"
+	v, err := pcapverify.NewVerifier(ks, opts, func(r *pcapverify.Result) { rep.segment(name, r) })
+	if err != nil {
+		return failf(stderr, "verify: %v", err)
+	}
+	defer v.Close()
 	src, err := openInterface(lo.iface)
 	if err != nil {
 		return failf(stderr, "verify: -i %s: %v", lo.iface, err)
@@ -84,10 +90,7 @@ func runLive(ctx context.Context, lo liveOptions, ks *pcapverify.Keys, opts *pca
 	// Closing the socket is what ends a read blocked in the kernel.
 	stop := context.AfterFunc(ctx, func() { src.Close() })
 	defer stop()
-	name := lo.iface + " (live)"
 	rep.begin(name, fmt.Sprintf("Verifying the packets that pass %s as they come (Ctrl-C to stop); the flow table every %v.", lo.iface, lo.every))
-	v := pcapverify.NewVerifier(ks, opts, func(r *pcapverify.Result) { rep.segment(name, r) })
-	defer v.Close()
 	buf := make([]byte, liveSnapLen)
 	next := time.Now().Add(lo.every)
 	var runErr error

@@ -23,8 +23,8 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/usertcp"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/pcapverify"

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/shim"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/shim"
 )
 
 // transfer is one TCP connection from B (client, behind the shim) to A

@@ -20,11 +20,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/nfqueue"
-	"github.com/tcpsig/tcpsig/internal/nfrules"
-	"github.com/tcpsig/tcpsig/internal/shim"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/shim"
+	"github.com/tcpsig/tcpsig/shim/nfqueue"
+	"github.com/tcpsig/tcpsig/shim/nfrules"
 )
 
 // The shim tests run BIRD, tcpsig shim (this test binary, re-executed) and
@@ -260,6 +260,9 @@ func shortDir(t testing.TB) string {
 
 // TestShimCommandErrors: usage errors exit 2 with a message.
 func TestShimCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	keys := writeKeys(t, dir, "keys.json", fmtKeysMD5(addrA4, "s"))
+	notes := writeKeys(t, dir, "notes", "precious")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -270,6 +273,7 @@ func TestShimCommandErrors(t *testing.T) {
 		{[]string{"-keys", "k", "-queues", "9"}, "want 1..8 queues"},
 		{[]string{"-keys", "k", "-queue", "65535", "-queues", "2"}, "want 1..8 queues"},
 		{[]string{"-keys", "k", "extra"}, "unexpected argument"},
+		{[]string{"-keys", keys, "-status", notes}, "tcpsig shim: status path in use: " + notes + " is a regular file, not a socket: not removed\n"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(append([]string{"shim"}, c.args...), &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {

@@ -20,11 +20,14 @@ func BenchmarkVerifySegment(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	v := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) {
+	v, err := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) {
 		if r.Verdict != pcapverify.Good {
 			b.Fatalf("frame %d: %v %s", r.Frame, r.Verdict, r.Reason)
 		}
 	})
+	if err != nil {
+		b.Fatal(err)
+	}
 	for i, p := range cv.pkts {
 		v.Packet(i+1, p, false)
 	}

@@ -411,12 +411,15 @@ func TestSteadyStateAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	var n int
-	v := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) {
+	v, err := pcapverify.NewVerifier(ks, &pcapverify.Options{}, func(r *pcapverify.Result) {
 		if r.Verdict != pcapverify.Good {
 			t.Fatalf("frame %d: %v %s", r.Frame, r.Verdict, r.Reason)
 		}
 		n++
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, p := range cv.pkts {
 		v.Packet(i+1, p, false)
 	}

@@ -207,6 +207,12 @@ func exitStatus(t *pcapverify.Totals, failed int) (int, string) {
 // verifyOne verifies one capture, streaming its frames.
 func verifyOne(in input, ks *pcapverify.Keys, opts *pcapverify.Options, rep reporter, stderr io.Writer) (*pcapverify.Totals, error) {
 	rep.begin(in.name, in.title)
+	v, err := pcapverify.NewVerifier(ks, opts, func(r *pcapverify.Result) { rep.segment(in.name, r) })
+	if err != nil {
+		rep.end(in.name, &pcapverify.Totals{}, nil, err)
+		return &pcapverify.Totals{}, err
+	}
+	defer v.Close()
 	rc, size, err := in.open()
 	if err != nil {
 		rep.end(in.name, &pcapverify.Totals{}, nil, err)
@@ -219,8 +225,6 @@ func verifyOne(in input, ks *pcapverify.Keys, opts *pcapverify.Options, rep repo
 		rep.end(in.name, &pcapverify.Totals{}, nil, err)
 		return &pcapverify.Totals{}, err
 	}
-	v := pcapverify.NewVerifier(ks, opts, func(r *pcapverify.Result) { rep.segment(in.name, r) })
-	defer v.Close()
 	prog := newProgress(stderr, in.name, size, cr)
 	var capErr error
 	for frame := 1; ; frame++ {

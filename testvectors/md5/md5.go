@@ -27,7 +27,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/capture"
 )
 
 //go:embed manifest.json *.pcap

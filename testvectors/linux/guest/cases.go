@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/netns"
 )
 
 // Case is one entry of the case table. Run gets a fresh *T; it records its
@@ -107,7 +107,7 @@ func (t *T) check(err error, what string) {
 }
 
 // addCapture records pkts, captured on lo (Ethernet), as the capture e
-// describes. The pcap is written by internal/harness/capture (gopacket's pcapgo)
+// describes. The pcap is written by harness/capture (gopacket's pcapgo)
 // into a scratch file and kept in memory for the result tar.
 func (t *T) addCapture(e ManifestCapture, pkts []capture.Packet) {
 	dir, err := os.MkdirTemp("", "pcap")

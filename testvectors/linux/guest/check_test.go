@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/segment"
 )
 

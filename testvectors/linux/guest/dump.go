@@ -5,7 +5,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/capture"
 )
 
 // runDump is "guest dump FILE.pcap ...": one line per segment.

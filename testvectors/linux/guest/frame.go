@@ -10,7 +10,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/segment"
 )
 

@@ -19,15 +19,15 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/tcprepair"
+	"github.com/tcpsig/tcpsig/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/tcprepair"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
 // Kernel <-> kernel cases: two kernel TCP sockets with TCP-AO keys talk over
-// lo while internal/harness/capture records every segment. Each case writes one
+// lo while harness/capture records every segment. Each case writes one
 // capture and one manifest entry.
 
 // algSpec is an algorithm as configured with TCP_AO_ADD_KEY.

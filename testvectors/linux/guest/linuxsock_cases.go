@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/harness/vrfproof"
+	"github.com/tcpsig/tcpsig/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/vrfproof"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/mac"
@@ -95,13 +95,16 @@ type lsConn struct {
 	rotate   string // "", "select" (SelectAOKeys) or "delete" (DeleteAOKey with set-rnext)
 }
 
-// lsConns: every algorithm Linux accepts (all of mac.Names), IPv4 and
+// lsConns: every algorithm Linux accepts (mac.Names that are Linux's), IPv4 and
 // IPv6, maclen 4..16, options excluded on every other one, 80-byte keys
 // on IPv4 (the most Linux takes; cmac(aes) takes 16 or 32), and two
 // rotations.
 func lsConns() []lsConn {
 	var cs []lsConn
 	for i, alg := range mac.Names() {
+		if a, _ := mac.Lookup(alg); !a.Linux() {
+			continue // the draft's algorithms, which no kernel has (they sort last)
+		}
 		n := byte(i + 1)
 		v4 := lsConn{alg: alg, cli: netip.AddrFrom4([4]byte{127, 0, 2, n}), srv: netip.AddrFrom4([4]byte{127, 0, 1, n}),
 			maclen: 4 + i%13, exclude: i%2 == 1, keyLen: 80}

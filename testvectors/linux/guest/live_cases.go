@@ -2,7 +2,7 @@
 
 package main
 
-// Engine <-> kernel, live: a userspace TCP endpoint (internal/harness/usertcp) whose
+// Engine <-> kernel, live: a userspace TCP endpoint (harness/usertcp) whose
 // every segment is signed and verified by the ao engine (ao/aopacket) talks
 // to kernel sockets with TCP-AO keys across a TUN device, each case in a
 // network namespace of its own. The kernel really checks: it drops what does
@@ -53,9 +53,9 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/harness/usertcp"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/usertcp"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/segment"
 )

@@ -3,7 +3,7 @@
 package main
 
 // The shim cases: Linux 6.12's own TCP-AO on one side, plain kernel
-// sockets behind internal/shim (tcpsig shim without its command line) on
+// sockets behind shim (tcpsig shim without its command line) on
 // the other, in two namespaces joined by a veth pair:
 //
 //	ns K: shK 192.0.2.1/24 2001:db8::1/64  kernel TCP-AO sockets (MKTs 1 and 2)
@@ -33,11 +33,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/internal/harness/capture"
-	"github.com/tcpsig/tcpsig/internal/harness/kstat"
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/shim"
+	"github.com/tcpsig/tcpsig/harness/capture"
+	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/linuxsock"
+	"github.com/tcpsig/tcpsig/shim"
 )
 
 func init() {

@@ -1,0 +1,17 @@
+// Package harness is the root of tcpsig's test and interop scaffolding:
+// code that proves the engine and the application against real kernels
+// and is part of neither.
+//
+//   - usertcp: a small userspace TCP endpoint over TUN that signs with the
+//     engine, for talking to kernel sockets;
+//   - netns: network namespaces, links and addresses for those tests;
+//   - capture: AF_PACKET capture of a test's traffic into pcap files;
+//   - kstat: the kernel's TcpExt counters and socket queues;
+//   - tcprepair: TCP_REPAIR on kernel sockets;
+//   - vrfproof: TCP-MD5 keys scoped to an L3 domain, with the kernel's
+//     verdicts.
+//
+// The engine's own internals live in internal/ (csum, prefixmap, reclaim),
+// the shim application in shim/. Only tests and the harness floor
+// (testvectors/) import harness: layers_test.go at the top keeps it so.
+package harness

@@ -1,0 +1,84 @@
+package tcpsig_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The tree has three floors. The engine (every package not named below)
+// signs and verifies; the application (cmd/, shim/, pcapverify/) is built
+// on it; the harness (harness/, testvectors/) proves both against
+// kernels, daemons and published vectors. A package's non-test code
+// imports its own floor and those below, never one above: the engine
+// knows no application and no harness. Tests may import anything.
+const module = "github.com/tcpsig/tcpsig"
+
+const (
+	engineFloor = iota
+	applicationFloor
+	harnessFloor
+)
+
+var floorNames = [...]string{"engine", "application", "harness"}
+
+// floorOf is the floor of the package in directory dir (slash-separated,
+// relative to the repository's top).
+func floorOf(dir string) int {
+	first, _, _ := strings.Cut(dir, "/")
+	switch first {
+	case "cmd", "shim", "pcapverify":
+		return applicationFloor
+	case "harness", "testvectors":
+		return harnessFloor
+	}
+	return engineFloor
+}
+
+func TestNoImportRunsBackUp(t *testing.T) {
+	fset := token.NewFileSet()
+	files := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		dir := filepath.ToSlash(filepath.Dir(path))
+		from := floorOf(dir)
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rest, ok := strings.CutPrefix(p, module+"/")
+			if !ok {
+				continue
+			}
+			if to := floorOf(rest); to > from {
+				t.Errorf("%s (%s) imports %s (%s)", path, floorNames[from], rest, floorNames[to])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 100 {
+		t.Fatalf("read %d files: not the whole tree", files)
+	}
+}

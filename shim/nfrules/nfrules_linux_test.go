@@ -1,0 +1,104 @@
+//go:build linux
+
+package nfrules_test
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/google/nftables"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/shim/nfrules"
+)
+
+func peers(s ...string) []netip.Prefix {
+	var ps []netip.Prefix
+	for _, x := range s {
+		ps = append(ps, netip.MustParsePrefix(x))
+	}
+	return ps
+}
+
+// rules counts the rules per family and chain of table.
+func rules(t *testing.T, table string) map[string]int {
+	n := map[string]int{}
+	c, err := nftables.New()
+	if err != nil {
+		t.Error(err) // not Fatal: this runs on the namespace's goroutine
+		return n
+	}
+	for fam, name := range map[nftables.TableFamily]string{nftables.TableFamilyIPv4: "ip", nftables.TableFamilyIPv6: "ip6"} {
+		tb := &nftables.Table{Name: table, Family: fam}
+		for _, ch := range []string{"in", "out"} {
+			rs, err := c.GetRules(tb, &nftables.Chain{Name: ch, Table: tb})
+			if err != nil {
+				continue // no such table or chain
+			}
+			n[name+" "+ch] = len(rs)
+		}
+	}
+	return n
+}
+
+// TestInstallReplaceRemove: Install makes one rule per peer and direction in
+// the family of the peer, a second Install replaces the first (as after a
+// crash or on reload), Remove leaves nothing, and removing twice is fine.
+func TestInstallReplaceRemove(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces and netfilter rules")
+	}
+	var unsupported error
+	err := netns.Run(func() error {
+		if _, err := nfrules.Install(nfrules.Spec{Table: "shtest", Queue: 3, Peers: peers("192.0.2.1/32", "198.51.100.0/24", "2001:db8::1/128")}); err != nil {
+			unsupported = err
+			return nil
+		}
+		if got := rules(t, "shtest"); got["ip in"] != 2 || got["ip out"] != 2 || got["ip6 in"] != 1 || got["ip6 out"] != 1 {
+			t.Errorf("after install: rules %v, want ip 2+2, ip6 1+1", got)
+		}
+		m, err := nfrules.Install(nfrules.Spec{Table: "shtest", Queue: 3, Peers: peers("192.0.2.9/32")})
+		if err != nil {
+			return err
+		}
+		t.Logf("queueing by %s", m)
+		if got := rules(t, "shtest"); got["ip in"] != 1 || got["ip out"] != 1 || got["ip6 in"] != 0 || got["ip6 out"] != 0 {
+			t.Errorf("after reinstall: rules %v, want ip 1+1 and no ip6 table", got)
+		}
+		if ok, err := nfrules.Exists("shtest"); err != nil || !ok {
+			t.Errorf("Exists = %v, %v after install", ok, err)
+		}
+		for i := range 2 {
+			if err := nfrules.Remove("shtest"); err != nil {
+				t.Errorf("Remove #%d: %v", i+1, err)
+			}
+		}
+		if ok, err := nfrules.Exists("shtest"); err != nil || ok {
+			t.Errorf("Exists = %v, %v after remove", ok, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsupported != nil {
+		for _, e := range []error{syscall.ENOENT, syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.EAFNOSUPPORT} {
+			if errors.Is(unsupported, e) {
+				t.Skipf("needs a kernel with nf_tables and a queue statement (nft_queue or xt NFQUEUE): %v", unsupported)
+			}
+		}
+		t.Fatal(unsupported)
+	}
+}
+
+// TestBadSpec: no peers, or no table name, is an error, not an empty table.
+func TestBadSpec(t *testing.T) {
+	if _, err := nfrules.Install(nfrules.Spec{Table: "shtest"}); !errors.Is(err, nfrules.ErrNoPeers) {
+		t.Errorf("no peers: %v, want ErrNoPeers", err)
+	}
+	if _, err := nfrules.Install(nfrules.Spec{Peers: peers("192.0.2.1/32")}); err == nil {
+		t.Error("empty table name accepted")
+	}
+}
