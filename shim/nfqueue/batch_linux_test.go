@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/internal/harness/netns"
-	"github.com/tcpsig/tcpsig/internal/nfqueue"
-	"github.com/tcpsig/tcpsig/internal/nfrules"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/shim/nfqueue"
+	"github.com/tcpsig/tcpsig/shim/nfrules"
 	"github.com/tcpsig/tcpsig/segment"
 	"golang.org/x/sys/unix"
 )
