@@ -61,7 +61,11 @@ func BenchmarkShimMD5(b *testing.B) {
 	}
 	dir := shortDir(b)
 	keys := writeKeys(b, dir, "keys.json", fmtKeysMD5(addrA4, secret))
-	shimProc, _ := startShim(b, nsB, dir, "-keys", keys, "-queue", "44", "-queues", strconv.Itoa(*shimBenchQueues))
+	args := []string{"-keys", keys, "-queue", "44"}
+	if *shimBenchQueues > 0 {
+		args = append(args, "-queues", strconv.Itoa(*shimBenchQueues))
+	}
+	shimProc, _ := startShim(b, nsB, dir, args...)
 	pid := shimProc.cmd.Process.Pid
 
 	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
