@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/shim/nfqueue"
 	"github.com/tcpsig/tcpsig/shim/nfrules"
-	"github.com/tcpsig/tcpsig/segment"
 	"golang.org/x/sys/unix"
 )
 
