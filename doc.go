@@ -1,31 +1,42 @@
 // Package tcpsig is the root of a pure-Go engine that signs and verifies
-// TCP segments with the TCP Authentication Option (TCP-AO, RFC 5925 with
-// the algorithms of RFC 5926 and the others Linux accepts) and with
-// TCP-MD5 (RFC 2385), byte-for-byte as Linux puts them on the wire. It is
-// meant for userspace TCP stacks and for tools that check captures.
+// TCP segments with TCP-AO (RFC 5925, the algorithms of RFC 5926 and the
+// others Linux accepts) and TCP-MD5 (RFC 2385), byte for byte as Linux;
+// it holds the engine's benchmarks, no API. Where to start: an operator
+// runs cmd/tcpsig (tcpsig help); a program that checks captures uses
+// pcapverify; one on kernel sockets, linuxsock; a userspace or gVisor
+// stack, packetauth or the netstack module; a stack that tracks its own
+// connections, ao and md5sig; all read keys with keyfile. The packages,
+// under github.com/tcpsig/tcpsig/, by floor (layers_test.go):
 //
-// This package has no API of its own: it holds the engine's benchmarks
-// (bench_test.go; the results, with the machine and the command that
-// produced them, are in BENCHMARKS.md). The work is done by its packages,
-// from the bottom up:
+//   - cmd/tcpsig: the command: verify captures, bench, shim
+//   - pcapverify: verify a capture's segments against a keys file
+//   - shim: tcpsig shim without the command line (Linux)
+//   - shim/nfqueue: the netfilter queue client (NFQUEUE)
+//   - shim/nfrules: the shim's nftables rules
+//   - keyfile: the keys file (JSON) into ao.Config and md5sig.Config
+//   - linuxsock: the Linux kernel's own TCP-AO and TCP-MD5 on Go sockets
+//   - packetauth: whole IP packets signed/verified for a stack without either
+//   - netstack: a module of its own (gVisor): netstack over packetauth
+//   - ao/aopacket: TCP-AO for a stack that builds whole IP packets itself
+//   - ao: TCP-AO MKTs, keyring, connections, listener, SNE, sign/verify
+//   - md5sig: TCP-MD5 keys by peer prefix, sign/verify
+//   - segment: zero-copy segments, pseudo-headers, packet building
+//   - kdf: RFC 5926 traffic-key derivation
+//   - sigpool: per-CPU pool of MAC contexts (Linux's tcp_sigpool)
+//   - scratch: per-shard scratch buffers for sigpool
+//   - mac: the algorithm registry; keyed, clonable MAC contexts
+//   - harness: the test and interop scaffolding, in these packages:
+//   - harness/capture: record an interface's packets, read and write pcap
+//   - harness/kstat: the kernel's TCP-MD5/TCP-AO counters
+//   - harness/netns: run code in a fresh network namespace
+//   - harness/tcprepair: Linux's TCP_REPAIR socket options
+//   - harness/usertcp: a userspace TCP endpoint over TUN
+//   - harness/vrfproof: VRF-bound TCP-MD5 keys, proven on the kernel
+//   - testvectors: RFC test vectors, with loaders
+//   - testvectors/linux: Linux TCP-AO captures (its guest command makes them)
+//   - testvectors/md5: Linux TCP-MD5 captures
 //
-//   - [github.com/tcpsig/tcpsig/mac]: the algorithm registry ("hmac(sha1)",
-//     "cmac(aes128)", ...) and keyed MAC contexts whose keyed state can be
-//     restored or cloned without running the key schedule again;
-//   - [github.com/tcpsig/tcpsig/kdf]: RFC 5926 traffic-key derivation from a
-//     master key prepared once;
-//   - [github.com/tcpsig/tcpsig/scratch] and [github.com/tcpsig/tcpsig/sigpool]:
-//     per-shard scratch buffers and the sharded pool of MAC contexts that
-//     every signature goes through (the Go form of Linux's tcp_sigpool);
-//   - [github.com/tcpsig/tcpsig/ao]: TCP-AO master key tuples, the lock-free
-//     keyring, connections (traffic keys, sequence number extensions, key
-//     rotation), and the listener side (SYN, SYN-ACK, RST);
-//   - [github.com/tcpsig/tcpsig/md5sig]: TCP-MD5 keys by peer prefix and
-//     L3 index, sign and verify;
-//   - [github.com/tcpsig/tcpsig/segment]: zero-copy TCP segment parsing and
-//     the pseudo-headers that TCP-AO and TCP-MD5 share (public, since ao and
-//     md5sig take its Segment);
-//   - [github.com/tcpsig/tcpsig/pcapverify]: the capture verifier;
-//   - [github.com/tcpsig/tcpsig/cmd/tcpsig]: the command that verifies
-//     captures and prints the benchmark table.
+// internal/ holds the Internet checksum, the lock-free prefix index and
+// the deferred key wipe. The README's "Using tcpsig from your module"
+// gives the go.mod lines a program needs.
 package tcpsig

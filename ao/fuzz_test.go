@@ -46,11 +46,10 @@ func fuzzSetup(t testing.TB) {
 	})
 }
 
-// fuzzKey is one setting: algorithm, options covered, IP version.
+// fuzzKey is one setting: the algorithm and the RFC 9235 section group
+// (IP version, options covered, the connection's ISNs), e.g. "4.1".
 type fuzzKey struct {
-	alg string
-	inc bool
-	ipv int
+	alg, group string
 }
 
 // fuzzAdd adds set's packets to the seeds and a profile per setting not
@@ -59,7 +58,7 @@ func fuzzAdd(t testing.TB, set testvectors.RFC9235Set, seen map[fuzzKey]bool) {
 	for i := range set.Vectors {
 		v := &set.Vectors[i]
 		fuzzSeeds = append(fuzzSeeds, v.Packet)
-		k := fuzzKey{v.Alg, v.IncludeOptions, v.IPVersion}
+		k := fuzzKey{v.Alg, v.Section[:3]}
 		if seen[k] {
 			continue
 		}

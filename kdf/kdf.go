@@ -29,7 +29,10 @@
 // PRF under the master key; the HMAC under the PRK; the KMAC state after
 // its key, counter and master key), so adding a key runs no key schedule
 // of the PRF and deriving the four keys of each later connection runs
-// none either.
+// none either. In order: [Master.Init] once per master key (mac.Lookup
+// names the algorithm); [Master.Derive] per traffic key, with an [Input]
+// (addresses, ports, ISNs) and a mac.Context of the algorithm;
+// [Master.Wipe] when the key is deleted.
 package kdf
 
 import (

@@ -34,4 +34,8 @@
 // wrapping one of the sentinels below. A file above [MaxSize] is refused
 // before it is read whole. Printing a File, an entry or an error never
 // shows key bytes; only [File.Marshal] writes them.
+//
+// In order: [Load] (a path), [Read] or [Parse] gives a [File]; each entry's
+// Config goes to a keyring (ao.Keyring.Add, md5sig.Keyring.Add) or, through
+// linuxsock.FileKeys, to kernel sockets.
 package keyfile

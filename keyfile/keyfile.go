@@ -398,7 +398,7 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	}
 	var m kdf.Master // what the engine will do with the key, done once here
 	if err := alg.CheckMasterKey(len(c.Key)); err != nil {
-		return e.with("key", ErrValue, strings.TrimPrefix(err.Error(), "mac: master key too short for the algorithm: "))
+		return e.with("key", ErrValue, strings.TrimPrefix(err.Error(), "mac: master key too short: "))
 	}
 	if err := m.Init(alg, c.Key); err != nil {
 		return e.with("key", ErrValue, fmt.Sprintf("%s refuses a %d-byte key", alg, len(c.Key)))

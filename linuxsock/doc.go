@@ -3,11 +3,15 @@
 // types: one ao.Config or md5sig.Config drives either the kernel, through
 // this package, or the ao and md5sig engines where the kernel cannot sign.
 //
-// Every call takes a Socket: a *net.TCPConn, a *net.TCPListener, or
-// Raw(c) of a syscall.RawConn. ListenConfig and Dialer install Keys (from
-// a keys file: FileKeys) before listen() and connect() and turn Multipath
-// TCP off, which Go 1.24+ turns on for listeners and which refuses keys
-// (ErrMPTCP). ProbeAO and ProbeMD5 say which the kernel has.
+// In order: ProbeAO / ProbeMD5 say what the kernel has;
+// ListenConfig(keys).Listen or Dialer(keys).Dial install Keys (FileKeys of
+// a keys file) before listen() / connect(); AddAOKey, SelectAOKeys and DeleteAOKey
+// rotate keys on the live socket; ReadAOInfo and AOKeys read its counters.
+// Every call takes a Socket: a *net.TCPConn, a *net.TCPListener, or Raw(c)
+// of a syscall.RawConn. ListenConfig and Dialer also turn Multipath TCP
+// off, which Go 1.24+ turns on for listeners and which refuses keys
+// (ErrMPTCP; on a kernel without the feature, the error wraps ErrNoAO or
+// ErrNoMD5 first).
 //
 // What each call needs from the kernel:
 //
@@ -25,12 +29,10 @@
 //	ReadAORepair, SetAORepair CONFIG_TCP_AO, and the socket in TCP_REPAIR
 //	                          mode (CAP_NET_ADMIN).
 //
-// Checked against Linux 6.12 (TCP-AO, under qemu) and 6.18 (TCP-MD5).
-// A kernel without a feature answers ENOPROTOOPT, which
-// comes back wrapping ErrNoAO or ErrNoMD5 (both wrap errors.ErrUnsupported
-// and name the missing option); on other operating systems every call
-// returns those errors. Other refusals are the kernel's errno, wrapped
-// (errors.Is(err, syscall.EEXIST) for overlapping KeyIDs, for example).
+// Checked against Linux 6.12 (TCP-AO, under qemu) and 6.18 (TCP-MD5). A
+// kernel without a feature (or another OS) gives ErrNoAO or ErrNoMD5, both
+// wrapping errors.ErrUnsupported; other refusals are the kernel's errno,
+// wrapped (syscall.EEXIST for overlapping KeyIDs, for example).
 //
 // Linux picks a new connection's current and RNext TCP-AO keys as the
 // last added key matching the peer; an accepted connection takes the keys

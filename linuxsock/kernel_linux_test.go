@@ -88,6 +88,25 @@ func TestAOUnsupported(t *testing.T) {
 		t.Errorf("Dialer with a TCP-AO key: %v", err)
 	}
 	t.Logf("e.g. %v", AddAOKey(ln.(*net.TCPListener), key, 0))
+
+	// Issue 21: a plain net.Listen listener is MPTCP where the kernel has
+	// MPTCP; its refusal must still say that TCP-AO is missing (turning
+	// MPTCP off would not help), first, and that it is MPTCP too.
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if p, err := protocol(plain.(*net.TCPListener)); err != nil || p != 262 {
+		t.Logf("net.Listen made a listener of protocol %d (%v), not MPTCP: the MPTCP case is not shown here", p, err)
+		return
+	}
+	err = AddAOKey(plain.(*net.TCPListener), key, 0)
+	if !errors.Is(err, ErrNoAO) || !errors.Is(err, ErrMPTCP) || !strings.Contains(fmtErr(err), "CONFIG_TCP_AO") ||
+		strings.Index(err.Error(), "TCP-AO") > strings.Index(err.Error(), "MPTCP") {
+		t.Errorf("AddAOKey on an MPTCP listener of a kernel without TCP-AO: %v, want ErrNoAO first, then ErrMPTCP", err)
+	}
+	t.Logf("MPTCP listener: %v", err)
 }
 
 func fmtErr(err error) string {

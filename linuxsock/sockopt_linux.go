@@ -102,14 +102,21 @@ func sockoptError(fd, opt int, what string, errno error) error {
 		}
 	}
 	if errors.Is(errno, syscall.ENOPROTOOPT) || errors.Is(errno, syscall.EOPNOTSUPP) {
+		missing, probe := ErrNoAO, ProbeAO
+		if opt == optMD5Sig || opt == optMD5SigExt {
+			missing, probe = ErrNoMD5, ProbeMD5
+		}
 		if p, err := syscall.GetsockoptInt(fd, syscall.SOL_SOCKET, soProtocol); err == nil && p == ipprotoMPTCP {
+			// An MPTCP socket answers as a kernel without the feature
+			// does: a plain TCP socket tells which is the case, and a
+			// missing feature comes first, since turning MPTCP off would
+			// not help.
+			if errors.Is(probe(), missing) {
+				return fmt.Errorf("linuxsock: %s%s: %w; the socket is also an %w (%w)", optNames[opt], what, missing, ErrMPTCP, errno)
+			}
 			return fmt.Errorf("linuxsock: %s%s: %w (%w)", optNames[opt], what, ErrMPTCP, errno)
 		}
 		if errors.Is(errno, syscall.ENOPROTOOPT) {
-			missing := ErrNoAO
-			if opt == optMD5Sig || opt == optMD5SigExt {
-				missing = ErrNoMD5
-			}
 			return fmt.Errorf("linuxsock: %s%s: %w (%w)", optNames[opt], what, missing, errno)
 		}
 	}

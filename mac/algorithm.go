@@ -75,11 +75,11 @@ const (
 
 // ErrMACLen is returned by [Algorithm.CheckMACLen] for a MAC length the
 // algorithm does not allow.
-var ErrMACLen = errors.New("mac: MAC length not allowed for the algorithm")
+var ErrMACLen = errors.New("mac: MAC length not allowed")
 
 // ErrMasterKeyLen is returned by [Algorithm.CheckMasterKey] for a master
 // key shorter than the algorithm requires.
-var ErrMasterKeyLen = errors.New("mac: master key too short for the algorithm")
+var ErrMasterKeyLen = errors.New("mac: master key too short")
 
 // Algorithm is one MAC algorithm. Its methods are safe for concurrent use.
 type Algorithm struct {

@@ -21,7 +21,10 @@
 // SetKey or [Key.Init] for the HMAC algorithms (the AES key schedule of
 // crypto/aes allocates once per key).
 //
-// Receivers compare MACs with [Equal], never bytes.Equal.
+// In order: [Lookup] an algorithm by name; [Key.Init] a template per key;
+// per message, [Context.Load] (or Reset, after the first), Write, Sum;
+// [Key.Wipe] when the key goes. Receivers compare MACs with [Equal], never
+// bytes.Equal.
 //
 // Go cannot promise that no copy of a key survives in memory: the runtime
 // may move stacks, and crypto/aes keeps its own expanded key. [Key.Wipe]

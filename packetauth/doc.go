@@ -14,6 +14,11 @@
 //     checksum recomputed; anything else from a covered peer is dropped
 //     (a non-nil error) and counted.
 //
+// In order: keyrings (ao.NewKeyring, md5sig.NewKeyring) with their keys;
+// [New]; tell the stack MTU − [Layer.Overhead]; per packet [Layer.Outbound]
+// or [Layer.Inbound]; [Layer.Expire] from a ticker; [Layer.Counters],
+// [Layer.Conns] and [Layer.SetRNext] to watch and rotate; [Layer.Close].
+//
 // TCP-AO needs both ISNs: the layer learns each connection from its
 // handshake (an outbound SYN starts a client, an inbound SYN that verifies
 // a server, whose ISN comes from its outbound SYN-ACK), follows the SNE

@@ -2,6 +2,9 @@
 // reservation so far: the Go form of Linux's per-CPU tcp_sigpool scratch
 // (sigpool_reserve_scratch() in net/ipv4/tcp_sigpool.c).
 //
+// In order: [New] with the number of shards; [Scratch.Reserve] the size a
+// user needs (once per user); [Scratch.Buf] a shard's buffer per use.
+//
 // A [Scratch] has one buffer per shard. [Scratch.Reserve] only ever grows
 // them, and it is safe while other goroutines use their buffers: a grown
 // shard gets a brand-new buffer, published atomically, and whoever still

@@ -11,6 +11,10 @@
 //     tcp_do_parse_auth_options() checks them, so a segment Linux drops with
 //     SKB_DROP_REASON_TCP_AUTH_HDR is an error here too.
 //
+// In order, for a received packet: [ParsePacket] (or [FromTCP] with the
+// addresses) finds the options (Segment.Auth), then ao or md5sig verifies
+// it; to send: [AppendPacket], the ao or md5sig signer, [SetTCPChecksum].
+//
 // Checksums (IPv4 header, TCP) are not verified: TCP-AO and TCP-MD5 compute
 // their MAC with the checksum field zeroed. For stacks that build packets,
 // [AppendPacket], [AppendIP], [Lengths], [TCPChecksum] and [SetTCPChecksum]

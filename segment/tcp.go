@@ -98,7 +98,9 @@ func (t TCP) Options() []byte {
 	return t[TCPMinimumSize:d]
 }
 
-// Flags are the TCP control bits.
+// Flags are the TCP control bits of byte 13: FIN, SYN, RST, PSH, ACK, URG,
+// ECE and CWR, the constants below (SYN|ACK is a SYN-ACK). Has and Only
+// test them; String prints them as tcpdump does.
 type Flags uint8
 
 // The TCP control bits (RFC 9293 §3.1, RFC 3168 §6.1).

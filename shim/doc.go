@@ -15,4 +15,10 @@
 // SNEs: with Config.State the shim keeps them in a file (no key material)
 // and resumes those sessions after a restart; others are reported in the
 // status and their packets dropped.
+//
+// In order: [New] reads the keys file; [Shim.Run] (in the namespace to
+// cover) installs the rules and answers packets until its context ends;
+// meanwhile [Shim.Reload] (SIGHUP), [Shim.Status] and [Shim.LogStatus]
+// (SIGUSR1). Config.Status serves the Status as JSON over HTTP on a unix
+// socket, kinds and states in the log's words.
 package shim

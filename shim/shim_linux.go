@@ -60,6 +60,9 @@ func New(cfg Config) (*Shim, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkStatusPath(cfg.Status); err != nil {
+		return nil, err // before any rule is installed
+	}
 	pool, err := sigpool.New(sigpool.Config{})
 	if err != nil {
 		return nil, err

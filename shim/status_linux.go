@@ -54,14 +54,49 @@ func connStatus(c packetauth.ConnInfo) ConnStatus {
 
 // Status is what the status socket serves (as JSON) and LogStatus logs.
 type Status struct {
-	Queue    uint16              `json:"queue"`
-	Rules    string              `json:"rules"`    // how the rules queue packets (nfrules.Method)
-	Overhead int                 `json:"overhead"` // option bytes added at most; the MSS clamp
-	Counters packetauth.Counters `json:"counters"`
-	Conns    []ConnStatus        `json:"conns"`      // tracked sessions
-	Unseen   []UnseenConn        `json:"unseen"`     // TCP-AO sessions met without their handshake
-	Seeded   uint64              `json:"ao_resumed"` // TCP-AO sessions resumed from the state file
-	Keys     map[string]int      `json:"keys"`       // entries of the keys file: "ao", "md5"
+	Queue    uint16         `json:"queue"`
+	Rules    string         `json:"rules"`    // how the rules queue packets (nfrules.Method)
+	Overhead int            `json:"overhead"` // option bytes added at most; the MSS clamp
+	Counters Counters       `json:"counters"`
+	Conns    []ConnStatus   `json:"conns"`      // tracked sessions
+	Unseen   []UnseenConn   `json:"unseen"`     // TCP-AO sessions met without their handshake
+	Seeded   uint64         `json:"ao_resumed"` // TCP-AO sessions resumed from the state file
+	Keys     map[string]int `json:"keys"`       // entries of the keys file: "ao", "md5"
+}
+
+// Counters are the layer's totals (packetauth.Counters) under the names
+// the log uses.
+type Counters struct {
+	Passed   uint64 `json:"passed"`   // packets of peers no key covers, untouched
+	Signed   uint64 `json:"signed"`   // outbound packets signed
+	Verified uint64 `json:"verified"` // inbound packets whose MAC verified
+	Dropped  Drops  `json:"dropped"`  // refused, by reason
+	Tracked  uint64 `json:"tracked"`  // sessions tracked now
+	Started  uint64 `json:"started"`  // sessions learnt from a handshake or the state file
+	Closed   uint64 `json:"closed"`   // sessions freed on RST or FIN both ways
+	Expired  uint64 `json:"expired"`  // sessions freed for being idle
+}
+
+// Drops are packetauth.Drops under the names the log uses.
+type Drops struct {
+	BadMAC      uint64 `json:"bad_mac"`
+	Unsigned    uint64 `json:"unsigned"`
+	KeyNotFound uint64 `json:"key_not_found"`
+	NoConn      uint64 `json:"no_conn"`
+	Fragment    uint64 `json:"fragment"`
+	NoRoom      uint64 `json:"no_room"`
+	Malformed   uint64 `json:"malformed"`
+	Full        uint64 `json:"full"`
+	ICMP        uint64 `json:"icmp"`
+	Other       uint64 `json:"other"`
+}
+
+// Total returns the number of dropped packets.
+func (d Drops) Total() uint64 { return packetauth.Drops(d).Total() }
+
+func counters(c packetauth.Counters) Counters {
+	return Counters{Passed: c.Passed, Signed: c.Signed, Verified: c.Verified, Dropped: Drops(c.Dropped),
+		Tracked: c.Tracked, Started: c.Started, Closed: c.Closed, Expired: c.Expired}
 }
 
 // Status returns the shim's counters and tracked sessions.
@@ -69,7 +104,7 @@ func (s *Shim) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{Queue: s.cfg.Queue, Rules: string(s.method), Overhead: s.layer.Overhead(),
-		Counters: s.layer.Counters(), Seeded: s.seeded, Conns: []ConnStatus{}, Unseen: []UnseenConn{},
+		Counters: counters(s.layer.Counters()), Seeded: s.seeded, Conns: []ConnStatus{}, Unseen: []UnseenConn{},
 		Keys: map[string]int{"ao": len(s.keys.AO), "md5": len(s.keys.MD5)}}
 	s.layer.Conns(func(c packetauth.ConnInfo) bool {
 		st.Conns = append(st.Conns, connStatus(c))
@@ -135,21 +170,49 @@ var ErrStatusPath = errors.New("shim: status path in use")
 // socket something still answers on, or anything not a socket, is an
 // ErrStatusPath and stays.
 func removeStaleSocket(path string) error {
-	fi, err := os.Lstat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	stale, err := staleSocket(path)
+	if err != nil || !stale {
 		return err
 	}
+	return os.Remove(path)
+}
+
+// checkStatusPath is New's early look at the status path: what
+// removeStaleSocket would refuse there is an error before anything is
+// installed.
+func checkStatusPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	_, err := staleSocket(path)
+	return err
+}
+
+// staleSocket reports whether path is a socket nothing answers on; nothing
+// at path is (false, nil), anything else an ErrStatusPath.
+func staleSocket(path string) (bool, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
 	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%w: %s exists and is not a socket (%v): not removed", ErrStatusPath, path, fi.Mode().Type())
+		what := "a " + fi.Mode().Type().String()
+		switch {
+		case fi.Mode().IsRegular():
+			what = "a regular file"
+		case fi.IsDir():
+			what = "a directory"
+		}
+		return false, fmt.Errorf("%w: %s is %s, not a socket: not removed", ErrStatusPath, path, what)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	if c, err := (&net.Dialer{}).DialContext(ctx, "unix", path); err == nil {
 		c.Close()
-		return fmt.Errorf("%w: %s answers: another shim serves its status there", ErrStatusPath, path)
+		return false, fmt.Errorf("%w: %s answers: another shim serves its status there", ErrStatusPath, path)
 	}
-	return os.Remove(path)
+	return true, nil
 }

@@ -78,13 +78,17 @@ func TestStatusHTTP(t *testing.T) {
 			t.Fatalf("GET %s: %d %s", path, code, b)
 		}
 		var raw struct {
-			Conns []map[string]any `json:"conns"`
+			Counters map[string]any   `json:"counters"`
+			Conns    []map[string]any `json:"conns"`
 		}
 		if err := json.Unmarshal(b, &raw); err != nil {
 			t.Fatalf("GET %s: %v\n%s", path, err, b)
 		}
 		if len(raw.Conns) != 1 {
 			t.Fatalf("GET %s: conns %v, want the seeded session", path, raw.Conns)
+		}
+		if d, _ := raw.Counters["dropped"].(map[string]any); raw.Counters["signed"] == nil || d == nil || d["bad_mac"] == nil {
+			t.Errorf("GET %s: counters %v, want the log's names (signed, dropped.bad_mac)", path, raw.Counters)
 		}
 		c := raw.Conns[0]
 		if c["kind"] != "TCP-AO" || c["state"] != "established" || c["local"] != "192.0.2.2:40000" || c["keyid"] != 1.0 || c["rnext"] != 2.0 {
@@ -113,6 +117,10 @@ func TestStatusPath(t *testing.T) {
 	}
 	if _, err := s.serveStatus(); !errors.Is(err, ErrStatusPath) {
 		t.Errorf("a regular file at the path: %v, want ErrStatusPath", err)
+	}
+	// New refuses it too, before Run installs anything.
+	if _, err := New(s.cfg); !errors.Is(err, ErrStatusPath) || !strings.Contains(err.Error(), "is a regular file, not a socket") {
+		t.Errorf("New with a regular file at the status path: %v, want ErrStatusPath", err)
 	}
 	if b, err := os.ReadFile(sock); err != nil || string(b) != "precious" {
 		t.Fatalf("the file at the path was touched: %q, %v", b, err)

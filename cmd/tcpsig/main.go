@@ -1,6 +1,7 @@
 // Command tcpsig verifies TCP-AO (RFC 5925) and TCP-MD5 (RFC 2385)
-// signatures in packet captures, byte for byte as Linux computes them, and
-// measures the signing engine.
+// signatures in packet captures, byte for byte as Linux computes them,
+// signs and verifies a host's own TCP for a kernel without them (shim),
+// and measures the signing engine.
 //
 //	tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
 //	tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/tcpsig/tcpsig/shim"
@@ -27,7 +28,7 @@ func runShim(args []string, stdout, stderr io.Writer) int {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	s, err := shim.New(shim.Config{Keys: f.keys, Queue: uint16(f.queue), Status: f.status, State: f.state, Log: log})
 	if err != nil {
-		return failf(stderr, "shim: %v", err)
+		return failf(stderr, "shim: %s", strings.TrimPrefix(err.Error(), "shim: "))
 	}
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)

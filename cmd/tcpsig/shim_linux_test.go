@@ -260,6 +260,9 @@ func shortDir(t testing.TB) string {
 
 // TestShimCommandErrors: usage errors exit 2 with a message.
 func TestShimCommandErrors(t *testing.T) {
+	dir := t.TempDir()
+	keys := writeKeys(t, dir, "keys.json", fmtKeysMD5(addrA4, "s"))
+	notes := writeKeys(t, dir, "notes", "precious")
 	for _, c := range []struct {
 		args []string
 		want string
@@ -268,6 +271,7 @@ func TestShimCommandErrors(t *testing.T) {
 		{[]string{"-keys", "/nonexistent/keys.json"}, "no such file"},
 		{[]string{"-keys", "k", "-queue", "70000"}, "want 0..65535"},
 		{[]string{"-keys", "k", "extra"}, "unexpected argument"},
+		{[]string{"-keys", keys, "-status", notes}, "tcpsig shim: status path in use: " + notes + " is a regular file, not a socket: not removed\n"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(append([]string{"shim"}, c.args...), &out, &errb); code != 2 || !strings.Contains(errb.String(), c.want) {

@@ -1,0 +1,153 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// readmeSection returns the fenced code blocks of the README section
+// whose heading line is heading ("## Run it"), in order.
+func readmeSection(t *testing.T, heading string) []string {
+	t.Helper()
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("README has no %q", heading)
+	}
+	level := heading[:strings.IndexByte(heading, ' ')+1] // "## "
+	if i := strings.Index(sec, "\n"+level); i >= 0 {
+		sec = sec[:i]
+	}
+	var blocks []string
+	for {
+		_, rest, ok := strings.Cut(sec, "```")
+		if !ok {
+			return blocks
+		}
+		_, rest, _ = strings.Cut(rest, "\n")
+		block, after, ok := strings.Cut(rest, "```")
+		if !ok {
+			t.Fatalf("%q: an unclosed code block", heading)
+		}
+		blocks = append(blocks, block)
+		sec = after
+	}
+}
+
+// shellWords splits a command line as sh would for the README's commands:
+// blanks separate words, single quotes group, # starts a comment.
+func shellWords(t *testing.T, line string) []string {
+	t.Helper()
+	var words []string
+	var w strings.Builder
+	in, quoted := false, false
+	for i := 0; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case quoted && c == '\'':
+			quoted = false
+		case quoted:
+			w.WriteByte(c)
+		case c == '\'':
+			quoted, in = true, true
+		case c == '#' && !in:
+			i = len(line)
+		case c == ' ' || c == '\t':
+			if in {
+				words, in = append(words, w.String()), false
+				w.Reset()
+			}
+		case strings.IndexByte("|;&<>$`\"\\", c) >= 0:
+			t.Fatalf("README command %q: this test runs only plain commands", line)
+		default:
+			w.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		words = append(words, w.String())
+	}
+	return words
+}
+
+// inClone runs the rest of the test from a directory that looks like the
+// clone's top (cmd/ is this tree's), where the README's commands may
+// write files.
+func inClone(t *testing.T) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(filepath.Join(root, "cmd"), filepath.Join(dir, "cmd")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+}
+
+// Issue 21 item 1: the README's tcpsig commands run as written from the
+// clone's top directory, and those whose output it shows print exactly
+// that.
+func TestReadmeCommands(t *testing.T) {
+	run1 := readmeSection(t, "## Run it")
+	cmdSec := readmeSection(t, "## The `tcpsig` command")
+	exitSec := readmeSection(t, "### Exit status")
+	outSec := readmeSection(t, "### Verdicts and output")
+	inClone(t)
+
+	var lines []string
+	for _, l := range strings.Split(run1[0], "\n") {
+		if rest, ok := strings.CutPrefix(l, "go run ./cmd/tcpsig "); ok {
+			lines = append(lines, rest)
+		}
+	}
+	for _, l := range strings.Split(cmdSec[0], "\n") {
+		if rest, ok := strings.CutPrefix(l, "tcpsig "); ok {
+			lines = append(lines, rest)
+		}
+	}
+	if len(lines) < 8 {
+		t.Fatalf("found %d tcpsig commands in the README's Run it and tcpsig command sections: the test no longer reads them", len(lines))
+	}
+	for _, l := range lines {
+		args := shellWords(t, l)
+		code, out, errOut := cli(t, args...)
+		if code != 0 || out == "" {
+			t.Errorf("README's tcpsig %s: exit %d, stderr %q", l, code, errOut)
+		}
+		if len(args) == 1 && args[0] == "verify" {
+			// "go run ./cmd/tcpsig verify prints:" and the block after it.
+			if want := outSec[0]; out != want {
+				t.Errorf("tcpsig verify printed\n%s\nthe README shows\n%s", out, want)
+			}
+		}
+	}
+
+	// The exit-status example: "$ head -c 24 SRC > DST; tcpsig verify ARGS",
+	// then its output.
+	ex := exitSec[0]
+	cmdLine, want, _ := strings.Cut(ex, "\n")
+	head, verify, ok := strings.Cut(strings.TrimPrefix(cmdLine, "$ "), "; tcpsig ")
+	hw := strings.Fields(head)
+	if !ok || len(hw) != 6 || strings.Join(hw[:3], " ") != "head -c 24" || hw[4] != ">" {
+		t.Fatalf("the exit-status example %q is not head -c 24 SRC > DST; tcpsig ...", cmdLine)
+	}
+	src, dst := hw[3], hw[5]
+	b, err := os.ReadFile(src)
+	if err != nil || len(b) < 24 {
+		t.Fatalf("exit-status example: %v", err)
+	}
+	if err := os.WriteFile(dst, b[:24], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _ := cli(t, shellWords(t, verify)...)
+	if code != 3 || out != want {
+		t.Errorf("exit-status example: exit %d, printed\n%s\nthe README shows (exit 3)\n%s", code, out, want)
+	}
+}
