@@ -209,3 +209,35 @@ func opensslKMAC(t *testing.T, openssl string, key []byte, s string, size int, f
 	}
 	return b
 }
+
+// TestInitKMACRefuses: a KMAC template of another algorithm, an output or
+// customization out of range, or an over-long key is refused, typed.
+func TestInitKMACRefuses(t *testing.T) {
+	a, _ := Lookup("kmac256-128")
+	h, _ := Lookup("hmac(sha256)")
+	var k Key
+	for _, c := range []struct {
+		alg    *Algorithm
+		key    []byte
+		s      string
+		outLen int
+		want   error
+	}{
+		{h, make([]byte, 32), "", 16, ErrNoKey},
+		{nil, make([]byte, 32), "", 16, ErrNoKey},
+		{a, make([]byte, 145), "", 16, ErrKeySize},
+		{a, make([]byte, 32), "", 0, ErrKeySize},
+		{a, make([]byte, 32), "", 65, ErrKeySize},
+		{a, make([]byte, 32), strings.Repeat("S", 33), 16, ErrKeySize},
+	} {
+		if err := k.InitKMAC(c.alg, c.key, c.s, c.outLen, nil); !errors.Is(err, c.want) {
+			t.Errorf("%v key %d s %d outLen %d: %v, want %v", c.alg, len(c.key), len(c.s), c.outLen, err, c.want)
+		}
+	}
+	if err := k.InitKMAC(a, make([]byte, 132), strings.Repeat("S", 32), 64, make([]byte, 300)); err != nil {
+		t.Fatalf("the longest customization: %v", err)
+	}
+	if testing.AllocsPerRun(20, func() { _ = k.InitKMAC(a, make([]byte, 32), "", 16, nil) }) != 0 && !raceEnabled {
+		t.Error("InitKMAC of a traffic key allocates")
+	}
+}
