@@ -31,6 +31,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
@@ -174,7 +175,7 @@ func TestBareReferences(t *testing.T) {
 			t.Fatalf("%s: %v", a, err)
 		}
 		c.Write(msg)
-		got := c.Sum(nil)
+		got := c.Finish(nil)
 		if a.IsKMAC() {
 			if want := newSafeKMAC(key).sum(nil, msg); !bytes.Equal(got, want) {
 				t.Errorf("%s: context MAC %x, keyed cSHAKE256 %x", a, got, want)
@@ -213,8 +214,8 @@ func TestBareReferences(t *testing.T) {
 // per way of getting the keyed state:
 //
 //   - keyschedule: Context.SetKey (a fresh key schedule) per message;
-//   - restore: Context.Reset to the keyed state per message;
-//   - clone: Context.Load of a shared keyed template (mac.Key) per message
+//   - restore: Context.Restart to the keyed state per message;
+//   - clone: Context.Start of a shared keyed template (mac.Key) per message
 //     (not for hmac(rmd160), whose state cannot be copied: there the pool
 //     re-keys instead);
 //   - bare: the bare hash (Reset, Write, Sum), or for CMAC the AES-CBC-MAC
@@ -286,7 +287,7 @@ func BenchmarkPool(b *testing.B) {
 							panic(err)
 						}
 						r.MAC.Write(msg)
-						out = r.MAC.Sum(out[:0])
+						out = r.MAC.Finish(out[:0])
 						r.End()
 					}
 				})
@@ -335,8 +336,8 @@ func masterKey(alg string) []byte {
 // the client sends KeyID 1 and receives 2, the server the other way round.
 func rings(tb testing.TB, alg string) (cring, sring *ao.Keyring) {
 	tb.Helper()
-	mkt := func(peer netip.Addr, send, recv uint8) ao.Config {
-		return ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
+	mkt := func(peer netip.Addr, send, recv uint8) keys.AO {
+		return keys.AO{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
 			Algorithm: alg, Key: masterKey(alg), MACLen: macLenOf(alg)}
 	}
 	cring, sring = ao.NewKeyring(nil), ao.NewKeyring(nil)
@@ -370,7 +371,7 @@ func establishedOn(tb testing.TB, cring, sring *ao.Keyring) (c, s *ao.Conn) {
 	if err := c.Sign(&syn); err != nil {
 		tb.Fatal(err)
 	}
-	if signed, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, 5000, s); !signed || err != nil {
+	if signed, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, s); !signed || err != nil {
 		tb.Fatalf("accept: %v %v", signed, err)
 	}
 	synack := fromTCP(tb, server.Addr(), client.Addr(), tcpHeaderLen(maclen, server.Port(), client.Port(), 5000, 1001, segment.SYN|segment.ACK, nil))
@@ -485,7 +486,7 @@ func benchNewConnection(b *testing.B, alg string) {
 	accept := func(i int) {
 		syn := &syns[i%len(syns)]
 		localISN := isn(i) ^ 0x5a5a5a5a
-		if signed, err := l.Accept(syn, localISN, &s); !signed || err != nil {
+		if signed, err := l.Accept(syn, &s); !signed || err != nil {
 			b.Fatalf("accept: %v %v", signed, err)
 		}
 		h := synack.Header
@@ -530,7 +531,7 @@ func BenchmarkMD5(b *testing.B) {
 					return
 				}
 				r := md5sig.NewKeyring(nil)
-				if _, err := r.Add(md5sig.Config{Peer: netip.PrefixFrom(server.Addr(), 32), Key: key}); err != nil {
+				if _, err := r.Add(keys.MD5{Peer: netip.PrefixFrom(server.Addr(), 32), Key: key}); err != nil {
 					b.Fatal(err)
 				}
 				tcp := md5Header(client.Port(), server.Port(), 1001, 5001, bytesOf(n, 4))
@@ -540,7 +541,7 @@ func BenchmarkMD5(b *testing.B) {
 				}
 				if op == "verify" { // the receiver's keyring: its key is for the client
 					r = md5sig.NewKeyring(nil)
-					if _, err := r.Add(md5sig.Config{Peer: netip.PrefixFrom(client.Addr(), 32), Key: key}); err != nil {
+					if _, err := r.Add(keys.MD5{Peer: netip.PrefixFrom(client.Addr(), 32), Key: key}); err != nil {
 						b.Fatal(err)
 					}
 					if err := r.Verify(&seg, 0); err != nil {
@@ -599,7 +600,7 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 				b.Fatal(err)
 			}
 			c.Write(msg)
-			out = c.Sum(out[:0])
+			out = c.Finish(out[:0])
 		}
 	case "clone":
 		var tmpl mac.Key
@@ -608,9 +609,9 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 		}
 		c := a.NewContext()
 		return func() {
-			c.Load(&tmpl)
+			c.Start(&tmpl)
 			c.Write(msg)
-			out = c.Sum(out[:0])
+			out = c.Finish(out[:0])
 		}
 	case "restore":
 		c := a.NewContext()
@@ -618,9 +619,9 @@ func macOp(b *testing.B, a *mac.Algorithm, mode string, key, msg []byte) func() 
 			b.Fatal(err)
 		}
 		return func() {
-			c.Reset()
+			c.Restart()
 			c.Write(msg)
-			out = c.Sum(out[:0])
+			out = c.Finish(out[:0])
 		}
 	case "bare":
 		if a.IsKMAC() {
@@ -657,20 +658,20 @@ func Example() {
 		panic(err)
 	}
 	c.Write(msg)
-	fresh := c.Sum(nil)
+	fresh := c.Finish(nil)
 
-	c.Reset() // restore: no key schedule
+	c.Restart() // restore: no key schedule
 	c.Write(msg)
-	restored := c.Sum(nil)
+	restored := c.Finish(nil)
 
 	var tmpl mac.Key // a template, shared by any number of contexts
 	if err := tmpl.Init(alg, key); err != nil {
 		panic(err)
 	}
 	d := alg.NewContext()
-	d.Load(&tmpl) // clone
+	d.Start(&tmpl) // clone
 	d.Write(msg)
-	cloned := d.Sum(nil)
+	cloned := d.Finish(nil)
 
 	fmt.Println(mac.Equal(fresh, restored), mac.Equal(fresh, cloned))
 	// Output: true true

@@ -13,7 +13,8 @@
 //   - shim: tcpsig shim without the command line (Linux)
 //   - shim/nfqueue: the netfilter queue client (NFQUEUE)
 //   - shim/nfrules: the shim's nftables rules
-//   - keyfile: the keys file (JSON) into ao.Config and md5sig.Config
+//   - keyfile: the keys file (JSON) into keys.AO and keys.MD5
+//   - keys: MKT and TCP-MD5 key configuration and Linux's checks of it
 //   - linuxsock: the Linux kernel's own TCP-AO and TCP-MD5 on Go sockets
 //   - packetauth: whole IP packets signed/verified for a stack without either
 //   - netstack: a module of its own (gVisor): netstack over packetauth
@@ -36,7 +37,7 @@
 //   - testvectors/linux: Linux TCP-AO captures (its guest command makes them)
 //   - testvectors/md5: Linux TCP-MD5 captures
 //
-// internal/ holds the Internet checksum, the lock-free prefix index and
-// the deferred key wipe. The README's "Using tcpsig from your module"
-// gives the go.mod lines a program needs.
+// internal/ holds the Internet checksum, the lock-free prefix index, the
+// deferred key wipe and the one cache-line size. The README's "Using
+// tcpsig from your module" gives the go.mod lines a program needs.
 package tcpsig

@@ -108,7 +108,9 @@ func TestReadmeExampleOutputs(t *testing.T) {
 	}
 	readme := string(b)
 	for _, c := range []struct{ anchor, dir, example string }{
-		{"`ExampleSignSegment` (`go test ./ao -run ExampleSignSegment -v`)", "ao", "ExampleSignSegment"},
+		{"`ExampleTrafficKey` (`go test ./ao -run ExampleTrafficKey -v`)", "ao", "ExampleTrafficKey"},
+		{"`ExampleTrafficKey_reset` (`go test ./ao -run ExampleTrafficKey_reset -v`)", "ao", "ExampleTrafficKey_reset"},
+		{"`ExampleConn_Init_established` (`go test ./ao -run ExampleConn_Init_established -v`)", "ao", "ExampleConn_Init_established"},
 		{"Real output of the package's `Example` (a client's SYN", "packetauth", "Example"},
 		{"Real output of the package's `Example` (a gonet server", "netstack", "Example"},
 	} {

@@ -10,6 +10,7 @@ import (
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/scratch"
@@ -21,18 +22,32 @@ import (
 // a careless call gets must be one of them (errors.Is).
 var sentinels = []error{
 	ao.ErrBadMAC, ao.ErrMACLength, ao.ErrKeyNotFound, ao.ErrAORequired, ao.ErrUnexpected, ao.ErrNoOption,
-	ao.ErrNoRoom, ao.ErrNoCurrentKey, ao.ErrNoISN, ao.ErrNotSYN, ao.ErrOption, ao.ErrInvalidKey,
-	ao.ErrMACTooLong, ao.ErrKeyExists, ao.ErrNoSuchKey, ao.ErrKeyBusy,
+	ao.ErrNoRoom, ao.ErrNoCurrentKey, ao.ErrNotInitialized, md5sig.ErrNotInitialized, ao.ErrNoISN, ao.ErrNotSYN, ao.ErrOption, keys.ErrInvalid,
+	keys.ErrMACTooLong, ao.ErrKeyExists, ao.ErrNoSuchKey, ao.ErrKeyBusy,
 	aopacket.ErrNotAccepted, aopacket.ErrISN, aopacket.ErrUnsignedConn,
 	md5sig.ErrBadMAC, md5sig.ErrMissing, md5sig.ErrUnexpected, md5sig.ErrAOOption, md5sig.ErrNoOption,
-	md5sig.ErrNoKey, md5sig.ErrNoRoom, md5sig.ErrInvalidKey, md5sig.ErrNoSuchKey,
+	md5sig.ErrNoKey, md5sig.ErrNoRoom, md5sig.ErrNoSuchKey,
 	sigpool.ErrPoolFull, sigpool.ErrKeyMismatch, sigpool.ErrNotAllocated, sigpool.ErrBackend,
 	mac.ErrNoKey, mac.ErrKeySize, mac.ErrUnknownAlgorithm, mac.ErrMACLen, mac.ErrMasterKeyLen,
 	kdf.ErrMasterKey, kdf.ErrAddress,
 	segment.ErrShortPacket, segment.ErrIPVersion, segment.ErrIPHeaderLength, segment.ErrNotTCP,
 	segment.ErrFragment, segment.ErrExtHeaderChain, segment.ErrShortTCP, segment.ErrDataOffset,
 	segment.ErrOptionLength, segment.ErrAuthOption, segment.ErrDuplicateAuth, segment.ErrBothAuth,
-	segment.ErrAddrFamily, segment.ErrSegmentTooLong, segment.ErrPacketTooLong,
+	segment.ErrAddrFamily, segment.ErrSegmentTooLong, segment.ErrPacketTooLong, segment.ErrUnparsed,
+}
+
+// notSetUp is the error a type's methods give on a receiver that was never
+// set up: a nil pointer of every type here, and a zero value of those
+// marked zero (the zero Keyrings are ready to use).
+var notSetUp = map[reflect.Type]struct {
+	err  error
+	zero bool
+}{
+	reflect.TypeFor[ao.Conn]():        {ao.ErrNotInitialized, true},
+	reflect.TypeFor[ao.Listener]():    {ao.ErrNotInitialized, true},
+	reflect.TypeFor[ao.TrafficKey]():  {ao.ErrNotInitialized, true},
+	reflect.TypeFor[ao.Keyring]():     {ao.ErrNotInitialized, false},
+	reflect.TypeFor[md5sig.Keyring](): {md5sig.ErrNotInitialized, false},
 }
 
 // TestMisuse calls every exported method of the engine's types on zero
@@ -40,13 +55,14 @@ var sentinels = []error{
 // arguments (nil pointers, nil slices, zero structs), then with real ones
 // where a segment, a packet or an address is asked for (a signed TCP-AO
 // SYN): none may panic, and every error returned must be one of the
-// packages' sentinels.
+// packages' sentinels; on a receiver that was never set up (notSetUp),
+// that one error.
 func TestMisuse(t *testing.T) {
 	values := []any{
-		ao.Config{}, ao.Conn{}, ao.Counters{}, ao.DeleteOptions{}, ao.Endpoint{}, ao.ISNs{}, ao.Keyring{},
-		ao.Listener{}, ao.MKT{}, ao.Option{}, ao.Policy{}, ao.RepairState{}, ao.TrafficKey{},
+		keys.AO{}, ao.Conn{}, ao.Counters{}, ao.DeleteOptions{}, ao.Endpoint{}, ao.ISNs{}, ao.Keyring{},
+		ao.Listener{}, ao.MKT{}, ao.Option{}, ao.Policy{}, ao.TrafficKey{},
 		aopacket.Auth{},
-		md5sig.Config{}, md5sig.Counters{}, md5sig.DeleteOptions{}, md5sig.Key{}, md5sig.Keyring{}, md5sig.PacketAuth{},
+		keys.MD5{}, md5sig.Counters{}, md5sig.DeleteOptions{}, md5sig.Key{}, md5sig.Keyring{}, md5sig.PacketAuth{},
 		sigpool.Backend(0), sigpool.Config{}, sigpool.ID(0), sigpool.Pool{}, sigpool.Request{},
 		mac.Algorithm{}, mac.Context{}, mac.Key{},
 		kdf.Input{}, kdf.Master{},
@@ -54,16 +70,14 @@ func TestMisuse(t *testing.T) {
 		scratch.Scratch{},
 	}
 	funcs := map[string]any{
-		"ao.AppendOption": ao.AppendOption, "ao.ComputeSNE": ao.ComputeSNE, "ao.OptionLen": ao.OptionLen,
-		"ao.OptionSpace": ao.OptionSpace, "ao.SignSegment": ao.SignSegment, "ao.VerifySegment": ao.VerifySegment,
-		"ao.SyncookieISNs": ao.SyncookieISNs, "ao.VerifyListenReset": ao.VerifyListenReset,
+		"ao.AppendOption": ao.AppendOption, "ao.ComputeSNE": ao.ComputeSNE, "ao.OptionSpace": ao.OptionSpace,
 		"ao.NewKeyring": ao.NewKeyring, "ao.NewListener": ao.NewListener, "ao.ParseOption": ao.ParseOption,
 		"aopacket.NewClient": aopacket.NewClient, "aopacket.NewServer": aopacket.NewServer,
 		"aopacket.NewEstablished": aopacket.NewEstablished,
 		"md5sig.AppendOption":     md5sig.AppendOption, "md5sig.NewKeyring": md5sig.NewKeyring,
 		"md5sig.NewPacketAuth": md5sig.NewPacketAuth,
-		"sigpool.New":          sigpool.New, "sigpool.CacheLine": sigpool.CacheLine,
-		"mac.Equal": mac.Equal, "mac.Lookup": mac.Lookup, "mac.Names": mac.Names, "mac.Algorithms": mac.Algorithms,
+		"sigpool.New":          sigpool.New,
+		"mac.Equal":            mac.Equal, "mac.Lookup": mac.Lookup, "mac.Names": mac.Names, "mac.Algorithms": mac.Algorithms,
 		"kdf.ReduceCMACKey": kdf.ReduceCMACKey, "kdf.Extract": kdf.Extract,
 		"segment.AppendIP": segment.AppendIP, "segment.AppendPacket": segment.AppendPacket,
 		"segment.AppendPseudoHeader": segment.AppendPseudoHeader, "segment.AppendTCP": segment.AppendTCP,
@@ -71,7 +85,7 @@ func TestMisuse(t *testing.T) {
 		"segment.SetTCPChecksum": segment.SetTCPChecksum, "segment.TCPChecksum": segment.TCPChecksum,
 		"segment.TCPOffset": segment.TCPOffset, "segment.ParsePacket": segment.ParsePacket,
 		"segment.FromTCP": segment.FromTCP,
-		"scratch.New":     scratch.New, "scratch.Align": scratch.Align,
+		"scratch.New":     scratch.New,
 	}
 	calls := 0
 	for _, real := range []bool{false, true} {
@@ -80,7 +94,11 @@ func TestMisuse(t *testing.T) {
 			// The zero value, a pointer to a zero value, and a nil pointer
 			// (only for methods declared on the pointer: calling a value
 			// method through a nil pointer is Go's own panic).
-			for _, recv := range []reflect.Value{reflect.ValueOf(v), reflect.New(typ), reflect.Zero(reflect.PointerTo(typ))} {
+			for j, recv := range []reflect.Value{reflect.ValueOf(v), reflect.New(typ), reflect.Zero(reflect.PointerTo(typ))} {
+				var want error
+				if ns, ok := notSetUp[typ]; ok && (j == 2 || ns.zero) {
+					want = ns.err
+				}
 				for i := range recv.NumMethod() {
 					m := recv.Type().Method(i)
 					if recv.Kind() == reflect.Pointer && recv.IsNil() {
@@ -92,13 +110,17 @@ func TestMisuse(t *testing.T) {
 					if recv.Kind() == reflect.Pointer && recv.IsNil() {
 						name = fmt.Sprintf("(%v)(nil).%s", recv.Type(), m.Name)
 					}
-					call(t, name, recv.Method(i), real)
+					w := want
+					if m.Name == "Derive" && j != 2 {
+						w = nil // a zero TrafficKey's setup call
+					}
+					call(t, name, recv.Method(i), real, w)
 					calls++
 				}
 			}
 		}
 		for name, f := range funcs {
-			call(t, name, reflect.ValueOf(f), real)
+			call(t, name, reflect.ValueOf(f), real, nil)
 			calls++
 		}
 	}
@@ -136,8 +158,8 @@ func realArg(typ reflect.Type) (reflect.Value, bool) {
 
 // call calls f with the zero value of every parameter (with real ones
 // where realArg has them, if real) and checks that it does not panic and
-// that any error it returns is a sentinel.
-func call(t *testing.T, name string, f reflect.Value, real bool) {
+// that any error it returns is a sentinel, and want when want is not nil.
+func call(t *testing.T, name string, f reflect.Value, real bool, want error) {
 	t.Helper()
 	ft := f.Type()
 	n := ft.NumIn()
@@ -167,6 +189,9 @@ func call(t *testing.T, name string, f reflect.Value, real bool) {
 		}
 		if !typed {
 			t.Errorf("%s: untyped error %q", name, err)
+		}
+		if want != nil && !errors.Is(err, want) {
+			t.Errorf("%s on a receiver never set up: %q, want %q", name, err, want)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -24,20 +25,20 @@ func TestSteadyStateAllocs(t *testing.T) {
 		if alg == "hmac-sha256-128" || alg == "kmac256-128" {
 			key = []byte("a master key of 32 bytes or more")
 		}
-		m, err := cring.Add(Config{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
+		m, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sring.Add(Config{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
+		if _, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
 			t.Fatal(err)
 		}
 		var c, s Conn
-		st := RepairState{LocalISN: 100, RemoteISN: 200, SendSeq: 101, RecvSeq: 201, CurrentSendID: 1, RNextRecvID: 2}
-		if err := c.Import(cring, Endpoint{Local: cli, Remote: srv}, Policy{}, st); err != nil {
+		st := Endpoint{LocalISN: 100, RemoteISN: 200, SendSeq: 101, RecvSeq: 201, CurrentSendID: 1, RNextRecvID: 2}
+		if err := restore(&c, cring, Endpoint{Local: cli, Remote: srv}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
-		st = RepairState{LocalISN: 200, RemoteISN: 100, SendSeq: 201, RecvSeq: 101, CurrentSendID: 2, RNextRecvID: 1}
-		if err := s.Import(sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
+		st = Endpoint{LocalISN: 200, RemoteISN: 100, SendSeq: 201, RecvSeq: 101, CurrentSendID: 2, RNextRecvID: 1}
+		if err := restore(&s, sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
 		opts := testOption(nil, 0, 0, m.MACLen())

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -47,12 +48,12 @@ type churnSide struct {
 	unexpected []string
 }
 
-func (s *churnSide) cfg(k int, ks []churnKey) Config {
+func (s *churnSide) cfg(k int, ks []churnKey) keys.AO {
 	send, recv := uint8(k+1), uint8(101+k)
 	if !s.client {
 		send, recv = recv, send
 	}
-	return Config{Peer: host(s.peer), SendID: send, RecvID: recv, Algorithm: ks[k].alg, Key: ks[k].master}
+	return keys.AO{Peer: host(s.peer), SendID: send, RecvID: recv, Algorithm: ks[k].alg, Key: ks[k].master}
 }
 
 // slotOf maps a KeyID seen on the wire (the sender's SendID) to its slot.
@@ -319,7 +320,7 @@ func TestConcurrentChurn(t *testing.T) {
 				if !check(cli, syn, kdf.Input{Src: caddr.Addr(), Dst: srv4.Addr(), SrcPort: caddr.Port(), DstPort: srv4.Port(), SrcISN: cisn}) {
 					continue
 				}
-				ok, err := l.Accept(syn, sisn, &s)
+				ok, err := l.Accept(syn, &s)
 				if errors.Is(err, ErrKeyNotFound) {
 					notFound.Add(1)
 					continue
@@ -428,8 +429,8 @@ func TestConcurrentChurn(t *testing.T) {
 func TestConcurrentSYNRetransmit(t *testing.T) {
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
 	for _, k := range []uint8{1, 3} {
-		mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: k, RecvID: k + 1, Algorithm: "hmac(sha1)", Key: testKey(int(k))})
-		mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: k + 1, RecvID: k, Algorithm: "hmac(sha1)", Key: testKey(int(k))})
+		mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: k, RecvID: k + 1, Algorithm: "hmac(sha1)", Key: testKey(int(k))})
+		mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: k + 1, RecvID: k, Algorithm: "hmac(sha1)", Key: testKey(int(k))})
 	}
 	for i := 0; i < 50; i++ {
 		var c, s Conn
@@ -443,7 +444,7 @@ func TestConcurrentSYNRetransmit(t *testing.T) {
 		if err := c.Sign(syn); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := NewListener(sring, Policy{}, 0).Accept(syn, 7000, &s); !ok || err != nil {
+		if ok, err := NewListener(sring, Policy{}, 0).Accept(syn, &s); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 		synack := testSeg(t, srv4, cli4, 7000, uint32(i)+1, segment.SYN|segment.ACK, 12, nil)

@@ -7,9 +7,11 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // Errors of the per-segment calls. Every forged or damaged MAC yields
@@ -25,6 +27,9 @@ var (
 	ErrNoCurrentKey = errors.New("ao: connection has no current key")
 	ErrNoISN        = errors.New("ao: the peer's ISN is not known yet")
 	ErrNotSYN       = errors.New("ao: not a SYN")
+	// ErrNotInitialized is a call on a nil or zero Conn, Listener or
+	// TrafficKey, or on a nil Keyring: one that was never set up.
+	ErrNotInitialized = errors.New("ao: not set up (nil, or a zero value never initialized)")
 )
 
 // Policy is what a connection or listener does with segments that are not
@@ -57,20 +62,28 @@ func (c *counters) snapshot() Counters {
 }
 
 // A connection signs and verifies in two lanes, one per direction. Each
-// lane owns a working MAC context, scratch, and the traffic keys of its
+// lane holds a working MAC context leased from its MKT's pool for as long
+// as it uses keys of that algorithm, scratch, and the traffic keys of its
 // direction, per MKT: nothing on the per-segment path is shared with
-// another connection, so connections on different cores never meet. A
-// lane's lock serialises the calls of one direction (a Sign waits for
-// another Sign on the same Conn, never for a Verify).
+// another connection, so connections on different cores never meet.
 type lane struct {
+	// mu serialises the calls of one direction (a Sign waits for another
+	// Sign on the same Conn, never for a Verify) and guards every field
+	// below: while a call holds it, the lane's context, scratch, keys and
+	// SNE are that call's alone. Under it a call may take an MKT's lmu,
+	// pin an MKT (reclaim), or lease from the pool; never the keyring's
+	// lock, which Sign and Verify take only after releasing it.
 	mu      sync.Mutex
-	ctx     *mac.Context      // of the algorithm of the last key used
-	keys    []*laneKey        // traffic keys per MKT; entries of deleted MKTs are wiped and reused
-	tmp     *mac.Key          // a handshake key for an ISN not committed yet, made on first use
-	sne     sneState          // the direction's SNE and its basis
-	good    uint64            // receive lane: segments verified
-	scratch [scratchSize]byte // MAC input prefix and the MAC
-	_       [cachePad]byte    // the next lane's lock on another line
+	ctx     *mac.Context         // leased from pool (entry pid) for alg, the algorithm of the last key used; nil: none
+	alg     *mac.Algorithm       // ctx's algorithm
+	pool    *sigpool.Pool        // where ctx came from and goes back to
+	pid     sigpool.ID           // ctx's pool entry
+	keys    []*laneKey           // traffic keys per MKT; entries of deleted MKTs are wiped and reused
+	tmp     *mac.Key             // a handshake key for an ISN not committed yet, made on first use
+	sne     sneState             // the direction's SNE and its basis
+	good    uint64               // receive lane: segments verified
+	scratch [scratchSize]byte    // MAC input prefix and the MAC
+	_       [cacheline.Size]byte // the next lane's lock on another line
 }
 
 // laneKey is one MKT's two traffic keys of a lane's direction: the key
@@ -91,9 +104,6 @@ type laneKey struct {
 	idx  int   // the entry's place in mkt.lanes, under mkt.lmu
 }
 
-// cachePad keeps the two lanes' locks apart.
-const cachePad = 64
-
 func (k *laneKey) wipe() {
 	k.key.Wipe()
 	k.syn.Wipe()
@@ -104,13 +114,29 @@ func (k *laneKey) wipe() {
 	k.mkt = nil
 }
 
-// context returns the lane's working context for alg, making one when the
-// algorithm changes (a rotation to an MKT of another algorithm).
-func (l *lane) context(alg *mac.Algorithm) *mac.Context {
-	if l.ctx == nil || l.ctx.Algorithm() != alg {
-		l.ctx = alg.NewContext()
+// context returns the lane's working context for m's algorithm. The
+// lane keeps the context it leased from m's pool while its keys are of
+// that algorithm; a rotation to an MKT of another algorithm (or pool)
+// returns it and leases one for the new algorithm.
+func (l *lane) context(m *MKT) (*mac.Context, error) {
+	if l.ctx != nil && l.alg == m.alg && l.pool == m.pool { // a pool has one entry per algorithm
+		return l.ctx, nil
 	}
-	return l.ctx
+	l.giveBack()
+	c, err := m.pool.Lease(m.poolID)
+	if err != nil {
+		return nil, err
+	}
+	l.ctx, l.alg, l.pool, l.pid = c, m.alg, m.pool, m.poolID
+	return c, nil
+}
+
+// giveBack returns the lane's context, wiped, to its pool.
+func (l *lane) giveBack() {
+	if l.ctx != nil {
+		_ = l.pool.Return(l.pid, l.ctx) // the lease holds the entry
+		l.ctx, l.alg, l.pool = nil, nil, nil
+	}
 }
 
 // find returns the lane's keys of m, nil if it has none yet.
@@ -152,28 +178,31 @@ func (l *lane) wipe() {
 		k.wipe()
 	}
 	l.tmp.Wipe() // nil-safe
-	if l.ctx != nil {
-		l.ctx.Wipe()
-	}
+	l.giveBack()
 }
 
 // Conn is one connection's TCP-AO state. Sign and Verify may be called
 // concurrently from many goroutines (calls of one direction wait for each
-// other); Init, Close and Import may not run concurrently with anything
-// else on the same Conn. A Conn can be reused after Close: its key storage
-// is recycled, so setting up a new connection allocates nothing in
-// steady state.
+// other); Init and Close may not run concurrently with anything else on
+// the same Conn. A Conn can be reused after Close: its key storage is
+// recycled, so setting up a new connection allocates nothing in steady
+// state.
 type Conn struct {
 	ring          *Keyring
 	local, remote netip.AddrPort
 	l3            int
 	policy        Policy
-	lisn, risn    uint32
-	risnKnown     atomic.Bool
+	// lisn and risn are written once each, before lisnKnown or
+	// risnKnown is set, and read only after it is: a server learns lisn
+	// from the SYN-ACK it signs (under the send lane's lock), a client
+	// risn from the SYN-ACK it verifies (under the receive lane's).
+	lisn, risn           uint32
+	lisnKnown, risnKnown atomic.Bool
 
 	// current and rnext are written under the keyring's lock (role
-	// changes), read without it; link chains the Conn into its two MKTs'
-	// user lists, under the keyring's lock.
+	// changes), read without it: a signer loads current once per
+	// segment. link chains the Conn into its two MKTs' user lists, under
+	// the keyring's lock.
 	current, rnext atomic.Pointer[MKT]
 	link           [2]struct{ prev, next *Conn }
 
@@ -200,52 +229,141 @@ func (c *Conn) Format(f fmt.State, _ rune) {
 	}
 }
 
-// Endpoint names a connection: its local and remote address and port, its
-// L3 domain, and its own ISN.
+// Endpoint is what a connection's TCP-AO state starts from: its addresses
+// and L3 domain, and what the stack knows of its sequence numbers. A
+// client knows its own ISN and learns the peer's from the SYN-ACK; a
+// connection past its handshake (made by another stack, restored after a
+// restart, migrated as Linux's TCP_AO_REPAIR moves one) knows both ISNs,
+// where each direction's SNE stands and which keys it uses.
+// [Conn.Endpoint] returns it for a live connection, for [Conn.Init] to
+// take back.
 type Endpoint struct {
 	Local, Remote netip.AddrPort
 	L3Index       int
 	LocalISN      uint32
+
+	// Established says the handshake is over and the fields below are
+	// known; without it they are ignored.
+	Established bool
+	RemoteISN   uint32
+	// SendSNE and RecvSNE are the SNEs (RFC 5925 §6.2) of the sequence
+	// numbers SendSeq and RecvSeq (Linux: snd_sne at snd_una, rcv_sne at
+	// rcv_nxt). Both zero stand for SNE 0 at the ISN, as for a
+	// connection within 2 GB of its start.
+	SendSNE, SendSeq uint32
+	RecvSNE, RecvSeq uint32
+	// CurrentSendID and RNextRecvID name the current key (by its SendID)
+	// and the RNext key (by its RecvID).
+	CurrentSendID, RNextRecvID uint8
 }
 
-// Init prepares c for an outgoing connection (the stack will send a SYN
-// with ISN ep.LocalISN). Its current and RNext key are the most recently
-// added MKT that matches the peer, whatever its prefix length, as in Linux
-// (whose key list is newest first), unless SetCurrent/SetRNext pick
-// others; the peer's ISN is learnt from a verified SYN-ACK.
+// Init prepares c for a connection on ring. For a client (ep not
+// Established) the stack will send a SYN with ISN ep.LocalISN; the
+// current and RNext key are the most recently added MKT that matches the
+// peer, whatever its prefix length, as in Linux (whose key list is newest
+// first), until SetCurrent or SetRNext pick others; the peer's ISN is
+// learnt from a verified SYN-ACK. An Established connection signs and
+// verifies from the first segment, with the keys ep names. A server's
+// connection starts with [Listener.Accept] instead.
 func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	if c == nil || ring == nil {
-		return ErrNoCurrentKey
+		return ErrNotInitialized
 	}
 	c.Close() // drop a previous connection's roles and traffic keys
 	c.reset(ring, ep, p)
+	c.setLISN(ep.LocalISN)
+	peer := c.remote.Addr()
+	if !ep.Established {
+		ring.mu.Lock()
+		defer ring.mu.Unlock()
+		m := ring.newest(peer, ep.L3Index)
+		if m == nil {
+			return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
+		}
+		ring.setRole(c, roleCurrent, m)
+		ring.setRole(c, roleRNext, m)
+		return nil
+	}
+	c.setRISN(ep.RemoteISN)
+	if ep.SendSNE != 0 || ep.SendSeq != 0 {
+		c.send.sne.store(ep.SendSNE, ep.SendSeq)
+	}
+	if ep.RecvSNE != 0 || ep.RecvSeq != 0 {
+		c.recv.sne.store(ep.RecvSNE, ep.RecvSeq)
+	}
+	cur := ring.LookupSend(peer, ep.CurrentSendID, ep.L3Index)
+	nxt := ring.LookupRecv(peer, ep.RNextRecvID, ep.L3Index)
 	ring.mu.Lock()
 	defer ring.mu.Unlock()
-	m := ring.newest(ep.Remote.Addr().Unmap(), ep.L3Index)
-	if m == nil {
-		return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
+	if !ring.has(cur) || !ring.has(nxt) {
+		return fmt.Errorf("%w: current SendID %d / RNext RecvID %d", ErrNoSuchKey, ep.CurrentSendID, ep.RNextRecvID)
 	}
-	ring.setRole(c, roleCurrent, m)
-	ring.setRole(c, roleRNext, m)
+	ring.setRole(c, roleCurrent, cur)
+	ring.setRole(c, roleRNext, nxt)
 	return nil
 }
 
+// reset starts c over for a connection described by ep, both ISNs
+// unknown.
 func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.ring, c.policy, c.l3 = ring, p, ep.L3Index
 	c.local = netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
 	c.remote = netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
-	c.lisn, c.risn = ep.LocalISN, 0
+	c.lisn, c.risn = 0, 0
+	c.lisnKnown.Store(false)
 	c.risnKnown.Store(false)
-	c.send.sne.store(0, ep.LocalISN)
+	c.send.sne.store(0, 0)
 	c.recv.sne.store(0, 0)
 	c.recv.good = 0
 	c.counters = counters{}
+}
+
+// setLISN commits the local ISN: at Init, or for a server under the send
+// lane's lock from the SYN-ACK it signs.
+func (c *Conn) setLISN(lisn uint32) {
+	c.lisn = lisn
+	c.send.sne.store(0, lisn)
+	c.lisnKnown.Store(true)
 }
 
 func (c *Conn) setRISN(risn uint32) {
 	c.risn = risn
 	c.recv.sne.store(0, risn)
 	c.risnKnown.Store(true)
+}
+
+// Endpoint returns what [Conn.Init] needs to set the connection up again
+// as it stands (elsewhere, or after a restart): its addresses, ISNs, SNEs
+// and key IDs. It is Established once both ISNs are known; before, it
+// holds the ISN known so far.
+func (c *Conn) Endpoint() Endpoint {
+	if c == nil {
+		return Endpoint{}
+	}
+	ep := Endpoint{Local: c.local, Remote: c.remote, L3Index: c.l3}
+	if c.lisnKnown.Load() {
+		ep.LocalISN = c.lisn
+	}
+	if c.risnKnown.Load() {
+		ep.RemoteISN = c.risn
+	}
+	if !c.lisnKnown.Load() || !c.risnKnown.Load() {
+		return ep
+	}
+	ep.Established = true
+	c.send.mu.Lock()
+	ep.SendSNE, ep.SendSeq = c.send.sne.load()
+	c.send.mu.Unlock()
+	c.recv.mu.Lock()
+	ep.RecvSNE, ep.RecvSeq = c.recv.sne.load()
+	c.recv.mu.Unlock()
+	if m := c.Current(); m != nil {
+		ep.CurrentSendID = m.sendID
+	}
+	if m := c.RNext(); m != nil {
+		ep.RNextRecvID = m.recvID
+	}
+	return ep
 }
 
 // Close gives up the connection's current and RNext key and wipes its
@@ -287,7 +405,7 @@ func (c *Conn) RNext() *MKT {
 // TCP_AO_INFO set_current).
 func (c *Conn) SetCurrent(sendID uint8) error {
 	if c == nil || c.ring == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	return c.ring.switchTo(c, roleCurrent, c.ring.LookupSend(c.remote.Addr(), sendID, c.l3))
 }
@@ -296,7 +414,7 @@ func (c *Conn) SetCurrent(sendID uint8) error {
 // then asks the peer to send with it (Linux set_rnext).
 func (c *Conn) SetRNext(recvID uint8) error {
 	if c == nil || c.ring == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	return c.ring.switchTo(c, roleRNext, c.ring.LookupRecv(c.remote.Addr(), recvID, c.l3))
 }
@@ -364,8 +482,12 @@ func (c *Conn) derive(l *lane, m *MKT, in *kdf.Input, key *mac.Key) error {
 		return ErrKeyNotFound
 	}
 	defer m.release(p)
+	w, err := l.context(m)
+	if err != nil {
+		return err
+	}
 	var raw [mac.MaxSize]byte
-	tk, err := m.master.Derive(l.context(m.alg), l.scratch[:], in, raw[:0])
+	tk, err := m.master.Derive(w, l.scratch[:], in, raw[:0])
 	if err == nil {
 		err = key.Init(m.alg, tk)
 	}
@@ -379,29 +501,39 @@ func (c *Conn) derive(l *lane, m *MKT, in *kdf.Input, key *mac.Key) error {
 // [AppendOption] for the current key's MAC length (a longer option is
 // shortened; a shorter one is [ErrNoRoom]). A SYN is signed with the
 // Send_SYN traffic key, everything else (the SYN-ACK, with or without
-// payload, included) with Send_other.
+// payload, included) with Send_other. A server's first SYN-ACK gives the
+// connection its local ISN; before it, nothing else can be signed
+// ([ErrNoISN]). A RST is signed like any other segment.
 func (c *Conn) Sign(seg *segment.Segment) error {
-	if c == nil {
-		return ErrNoCurrentKey
+	if c == nil || c.ring == nil {
+		return ErrNotInitialized
 	}
-	if err := checkSegment(seg); err != nil {
-		return err
-	}
-	m := c.current.Load()
-	if m == nil {
-		return ErrNoCurrentKey
-	}
-	// The option is labelled before the lock is taken, which makes these
-	// byte stores land before the header is read back as whole words.
-	off, err := labelOption(m, seg, c.rnextID(m))
-	if err != nil {
+	if err := seg.Check(); err != nil {
 		return err
 	}
 	l := &c.send
-	l.mu.Lock()
-	err = c.signLocked(l, m, seg, off)
-	l.mu.Unlock()
-	return err
+	for {
+		m := c.current.Load()
+		if m == nil {
+			return ErrNoCurrentKey
+		}
+		// The option is labelled before the lock is taken, which makes
+		// these byte stores land before the header is read back as whole
+		// words.
+		off, err := labelOption(m, seg, c.rnextID(m))
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		err = c.signLocked(l, m, seg, off)
+		l.mu.Unlock()
+		// ErrKeyNotFound: m was deleted between the load and the
+		// derivation. A delete moves the connection to its replacement
+		// before it retires the key, so the next load sees another MKT.
+		if err == nil || !errors.Is(err, ErrKeyNotFound) || c.current.Load() == m {
+			return err
+		}
+	}
 }
 
 // rnextID is the RNextKeyID to send with current key m: the RNext key's
@@ -417,32 +549,29 @@ func (c *Conn) rnextID(m *MKT) uint8 {
 // key m whose option at off is labelled.
 func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error {
 	h := seg.Header
-	syn := isSYN(h.Flags())
+	flags := h.Flags()
+	syn := isSYN(flags)
+	if !c.lisnKnown.Load() {
+		// A server's connection: its ISN is its SYN-ACK's.
+		if flags&(segment.SYN|segment.ACK) != segment.SYN|segment.ACK {
+			return ErrNoISN
+		}
+		c.setLISN(h.Seq())
+	}
 	if !syn && !c.risnKnown.Load() {
 		return ErrNoISN
 	}
 	k, _, err := c.keyEntry(l, m, true, syn)
-	if err != nil && errors.Is(err, ErrKeyNotFound) && c.ring != nil {
-		// m was deleted between the load and the derivation; a forced
-		// delete had moved the connection on first. Under the keyring's
-		// lock no current key is being deleted: take it, label the option
-		// for it and derive again.
-		c.ring.mu.Lock()
-		if m = c.current.Load(); m != nil {
-			if off, err = labelOption(m, seg, c.rnextID(m)); err == nil {
-				k, _, err = c.keyEntry(l, m, true, syn)
-			}
-		}
-		c.ring.mu.Unlock()
-		if m == nil {
-			return ErrNoCurrentKey
-		}
+	if err != nil {
+		return err
 	}
+	w, err := l.context(m)
 	if err != nil {
 		return err
 	}
 	seq := h.Seq()
-	if err := signAt(m, k, l.context(m.alg), l.scratch[:], seg, off, l.sne.of(seq)); err != nil {
+	j := job{m: m, key: k, w: w, sc: l.scratch[:], off: off, sne: l.sne.of(seq)}
+	if err := j.sign(seg); err != nil {
 		return err
 	}
 	l.sne.advance(seq)
@@ -455,13 +584,13 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 // of our SendIDs, that MKT becomes the current key. A nil error means
 // the segment may be processed.
 func (c *Conn) Verify(seg *segment.Segment) error {
-	if c == nil {
-		return ErrKeyNotFound
+	if c == nil || c.ring == nil {
+		return ErrNotInitialized
 	}
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return err
 	}
-	if seg.Auth.MD5 > 0 {
+	if seg.Auth().MD5 > 0 {
 		return ErrUnexpected
 	}
 	off, opt, err := findOption(seg)
@@ -471,9 +600,6 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 			return ErrAORequired
 		}
 		return nil
-	}
-	if c.ring == nil {
-		return ErrKeyNotFound
 	}
 	m := c.rnext.Load()
 	if m == nil || m.recvID != opt.KeyID {
@@ -492,37 +618,40 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		return ErrMACLength
 	}
 	l := &c.recv
+	j := job{m: m, off: off}
 	l.mu.Lock()
-	err = c.verifyLocked(l, m, seg, opt, off)
+	err = c.verifyLocked(l, &j, seg, opt.MAC)
 	l.mu.Unlock()
+	if err == nil {
+		c.rotate(opt) // takes the keyring's lock: never under a lane's
+	}
 	return err
 }
 
-// verifyLocked is Verify's part under the receive lane's lock.
-func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, off int) (err error) {
+// verifyLocked is Verify's part under the receive lane's lock, for j's
+// MKT and option offset; got is the option's MAC.
+func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) (err error) {
 	h := seg.Header
 	flags, seq := h.Flags(), h.Seq()
-	var (
-		k   *mac.Key
-		e   *laneKey
-		sne uint32
-	)
+	var e *laneKey
 	switch {
 	case isSYN(flags):
 		// A (retransmitted) SYN: Receive_SYN key with the SYN's own ISN.
 		if !c.risnKnown.Load() || seq != c.risn {
-			return c.verifyHandshake(l, m, seg, opt, off, true, seq)
+			return c.verifyHandshake(l, j, seg, got)
 		}
-		k, e, err = c.keyEntry(l, m, false, true)
+		j.key, e, err = c.keyEntry(l, j.m, false, true)
 	case !c.risnKnown.Load():
 		if flags&segment.SYN == 0 {
 			return ErrNoISN
 		}
 		// The SYN-ACK teaches the peer's ISN, but only once it verifies.
-		return c.verifyHandshake(l, m, seg, opt, off, false, seq)
+		return c.verifyHandshake(l, j, seg, got)
+	case !c.lisnKnown.Load():
+		return ErrNoISN // a server's connection before its SYN-ACK
 	default:
-		k, e, err = c.keyEntry(l, m, false, false)
-		sne = l.sne.of(seq)
+		j.key, e, err = c.keyEntry(l, j.m, false, false)
+		j.sne = l.sne.of(seq)
 	}
 	if err != nil {
 		if errors.Is(err, ErrKeyNotFound) {
@@ -530,55 +659,58 @@ func (c *Conn) verifyLocked(l *lane, m *MKT, seg *segment.Segment, opt Option, o
 		}
 		return err
 	}
-	if err := c.check(l, m, k, e, seg, opt, off, sne); err != nil {
+	if err := c.check(l, j, seg, got); err != nil {
 		return err
 	}
+	e.good++
 	if flags&segment.SYN == 0 {
 		l.sne.advance(seq)
 	}
-	c.rotate(opt)
 	return nil
 }
 
-// check verifies seg under k with the lane's context and counts the
-// result: a good segment in e, the lane's entry for m, or without one
-// (a handshake's spare key) in m itself.
-func (c *Conn) check(l *lane, m *MKT, k *mac.Key, e *laneKey, seg *segment.Segment, opt Option, off int, sne uint32) error {
-	if err := verify(m, k, l.context(m.alg), l.scratch[:], seg, off, opt.MAC, sne); err != nil {
+// check verifies seg under j with the lane's context and scratch, and
+// counts a bad segment, or a good one in the lane; the caller counts a
+// good one for the MKT too.
+func (c *Conn) check(l *lane, j *job, seg *segment.Segment, got []byte) error {
+	w, err := l.context(j.m)
+	if err == nil {
+		j.w, j.sc = w, l.scratch[:]
+		err = j.verify(seg, got)
+	}
+	if err != nil {
 		c.bad.Add(1)
-		m.bad.Add(1)
+		j.m.bad.Add(1)
 		return err
 	}
 	l.good++
-	if e != nil {
-		e.good++
-	} else {
-		m.good.Add(1)
-	}
 	return nil
 }
 
 // verifyHandshake verifies a SYN or SYN-ACK whose traffic key depends on
-// an ISN the connection has not committed to: the key is derived into the
-// lane's spare key, and a SYN-ACK's ISN is learnt only once it verifies.
-// The lane's lock is held.
-func (c *Conn) verifyHandshake(l *lane, m *MKT, seg *segment.Segment, opt Option, off int, syn bool, seq uint32) error {
+// an ISN the connection has not committed to (the segment's own): the key
+// is derived into the lane's spare key, and a SYN-ACK's ISN is learnt only
+// once it verifies. The lane's lock is held.
+func (c *Conn) verifyHandshake(l *lane, j *job, seg *segment.Segment, got []byte) error {
+	h := seg.Header
+	syn, seq := isSYN(h.Flags()), h.Seq()
 	in := c.input(false, syn, seq)
 	if l.tmp == nil {
 		l.tmp = new(mac.Key)
 	}
-	err := c.derive(l, m, &in, l.tmp)
+	err := c.derive(l, j.m, &in, l.tmp)
 	if err == nil {
-		err = c.check(l, m, l.tmp, nil, seg, opt, off, 0)
+		j.key, j.sne = l.tmp, 0
+		err = c.check(l, j, seg, got)
 	}
 	l.tmp.Wipe()
 	if err != nil {
 		return err
 	}
+	j.m.good.Add(1) // a spare key has no lane entry to count in
 	if !syn && !c.risnKnown.Load() {
 		c.setRISN(seq)
 	}
-	c.rotate(opt)
 	return nil
 }
 
@@ -603,14 +735,6 @@ func (c *Conn) Counters() Counters {
 	s.Good = c.recv.good
 	c.recv.mu.Unlock()
 	return s
-}
-
-// Endpoints returns the connection's local and remote address and port.
-func (c *Conn) Endpoints() (local, remote netip.AddrPort) {
-	if c == nil {
-		return
-	}
-	return c.local, c.remote
 }
 
 // ICMP reports whether an ICMP error for an established connection should

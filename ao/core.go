@@ -14,39 +14,9 @@ import (
 // end that receives it (RFC 5925 §5.2). A SYN's traffic key ignores Dst.
 type ISNs struct{ Src, Dst uint32 }
 
-// SignSegment is the per-segment core without a connection: it signs seg
-// with m for a connection whose ISNs are isns, sne being the SNE of seg's
-// sequence number (RFC 5925 §6.2; 0 in the first 2^32 bytes). It writes
-// KeyID m.SendID(), rnextKeyID and the MAC into seg's TCP-AO option, which
-// must have room for m's MAC (a longer option is shortened, NOPs filling
-// the rest). A SYN without ACK takes the Send_SYN traffic key, every other
-// segment the Send_other key; the key is derived for this call and wiped
-// after it ([Conn] keeps its keys instead). Errors: [ErrNoOption],
-// [ErrNoRoom], [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
-func SignSegment(m *MKT, isns ISNs, sne uint32, rnextKeyID uint8, seg *segment.Segment) error {
-	in, err := segmentInput(seg, isns)
-	if err != nil {
-		return err
-	}
-	return signOnce(m, &in, sne, rnextKeyID, seg)
-}
-
-// VerifySegment checks seg's MAC with m for a connection whose ISNs are
-// isns (Src: the sender's), sne the SNE of seg's sequence number, as
-// [SignSegment] computes it. It does not look at the option's KeyID: the
-// caller picks m, usually by it. Errors: [ErrNoOption], [ErrMACLength],
-// [ErrBadMAC], [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
-func VerifySegment(m *MKT, isns ISNs, sne uint32, seg *segment.Segment) error {
-	in, err := segmentInput(seg, isns)
-	if err != nil {
-		return err
-	}
-	return verifyOnce(m, &in, sne, seg)
-}
-
 // segmentInput is the KDF input of seg's own direction.
 func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return kdf.Input{}, err
 	}
 	h := seg.Header
@@ -60,51 +30,10 @@ func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
 // isSYN reports a SYN without ACK: the segments of the SYN traffic keys.
 func isSYN(f segment.Flags) bool { return f&(segment.SYN|segment.ACK) == segment.SYN }
 
-// checkSegment refuses what a Segment not made by package segment may
-// hold: a header shorter than 20 bytes or than its data offset, and
-// addresses that are invalid or of two families.
-func checkSegment(seg *segment.Segment) error {
-	if seg == nil || len(seg.Header) < segment.TCPMinimumSize || seg.Header.DataOffset() > len(seg.Header) {
-		return ErrNoOption
-	}
-	if !seg.Src.IsValid() || seg.Src.Is4() != seg.Dst.Is4() || !seg.Dst.IsValid() {
-		return segment.ErrAddrFamily
-	}
-	return nil
-}
-
-// signOnce derives the traffic key for in, signs seg with it and wipes it.
-func signOnce(m *MKT, in *kdf.Input, sne uint32, rnext uint8, seg *segment.Segment) error {
-	var k TrafficKey
-	defer k.Wipe()
-	if err := k.set(m, in); err != nil {
-		return err
-	}
-	return k.Sign(seg, sne, rnext)
-}
-
-// verifyOnce derives the traffic key for in, verifies seg with it and
-// wipes it. A segment that cannot verify is refused before the derivation.
-func verifyOnce(m *MKT, in *kdf.Input, sne uint32, seg *segment.Segment) error {
-	if m == nil {
-		return ErrKeyNotFound
-	}
-	off, opt, err := checkedOption(m, seg)
-	if err != nil {
-		return err
-	}
-	var k TrafficKey
-	defer k.Wipe()
-	if err := k.set(m, in); err != nil {
-		return err
-	}
-	return k.verifyAt(seg, off, opt.MAC, sne)
-}
-
 // checkedOption returns the offset and contents of seg's TCP-AO option,
 // whose MAC must have m's length.
 func checkedOption(m *MKT, seg *segment.Segment) (int, Option, error) {
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return 0, Option{}, err
 	}
 	off, opt, err := findOption(seg)
@@ -148,36 +77,23 @@ func derive(m *MKT, in *kdf.Input, key *mac.Key) error {
 }
 
 // signOption returns the offset of seg's TCP-AO option after making it
-// exactly m's length (seg passed checkSegment): a longer one is shortened and its tail turned into
+// exactly m's length (seg passed Check): a longer one is shortened and its tail turned into
 // NOPs; a shorter one is [ErrNoRoom].
 func signOption(m *MKT, seg *segment.Segment) (int, error) {
-	h, off, n := seg.Header, seg.Auth.AO, seg.Auth.AOLen
-	if off < segment.TCPMinimumSize || n <= OptionHeaderLen || off+n > len(h) || h[off] != OptionKind || int(h[off+1]) != n {
+	a := seg.Auth()
+	if a.AO == 0 {
 		return 0, ErrNoOption
 	}
-	want := OptionLen(int(m.maclen))
-	if n < want {
+	want := optionLen(int(m.maclen))
+	if a.AOLen < want {
 		return 0, ErrNoRoom
 	}
-	if n > want {
-		h[off+1] = byte(want)
-		for i := off + want; i < off+n; i++ {
-			h[i] = segment.OptionKindNOP
+	if a.AOLen > want {
+		if err := seg.ShortenAO(want); err != nil {
+			return 0, err
 		}
-		seg.Auth.AOLen = want
 	}
-	return off, nil
-}
-
-// sign writes m's KeyID, rnext and the MAC of seg under key into seg's
-// option: the per-segment core of every signer. w is a working context of
-// m's algorithm and sc at least scratchSize bytes, both the caller's alone.
-func sign(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, sne uint32, rnext uint8) error {
-	off, err := labelOption(m, seg, rnext)
-	if err != nil {
-		return err
-	}
-	return signAt(m, key, w, sc, seg, off, sne)
+	return a.AO, nil
 }
 
 // labelOption lays out seg's option for m (signOption) and writes m's
@@ -191,25 +107,42 @@ func labelOption(m *MKT, seg *segment.Segment, rnext uint8) (int, error) {
 	return off, nil
 }
 
-// signAt writes the MAC of seg, whose option at off labelOption wrote,
-// into the option.
-func signAt(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, sne uint32) error {
-	sum, err := segmentMAC(m, key, w, sc, seg, off, sne)
+// job is what every signer and verifier hands the core for one segment,
+// besides the segment itself: the MKT and the traffic key, a working
+// context of the MKT's algorithm and scratch of at least scratchSize
+// bytes (both the caller's alone for the call), the offset of the
+// segment's TCP-AO option and the SNE of its sequence number. (The
+// segment stays a parameter: the context keeps what it is given, so a job
+// goes to the heap in the compiler's eyes, and the caller's segment must
+// not.)
+type job struct {
+	m   *MKT
+	key *mac.Key
+	w   *mac.Context
+	sc  []byte
+	off int
+	sne uint32
+}
+
+// sign writes the MAC into seg's option, which labelOption laid out and
+// labelled: the per-segment core of every signer.
+func (j *job) sign(seg *segment.Segment) error {
+	sum, err := j.mac(seg)
 	if err != nil {
 		return err
 	}
-	copy(seg.Header[off+OptionHeaderLen:off+OptionHeaderLen+int(m.maclen)], sum)
+	off := j.off + optionHeaderLen
+	copy(seg.Header[off:off+int(j.m.maclen)], sum)
 	return nil
 }
 
-// verify compares got, the MAC of seg's option at off, with the MAC of seg
-// under key, in constant time: the per-segment core of every verifier. w
-// and sc are as for sign.
-func verify(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, got []byte, sne uint32) error {
-	if len(got) != int(m.maclen) {
+// verify compares got, the MAC in seg's option, with seg's MAC in
+// constant time: the per-segment core of every verifier.
+func (j *job) verify(seg *segment.Segment, got []byte) error {
+	if len(got) != int(j.m.maclen) {
 		return ErrMACLength
 	}
-	sum, err := segmentMAC(m, key, w, sc, seg, off, sne)
+	sum, err := j.mac(seg)
 	if err != nil {
 		return err
 	}
@@ -219,11 +152,12 @@ func verify(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segmen
 	return nil
 }
 
-// segmentMAC computes the MAC of seg (RFC 5925 §5.1, Linux
-// tcp_ao_hash_skb) with w: SNE, pseudo-header, TCP header with checksum
-// and MAC zeroed (or only the base header and the AO option when options
-// are excluded), payload. The result, m's MAC length, aliases sc.
-func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Segment, off int, sne uint32) ([]byte, error) {
+// mac computes seg's MAC (RFC 5925 §5.1, Linux tcp_ao_hash_skb): SNE,
+// pseudo-header, TCP header with checksum and MAC zeroed (or only the
+// base header and the AO option when options are excluded), payload. The
+// result, the MKT's MAC length, aliases the scratch.
+func (j *job) mac(seg *segment.Segment) ([]byte, error) {
+	m, sc, off, w, key, sne := j.m, j.sc, j.off, j.w, j.key, j.sne
 	maclen := int(m.maclen)
 	var b []byte
 	if seg.Src.Is4() {
@@ -243,7 +177,7 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 	h := seg.Header
 	if m.exclude {
 		b = append(b, h[:segment.TCPMinimumSize]...)
-		b = append(b, h[off:off+OptionHeaderLen]...)
+		b = append(b, h[off:off+optionHeaderLen]...)
 		for i := 0; i < maclen; i++ {
 			b = append(b, 0)
 		}
@@ -254,7 +188,7 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 		b = b[:start+len(h)]
 		*(*[16]byte)(b[start:]) = [16]byte(h)
 		copy(b[start+16:], h[16:])
-		clear(b[start+off+OptionHeaderLen : start+off+OptionHeaderLen+maclen])
+		clear(b[start+off+optionHeaderLen : start+off+optionHeaderLen+maclen])
 	}
 	binary.BigEndian.PutUint16(b[start+segment.TCPChecksumOffset:], 0)
 	// Complete the hash's first block(s) here: the hash would otherwise
@@ -270,13 +204,13 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 	}
 	if len(pay) == 0 && len(seg.Frags) == 0 {
 		// The whole message is in scratch (a pure ACK, for one).
-		sum, err := w.MAC(key, sc[sumOff:sumOff], b)
+		sum, err := w.Compute(key, sc[sumOff:sumOff], b)
 		if err != nil {
 			return nil, err
 		}
 		return sum[:maclen], nil
 	}
-	if err := w.Load(key); err != nil {
+	if err := w.Start(key); err != nil {
 		return nil, err
 	}
 	w.Write(b)
@@ -286,7 +220,7 @@ func segmentMAC(m *MKT, key *mac.Key, w *mac.Context, sc []byte, seg *segment.Se
 	for _, f := range seg.Frags {
 		w.Write(f)
 	}
-	return w.Sum(sc[sumOff:sumOff])[:maclen], nil
+	return w.Finish(sc[sumOff:sumOff])[:maclen], nil
 }
 
 // protoTCP is TCP's IP protocol number, in the pseudo-header.
@@ -298,9 +232,11 @@ func netipAddrPort(a netip.Addr, port uint16) netip.AddrPort {
 
 // TrafficKey is one traffic key of an MKT (RFC 5925 §5.2): the key of one
 // direction and segment type of one connection, derived once by Derive and
-// reused for every segment it covers, for a caller that keeps its own ISN
-// and SNE state (a capture verifier, a packet layer). Deriving allocates;
-// Sign and Verify do not. Its zero value holds no key; Wipe clears it.
+// reused for every segment it covers. It is the way in for a caller
+// without a [Conn], that keeps its own ISN and SNE state (a capture
+// verifier, a middlebox, a stack answering a segment it has no connection
+// for with a RST). Sign and Verify allocate nothing. Its zero value holds
+// no key; Wipe clears it.
 type TrafficKey struct {
 	m   *MKT
 	in  kdf.Input
@@ -309,10 +245,11 @@ type TrafficKey struct {
 
 // Derive makes k m's traffic key for seg: Send_SYN of seg's direction for
 // a SYN without ACK, Send_other for every other segment, of a connection
-// whose ISNs are isns (Src: seg's sender's). Errors: as [SignSegment].
+// whose ISNs are isns (Src: seg's sender's). Errors: [ErrNoOption] (no TCP
+// header), [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
 func (k *TrafficKey) Derive(m *MKT, isns ISNs, seg *segment.Segment) error {
 	if k == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	in, err := segmentInput(seg, isns)
 	if err != nil {
@@ -331,8 +268,8 @@ func (k *TrafficKey) set(m *MKT, in *kdf.Input) error {
 	return nil
 }
 
-// Covers reports whether k is m's traffic key for seg under isns: whether
-// Sign and Verify with k give what [SignSegment] and [VerifySegment] give.
+// Covers reports whether k is m's traffic key for seg under isns, as
+// Derive(m, isns, seg) would make it.
 func (k *TrafficKey) Covers(m *MKT, isns ISNs, seg *segment.Segment) bool {
 	if k == nil || k.m == nil || k.m != m {
 		return false
@@ -341,28 +278,40 @@ func (k *TrafficKey) Covers(m *MKT, isns ISNs, seg *segment.Segment) bool {
 	return err == nil && in == k.in
 }
 
-// Sign signs seg as [SignSegment] does, with k (which must cover seg).
+// Sign writes KeyID k's MKT's SendID, rnextKeyID and the MAC of seg under
+// k into seg's TCP-AO option, sne being the SNE of seg's sequence number
+// (RFC 5925 §6.2; 0 in the first 2^32 bytes). The option must have room
+// for the MKT's MAC (a longer one is shortened, NOPs filling the rest;
+// a shorter one is [ErrNoRoom]). k need not be derived for seg itself: a
+// Linux listener signs its RSTs with the key of the segment they answer.
 func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) error {
 	if k == nil || k.m == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return err
 	}
 	m := k.m
+	off, err := labelOption(m, seg, rnextKeyID)
+	if err != nil {
+		return err
+	}
 	req, err := m.pool.Start(m.poolID)
 	if err != nil {
 		return err
 	}
 	defer req.End()
-	return sign(m, &k.key, req.MAC, req.Scratch, seg, sne, rnextKeyID)
+	j := job{m: m, key: &k.key, w: req.MAC, sc: req.Scratch, off: off, sne: sne}
+	return j.sign(seg)
 }
 
-// Verify checks seg's MAC as [VerifySegment] does, with k; a key that does
-// not cover seg gives [ErrBadMAC].
+// Verify checks seg's MAC under k in constant time, sne as for Sign. It
+// does not look at the option's KeyID: the caller picks the MKT, usually
+// by it. Errors: [ErrNoOption], [ErrMACLength], [ErrBadMAC] (a key that
+// does not cover seg gives it too), [ErrKeyNotFound] for a k without a key.
 func (k *TrafficKey) Verify(seg *segment.Segment, sne uint32) error {
 	if k == nil || k.m == nil {
-		return ErrKeyNotFound
+		return ErrNotInitialized
 	}
 	off, opt, err := checkedOption(k.m, seg)
 	if err != nil {
@@ -379,7 +328,8 @@ func (k *TrafficKey) verifyAt(seg *segment.Segment, off int, got []byte, sne uin
 		return err
 	}
 	defer req.End()
-	return verify(m, &k.key, req.MAC, req.Scratch, seg, off, got, sne)
+	j := job{m: m, key: &k.key, w: req.MAC, sc: req.Scratch, off: off, sne: sne}
+	return j.verify(seg, got)
 }
 
 // Wipe clears k's key bytes; k then holds no key.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -15,27 +16,27 @@ import (
 func TestMKTGoodAcrossConns(t *testing.T) {
 	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	if _, err := cring.Add(Config{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: []byte("k")}); err != nil {
+	if _, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: []byte("k")}); err != nil {
 		t.Fatal(err)
 	}
-	sm, err := sring.Add(Config{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: []byte("k")})
+	sm, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: []byte("k")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var c Conn
 	s := make([]Conn, 2)
 	setup := func(i int) {
-		st := RepairState{LocalISN: 100, RemoteISN: 200, SendSeq: 101, RecvSeq: 201, CurrentSendID: 1, RNextRecvID: 2}
-		if err := c.Import(cring, Endpoint{Local: cli, Remote: srv}, Policy{}, st); err != nil {
+		st := Endpoint{LocalISN: 100, RemoteISN: 200, SendSeq: 101, RecvSeq: 201, CurrentSendID: 1, RNextRecvID: 2}
+		if err := restore(&c, cring, Endpoint{Local: cli, Remote: srv}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
-		st = RepairState{LocalISN: 200, RemoteISN: 100, SendSeq: 201, RecvSeq: 101, CurrentSendID: 2, RNextRecvID: 1}
-		if err := s[i].Import(sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
+		st = Endpoint{LocalISN: 200, RemoteISN: 100, SendSeq: 201, RecvSeq: 101, CurrentSendID: 2, RNextRecvID: 1}
+		if err := restore(&s[i], sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
 	}
 	hdr := make([]byte, 20, 40)
-	hdr = testOption(hdr, 0, 0, DefaultMACLen)
+	hdr = testOption(hdr, 0, 0, keys.DefaultMACLen)
 	hdr[12] = byte(len(hdr) / 4 << 4)
 	hdr[13] = byte(segment.ACK)
 	seg, err := segment.FromTCP(cli.Addr(), srv.Addr(), hdr)

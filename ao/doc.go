@@ -2,32 +2,34 @@
 // algorithms of RFC 5926 and the others Linux accepts, byte-for-byte as
 // Linux (6.7 and later) puts it on the wire, for userspace TCP stacks.
 //
-// The pieces, in RFC terms:
+// MKTs (Master Key Tuples, configured as [keys.AO]) go into a [Keyring]
+// with [Keyring.Add]; lookups never lock. Then, for each kind of user:
 //
-//   - an [MKT] (Master Key Tuple): peer prefix, SendID, RecvID, algorithm,
-//     master key, MAC length, whether options are excluded, L3 index;
-//   - a [Keyring] holding the MKTs of a listener and its connections,
-//     read without locks on every segment;
-//   - [SignSegment] and [VerifySegment], the per-segment core: an MKT, the
-//     two ISNs, the SNE and a segment, nothing else;
-//   - a [Conn]: one connection's ISNs, cached traffic keys (RFC 5925 §5.2),
-//     sequence number extensions (§6.2), current and RNext keys (§7.5.2)
-//     and counters; [Conn.Sign] and [Conn.Verify] are the per-segment calls;
-//   - a [Listener] that verifies SYNs, starts connections and signs
-//     SYN-ACKs (with payload, for server-first protocols), and signs RSTs
-//     for segments that have no connection as Linux does: with ISNs from a
-//     TIME-WAIT record or a syncookie ([Listener.SignReset]), or as a
-//     listening socket without any ([Listener.SignListenReset]).
+//   - A stack that owns its connections keeps a [Conn] per connection,
+//     which caches its traffic keys (RFC 5925 §5.2), follows the SNEs
+//     (§6.2) and the current and RNext keys (§7.5.2). A client calls
+//     [Conn.Init], [Conn.Sign] on its SYN, [Conn.Verify] on the SYN-ACK.
+//     A server calls [Listener.Accept] on a SYN, then [Conn.Sign] on its
+//     SYN-ACK (which may carry payload), whose sequence number is the
+//     local ISN. A connection whose handshake is known already (both ISNs,
+//     SNEs, keys: another stack made it, or it is restored) starts with
+//     [Conn.Init] of an Established [Endpoint]; [Conn.Endpoint] gives it
+//     back. From there on every segment is [Conn.Sign] or [Conn.Verify].
+//   - A tool without connections (a capture verifier, a middlebox) derives
+//     a [TrafficKey] once per direction and segment type with
+//     [TrafficKey.Derive], then calls [TrafficKey.Sign] or
+//     [TrafficKey.Verify] per segment, with the SNE it tracks
+//     ([ComputeSNE]).
+//   - RSTs take the same calls: [Conn.Sign] while the connection (or its
+//     TIME-WAIT) is held, a [TrafficKey] from the ISNs the stack still
+//     knows otherwise (see the example for Linux's choice of key).
 //
 // Segments come as whole IPv4/IPv6 packets or as TCP segments with their
-// addresses (see [segment.Segment]); payload is hashed where it lies. A
-// Conn's two directions each own a working context and their traffic
-// keys, so connections on different cores share nothing per segment; the
-// connection-less calls go through a [sigpool.Pool]. Nothing allocates in
-// steady state; MACs are compared in constant time. Errors are sentinels
-// for [errors.Is]; one generic [ErrBadMAC] answers every forged MAC.
-//
-// Where Linux and the RFC differ, Linux is the default and the RFC is an
-// option: unknown KeyIDs are dropped (RFC 5925 §7.3 says accept; see
+// addresses (see [segment.Segment]) and a TCP-AO option the stack laid out
+// with [AppendOption]; payload is hashed where it lies. Nothing allocates
+// in steady state; MACs are compared in constant time. Errors are
+// sentinels for [errors.Is]; one generic [ErrBadMAC] answers every forged
+// MAC. Where Linux and the RFC differ, Linux is the default and the RFC is
+// an option: unknown KeyIDs are dropped (RFC 5925 §7.3 says accept; see
 // [Policy.AcceptUnknownKeyID]).
 package ao

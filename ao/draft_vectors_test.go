@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
@@ -30,9 +31,9 @@ func TestDraftVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			off := seg.Auth.AO + OptionHeaderLen
-			if seg.Auth.AOLen != OptionLen(16) {
-				t.Fatalf("option of %d bytes", seg.Auth.AOLen)
+			off := seg.Auth().AO + optionHeaderLen
+			if seg.Auth().AOLen != optionLen(16) {
+				t.Fatalf("option of %d bytes", seg.Auth().AOLen)
 			}
 			_, c := rfc9235Side(t, &set, v, &seg, true)
 			clear(seg.Header[off : off+16])
@@ -49,7 +50,7 @@ func TestDraftVectors(t *testing.T) {
 			verify := func(s *segment.Segment) error {
 				if s.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
 					var nc Conn
-					_, err := NewListener(rc.ring, Policy{}, 0).Accept(s, rc.lisn, &nc)
+					_, err := NewListener(rc.ring, Policy{}, 0).Accept(s, &nc)
 					return err
 				}
 				return rc.Verify(s)
@@ -67,7 +68,7 @@ func TestDraftVectors(t *testing.T) {
 				sendID, recvID = recvID, sendID
 			}
 			ring := NewKeyring(nil)
-			m, err := ring.Add(Config{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
+			m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
 				Algorithm: v.Alg, Key: set.MasterKey, ExcludeOptions: !v.IncludeOptions})
 			if err != nil {
 				t.Fatal(err)
@@ -75,17 +76,17 @@ func TestDraftVectors(t *testing.T) {
 			if m.MACLen() != 16 {
 				t.Fatalf("maclen %d", m.MACLen())
 			}
-			if err := VerifySegment(m, isns, 0, &seg); err != nil {
-				t.Fatalf("VerifySegment: %v", err)
+			if err := verifySegment(m, isns, 0, &seg); err != nil {
+				t.Fatalf("verifySegment: %v", err)
 			}
-			if err := VerifySegment(m, isns, 1, &seg); !errors.Is(err, ErrBadMAC) {
+			if err := verifySegment(m, isns, 1, &seg); !errors.Is(err, ErrBadMAC) {
 				t.Errorf("SNE 1 verified: %v", err)
 			}
-			aoOff := seg.Auth.AO
+			aoOff := seg.Auth().AO
 			rnext := h[aoOff+3]
 			clear(h[aoOff+2 : off+16])
-			if err := SignSegment(m, isns, 0, rnext, &seg); err != nil || !bytes.Equal(pkt, v.Packet) {
-				t.Fatalf("SignSegment: %v, MAC %x, OpenSSL's %x", err, h[off:off+16], v.MAC)
+			if err := signSegment(m, isns, 0, rnext, &seg); err != nil || !bytes.Equal(pkt, v.Packet) {
+				t.Fatalf("signSegment: %v, MAC %x, OpenSSL's %x", err, h[off:off+16], v.MAC)
 			}
 			var k TrafficKey
 			if err := k.Derive(m, isns, &seg); err != nil {
@@ -107,7 +108,7 @@ func TestDraftVectors(t *testing.T) {
 				} else {
 					bs.Header[at] ^= 1
 				}
-				if err := VerifySegment(m, isns, 0, &bs); !errors.Is(err, ErrBadMAC) {
+				if err := verifySegment(m, isns, 0, &bs); !errors.Is(err, ErrBadMAC) {
 					t.Errorf("flipped byte %d verified: %v", at, err)
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -15,11 +16,12 @@ func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, maclen
 }
 
 // A client and a server stack sign and verify the first segments of a
-// connection: SYN, SYN-ACK carrying a greeting, and data.
+// connection: SYN, SYN-ACK carrying a greeting, and data. The server's
+// stack chooses its ISN after Accept: its SYN-ACK carries it.
 func Example() {
 	client, server := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
-	mkt := func(peer netip.Addr, send, recv uint8) ao.Config {
-		return ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
+	mkt := func(peer netip.Addr, send, recv uint8) keys.AO {
+		return keys.AO{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
 			Algorithm: "hmac(sha256)", Key: []byte("bgp-session-secret")}
 	}
 	cring, sring := ao.NewKeyring(nil), ao.NewKeyring(nil)
@@ -38,7 +40,7 @@ func Example() {
 	fmt.Println("sign SYN:", c.Sign(&syn))
 
 	l := ao.NewListener(sring, ao.Policy{}, 0)
-	signed, err := l.Accept(&syn, 5000, &s)
+	signed, err := l.Accept(&syn, &s)
 	fmt.Println("accept SYN:", signed, err)
 
 	greeting := []byte("220 ready\r\n")
@@ -70,10 +72,10 @@ func pair() (cring, sring *ao.Keyring, c, s *ao.Conn) {
 		send, recv uint8
 		key        string
 	}{{1, 2, "key A"}, {3, 4, "key B"}} {
-		if _, err := cring.Add(ao.Config{Peer: netip.PrefixFrom(server.Addr(), 32), SendID: k.send, RecvID: k.recv, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
+		if _, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(server.Addr(), 32), SendID: k.send, RecvID: k.recv, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
 			panic(err)
 		}
-		if _, err := sring.Add(ao.Config{Peer: netip.PrefixFrom(client.Addr(), 32), SendID: k.recv, RecvID: k.send, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
+		if _, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(client.Addr(), 32), SendID: k.recv, RecvID: k.send, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
 			panic(err)
 		}
 	}
@@ -87,7 +89,7 @@ func pair() (cring, sring *ao.Keyring, c, s *ao.Conn) {
 	if err := c.Sign(&syn); err != nil {
 		panic(err)
 	}
-	if _, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, 5000, s); err != nil {
+	if _, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, s); err != nil {
 		panic(err)
 	}
 	synack, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5000, 1001, segment.SYN|segment.ACK, 12))
@@ -115,7 +117,7 @@ func exchange(c, s *ao.Conn, seq uint32) {
 		if err := d.from.Sign(&seg); err != nil {
 			panic(err)
 		}
-		o, _ := ao.ParseOption(seg.Header[seg.Auth.AO:])
+		o, _ := ao.ParseOption(seg.Header[seg.Auth().AO:])
 		fmt.Printf("%v: KeyID %d RNextKeyID %d, verify %v\n", d.src, o.KeyID, o.RNextKeyID, d.to.Verify(&seg))
 	}
 }
@@ -184,30 +186,112 @@ func ExampleKeyring_Delete() {
 	// delete A again: ao: no such MKT
 }
 
-// The per-segment core needs no connection: an MKT, the two ISNs as the
-// segment sees them (its sender's first), the SNE and the segment. A tool
-// that follows connections itself (a capture reader, a middlebox) signs
-// and verifies with it and keeps its own ISN and SNE state.
-func ExampleSignSegment() {
+// A connection whose handshake another stack made (or one restored after
+// a restart) starts from what is known of it: both ISNs, where the SNEs
+// stand, the keys in use. Endpoint gives it back for the next restore.
+func ExampleConn_Init_established() {
+	client, server := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
+	cring, sring := ao.NewKeyring(nil), ao.NewKeyring(nil)
+	cring.Add(keys.AO{Peer: netip.MustParsePrefix("192.0.2.2/32"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: []byte("k")})
+	sring.Add(keys.AO{Peer: netip.MustParsePrefix("192.0.2.1/32"), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: []byte("k")})
+
+	// 0xfffffff0 + 0x20 wraps: the client's SNE is 1 from there on.
+	var c, s ao.Conn
+	err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 0xfffffff0,
+		Established: true, RemoteISN: 5000, CurrentSendID: 1, RNextRecvID: 2}, ao.Policy{})
+	fmt.Println("client:", err)
+	err = s.Init(sring, ao.Endpoint{Local: server, Remote: client, LocalISN: 5000,
+		Established: true, RemoteISN: 0xfffffff0, CurrentSendID: 2, RNextRecvID: 1}, ao.Policy{})
+	fmt.Println("server:", err)
+
+	data, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 0x10, 5001, segment.ACK, 12), []byte("UPDATE"))
+	fmt.Println("sign:", c.Sign(&data), "verify:", s.Verify(&data))
+	ep := s.Endpoint()
+	fmt.Printf("server's receive SNE %d at %#x, keys %d/%d\n", ep.RecvSNE, ep.RecvSeq, ep.CurrentSendID, ep.RNextRecvID)
+	// Output:
+	// client: <nil>
+	// server: <nil>
+	// sign: <nil> verify: <nil>
+	// server's receive SNE 1 at 0x10, keys 2/1
+}
+
+// A tool without connections (a capture reader, a middlebox) derives a
+// traffic key once per direction and segment type, from an MKT and the
+// two ISNs as the segments see them (their sender's first), then signs
+// or verifies every segment it covers, keeping its own SNE.
+func ExampleTrafficKey() {
 	ring := ao.NewKeyring(nil)
-	m, err := ring.Add(ao.Config{Peer: netip.MustParsePrefix("192.0.2.2/32"), SendID: 7, RecvID: 9,
+	m, err := ring.Add(keys.AO{Peer: netip.MustParsePrefix("192.0.2.2/32"), SendID: 7, RecvID: 9,
 		Algorithm: "cmac(aes128)", Key: []byte("sixteen byte key")})
 	if err != nil {
 		panic(err)
 	}
 	src, dst := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
-	seg, _ := segment.FromTCP(src, dst, tcpHeader(40000, 179, 1001, 5001, segment.ACK, 12))
 	isns := ao.ISNs{Src: 1000, Dst: 5000}
-	fmt.Println("sign:", ao.SignSegment(m, isns, 0, m.RecvID(), &seg))
-	o, _ := ao.ParseOption(seg.Header[seg.Auth.AO:])
+	seg, _ := segment.FromTCP(src, dst, tcpHeader(40000, 179, 1001, 5001, segment.ACK, 12))
+	var k ao.TrafficKey
+	defer k.Wipe()
+	fmt.Println("derive:", k.Derive(m, isns, &seg))
+
+	fmt.Println("sign:", k.Sign(&seg, 0, m.RecvID()))
+	o, _ := ao.ParseOption(seg.Header[seg.Auth().AO:])
 	fmt.Printf("KeyID %d RNextKeyID %d MAC %x\n", o.KeyID, o.RNextKeyID, o.MAC)
-	fmt.Println("verify:", ao.VerifySegment(m, isns, 0, &seg))
-	fmt.Println("ISNs swapped:", ao.VerifySegment(m, ao.ISNs{Src: 5000, Dst: 1000}, 0, &seg))
-	fmt.Println("SNE 1:", ao.VerifySegment(m, isns, 1, &seg))
+	fmt.Println("verify:", k.Verify(&seg, 0))
+	fmt.Println("SNE 1:", k.Verify(&seg, 1))
+
+	next, _ := segment.FromTCP(src, dst, tcpHeader(40000, 179, 1001, 5001, segment.ACK|segment.PSH, 12), []byte("data"))
+	fmt.Println("same key covers the next segment:", k.Covers(m, isns, &next), k.Sign(&next, 0, m.RecvID()))
+	var swapped ao.TrafficKey
+	swapped.Derive(m, ao.ISNs{Src: 5000, Dst: 1000}, &seg)
+	fmt.Println("ISNs swapped:", swapped.Verify(&seg, 0))
 	// Output:
+	// derive: <nil>
 	// sign: <nil>
 	// KeyID 7 RNextKeyID 9 MAC 2808199b390b196062816a2a
 	// verify: <nil>
-	// ISNs swapped: ao: MAC mismatch
 	// SNE 1: ao: MAC mismatch
+	// same key covers the next segment: true <nil>
+	// ISNs swapped: ao: MAC mismatch
+}
+
+// RSTs go through the same calls as every other segment. A stack that
+// still holds the connection (established, or in TIME-WAIT) signs its RST
+// with Conn.Sign. One that keeps only the ISNs (a syncookie ACK gives
+// them: ours ack−1, the peer's seq−1) signs with a TrafficKey, choosing
+// the MKT as Linux does: the one whose SendID is the peer's RNextKeyID.
+// A Linux listener that knows no ISNs signs with the traffic key of the
+// segment it answers (its own direction, ISNs (its seq, 0), SNE 0).
+func ExampleTrafficKey_reset() {
+	client, server := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
+	cring, sring := ao.NewKeyring(nil), ao.NewKeyring(nil)
+	cring.Add(keys.AO{Peer: netip.MustParsePrefix("192.0.2.2/32"), SendID: 1, RecvID: 1, Algorithm: "hmac(sha256)", Key: []byte("k")})
+	sring.Add(keys.AO{Peer: netip.MustParsePrefix("192.0.2.1/32"), SendID: 1, RecvID: 1, Algorithm: "hmac(sha256)", Key: []byte("k")})
+	var c ao.Conn
+	c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 999, Established: true,
+		RemoteISN: 4999, CurrentSendID: 1, RNextRecvID: 1}, ao.Policy{})
+
+	// The client's ACK reaches a server that kept no connection state.
+	ack, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 1000, 5000, segment.ACK, 12))
+	c.Sign(&ack)
+	o, _ := ao.ParseOption(ack.Header[ack.Auth().AO:])
+	rst, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5000, 0, segment.RST, 12))
+	local, remote := ack.Header.Ack()-1, ack.Header.Seq()-1 // from a syncookie
+	m := sring.LookupSend(ack.Src, o.RNextKeyID, 0)
+	var k ao.TrafficKey
+	defer k.Wipe()
+	k.Derive(m, ao.ISNs{Src: local, Dst: remote}, &rst)
+	fmt.Println("server signs the RST:", k.Sign(&rst, ao.ComputeSNE(0, local, rst.Header.Seq()), m.RecvID()))
+	fmt.Println("client verifies it:", c.Verify(&rst))
+
+	// As a Linux listener: the ACK's own traffic key.
+	listen, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5000, 0, segment.RST, 12))
+	m = sring.LookupRecv(ack.Src, o.RNextKeyID, 0)
+	k.Derive(m, ao.ISNs{Src: ack.Header.Seq()}, &ack)
+	fmt.Println("listener signs its RST:", k.Sign(&listen, 0, m.RecvID()))
+	fmt.Println("client verifies it:", c.Verify(&listen))
+	// Output:
+	// server signs the RST: <nil>
+	// client verifies it: <nil>
+	// listener signs its RST: <nil>
+	// client verifies it: ao: MAC mismatch
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -39,11 +40,11 @@ func leakForms(b []byte) []string {
 // traffic keys (hex, byte lists).
 func TestFormatNoKey(t *testing.T) {
 	ring := NewKeyring(nil)
-	cfg := Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: secretKey, ExcludeOptions: true, IfIndex: 3, HasIfIndex: true}
+	cfg := keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: secretKey, ExcludeOptions: true, IfIndex: 3, HasIfIndex: true}
 	m := mustAdd(t, ring, cfg)
-	cmac := mustAdd(t, ring, Config{Peer: host(srv4.Addr()), SendID: 3, RecvID: 4, Algorithm: "cmac(aes128)", Key: secretKey[:16]})
+	cmac := mustAdd(t, ring, keys.AO{Peer: host(srv4.Addr()), SendID: 3, RecvID: 4, Algorithm: "cmac(aes128)", Key: secretKey[:16]})
 	sring := NewKeyring(nil)
-	mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: secretKey, ExcludeOptions: true, IfIndex: 3, HasIfIndex: true})
+	mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: secretKey, ExcludeOptions: true, IfIndex: 3, HasIfIndex: true})
 
 	// A live connection with derived, cached traffic keys in every slot
 	// it uses, and an accepted one.
@@ -64,7 +65,7 @@ func TestFormatNoKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := NewListener(sring, Policy{}, 3)
-	if ok, err := l.Accept(syn, 99, &s); !ok || err != nil {
+	if ok, err := l.Accept(syn, &s); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
 	synack := testSeg(t, srv4, cli4, 99, 78, segment.SYN|segment.ACK, 12, nil)
@@ -111,13 +112,13 @@ func TestFormatNoKey(t *testing.T) {
 	}
 	_, err := ring.Add(cfg)
 	add(err) // duplicate: the message names the existing MKT
-	for _, bad := range []func(*Config){
-		func(c *Config) { c.MACLen = 17 },
-		func(c *Config) { c.Algorithm = "hmac(nope)" },
-		func(c *Config) { c.Key = append(bytes.Clone(secretKey), make([]byte, 60)...) },
-		func(c *Config) { c.Peer = netip.MustParsePrefix("192.0.2.2/24") },
-		func(c *Config) { c.HasIfIndex = false },
-		func(c *Config) { c.Algorithm = "md5" },
+	for _, bad := range []func(*keys.AO){
+		func(c *keys.AO) { c.MACLen = 17 },
+		func(c *keys.AO) { c.Algorithm = "hmac(nope)" },
+		func(c *keys.AO) { c.Key = append(bytes.Clone(secretKey), make([]byte, 60)...) },
+		func(c *keys.AO) { c.Peer = netip.MustParsePrefix("192.0.2.2/24") },
+		func(c *keys.AO) { c.HasIfIndex = false },
+		func(c *keys.AO) { c.Algorithm = "md5" },
 	} {
 		x := cfg
 		bad(&x)
@@ -131,17 +132,17 @@ func TestFormatNoKey(t *testing.T) {
 	add(c.Sign(testSeg(t, cli4, srv4, 80, 100, segment.ACK, 0, nil)))
 	add(c.Sign(testSeg(t, cli4, srv4, 80, 100, segment.ACK, 8, nil)))
 	forged := testSeg(t, srv4, cli4, 100, 80, segment.ACK, 12, []byte("forged"))
-	forged.Header[forged.Auth.AO+2] = 2
+	forged.Header[forged.Auth().AO+2] = 2
 	add(c.Verify(forged))
-	forged.Header[forged.Auth.AO+2] = 9
+	forged.Header[forged.Auth().AO+2] = 9
 	add(c.Verify(forged))
 	add(c.Verify(testSeg(t, srv4, cli4, 100, 80, segment.ACK, 0, nil)))
 	add(c.Verify(testSeg(t, srv4, cli4, 100, 80, segment.ACK, 4, nil)))
 	bad := testSeg(t, cli4, srv4, 77, 0, segment.SYN, 12, nil)
-	bad.Header[bad.Auth.AO+2] = 1
-	_, err = l.Accept(bad, 5, new(Conn))
+	bad.Header[bad.Auth().AO+2] = 1
+	_, err = l.Accept(bad, new(Conn))
 	add(err)
-	add(new(Conn).Import(ring, Endpoint{Local: cli4, Remote: srv4}, Policy{}, RepairState{CurrentSendID: 9}))
+	add(restore(new(Conn), ring, Endpoint{Local: cli4, Remote: srv4}, Policy{}, Endpoint{CurrentSendID: 9}))
 	add(new(Conn).Init(NewKeyring(nil), Endpoint{Local: cli4, Remote: srv4}, Policy{}))
 	_, err = ParseOption([]byte{29, 3})
 	add(err)
@@ -151,14 +152,14 @@ func TestFormatNoKey(t *testing.T) {
 		v    any
 	}{
 		{"*MKT", m}, {"*MKT cmac", cmac},
-		{"Config", cfg}, {"*Config", &cfg},
+		{"keys.AO", cfg}, {"*keys.AO", &cfg},
 		{"*Keyring", ring}, {"*Conn", &c}, {"*Conn accepted", &s}, {"*Listener", l},
-		{"RepairState", c.Export()}, {"Counters", c.Counters()},
-		{"[]*MKT", []*MKT{m, cmac}}, {"[]Config", []Config{cfg}},
+		{"Endpoint", c.Endpoint()}, {"Counters", c.Counters()},
+		{"[]*MKT", []*MKT{m, cmac}}, {"[]keys.AO", []keys.AO{cfg}},
 		{"map", map[string]any{"mkt": m, "cfg": cfg, "conn": &c}},
 		{"struct holding them", struct {
 			M *MKT
-			C Config
+			C keys.AO
 			R *Keyring
 			K *Conn
 		}{m, cfg, ring, &c}},
@@ -215,7 +216,7 @@ func TestFormatMKTValue(t *testing.T) {
 		secrets = append(secrets, leakForms(k)...)
 	}
 	for i, alg := range []string{"hmac(rmd160)", "hmac(sha1)", "cmac(aes128)"} {
-		m := mustAdd(t, r, Config{Peer: host(srv4.Addr()), SendID: uint8(i), RecvID: uint8(i), Algorithm: alg, Key: secretKey})
+		m := mustAdd(t, r, keys.AO{Peer: host(srv4.Addr()), SendID: uint8(i), RecvID: uint8(i), Algorithm: alg, Key: secretKey})
 		// reflect.Value prints the struct as fmt would print *m, without
 		// copying its locks.
 		for _, verb := range []string{"%v", "%+v", "%#v", "%x", "%d"} {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
@@ -72,7 +73,7 @@ func fuzzAdd(t testing.TB, set testvectors.RFC9235Set, seen map[fuzzKey]bool) {
 			cli, srv = srv, cli
 		}
 		r := NewKeyring(nil)
-		for _, c := range []Config{
+		for _, c := range []keys.AO{
 			{Peer: host(cli), SendID: set.ServerKeyID, RecvID: set.ClientKeyID},
 			{Peer: host(srv), SendID: set.ClientKeyID, RecvID: set.ServerKeyID},
 		} {
@@ -117,8 +118,8 @@ func fuzzPacketSeeds(t testing.TB) [][]byte {
 
 // FuzzVerify feeds arbitrary packets to every per-segment entry point:
 // Conn.Verify on connections of each RFC 9235 setting and of each draft
-// algorithm's (as either end),
-// Listener.Accept, Conn.Sign and Listener.SignReset. None may panic; a
+// algorithm's (as either end), Listener.Accept, Conn.Sign and TrafficKey
+// (the RSTs without a Conn). None may panic; a
 // packet that verifies must verify again unchanged (nothing but counters
 // and the SNE moved).
 func FuzzVerify(f *testing.F) {
@@ -131,8 +132,8 @@ func FuzzVerify(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if seg.Auth.HasAO() {
-			if _, err := ParseOption(seg.Header[seg.Auth.AO:]); err != nil {
+		if seg.Auth().HasAO() {
+			if _, err := ParseOption(seg.Header[seg.Auth().AO:]); err != nil {
 				t.Fatalf("the parser located an AO option ParseOption refuses: %v", err)
 			}
 		}
@@ -147,18 +148,18 @@ func FuzzVerify(f *testing.F) {
 			// client.
 			for _, isns := range [][2]uint32{{p.sisn, p.cisn}, {p.cisn, p.sisn}} {
 				var c Conn
-				err := c.Import(p.ring, Endpoint{Local: local, Remote: remote}, Policy{}, RepairState{
+				err := restore(&c, p.ring, Endpoint{Local: local, Remote: remote}, Policy{}, Endpoint{
 					LocalISN: isns[0], RemoteISN: isns[1], SendSeq: isns[0] + 1, RecvSeq: isns[1] + 1,
 					CurrentSendID: 84, RNextRecvID: 61})
 				if err != nil {
-					err = c.Import(p.ring, Endpoint{Local: local, Remote: remote}, Policy{}, RepairState{
+					err = restore(&c, p.ring, Endpoint{Local: local, Remote: remote}, Policy{}, Endpoint{
 						LocalISN: isns[0], RemoteISN: isns[1], SendSeq: isns[0] + 1, RecvSeq: isns[1] + 1,
 						CurrentSendID: 61, RNextRecvID: 84})
 				}
 				if err != nil {
 					continue // no MKT for this peer
 				}
-				if c.Verify(&seg) == nil && seg.Auth.AO > 0 {
+				if c.Verify(&seg) == nil && seg.Auth().AO > 0 {
 					if err := c.Verify(&seg); err != nil {
 						t.Fatalf("verified once, then: %v", err)
 					}
@@ -173,11 +174,12 @@ func FuzzVerify(f *testing.F) {
 			}
 			l := NewListener(p.ring, Policy{}, 0)
 			var nc Conn
-			_, _ = l.Accept(&seg, p.sisn, &nc)
+			_, _ = l.Accept(&seg, &nc)
 			nc.Close()
 			cp := bytes.Clone(pkt)
 			if rst, err := segment.ParsePacket(cp); err == nil {
-				_ = l.SignReset(&seg, &rst, p.sisn, p.cisn)
+				_ = replyReset(p.ring, &seg, &rst, p.sisn, p.cisn)
+				_ = listenerReset(p.ring, &seg, &rst)
 			}
 		}
 	})
@@ -187,7 +189,7 @@ func FuzzVerify(f *testing.F) {
 // MAC is its length byte minus 4, aliases the input with no room to grow,
 // and AppendOption writes the same header back.
 func FuzzParseOption(f *testing.F) {
-	for maclen := 1; maclen <= MaxMACLen; maclen++ {
+	for maclen := 1; maclen <= keys.MaxMACLen; maclen++ {
 		f.Add(testOption(nil, 61, 84, maclen))
 	}
 	for _, s := range [][]byte{nil, {29}, {29, 0}, {29, 4, 1, 2}, {29, 5, 1, 2}, {29, 255, 1, 2, 3}, {19, 18}, {29, 6, 1, 2, 3}} {
@@ -199,14 +201,14 @@ func FuzzParseOption(f *testing.F) {
 			return
 		}
 		n := int(opt[1])
-		if opt[0] != OptionKind || n <= OptionHeaderLen || n > len(opt) || len(o.MAC) != n-OptionHeaderLen || cap(o.MAC) != len(o.MAC) {
+		if opt[0] != optionKind || n <= optionHeaderLen || n > len(opt) || len(o.MAC) != n-optionHeaderLen || cap(o.MAC) != len(o.MAC) {
 			t.Fatalf("accepted %x as %+v", opt, o)
 		}
-		if &o.MAC[0] != &opt[OptionHeaderLen] {
+		if &o.MAC[0] != &opt[optionHeaderLen] {
 			t.Fatal("MAC does not alias the input")
 		}
 		b := testOption(nil, o.KeyID, o.RNextKeyID, len(o.MAC))
-		if !bytes.Equal(b[:OptionHeaderLen], opt[:OptionHeaderLen]) || len(b) != OptionSpace(len(o.MAC)) {
+		if !bytes.Equal(b[:optionHeaderLen], opt[:optionHeaderLen]) || len(b) != OptionSpace(len(o.MAC)) {
 			t.Fatalf("AppendOption gives %x for %x", b, opt)
 		}
 	})
@@ -231,7 +233,7 @@ func TestFuzzSeedsVerify(t *testing.T) {
 			}
 			if h.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
 				var nc Conn
-				if s, err := NewListener(p.ring, Policy{}, 0).Accept(&seg, p.sisn, &nc); s && err == nil {
+				if s, err := NewListener(p.ring, Policy{}, 0).Accept(&seg, &nc); s && err == nil {
 					verified = true
 				}
 				nc.Close()
@@ -240,7 +242,7 @@ func TestFuzzSeedsVerify(t *testing.T) {
 			for _, isns := range [][2]uint32{{p.sisn, p.cisn}, {p.cisn, p.sisn}} {
 				for _, ids := range [][2]uint8{{84, 61}, {61, 84}} {
 					var c Conn
-					if c.Import(p.ring, Endpoint{Local: local, Remote: remote}, Policy{}, RepairState{
+					if restore(&c, p.ring, Endpoint{Local: local, Remote: remote}, Policy{}, Endpoint{
 						LocalISN: isns[0], RemoteISN: isns[1], SendSeq: isns[0] + 1, RecvSeq: isns[1] + 1,
 						CurrentSendID: ids[0], RNextRecvID: ids[1]}) == nil && c.Verify(&seg) == nil {
 						verified = true

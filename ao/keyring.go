@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
@@ -28,6 +29,12 @@ const (
 // concurrent use. The zero Keyring is empty and computes through
 // sigpool.Default.
 type Keyring struct {
+	// mu serialises the changes of the key set and of the connections'
+	// roles: under it, byPeer holds exactly the MKTs whose ring is this
+	// keyring, and every Conn whose current (RNext) key is m is on m's
+	// users list for that role, so a delete finds every user and moves it
+	// before the key is retired. Lookups never take it; it is never taken
+	// under a lane's lock (see lane.mu).
 	mu     sync.Mutex
 	pool   *sigpool.Pool
 	ids    map[*mac.Algorithm]sigpool.ID // under mu: the pool entry of each algorithm in use
@@ -65,13 +72,14 @@ func (r *Keyring) poolID(alg *mac.Algorithm) (*sigpool.Pool, sigpool.ID, error) 
 	return r.pool, id, nil
 }
 
-// Add validates cfg like Linux's TCP_AO_ADD_KEY and adds the MKT. An MKT
+// Add validates cfg like Linux's TCP_AO_ADD_KEY (keys.AO.Validate) and
+// adds the MKT. An MKT
 // whose SendID or RecvID equals that of an MKT with an overlapping peer
 // prefix (in an overlapping L3 domain) is refused with [ErrKeyExists]
 // (RFC 5925 §3.1: IDs must not overlap where connection identifiers do).
-func (r *Keyring) Add(cfg Config) (*MKT, error) {
+func (r *Keyring) Add(cfg keys.AO) (*MKT, error) {
 	if r == nil {
-		return nil, fmt.Errorf("%w: nil keyring", ErrInvalidKey)
+		return nil, ErrNotInitialized
 	}
 	m, err := newMKT(&cfg)
 	if err != nil {
@@ -121,7 +129,7 @@ type DeleteOptions struct {
 // m itself: when it next needs a key it has not derived yet, and at Close.
 func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	if r == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	r.mu.Lock()
 	if m == nil || !r.has(m) {

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/tcpsig/tcpsig/keys"
 )
 
 // cpuMeter sums the process's CPU time over the timed parts of a
@@ -45,8 +47,8 @@ func benchAddr(i int) netip.Addr {
 	return netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
 }
 
-func benchCfg(i int) Config {
-	return Config{Peer: netip.PrefixFrom(benchAddr(i), 32), SendID: 100, RecvID: 100, Algorithm: "hmac(sha1)", Key: benchKey}
+func benchCfg(i int) keys.AO {
+	return keys.AO{Peer: netip.PrefixFrom(benchAddr(i), 32), SendID: 100, RecvID: 100, Algorithm: "hmac(sha1)", Key: benchKey}
 }
 
 // benchFill adds peers [from, to) to r and returns their MKTs.

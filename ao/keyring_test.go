@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -51,8 +52,8 @@ func connKeysOf(c *Conn, m *MKT) []*laneKey {
 	return ks
 }
 
-func cfg4(peer string, send, recv uint8) Config {
-	return Config{Peer: netip.MustParsePrefix(peer), SendID: send, RecvID: recv, Algorithm: "hmac(sha1)", Key: testKey(int(send))}
+func cfg4(peer string, send, recv uint8) keys.AO {
+	return keys.AO{Peer: netip.MustParsePrefix(peer), SendID: send, RecvID: recv, Algorithm: "hmac(sha1)", Key: testKey(int(send))}
 }
 
 // TestAddValidation checks Add against Linux's TCP_AO_ADD_KEY rules
@@ -61,52 +62,52 @@ func cfg4(peer string, send, recv uint8) Config {
 var key32 = bytes.Repeat([]byte{0x5a}, 32)
 
 func TestAddValidation(t *testing.T) {
-	with := func(f func(*Config)) Config {
+	with := func(f func(*keys.AO)) keys.AO {
 		c := cfg4("192.0.2.2/32", 1, 2)
 		f(&c)
 		return c
 	}
 	for _, c := range []struct {
 		name    string
-		cfg     Config
+		cfg     keys.AO
 		want    error // nil: accepted
 		also    error
 		wantMAC int
 	}{
-		{"maclen 0 means 12", with(func(c *Config) { c.MACLen = 0 }), nil, nil, 12},
-		{"maclen 1", with(func(c *Config) { c.MACLen = 1 }), nil, nil, 1},
-		{"maclen 4", with(func(c *Config) { c.MACLen = 4 }), nil, nil, 4},
-		{"maclen 13 pads to 20", with(func(c *Config) { c.MACLen = 13 }), nil, nil, 13},
-		{"maclen 16", with(func(c *Config) { c.MACLen = 16 }), nil, nil, 16},
-		{"maclen 16 cmac", with(func(c *Config) { c.MACLen = 16; c.Algorithm = "cmac(aes128)" }), nil, nil, 16},
-		{"maclen 17", with(func(c *Config) { c.MACLen = 17 }), ErrMACTooLong, nil, 0},
-		{"maclen 20 (sha1's digest) does not fit a SYN", with(func(c *Config) { c.MACLen = 20 }), ErrMACTooLong, nil, 0},
-		{"maclen 17 > hmac(md5) digest: EMSGSIZE first", with(func(c *Config) { c.MACLen = 17; c.Algorithm = "hmac(md5)" }), ErrMACTooLong, nil, 0},
-		{"maclen 255", with(func(c *Config) { c.MACLen = 255 }), ErrMACTooLong, nil, 0},
-		{"key length 0", with(func(c *Config) { c.Key = nil }), ErrInvalidKey, nil, 0},
-		{"key length 1", with(func(c *Config) { c.Key = []byte{7} }), nil, nil, 12},
-		{"key length 80", with(func(c *Config) { c.Key = bytes.Repeat([]byte{7}, 80) }), nil, nil, 12},
-		{"key length 80 cmac", with(func(c *Config) { c.Key = bytes.Repeat([]byte{7}, 80); c.Algorithm = "cmac(aes128)" }), nil, nil, 12},
-		{"key length 81", with(func(c *Config) { c.Key = bytes.Repeat([]byte{7}, 81) }), ErrInvalidKey, nil, 0},
-		{"unknown algorithm", with(func(c *Config) { c.Algorithm = "hmac(sha0)" }), ErrInvalidKey, mac.ErrUnknownAlgorithm, 0},
-		{"empty algorithm", with(func(c *Config) { c.Algorithm = "" }), ErrInvalidKey, mac.ErrUnknownAlgorithm, 0},
-		{"TCP-MD5 is not a TCP-AO algorithm", with(func(c *Config) { c.Algorithm = "md5" }), ErrInvalidKey, nil, 0},
-		{"RFC 5926 name", with(func(c *Config) { c.Algorithm = "AES-128-CMAC-96" }), nil, nil, 12},
-		{"host bits set", with(func(c *Config) { c.Peer = netip.MustParsePrefix("192.0.2.1/24") }), ErrInvalidKey, nil, 0},
-		{"host bits set v6", with(func(c *Config) { c.Peer = netip.MustParsePrefix("2001:db8::1/64") }), ErrInvalidKey, nil, 0},
-		{"host bits set v4-mapped", with(func(c *Config) { c.Peer = netip.MustParsePrefix("::ffff:192.0.2.1/120") }), ErrInvalidKey, nil, 0},
-		{"zero prefix", with(func(c *Config) { c.Peer = netip.Prefix{} }), ErrInvalidKey, nil, 0},
-		{"any v4", with(func(c *Config) { c.Peer = netip.MustParsePrefix("0.0.0.0/0") }), nil, nil, 12},
-		{"ifindex without the flag", with(func(c *Config) { c.IfIndex = 5 }), ErrInvalidKey, nil, 0},
-		{"ifindex with the flag", with(func(c *Config) { c.IfIndex = 5; c.HasIfIndex = true }), nil, nil, 12},
+		{"maclen 0 means 12", with(func(c *keys.AO) { c.MACLen = 0 }), nil, nil, 12},
+		{"maclen 1", with(func(c *keys.AO) { c.MACLen = 1 }), nil, nil, 1},
+		{"maclen 4", with(func(c *keys.AO) { c.MACLen = 4 }), nil, nil, 4},
+		{"maclen 13 pads to 20", with(func(c *keys.AO) { c.MACLen = 13 }), nil, nil, 13},
+		{"maclen 16", with(func(c *keys.AO) { c.MACLen = 16 }), nil, nil, 16},
+		{"maclen 16 cmac", with(func(c *keys.AO) { c.MACLen = 16; c.Algorithm = "cmac(aes128)" }), nil, nil, 16},
+		{"maclen 17", with(func(c *keys.AO) { c.MACLen = 17 }), keys.ErrMACTooLong, nil, 0},
+		{"maclen 20 (sha1's digest) does not fit a SYN", with(func(c *keys.AO) { c.MACLen = 20 }), keys.ErrMACTooLong, nil, 0},
+		{"maclen 17 > hmac(md5) digest: EMSGSIZE first", with(func(c *keys.AO) { c.MACLen = 17; c.Algorithm = "hmac(md5)" }), keys.ErrMACTooLong, nil, 0},
+		{"maclen 255", with(func(c *keys.AO) { c.MACLen = 255 }), keys.ErrMACTooLong, nil, 0},
+		{"key length 0", with(func(c *keys.AO) { c.Key = nil }), keys.ErrInvalid, nil, 0},
+		{"key length 1", with(func(c *keys.AO) { c.Key = []byte{7} }), nil, nil, 12},
+		{"key length 80", with(func(c *keys.AO) { c.Key = bytes.Repeat([]byte{7}, 80) }), nil, nil, 12},
+		{"key length 80 cmac", with(func(c *keys.AO) { c.Key = bytes.Repeat([]byte{7}, 80); c.Algorithm = "cmac(aes128)" }), nil, nil, 12},
+		{"key length 81", with(func(c *keys.AO) { c.Key = bytes.Repeat([]byte{7}, 81) }), keys.ErrInvalid, nil, 0},
+		{"unknown algorithm", with(func(c *keys.AO) { c.Algorithm = "hmac(sha0)" }), keys.ErrInvalid, mac.ErrUnknownAlgorithm, 0},
+		{"empty algorithm", with(func(c *keys.AO) { c.Algorithm = "" }), keys.ErrInvalid, mac.ErrUnknownAlgorithm, 0},
+		{"TCP-MD5 is not a TCP-AO algorithm", with(func(c *keys.AO) { c.Algorithm = "md5" }), keys.ErrInvalid, nil, 0},
+		{"RFC 5926 name", with(func(c *keys.AO) { c.Algorithm = "AES-128-CMAC-96" }), nil, nil, 12},
+		{"host bits set", with(func(c *keys.AO) { c.Peer = netip.MustParsePrefix("192.0.2.1/24") }), keys.ErrInvalid, nil, 0},
+		{"host bits set v6", with(func(c *keys.AO) { c.Peer = netip.MustParsePrefix("2001:db8::1/64") }), keys.ErrInvalid, nil, 0},
+		{"host bits set v4-mapped", with(func(c *keys.AO) { c.Peer = netip.MustParsePrefix("::ffff:192.0.2.1/120") }), keys.ErrInvalid, nil, 0},
+		{"zero prefix", with(func(c *keys.AO) { c.Peer = netip.Prefix{} }), keys.ErrInvalid, nil, 0},
+		{"any v4", with(func(c *keys.AO) { c.Peer = netip.MustParsePrefix("0.0.0.0/0") }), nil, nil, 12},
+		{"ifindex without the flag", with(func(c *keys.AO) { c.IfIndex = 5 }), keys.ErrInvalid, nil, 0},
+		{"ifindex with the flag", with(func(c *keys.AO) { c.IfIndex = 5; c.HasIfIndex = true }), nil, nil, 12},
 		// draft-ietf-tcpm-tcp-ao-algs: 16-byte MACs only, master keys of 32 bytes or more.
-		{"HMAC-SHA256-128 maclen 0 means 16", with(func(c *Config) { c.Algorithm = "HMAC-SHA256-128"; c.Key = key32; c.MACLen = 0 }), nil, nil, 16},
-		{"kmac256-128 maclen 16", with(func(c *Config) { c.Algorithm = "kmac256-128"; c.Key = key32; c.MACLen = 16 }), nil, nil, 16},
-		{"kmac256-128 80-byte key", with(func(c *Config) { c.Algorithm = "kmac256-128"; c.Key = bytes.Repeat([]byte{7}, 80); c.MACLen = 16 }), nil, nil, 16},
-		{"hmac-sha256-128 maclen 12", with(func(c *Config) { c.Algorithm = "hmac-sha256-128"; c.Key = key32; c.MACLen = 12 }), ErrInvalidKey, mac.ErrMACLen, 0},
-		{"kmac256-128 maclen 4", with(func(c *Config) { c.Algorithm = "kmac256-128"; c.Key = key32; c.MACLen = 4 }), ErrInvalidKey, mac.ErrMACLen, 0},
-		{"hmac-sha256-128 31-byte key", with(func(c *Config) { c.Algorithm = "hmac-sha256-128"; c.Key = key32[:31] }), ErrInvalidKey, mac.ErrMasterKeyLen, 0},
-		{"kmac256-128 1-byte key", with(func(c *Config) { c.Algorithm = "kmac256-128"; c.Key = key32[:1] }), ErrInvalidKey, mac.ErrMasterKeyLen, 0},
+		{"HMAC-SHA256-128 maclen 0 means 16", with(func(c *keys.AO) { c.Algorithm = "HMAC-SHA256-128"; c.Key = key32; c.MACLen = 0 }), nil, nil, 16},
+		{"kmac256-128 maclen 16", with(func(c *keys.AO) { c.Algorithm = "kmac256-128"; c.Key = key32; c.MACLen = 16 }), nil, nil, 16},
+		{"kmac256-128 80-byte key", with(func(c *keys.AO) { c.Algorithm = "kmac256-128"; c.Key = bytes.Repeat([]byte{7}, 80); c.MACLen = 16 }), nil, nil, 16},
+		{"hmac-sha256-128 maclen 12", with(func(c *keys.AO) { c.Algorithm = "hmac-sha256-128"; c.Key = key32; c.MACLen = 12 }), keys.ErrInvalid, mac.ErrMACLen, 0},
+		{"kmac256-128 maclen 4", with(func(c *keys.AO) { c.Algorithm = "kmac256-128"; c.Key = key32; c.MACLen = 4 }), keys.ErrInvalid, mac.ErrMACLen, 0},
+		{"hmac-sha256-128 31-byte key", with(func(c *keys.AO) { c.Algorithm = "hmac-sha256-128"; c.Key = key32[:31] }), keys.ErrInvalid, mac.ErrMasterKeyLen, 0},
+		{"kmac256-128 1-byte key", with(func(c *keys.AO) { c.Algorithm = "kmac256-128"; c.Key = key32[:1] }), keys.ErrInvalid, mac.ErrMasterKeyLen, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := NewKeyring(nil)
@@ -129,7 +130,7 @@ func TestAddValidation(t *testing.T) {
 			if c.also != nil && !errors.Is(err, c.also) {
 				t.Fatalf("Add: %v; want it to wrap %v too", err, c.also)
 			}
-			for _, other := range []error{ErrInvalidKey, ErrMACTooLong, ErrKeyExists} {
+			for _, other := range []error{keys.ErrInvalid, keys.ErrMACTooLong, ErrKeyExists} {
 				if other != c.want && errors.Is(err, other) {
 					t.Fatalf("Add: %v is also %v", err, other)
 				}
@@ -145,10 +146,10 @@ func TestAddValidation(t *testing.T) {
 // existing SendID, or whose RecvID equals an existing RecvID, for an
 // overlapping peer prefix in an overlapping L3 domain, is refused.
 func TestAddOverlap(t *testing.T) {
-	l3 := func(c Config, idx int) Config { c.IfIndex, c.HasIfIndex = idx, true; return c }
+	l3 := func(c keys.AO, idx int) keys.AO { c.IfIndex, c.HasIfIndex = idx, true; return c }
 	for _, c := range []struct {
 		name          string
-		first, second Config
+		first, second keys.AO
 		want          error
 	}{
 		{"same peer, same IDs", cfg4("192.0.2.2/32", 1, 2), cfg4("192.0.2.2/32", 1, 2), ErrKeyExists},
@@ -201,8 +202,8 @@ func TestLookup(t *testing.T) {
 	net24 := mustAdd(t, r, cfg4("192.0.2.0/24", 1, 2))
 	host32 := mustAdd(t, r, cfg4("192.0.2.7/32", 3, 4))
 	mapped := mustAdd(t, r, cfg4("::ffff:198.51.100.7/128", 1, 2))
-	vrf := mustAdd(t, r, Config{Peer: netip.MustParsePrefix("203.0.113.0/24"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: testKey(1), IfIndex: 5, HasIfIndex: true})
-	v6 := mustAdd(t, r, Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: testKey(1)})
+	vrf := mustAdd(t, r, keys.AO{Peer: netip.MustParsePrefix("203.0.113.0/24"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: testKey(1), IfIndex: 5, HasIfIndex: true})
+	v6 := mustAdd(t, r, keys.AO{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: testKey(1)})
 	if got := mapped.Peer(); got != netip.MustParsePrefix("198.51.100.7/32") {
 		t.Errorf("v4-mapped peer stored as %v", got)
 	}
@@ -275,7 +276,7 @@ func TestLookup(t *testing.T) {
 func conn4(t *testing.T, r *Keyring, cur, next uint8) *Conn {
 	t.Helper()
 	c := new(Conn)
-	err := c.Import(r, Endpoint{Local: cli4, Remote: srv4}, Policy{}, RepairState{LocalISN: 10, RemoteISN: 20, SendSeq: 11, RecvSeq: 21, CurrentSendID: cur, RNextRecvID: next})
+	err := restore(c, r, Endpoint{Local: cli4, Remote: srv4}, Policy{}, Endpoint{LocalISN: 10, RemoteISN: 20, SendSeq: 11, RecvSeq: 21, CurrentSendID: cur, RNextRecvID: next})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -475,9 +476,9 @@ func TestDeleteWaitsForReaders(t *testing.T) {
 func TestPolicy(t *testing.T) {
 	newConn := func(t *testing.T, p Policy) (*Conn, *Keyring) {
 		r := NewKeyring(nil)
-		mustAdd(t, r, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: testKey(1)})
+		mustAdd(t, r, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: testKey(1)})
 		c := new(Conn)
-		if err := c.Import(r, Endpoint{Local: srv4, Remote: cli4}, p, RepairState{LocalISN: 1, RemoteISN: 2, SendSeq: 2, RecvSeq: 3, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
+		if err := restore(c, r, Endpoint{Local: srv4, Remote: cli4}, p, Endpoint{LocalISN: 1, RemoteISN: 2, SendSeq: 2, RecvSeq: 3, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Close)
@@ -486,7 +487,7 @@ func TestPolicy(t *testing.T) {
 	unsigned := func() *segment.Segment { return testSeg(t, cli4, srv4, 3, 2, segment.ACK, 0, []byte("plain")) }
 	unknown := func() *segment.Segment {
 		s := testSeg(t, cli4, srv4, 3, 2, segment.ACK, 12, []byte("who?"))
-		s.Header[s.Auth.AO+2] = 77
+		s.Header[s.Auth().AO+2] = 77
 		return s
 	}
 	t.Run("conn", func(t *testing.T) {
@@ -513,7 +514,7 @@ func TestPolicy(t *testing.T) {
 	})
 	t.Run("listener", func(t *testing.T) {
 		r := NewKeyring(nil)
-		mustAdd(t, r, Config{Peer: netip.MustParsePrefix("192.0.2.0/24"), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: testKey(1)})
+		mustAdd(t, r, keys.AO{Peer: netip.MustParsePrefix("192.0.2.0/24"), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: testKey(1)})
 		stranger := netip.MustParseAddrPort("198.51.100.1:5555")
 		for _, c := range []struct {
 			name   string
@@ -536,10 +537,10 @@ func TestPolicy(t *testing.T) {
 			l := NewListener(r, c.policy, 0)
 			syn := testSeg(t, c.from, srv4, 1000, 0, segment.SYN, c.maclen, nil)
 			if c.maclen > 0 {
-				syn.Header[syn.Auth.AO+2] = c.keyID
+				syn.Header[syn.Auth().AO+2] = c.keyID
 			}
 			var conn Conn
-			signed, err := l.Accept(syn, 5, &conn)
+			signed, err := l.Accept(syn, &conn)
 			if !errors.Is(err, c.want) || (c.want == nil && err != nil) || signed != c.signed {
 				t.Errorf("%s: %v %v, want %v %v", c.name, signed, err, c.signed, c.want)
 			}
@@ -548,7 +549,7 @@ func TestPolicy(t *testing.T) {
 			}
 			conn.Close()
 		}
-		if _, err := NewListener(r, Policy{}, 0).Accept(testSeg(t, cli4, srv4, 1, 1, segment.SYN|segment.ACK, 12, nil), 5, new(Conn)); !errors.Is(err, ErrNotSYN) {
+		if _, err := NewListener(r, Policy{}, 0).Accept(testSeg(t, cli4, srv4, 1, 1, segment.SYN|segment.ACK, 12, nil), new(Conn)); !errors.Is(err, ErrNotSYN) {
 			t.Errorf("Accept of a SYN-ACK: %v", err)
 		}
 	})
@@ -605,12 +606,12 @@ func TestICMP(t *testing.T) {
 func TestConnReuse(t *testing.T) {
 	r := NewKeyring(nil)
 	key := testKey(1)
-	mustAdd(t, r, Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
+	mustAdd(t, r, keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
 	var c Conn
 	defer c.Close()
 	for i, isn := range []uint32{100, 200, 300} {
 		if i == 2 {
-			if err := c.Import(r, Endpoint{Local: cli4, Remote: srv4}, Policy{}, RepairState{LocalISN: 7, RemoteISN: 8, CurrentSendID: 1, RNextRecvID: 2}); err != nil {
+			if err := restore(&c, r, Endpoint{Local: cli4, Remote: srv4}, Policy{}, Endpoint{LocalISN: 7, RemoteISN: 8, CurrentSendID: 1, RNextRecvID: 2}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := signData(t, &c, 9); err != nil {
@@ -646,7 +647,7 @@ func TestDeleteReplacementChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The connection has not signed since: k3 is nevertheless its key.
-	if st := c.Export(); c.Current() != k3 || c.RNext() != k3 || st.CurrentSendID != 3 || st.RNextRecvID != 4 {
+	if st := c.Endpoint(); c.Current() != k3 || c.RNext() != k3 || st.CurrentSendID != 3 || st.RNextRecvID != 4 {
 		t.Fatalf("after the forced delete: current %v RNext %v, exported %+v", c.Current(), c.RNext(), st)
 	}
 	if err := r.Delete(k3, DeleteOptions{}); !errors.Is(err, ErrKeyBusy) {

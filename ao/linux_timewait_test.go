@@ -3,6 +3,7 @@ package ao_test
 import (
 	"bytes"
 	"encoding/json"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -15,10 +16,11 @@ import (
 
 // TestLinuxTimeWaitReply reproduces, byte for byte, the signed ACK a Linux
 // 6.12 TIME-WAIT socket sent in reply to a segment for which it holds no
-// full connection (testvectors/linux, *-timewait captures): SignReset,
-// given the two ISNs from the capture's handshake, must choose the MKT the
-// probe's RNextKeyID names and produce the kernel's KeyID, RNextKeyID and
-// MAC, with the AO option after the timestamps as Linux lays it out there.
+// full connection (testvectors/linux, *-timewait captures): a Conn set up
+// from the two ISNs of the capture's handshake, with the MKT the probe's
+// RNextKeyID names as its current key, must sign it with the kernel's
+// KeyID, RNextKeyID and MAC, with the AO option after the timestamps as
+// Linux lays it out there.
 func TestLinuxTimeWaitReply(t *testing.T) {
 	var man struct {
 		Captures []struct {
@@ -59,7 +61,7 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 		// The TIME-WAIT reply: from the client, AO after the timestamps.
 		reply := -1
 		for i, s := range segs {
-			if s.Src == client && s.Auth.AO > segment.TCPMinimumSize && i > 0 {
+			if s.Src == client && s.Auth().AO > segment.TCPMinimumSize && i > 0 {
 				reply = i
 			}
 		}
@@ -84,13 +86,31 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		want := bytes.Clone(out.Header)
-		off := out.Auth.AO
-		clear(out.Header[off+2 : off+int(out.Header[off+1])]) // IDs and MAC: SignReset writes them
-		l := ao.NewListener(ring, ao.Policy{}, 0)
-		if err := l.SignReset(&probe, &out, cisn, sisn); err != nil {
+		// The TIME-WAIT socket still holds its connection, and signs its
+		// reply with it like any other segment: current key the MKT the
+		// probe's RNextKeyID names (Linux tcp_ao_prepare_reset), the
+		// handshake's ISNs.
+		opt, err := ao.ParseOption(probe.Header[probe.Auth().AO:])
+		if err != nil {
+			t.Fatalf("%s: probe: %v", c.Name, err)
+		}
+		m := ring.LookupSend(probe.Src, opt.RNextKeyID, 0)
+		if m == nil {
+			t.Fatalf("%s: no MKT with SendID %d", c.Name, opt.RNextKeyID)
+		}
+		var conn ao.Conn
+		ep := ao.Endpoint{Local: netip.AddrPortFrom(client, out.Header.SrcPort()), Remote: netip.AddrPortFrom(probe.Src, probe.Header.SrcPort()),
+			LocalISN: cisn, Established: true, RemoteISN: sisn, CurrentSendID: m.SendID(), RNextRecvID: m.RecvID()}
+		if err := conn.Init(ring, ep, ao.Policy{}); err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
+		want := bytes.Clone(out.Header)
+		off := out.Auth().AO
+		clear(out.Header[off+2 : off+int(out.Header[off+1])]) // IDs and MAC: Sign writes them
+		if err := conn.Sign(&out); err != nil {
+			t.Fatalf("%s: %v", c.Name, err)
+		}
+		conn.Close()
 		if !bytes.Equal(out.Header, want) {
 			t.Fatalf("%s: signed reply\n%x\nkernel sent\n%x", c.Name, []byte(out.Header), want)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
@@ -49,9 +50,9 @@ func TestParseOption(t *testing.T) {
 	}
 	// AppendOption and OptionLen/OptionSpace agree with what ParseOption
 	// reads back, for every MAC length Linux allows.
-	for maclen := 1; maclen <= MaxMACLen; maclen++ {
+	for maclen := 1; maclen <= keys.MaxMACLen; maclen++ {
 		b := testOption(nil, 7, 9, maclen)
-		if len(b) != OptionSpace(maclen) || len(b)%4 != 0 || int(b[1]) != OptionLen(maclen) {
+		if len(b) != OptionSpace(maclen) || len(b)%4 != 0 || int(b[1]) != optionLen(maclen) {
 			t.Fatalf("maclen %d: option %x", maclen, b)
 		}
 		o, err := ParseOption(b)
@@ -79,8 +80,8 @@ var md5Option = append([]byte{19, 18}, bytes.Repeat([]byte{0x55}, 16)...)
 func TestMalformed(t *testing.T) {
 	key := testKey(1)
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
-	sm := mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
+	mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
+	sm := mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
 	p := newPair(t, cring, sring, cli4, srv4, 999, 1999, 0, 1000, 0, 2000, 1, 2, 2, 1)
 	ao := func(keyID uint8, maclen int) []byte { return testOption(nil, keyID, 2, maclen) }
 
@@ -153,7 +154,7 @@ func TestMalformed(t *testing.T) {
 					_, rc := rfc9235Side(t, &set, v, &seg, false)
 					var verr error
 					if seg.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
-						_, verr = NewListener(rc.ring, Policy{}, 0).Accept(&seg, rc.lisn, new(Conn))
+						_, verr = NewListener(rc.ring, Policy{}, 0).Accept(&seg, new(Conn))
 					} else {
 						verr = rc.Verify(&seg)
 					}
@@ -173,11 +174,17 @@ func TestMalformed(t *testing.T) {
 			}
 			return s
 		}
-		bothAuth := func() *segment.Segment {
-			// A Segment made by hand (not by the parser, which refuses
-			// this) with both options located.
+		byHand := func() *segment.Segment {
+			// A Segment made by hand, not by the parser: it has nothing
+			// the parser checked, whatever its header holds.
 			h := rawTCP(append(append([]byte{}, md5Option...), ao(1, 12)...), "")
-			s := &segment.Segment{Src: cli4.Addr(), Dst: srv4.Addr(), Header: segment.TCP(h), Auth: segment.Auth{MD5: 20, AO: 40, AOLen: 16}}
+			return &segment.Segment{Src: cli4.Addr(), Dst: srv4.Addr(), Header: segment.TCP(h)}
+		}
+		changed := func() *segment.Segment {
+			// A parsed segment whose AO option was overwritten after the
+			// parse: its noted offset no longer holds the option.
+			s := good()
+			s.Header[s.Auth().AO] = segment.OptionKindNOP
 			return s
 		}
 		mk := func(opts []byte) func() *segment.Segment {
@@ -202,7 +209,8 @@ func TestMalformed(t *testing.T) {
 			{"MAC length 1", mk(ao(1, 1)), ErrMACLength, ErrBadMAC, 1, 1},
 			{"zero MAC", mk(ao(1, 12)), ErrBadMAC, nil, 1, 1},
 			{"MD5-signed segment", mk(md5Option), ErrUnexpected, nil, 0, 0},
-			{"MD5 and AO both located", bothAuth, ErrUnexpected, nil, 0, 0},
+			{"made by hand", byHand, segment.ErrUnparsed, nil, 0, 0},
+			{"changed after the parse", changed, segment.ErrUnparsed, nil, 0, 0},
 			// Linux's walk stops with fewer than 5 option bytes left, so
 			// an AO option cut by the end of the header is no option: the
 			// segment is unsigned.
@@ -227,12 +235,12 @@ func TestMalformed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Accept(&md5syn, 1, new(Conn)); !errors.Is(err, ErrUnexpected) {
+		if _, err := l.Accept(&md5syn, new(Conn)); !errors.Is(err, ErrUnexpected) {
 			t.Errorf("MD5 SYN: %v", err)
 		}
 		short := testSeg(t, cli4, srv4, 5, 0, segment.SYN, 4, nil)
-		short.Header[short.Auth.AO+2] = 1
-		if ok, err := l.Accept(short, 1, new(Conn)); !ok || !errors.Is(err, ErrMACLength) || !errors.Is(err, ErrBadMAC) {
+		short.Header[short.Auth().AO+2] = 1
+		if ok, err := l.Accept(short, new(Conn)); !ok || !errors.Is(err, ErrMACLength) || !errors.Is(err, ErrBadMAC) {
 			t.Errorf("SYN with a 4-byte MAC: %v %v", ok, err)
 		}
 	})
@@ -249,7 +257,7 @@ func TestMalformed(t *testing.T) {
 		long := testSeg(t, cli4, srv4, 1000, 2000, segment.ACK, 16, []byte("x"))
 		if err := p.c.Sign(long); err != nil {
 			t.Errorf("Sign with a 16-byte MAC slot for a 12-byte key: %v", err)
-		} else if o := long.Header[long.Auth.AO:]; o[1] != 16 || long.Auth.AOLen != 16 || string(o[16:20]) != "\x01\x01\x01\x01" {
+		} else if o := long.Header[long.Auth().AO:]; o[1] != 16 || long.Auth().AOLen != 16 || string(o[16:20]) != "\x01\x01\x01\x01" {
 			t.Errorf("16-byte slot not shortened to the 12-byte MAC and NOPs: % x", o[:20])
 		}
 		// A client before the SYN-ACK knows no peer ISN: only SYNs.
@@ -262,21 +270,23 @@ func TestMalformed(t *testing.T) {
 			t.Errorf("Sign of data before the SYN-ACK: %v", err)
 		}
 		early := testSeg(t, srv4, cli4, 6, 1, segment.ACK, 12, nil)
-		early.Header[early.Auth.AO+2] = 2 // the client's RecvID
+		early.Header[early.Auth().AO+2] = 2 // the client's RecvID
 		if err := c.Verify(early); !errors.Is(err, ErrNoISN) {
 			t.Errorf("Verify of data before the SYN-ACK: %v", err)
 		}
-		if _, err := NewListener(sring, Policy{}, 0).Accept(testSeg(t, cli4, srv4, 1, 0, segment.ACK, 12, nil), 1, new(Conn)); !errors.Is(err, ErrNotSYN) {
+		if _, err := NewListener(sring, Policy{}, 0).Accept(testSeg(t, cli4, srv4, 1, 0, segment.ACK, 12, nil), new(Conn)); !errors.Is(err, ErrNotSYN) {
 			t.Errorf("Accept of an ACK: %v", err)
 		}
 	})
 
-	t.Run("SignReset", func(t *testing.T) {
-		l := NewListener(sring, Policy{}, 0)
-		in := testSeg(t, netip.MustParseAddrPort("198.51.100.1:1"), srv4, 1, 0, segment.ACK, 0, nil)
+	t.Run("TrafficKey without a key", func(t *testing.T) {
 		rst := testSeg(t, srv4, netip.MustParseAddrPort("198.51.100.1:1"), 0, 2, segment.RST, 12, nil)
-		if err := l.SignReset(in, rst, 1, 2); !errors.Is(err, ErrKeyNotFound) {
-			t.Errorf("SignReset for an uncovered peer: %v", err)
+		var k TrafficKey
+		if err := k.Derive(sring.LookupSend(netip.MustParseAddr("198.51.100.1"), 1, 0), ISNs{Src: 1, Dst: 2}, rst); !errors.Is(err, ErrKeyNotFound) {
+			t.Errorf("Derive for an uncovered peer's (nil) MKT: %v", err)
+		}
+		if err := k.Sign(rst, 0, 0); !errors.Is(err, ErrNotInitialized) {
+			t.Errorf("Sign with no key: %v, want ErrNotInitialized", err)
 		}
 	})
 }

@@ -7,41 +7,22 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
-// Limits Linux enforces on MKTs (include/uapi/linux/tcp.h, tcp_ao_add_cmd).
-const (
-	MaxKeyLen     = 80 // TCP_AO_MAXKEYLEN
-	DefaultMACLen = 12 // RFC 5926 §3.2: 96-bit MACs; Linux's default for maclen 0
-	// MaxMACLen is the longest MAC whose option still fits a SYN that
-	// carries MSS, timestamps and window scale: round_up(4+maclen, 4) ≤ 20.
-	MaxMACLen = 16
-)
-
 // Errors of key management, with the errno Linux returns for the same case.
+// A configuration the kernel would refuse is keys.ErrInvalid or
+// keys.ErrMACTooLong.
 var (
-	ErrInvalidKey = errors.New("ao: invalid MKT")                                               // EINVAL
-	ErrMACTooLong = errors.New("ao: MAC length does not fit the SYN option space")              // EMSGSIZE
-	ErrKeyExists  = errors.New("ao: an MKT with this SendID or RecvID already covers the peer") // EEXIST
-	ErrNoSuchKey  = errors.New("ao: no such MKT")                                               // ENOENT
-	ErrKeyBusy    = errors.New("ao: MKT is a connection's current or RNext key")                // EBUSY
+	ErrKeyExists = errors.New("ao: an MKT with this SendID or RecvID already covers the peer") // EEXIST
+	ErrNoSuchKey = errors.New("ao: no such MKT")                                               // ENOENT
+	ErrKeyBusy   = errors.New("ao: MKT is a connection's current or RNext key")                // EBUSY
 )
-
-// Config describes an MKT as Linux's TCP_AO_ADD_KEY takes it.
-type Config struct {
-	Peer           netip.Prefix // the peer's address prefix; /32 or /128 for one host; 0.0.0.0/0 or ::/0 for any
-	SendID, RecvID uint8        // KeyID sent, KeyID expected on receive
-	Algorithm      string       // Linux name, e.g. "hmac(sha1)", "cmac(aes128)", or RFC 5926 "HMAC-SHA-1-96"
-	Key            []byte       // master key, 1..80 bytes (32..80 for the draft's algorithms); copied
-	MACLen         int          // 0 means the algorithm's default: 12, or 16 for the draft's (which take 16 only)
-	ExcludeOptions bool         // TCP_AO_KEYF_EXCLUDE_OPT: options other than TCP-AO are not covered
-	IfIndex        int          // L3 (VRF) interface index; with HasIfIndex the MKT matches only that L3 domain
-	HasIfIndex     bool         // TCP_AO_KEYF_IFINDEX
-}
 
 // MKT is a Master Key Tuple (RFC 5925 §3.1). It is immutable once added
 // to a [Keyring]; its key material is wiped after deletion, once no reader
@@ -61,11 +42,17 @@ type MKT struct {
 	// delete that would leave them without one is refused, and a forced
 	// delete moves them to the replacement.
 	users [2]*Conn
-	// lanes lists the connections' lane entries that count good segments
-	// for the MKT; lgen changes with every change of the list.
+	// lmu guards lanes, the connections' lane entries that count good
+	// segments for the MKT, and lgen, which changes with every change of
+	// the list; a fold of an entry's count into good happens under it
+	// too. It is taken under a lane's lock (list, unlist), and MKT.Counters
+	// never holds it while it takes a lane's: it reads each entry under
+	// its lane's lock and starts again if lgen moved meanwhile.
 	lmu   sync.Mutex
 	lanes []*laneKey
 	lgen  uint64
+	// guard pins master while a derivation reads it: a delete retires
+	// the MKT, and master is wiped once no pin is left (reclaim's RCU).
 	guard reclaim.Guard
 
 	peer           netip.Prefix
@@ -79,53 +66,22 @@ type MKT struct {
 
 	// The counters, written per verified segment, on a line of their own
 	// so that they do not share one with what signers read.
-	_    [64]byte
+	_    [cacheline.Size]byte
 	good atomic.Uint64 // segments counted here: by listeners, and by wiped lane entries
 	bad  atomic.Uint64
-	_    [48]byte
+	_    [cacheline.Size - 16]byte
 }
 
 // newMKT validates cfg and prepares its master key; the keyring sets the
 // pool it computes through.
-func newMKT(cfg *Config) (*MKT, error) {
-	alg, err := mac.Lookup(cfg.Algorithm)
+func newMKT(cfg *keys.AO) (*MKT, error) {
+	c, err := cfg.Validate()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+		return nil, err
 	}
-	if alg == mac.TCPMD5 {
-		return nil, fmt.Errorf("%w: %s is not keyed", ErrInvalidKey, alg)
-	}
-	if len(cfg.Key) == 0 || len(cfg.Key) > MaxKeyLen {
-		return nil, fmt.Errorf("%w: key length %d not in 1..%d", ErrInvalidKey, len(cfg.Key), MaxKeyLen)
-	}
-	maclen := cfg.MACLen
-	if maclen == 0 {
-		maclen = DefaultMACLen
-		if n := alg.MACLen(); n != 0 {
-			maclen = n
-		}
-	}
-	if n := alg.MACLen(); n != 0 && maclen != n {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, alg.CheckMACLen(maclen))
-	}
-	if maclen < 0 || OptionSpace(maclen) > OptionSpace(MaxMACLen) {
-		return nil, fmt.Errorf("%w: maclen %d", ErrMACTooLong, maclen)
-	}
-	if maclen > alg.Size() {
-		return nil, fmt.Errorf("%w: maclen %d exceeds the %d-byte digest of %s", ErrInvalidKey, maclen, alg.Size(), alg)
-	}
-	peer := cfg.Peer
-	if !peer.IsValid() {
-		return nil, fmt.Errorf("%w: peer prefix %v", ErrInvalidKey, peer)
-	}
-	if peer.Addr().Is4In6() && peer.Bits() >= 96 {
-		peer = netip.PrefixFrom(peer.Addr().Unmap(), peer.Bits()-96)
-	}
-	if peer.Masked() != peer {
-		return nil, fmt.Errorf("%w: peer prefix %v has host bits set", ErrInvalidKey, cfg.Peer)
-	}
-	if cfg.IfIndex != 0 && !cfg.HasIfIndex {
-		return nil, fmt.Errorf("%w: ifindex without HasIfIndex", ErrInvalidKey)
+	alg, err := mac.Lookup(c.Algorithm)
+	if err != nil {
+		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
 	// One allocation for the MKT and its master key.
 	both := &struct {
@@ -133,11 +89,11 @@ func newMKT(cfg *Config) (*MKT, error) {
 		master kdf.Master
 	}{}
 	m := &both.m
-	*m = MKT{peer: peer, sendID: cfg.SendID, recvID: cfg.RecvID, maclen: uint8(maclen),
-		exclude: cfg.ExcludeOptions, hasIfIndex: cfg.HasIfIndex, ifindex: cfg.IfIndex, alg: alg,
+	*m = MKT{peer: c.Peer, sendID: c.SendID, recvID: c.RecvID, maclen: uint8(c.MACLen),
+		exclude: c.ExcludeOptions, hasIfIndex: c.HasIfIndex, ifindex: c.IfIndex, alg: alg,
 		master: &both.master}
-	if err := m.master.Init(alg, cfg.Key); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidKey, err)
+	if err := m.master.Init(alg, c.Key); err != nil {
+		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
 	return m, nil
 }
@@ -286,22 +242,6 @@ func (m *MKT) GoString() string { return m.String() }
 func (m *MKT) Format(f fmt.State, _ rune) {
 	if f != nil {
 		fmt.Fprint(f, m.String())
-	}
-}
-
-// String redacts the key of a Config.
-func (c Config) String() string {
-	return fmt.Sprintf("ao.Config{peer %v, SendID %d, RecvID %d, %s, maclen %d, exclude %v, ifindex %d/%v, key [redacted]}",
-		c.Peer, c.SendID, c.RecvID, c.Algorithm, c.MACLen, c.ExcludeOptions, c.IfIndex, c.HasIfIndex)
-}
-
-// GoString redacts the key of a Config.
-func (c Config) GoString() string { return c.String() }
-
-// Format prints the redacted form for every verb.
-func (c Config) Format(f fmt.State, _ rune) {
-	if f != nil {
-		fmt.Fprint(f, c.String())
 	}
 }
 

@@ -6,7 +6,9 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/sigpool"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
 
@@ -29,8 +31,8 @@ func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, s
 		sendID, recvID = recvID, sendID
 		lisn, risn = risn, lisn
 	}
-	ring := NewKeyring(nil)
-	_, err := ring.Add(Config{Peer: netip.PrefixFrom(remote.Addr(), remote.Addr().BitLen()), SendID: sendID, RecvID: recvID,
+	ring := NewKeyring(rfc9235Pool)
+	_, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(remote.Addr(), remote.Addr().BitLen()), SendID: sendID, RecvID: recvID,
 		Algorithm: v.Alg, Key: set.MasterKey, MACLen: set.MACLen, ExcludeOptions: !v.IncludeOptions})
 	if err != nil {
 		t.Fatal(err)
@@ -47,8 +49,27 @@ func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, s
 	return ring, c
 }
 
+// rfc9235Pool is the pool rfc9235Side's keyrings compute through (nil:
+// sigpool.Default).
+var rfc9235Pool *sigpool.Pool
+
+// TestRFC9235Rekey is TestRFC9235 over a pool of the Rekey backend: the
+// connections' leased contexts then run the key schedule per segment and
+// must still give RFC 9235's MACs.
+func TestRFC9235Rekey(t *testing.T) {
+	p, err := sigpool.New(sigpool.Config{Backend: sigpool.Rekey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rfc9235Pool = p
+	defer func() { rfc9235Pool = nil }()
+	TestRFC9235(t)
+}
+
 // TestRFC9235 signs and verifies all 32 segments of RFC 9235 and checks
 // the MAC against the published one; then flips bits that the MAC covers.
+// It also checks that the signing lane computed with a context leased from
+// the keyring's pool, in the pool's backend.
 func TestRFC9235(t *testing.T) {
 	set, err := testvectors.RFC9235()
 	if err != nil {
@@ -65,13 +86,16 @@ func TestRFC9235(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, c := rfc9235Side(t, &set, v, &seg, true)
-			off := seg.Auth.AO + OptionHeaderLen
+			off := seg.Auth().AO + optionHeaderLen
 			clear(seg.Header[off : off+set.MACLen])
 			if err := c.Sign(&seg); err != nil {
 				t.Fatalf("sign: %v", err)
 			}
 			if got := seg.Header[off : off+set.MACLen]; !bytes.Equal(got, v.MAC) {
 				t.Fatalf("%s: signed MAC %x, RFC 9235 has %x", v.Title, got, v.MAC)
+			}
+			if w := c.send.ctx; w == nil || c.send.pool != c.ring.pool || w.Rekeys() != (rfc9235Pool != nil) {
+				t.Fatalf("%s: the send lane's context %p (re-keys %v) is not a lease from the keyring's pool", v.Title, w, w.Rekeys())
 			}
 			signed++
 
@@ -83,7 +107,7 @@ func TestRFC9235(t *testing.T) {
 				if s.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
 					l := NewListener(rc.ring, Policy{}, 0)
 					var nc Conn
-					_, err := l.Accept(s, rc.lisn, &nc)
+					_, err := l.Accept(s, &nc)
 					return err
 				}
 				return rc.Verify(s)
@@ -149,30 +173,30 @@ func TestRFC9235Segment(t *testing.T) {
 			sendID, recvID = recvID, sendID
 		}
 		ring := NewKeyring(nil)
-		m, err := ring.Add(Config{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
+		m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
 			Algorithm: v.Alg, Key: set.MasterKey, MACLen: set.MACLen, ExcludeOptions: !v.IncludeOptions})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := VerifySegment(m, isns, 0, &seg); err != nil {
-			t.Fatalf("%s %s: VerifySegment: %v", v.Section, v.Title, err)
+		if err := verifySegment(m, isns, 0, &seg); err != nil {
+			t.Fatalf("%s %s: verifySegment: %v", v.Section, v.Title, err)
 		}
-		if err := VerifySegment(m, isns, 1, &seg); !errors.Is(err, ErrBadMAC) {
+		if err := verifySegment(m, isns, 1, &seg); !errors.Is(err, ErrBadMAC) {
 			t.Errorf("%s: SNE 1 verified: %v", v.Section, err)
 		}
 		if h.Flags()&segment.SYN == 0 || h.Flags()&segment.ACK != 0 {
-			if err := VerifySegment(m, ISNs{Src: isns.Dst, Dst: isns.Src}, 0, &seg); !errors.Is(err, ErrBadMAC) {
+			if err := verifySegment(m, ISNs{Src: isns.Dst, Dst: isns.Src}, 0, &seg); !errors.Is(err, ErrBadMAC) {
 				t.Errorf("%s: swapped ISNs verified: %v", v.Section, err)
 			}
 		}
-		off := seg.Auth.AO
+		off := seg.Auth().AO
 		rnext := h[off+3]
-		clear(h[off+2 : off+OptionHeaderLen+set.MACLen])
-		if err := SignSegment(m, isns, 0, rnext, &seg); err != nil {
+		clear(h[off+2 : off+optionHeaderLen+set.MACLen])
+		if err := signSegment(m, isns, 0, rnext, &seg); err != nil {
 			t.Fatalf("%s: SignSegment: %v", v.Section, err)
 		}
-		if got := h[off+OptionHeaderLen : off+OptionHeaderLen+set.MACLen]; !bytes.Equal(got, v.MAC) || !bytes.Equal(pkt, v.Packet) {
-			t.Fatalf("%s: SignSegment MAC %x, RFC 9235 has %x", v.Section, got, v.MAC)
+		if got := h[off+optionHeaderLen : off+optionHeaderLen+set.MACLen]; !bytes.Equal(got, v.MAC) || !bytes.Equal(pkt, v.Packet) {
+			t.Fatalf("%s: signSegment MAC %x, RFC 9235 has %x", v.Section, got, v.MAC)
 		}
 		// A TrafficKey derived once signs and verifies to the same bytes.
 		var k TrafficKey
@@ -182,16 +206,16 @@ func TestRFC9235Segment(t *testing.T) {
 		if !k.Covers(m, isns, &seg) || k.Covers(m, ISNs{Src: isns.Src + 1, Dst: isns.Dst}, &seg) {
 			t.Errorf("%s: Covers does not follow the ISNs", v.Section)
 		}
-		clear(h[off+2 : off+OptionHeaderLen+set.MACLen])
+		clear(h[off+2 : off+optionHeaderLen+set.MACLen])
 		if err := k.Sign(&seg, 0, rnext); err != nil || !bytes.Equal(pkt, v.Packet) {
-			t.Fatalf("%s: TrafficKey.Sign: %v, MAC %x, RFC 9235 has %x", v.Section, err, h[off+OptionHeaderLen:off+OptionHeaderLen+set.MACLen], v.MAC)
+			t.Fatalf("%s: TrafficKey.Sign: %v, MAC %x, RFC 9235 has %x", v.Section, err, h[off+optionHeaderLen:off+optionHeaderLen+set.MACLen], v.MAC)
 		}
 		if err := k.Verify(&seg, 0); err != nil {
 			t.Fatalf("%s: TrafficKey.Verify: %v", v.Section, err)
 		}
 		h[len(h)-1] ^= 0x80 // an option byte or the MAC: covered either way
-		if v.IncludeOptions || len(h)-1 < off+OptionHeaderLen+set.MACLen {
-			if err := VerifySegment(m, isns, 0, &seg); !errors.Is(err, ErrBadMAC) {
+		if v.IncludeOptions || len(h)-1 < off+optionHeaderLen+set.MACLen {
+			if err := verifySegment(m, isns, 0, &seg); !errors.Is(err, ErrBadMAC) {
 				t.Errorf("%s: flipped byte verified: %v", v.Section, err)
 			}
 			if err := k.Verify(&seg, 0); !errors.Is(err, ErrBadMAC) {
@@ -199,7 +223,7 @@ func TestRFC9235Segment(t *testing.T) {
 			}
 		}
 		k.Wipe()
-		if err := k.Verify(&seg, 0); !errors.Is(err, ErrKeyNotFound) {
+		if err := k.Verify(&seg, 0); !errors.Is(err, ErrNotInitialized) {
 			t.Errorf("%s: a wiped TrafficKey verified: %v", v.Section, err)
 		}
 		n++

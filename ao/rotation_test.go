@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -80,8 +81,8 @@ func testRotation(t *testing.T, alg string, clientFirst bool) {
 	oldKey, newKey := testKey(10), testKey(20)
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
 	// Old pair: client 1→2, server 2→1. New pair: client 3→4, server 4→3.
-	cOld := mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: oldKey})
-	sOld := mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: oldKey})
+	cOld := mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: oldKey})
+	sOld := mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: oldKey})
 	p := newPair(t, cring, sring, cli4, srv4, 1000, 5000, 0, 1001, 0, 5001, 1, 2, 2, 1)
 	c := &side{name: "client", conn: p.c, ring: cring, addr: cli4, isn: 1000, seq: 1001, alg: alg,
 		keys: map[uint8][]byte{1: oldKey, 3: newKey}}
@@ -90,8 +91,8 @@ func testRotation(t *testing.T, alg string, clientFirst bool) {
 	exchange(t, c, s, 3, 1, 2, 2, 1)
 
 	// The new keys are added mid-stream; nothing changes until asked.
-	cNew := mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 3, RecvID: 4, Algorithm: alg, Key: newKey})
-	sNew := mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 4, RecvID: 3, Algorithm: alg, Key: newKey})
+	cNew := mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 3, RecvID: 4, Algorithm: alg, Key: newKey})
+	sNew := mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 4, RecvID: 3, Algorithm: alg, Key: newKey})
 	exchange(t, c, s, 2, 1, 2, 2, 1)
 
 	// a asks b (via RNext) to send with the new key, then b asks a.
@@ -115,7 +116,7 @@ func testRotation(t *testing.T, alg string, clientFirst bool) {
 	}
 	// A forged segment asking b to switch must not switch it.
 	forged := testSeg(t, a.addr, b.addr, a.seq, b.seq, segment.ACK, 12, []byte("forged"))
-	forged.Header[forged.Auth.AO+2], forged.Header[forged.Auth.AO+3] = aOldSend, aNewRecv
+	forged.Header[forged.Auth().AO+2], forged.Header[forged.Auth().AO+3] = aOldSend, aNewRecv
 	if err := b.conn.Verify(forged); !errors.Is(err, ErrBadMAC) {
 		t.Fatalf("forged: %v", err)
 	}
@@ -147,7 +148,7 @@ func testRotation(t *testing.T, alg string, clientFirst bool) {
 	if err := a.conn.Sign(seg); err != nil {
 		t.Fatal(err)
 	}
-	seg.Header[seg.Auth.AO+3] = 99
+	seg.Header[seg.Auth().AO+3] = 99
 	o := aoOpt(t, seg)
 	copy(o.MAC, refMAC(t, a.alg, a.keys[o.KeyID], sendOtherInput(a.addr, b.addr, a.isn, b.isn), seg, 0, 12, false))
 	if err := b.conn.Verify(seg); err != nil {
@@ -194,8 +195,8 @@ func testRotation(t *testing.T, alg string, clientFirst bool) {
 func TestRotationListener(t *testing.T) {
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
 	for _, k := range []struct{ cs, cr uint8 }{{1, 2}, {3, 4}, {5, 6}} {
-		mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: k.cs, RecvID: k.cr, Algorithm: "hmac(sha1)", Key: testKey(int(k.cs))})
-		mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: k.cr, RecvID: k.cs, Algorithm: "hmac(sha1)", Key: testKey(int(k.cs))})
+		mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: k.cs, RecvID: k.cr, Algorithm: "hmac(sha1)", Key: testKey(int(k.cs))})
+		mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: k.cr, RecvID: k.cs, Algorithm: "hmac(sha1)", Key: testKey(int(k.cs))})
 	}
 	var c, s Conn
 	defer c.Close()
@@ -217,7 +218,7 @@ func TestRotationListener(t *testing.T) {
 		t.Fatalf("SYN KeyID %d RNext %d", o.KeyID, o.RNextKeyID)
 	}
 	l := NewListener(sring, Policy{}, 0)
-	if ok, err := l.Accept(syn, 900, &s); !ok || err != nil {
+	if ok, err := l.Accept(syn, &s); !ok || err != nil {
 		t.Fatalf("Accept: %v %v", ok, err)
 	}
 	if s.Current().SendID() != 6 || s.RNext().RecvID() != 3 {
@@ -245,7 +246,7 @@ func TestRotationListener(t *testing.T) {
 	// accepted connection's current key falls back to the newest MKT for
 	// the peer, as Linux's tcp_ao_copy_all_matching falls back to the head
 	// of its newest-first list; RNext is still the MKT that verified it.
-	mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 7, RecvID: 8, Algorithm: "hmac(sha1)", Key: testKey(7)})
+	mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 7, RecvID: 8, Algorithm: "hmac(sha1)", Key: testKey(7)})
 	var c2, s2 Conn
 	defer c2.Close()
 	defer s2.Close()
@@ -262,7 +263,7 @@ func TestRotationListener(t *testing.T) {
 	if err := c2.Sign(syn); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := l.Accept(syn, 1900, &s2); !ok || err != nil {
+	if ok, err := l.Accept(syn, &s2); !ok || err != nil {
 		t.Fatalf("Accept with an unknown RNextKeyID: %v %v", ok, err)
 	}
 	if s2.Current().SendID() != 6 || s2.RNext().RecvID() != 1 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -30,7 +31,7 @@ func host(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
 func testKey(label int) []byte { return []byte(fmt.Sprintf("test-master-key-%03d", label)) }
 
 // mustAdd adds cfg to r or fails the test.
-func mustAdd(t testing.TB, r *Keyring, cfg Config) *MKT {
+func mustAdd(t testing.TB, r *Keyring, cfg keys.AO) *MKT {
 	t.Helper()
 	m, err := r.Add(cfg)
 	if err != nil {
@@ -102,7 +103,7 @@ func cloneSeg(s *segment.Segment) *segment.Segment {
 // aoOpt returns the KeyID, RNextKeyID and MAC of a segment's AO option.
 func aoOpt(t testing.TB, s *segment.Segment) Option {
 	t.Helper()
-	o, err := ParseOption(s.Header[s.Auth.AO:])
+	o, err := ParseOption(s.Header[s.Auth().AO:])
 	if err != nil {
 		t.Fatalf("ParseOption: %v", err)
 	}
@@ -138,7 +139,7 @@ func refMAC(t testing.TB, alg string, master []byte, in kdf.Input, s *segment.Se
 	msg = segment.AppendPseudoHeader(msg, s.Src, s.Dst, s.Len())
 	h := bytes.Clone([]byte(s.Header))
 	h[16], h[17] = 0, 0
-	off := s.Auth.AO
+	off := s.Auth().AO
 	if exclude {
 		msg = append(msg, h[:20]...)
 		msg = append(msg, h[off:off+4]...)
@@ -152,7 +153,7 @@ func refMAC(t testing.TB, alg string, master []byte, in kdf.Input, s *segment.Se
 		msg = append(msg, f...)
 	}
 	ctx.Write(msg)
-	return ctx.Sum(nil)[:maclen]
+	return ctx.Finish(nil)[:maclen]
 }
 
 // sendOtherInput is the KDF context of the Send_other key of the sender
@@ -161,8 +162,9 @@ func sendOtherInput(src, dst netip.AddrPort, srcISN, dstISN uint32) kdf.Input {
 	return kdf.Input{Src: src.Addr().Unmap(), Dst: dst.Addr().Unmap(), SrcPort: src.Port(), DstPort: dst.Port(), SrcISN: srcISN, DstISN: dstISN}
 }
 
-// pair is two established connections built with Conn.Import, as after a
-// handshake: the client at c, the server at s.
+// pair is two established connections built with Conn.Init of an
+// Established Endpoint, as after a handshake: the client at c, the
+// server at s.
 type pair struct {
 	cring, sring *Keyring
 	c, s         *Conn
@@ -177,13 +179,13 @@ func newPair(t testing.TB, cring, sring *Keyring, cli, srv netip.AddrPort, cisn,
 	c2sSNE, c2sSeq, s2cSNE, s2cSeq uint32, cCur, cNext, sCur, sNext uint8) *pair {
 	t.Helper()
 	p := &pair{cring: cring, sring: sring, c: new(Conn), s: new(Conn), cli: cli, srv: srv, cisn: cisn, sisn: sisn}
-	err := p.c.Import(cring, Endpoint{Local: cli, Remote: srv}, Policy{}, RepairState{
+	err := restore(p.c, cring, Endpoint{Local: cli, Remote: srv}, Policy{}, Endpoint{
 		LocalISN: cisn, RemoteISN: sisn, SendSNE: c2sSNE, SendSeq: c2sSeq, RecvSNE: s2cSNE, RecvSeq: s2cSeq,
 		CurrentSendID: cCur, RNextRecvID: cNext})
 	if err != nil {
 		t.Fatalf("client Import: %v", err)
 	}
-	err = p.s.Import(sring, Endpoint{Local: srv, Remote: cli}, Policy{}, RepairState{
+	err = restore(p.s, sring, Endpoint{Local: srv, Remote: cli}, Policy{}, Endpoint{
 		LocalISN: sisn, RemoteISN: cisn, SendSNE: s2cSNE, SendSeq: s2cSeq, RecvSNE: c2sSNE, RecvSeq: c2sSeq,
 		CurrentSendID: sCur, RNextRecvID: sNext})
 	if err != nil {
@@ -312,8 +314,8 @@ func testSNEWrap(t *testing.T, alg string, cli, srv netip.AddrPort, startSNE uin
 	const cisn, sisn = 0x01020304, 0xa0b0c0d0
 	key := []byte("wrap-test-key")
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	mustAdd(t, cring, Config{Peer: host(srv.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
-	mustAdd(t, sring, Config{Peer: host(cli.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key})
+	mustAdd(t, cring, keys.AO{Peer: host(srv.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
+	mustAdd(t, sring, keys.AO{Peer: host(cli.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key})
 	// The two directions wrap on different segments.
 	c2s := wrapStream{src: cli, dst: srv, srcISN: cisn, dstISN: sisn, startSNE: startSNE, start: 0xffffff00, step: 0x40, n: 8,
 		signOrder:    []int{0, 1, 2, 4, 3, 5, 6, 7, 3},
@@ -358,10 +360,10 @@ func testSNEWrap(t *testing.T, alg string, cli, srv netip.AddrPort, startSNE uin
 	}
 	for _, w := range []*wrapStream{&c2s, &s2c} {
 		last := w.seq(w.n - 1)
-		if st := w.from.Export(); st.SendSNE != startSNE+1 || st.SendSeq != last {
+		if st := w.from.Endpoint(); st.SendSNE != startSNE+1 || st.SendSeq != last {
 			t.Errorf("%v sender: SendSNE %d SendSeq %#x, want %d %#x", w.src, st.SendSNE, st.SendSeq, startSNE+1, last)
 		}
-		if st := w.to.Export(); st.RecvSNE != startSNE+1 || st.RecvSeq != last {
+		if st := w.to.Endpoint(); st.RecvSNE != startSNE+1 || st.RecvSeq != last {
 			t.Errorf("%v receiver: RecvSNE %d RecvSeq %#x, want %d %#x", w.src, st.RecvSNE, st.RecvSeq, startSNE+1, last)
 		}
 		// A segment MACed with the other wrap's SNE must not verify, on
@@ -389,12 +391,12 @@ func testSNEWrap(t *testing.T, alg string, cli, srv netip.AddrPort, startSNE uin
 func TestSNEWrapRepairedWrong(t *testing.T) {
 	key := testKey(1)
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
-	mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
+	mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha1)", Key: key})
+	mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)", Key: key})
 	p := newPair(t, cring, sring, cli4, srv4, 1, 2, 5, 0x1000, 5, 0x2000, 1, 2, 2, 1)
-	st := p.s.Export()
+	st := p.s.Endpoint()
 	st.RecvSNE++
-	if err := p.s.Import(sring, Endpoint{Local: srv4, Remote: cli4}, Policy{}, st); err != nil {
+	if err := restore(p.s, sring, Endpoint{Local: srv4, Remote: cli4}, Policy{}, st); err != nil {
 		t.Fatal(err)
 	}
 	seg := testSeg(t, cli4, srv4, 0x1000, 3, segment.ACK, 12, []byte("x"))
@@ -414,8 +416,8 @@ func TestSNEWrapRepairedWrong(t *testing.T) {
 func TestSNEForged(t *testing.T) {
 	key, other := testKey(1), testKey(2)
 	cring, sring := NewKeyring(nil), NewKeyring(nil)
-	mustAdd(t, cring, Config{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: key})
-	mustAdd(t, sring, Config{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: key})
+	mustAdd(t, cring, keys.AO{Peer: host(srv4.Addr()), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: key})
+	mustAdd(t, sring, keys.AO{Peer: host(cli4.Addr()), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: key})
 	const start = 0xffff0000
 	p := newPair(t, cring, sring, cli4, srv4, 11, 22, 0, start, 0, 0x100, 1, 2, 2, 1)
 	genuine := func(seq uint32) {
@@ -437,7 +439,7 @@ func TestSNEForged(t *testing.T) {
 			{"garbage MAC", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 12, []byte("forged"))
 				o := aoOpt(t, seg)
-				seg.Header[seg.Auth.AO+2] = 1 // the server's RecvID
+				seg.Header[seg.Auth().AO+2] = 1 // the server's RecvID
 				for i := range o.MAC {
 					o.MAC[i] = byte(seq>>uint(i%4*8)) ^ byte(i)
 				}
@@ -445,7 +447,7 @@ func TestSNEForged(t *testing.T) {
 			}},
 			{"right KeyID, wrong key", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 12, []byte("forged"))
-				seg.Header[seg.Auth.AO+2] = 1
+				seg.Header[seg.Auth().AO+2] = 1
 				sne := ComputeSNE(0, start+0x100, seq)
 				copy(aoOpt(t, seg).MAC, refMAC(t, "hmac(sha256)", other, sendOtherInput(cli4, srv4, 11, 22), seg, sne, 12, false))
 				return seg
@@ -462,18 +464,18 @@ func TestSNEForged(t *testing.T) {
 			}},
 			{"MAC length 16", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 16, []byte("forged"))
-				seg.Header[seg.Auth.AO+2] = 1
+				seg.Header[seg.Auth().AO+2] = 1
 				return seg
 			}},
 		} {
-			before := p.s.Export()
-			cbefore := p.c.Export()
+			before := p.s.Endpoint()
+			cbefore := p.c.Endpoint()
 			seq := start + 0x100 + ahead
 			err := p.s.Verify(forge.mk(seq))
 			if !errors.Is(err, ErrBadMAC) {
 				t.Errorf("%s at +%#x: %v, want ErrBadMAC", forge.name, ahead, err)
 			}
-			if after := p.s.Export(); after != before {
+			if after := p.s.Endpoint(); after != before {
 				t.Fatalf("%s at +%#x moved the receive state: %+v -> %+v", forge.name, ahead, before, after)
 			}
 			restoreSend(t, p.c, cbefore)
@@ -482,7 +484,7 @@ func TestSNEForged(t *testing.T) {
 	genuine(start + 0x200)
 	genuine(0x100) // across the wrap
 	genuine(start + 0x300)
-	if st := p.s.Export(); st.RecvSNE != 1 || st.RecvSeq != 0x100 {
+	if st := p.s.Endpoint(); st.RecvSNE != 1 || st.RecvSeq != 0x100 {
 		t.Errorf("after the wrap: RecvSNE %d RecvSeq %#x, want 1 0x100", st.RecvSNE, st.RecvSeq)
 	}
 	if c := p.s.Counters(); c.Good != 4 || c.Bad != 28 {
@@ -492,7 +494,7 @@ func TestSNEForged(t *testing.T) {
 
 // restoreSend puts a connection's send SNE state back (the forged-segment
 // test signs segments it then damages).
-func restoreSend(t *testing.T, c *Conn, st RepairState) {
+func restoreSend(t *testing.T, c *Conn, st Endpoint) {
 	t.Helper()
 	c.send.mu.Lock()
 	c.send.sne.store(st.SendSNE, st.SendSeq)

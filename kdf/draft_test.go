@@ -39,10 +39,10 @@ func TestRFC5869(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := alg.NewContext()
-		c.Load(&k)
+		c.Start(&k)
 		c.Write(v.Info)
 		c.Write([]byte{1})
-		if got := c.Sum(nil); !bytes.Equal(got, v.OKM[:32]) {
+		if got := c.Finish(nil); !bytes.Equal(got, v.OKM[:32]) {
 			t.Errorf("%s: T(1) %x want %x", v.Case, got, v.OKM[:32])
 		}
 	}

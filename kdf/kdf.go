@@ -193,7 +193,7 @@ func ReduceCMACKey(dst *[16]byte, key []byte) {
 	var zero [16]byte
 	_ = c.SetKey(zero[:])
 	c.Write(key)
-	c.Sum(dst[:0])
+	c.Finish(dst[:0])
 	c.Wipe()
 }
 
@@ -290,12 +290,12 @@ func (m *Master) Derive(w *mac.Context, scratch []byte, in *Input, out []byte) (
 	if err != nil {
 		return out, err
 	}
-	if err := w.Load(key); err != nil {
+	if err := w.Start(key); err != nil {
 		return out, fmt.Errorf("%w: %w", ErrMasterKey, err)
 	}
 	w.Write(buf)
 	clear(buf)
-	return w.Sum(out), nil
+	return w.Finish(out), nil
 }
 
 func appendAddr(dst []byte, a netip.Addr) []byte {

@@ -77,9 +77,9 @@ func TestRFC4615(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := alg.NewContext()
-		w.Load(key)
+		w.Start(key)
 		w.Write(v.Msg)
-		if got := w.Sum(nil); !bytes.Equal(got, v.Out) {
+		if got := w.Finish(nil); !bytes.Equal(got, v.Out) {
 			t.Errorf("key len %d: got %x want %x", len(v.Key), got, v.Out)
 		}
 	}

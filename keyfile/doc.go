@@ -1,6 +1,6 @@
 // Package keyfile reads the keys file: the TCP-AO MKTs and TCP-MD5 keys of
 // one or more endpoints, as JSON, into the engine's own configuration
-// (ao.Config, md5sig.Config), so one file drives the engine, the kernel's
+// (keys.AO, keys.MD5), so one file drives the engine, the kernel's
 // sockets and "tcpsig verify" alike.
 //
 //	{"ao":  [{"name": "r1-v1", "alg": "hmac(sha1)", "key": "hex:0a0b0c",

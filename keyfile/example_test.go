@@ -23,8 +23,15 @@ func Example() {
 	fmt.Print(f)
 
 	aoRing, md5Ring := ao.NewKeyring(nil), md5sig.NewKeyring(nil)
-	if err := f.AddTo(aoRing, md5Ring); err != nil {
-		panic(err)
+	for _, e := range f.AO {
+		if _, err := aoRing.Add(e.Config); err != nil {
+			panic(err)
+		}
+	}
+	for _, e := range f.MD5 {
+		if _, err := md5Ring.Add(e.Config); err != nil {
+			panic(err)
+		}
 	}
 	fmt.Println("MKT for KeyID 2 from 192.0.2.2:", aoRing.LookupRecv(netip.MustParseAddr("192.0.2.2"), 2, 0) != nil)
 	fmt.Println("MD5 key for 198.51.100.7:", md5Ring.Lookup(netip.MustParseAddr("198.51.100.7"), 0) != nil)

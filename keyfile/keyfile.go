@@ -16,10 +16,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // MaxSize is the largest keys file accepted, in bytes: room for tens of
@@ -47,14 +45,14 @@ type File struct {
 
 // AO is one "ao" entry: a TCP-AO MKT.
 type AO struct {
-	Name   string    // the entry's "name"; "" when it has none
-	Config ao.Config // MACLen is never 0: an absent or 0 maclen is 12 (16 for the draft's algorithms)
+	Name   string  // the entry's "name"; "" when it has none
+	Config keys.AO // MACLen is never 0: an absent or 0 maclen is 12 (16 for the draft's algorithms)
 }
 
 // MD5 is one "md5" entry: a TCP-MD5 key.
 type MD5 struct {
 	Name   string // the entry's "name"; "" when it has none
-	Config md5sig.Config
+	Config keys.MD5
 }
 
 // Error is an error in a keys file. Its text names the entry and field
@@ -63,7 +61,7 @@ type Error struct {
 	Entry string // "ao[3]" or "md5[0]", with the entry's name if it has one; "" for the file as a whole
 	Field string // the field at fault; "" when not one field
 	Other string // for ErrDuplicate: the earlier entry, named like Entry
-	Err   error  // one of the sentinels, or a keyring's error (File.AddTo)
+	Err   error  // one of the sentinels
 	msg   string
 }
 
@@ -131,30 +129,6 @@ func Parse(b []byte) (*File, error) {
 		return nil, &Error{Err: ErrEmpty, msg: `no keys: want "ao" and/or "md5" entries`}
 	}
 	return p.f, nil
-}
-
-// AddTo adds the "ao" entries to aoRing and the "md5" entries to md5Ring
-// (a nil ring skips that kind). It stops at the first entry a keyring
-// refuses, returning an [*Error] naming it that wraps the keyring's error;
-// the entries before it stay added. A file may hold the keys of several
-// endpoints, which one keyring may refuse side by side (overlapping peers
-// with equal KeyIDs): add one endpoint's entries to each keyring then.
-func (f *File) AddTo(aoRing *ao.Keyring, md5Ring *md5sig.Keyring) error {
-	if aoRing != nil {
-		for i, e := range f.AO {
-			if _, err := aoRing.Add(e.Config); err != nil {
-				return &Error{Entry: Label("ao", i, e.Name), Err: err, msg: err.Error()}
-			}
-		}
-	}
-	if md5Ring != nil {
-		for i, e := range f.MD5 {
-			if _, err := md5Ring.Add(e.Config); err != nil {
-				return &Error{Entry: Label("md5", i, e.Name), Err: err, msg: err.Error()}
-			}
-		}
-	}
-	return nil
 }
 
 // String describes the entry without its key.
@@ -228,10 +202,10 @@ func (f *File) Marshal() ([]byte, error) {
 	for _, e := range f.AO {
 		c := e.Config
 		maclen := c.MACLen
-		if a, err := mac.Lookup(c.Algorithm); maclen == 0 && err == nil {
-			maclen = defaultMACLen(a)
+		if v, err := c.Validate(); maclen == 0 && err == nil {
+			maclen = v.MACLen
 		} else if maclen == 0 {
-			maclen = ao.DefaultMACLen
+			maclen = keys.DefaultMACLen
 		}
 		out.AO = append(out.AO, aoJSON{Name: e.Name, Alg: c.Algorithm, Key: "hex:" + hex.EncodeToString(c.Key),
 			SndID: c.SendID, RcvID: c.RecvID, Peer: c.Peer.String(), MACLen: maclen, Exclude: c.ExcludeOptions,
@@ -384,26 +358,21 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 		return e.with("alg", ErrValue, strings.TrimPrefix(err.Error(), "mac: "))
 	}
 	c.Algorithm = alg.Name()
-	if c.Key, err = secret(fields["key"], ao.MaxKeyLen); err != nil {
+	if c.Key, err = secret(fields["key"], keys.MaxKeyLen); err != nil {
 		return e.wrap("key", err)
 	}
 	if alg.IsCMAC() && !alg.ReducesMasterKey() && !alg.KeySizeOK(len(c.Key)) {
 		var ok []string
-		for n := 1; n <= ao.MaxKeyLen; n++ {
+		for n := 1; n <= keys.MaxKeyLen; n++ {
 			if alg.KeySizeOK(n) {
 				ok = append(ok, strconv.Itoa(n))
 			}
 		}
 		return e.with("key", ErrValue, fmt.Sprintf("%d bytes, %s takes %s", len(c.Key), alg, strings.Join(ok, " or ")))
 	}
-	var m kdf.Master // what the engine will do with the key, done once here
 	if err := alg.CheckMasterKey(len(c.Key)); err != nil {
 		return e.with("key", ErrValue, strings.TrimPrefix(err.Error(), "mac: master key too short: "))
 	}
-	if err := m.Init(alg, c.Key); err != nil {
-		return e.with("key", ErrValue, fmt.Sprintf("%s refuses a %d-byte key", alg, len(c.Key)))
-	}
-	m.Wipe()
 	for _, id := range []struct {
 		name string
 		dst  *uint8
@@ -419,7 +388,7 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	}
 	c.MACLen = defaultMACLen(alg)
 	if v, ok := fields["maclen"]; ok {
-		hi := int64(min(ao.MaxMACLen, alg.Size()))
+		hi := int64(min(keys.MaxMACLen, alg.Size()))
 		n, err := integer(v, math.MinInt64, math.MaxInt64, "")
 		if err != nil {
 			return e.wrap("maclen", err)
@@ -445,6 +414,12 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 			return e.wrap("ifindex", err)
 		}
 		c.IfIndex, c.HasIfIndex = int(n), true
+	}
+	// Everything a keyring checks but KeyID clashes, which follow: the
+	// checks above name the field, this one makes sure nothing passes
+	// that an ao.Keyring would refuse.
+	if _, err := c.Validate(); err != nil {
+		return e.with("", ErrValue, strings.TrimPrefix(err.Error(), "keys: "))
 	}
 	for _, id := range []struct {
 		field string
@@ -472,7 +447,7 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	return nil
 }
 
-func sameAO(a, b ao.Config) bool {
+func sameAO(a, b keys.AO) bool {
 	return a.Peer == b.Peer && a.SendID == b.SendID && a.RecvID == b.RecvID && a.Algorithm == b.Algorithm &&
 		bytes.Equal(a.Key, b.Key) && a.MACLen == b.MACLen && a.ExcludeOptions == b.ExcludeOptions &&
 		a.HasIfIndex == b.HasIfIndex && a.IfIndex == b.IfIndex
@@ -500,7 +475,7 @@ func (p *parser) md5Entry(raw json.RawMessage, i int) error {
 	if c.Peer, err = peer(fields["peer"]); err != nil {
 		return e.wrap("peer", err)
 	}
-	if c.Key, err = secret(fields["key"], md5sig.MaxKeyLen); err != nil {
+	if c.Key, err = secret(fields["key"], keys.MaxKeyLen); err != nil {
 		return e.wrap("key", err)
 	}
 	if v, ok := fields["ifindex"]; ok {
@@ -509,6 +484,9 @@ func (p *parser) md5Entry(raw json.RawMessage, i int) error {
 			return e.wrap("ifindex", err)
 		}
 		c.IfIndex, c.HasIfIndex = int(n), true
+	}
+	if _, err := c.Validate(); err != nil {
+		return e.with("", ErrValue, strings.TrimPrefix(err.Error(), "keys: "))
 	}
 	k := scopeKey{c.Peer, c.HasIfIndex, c.IfIndex}
 	if j, dup := p.md5Peers[k]; dup {
@@ -837,5 +815,5 @@ func defaultMACLen(alg *mac.Algorithm) int {
 	if n := alg.MACLen(); n != 0 {
 		return n
 	}
-	return ao.DefaultMACLen
+	return keys.DefaultMACLen
 }

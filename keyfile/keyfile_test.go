@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
 
@@ -33,19 +34,19 @@ func TestParseFields(t *testing.T) {
 	}
 	want := &File{
 		AO: []AO{
-			{Config: ao.Config{Peer: netip.MustParsePrefix("192.0.2.0/24"), SendID: 0, RecvID: 255, Algorithm: "hmac(sha1)", Key: []byte{10, 11, 12}, MACLen: 12}},
-			{Name: "m0", Config: ao.Config{Peer: netip.MustParsePrefix("198.51.100.1/32"), SendID: 1, RecvID: 2, Algorithm: "cmac(aes128)",
+			{Config: keys.AO{Peer: netip.MustParsePrefix("192.0.2.0/24"), SendID: 0, RecvID: 255, Algorithm: "hmac(sha1)", Key: []byte{10, 11, 12}, MACLen: 12}},
+			{Name: "m0", Config: keys.AO{Peer: netip.MustParsePrefix("198.51.100.1/32"), SendID: 1, RecvID: 2, Algorithm: "cmac(aes128)",
 				Key: []byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}, MACLen: 12, ExcludeOptions: true, HasIfIndex: true}},
-			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: []byte("k"),
+			{Config: keys.AO{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: []byte("k"),
 				MACLen: 16, IfIndex: 7, HasIfIndex: true}},
-			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 3, RecvID: 4, Algorithm: "hmac-sha256-128",
+			{Config: keys.AO{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 3, RecvID: 4, Algorithm: "hmac-sha256-128",
 				Key: []byte("0123456789abcdef0123456789abcdef"), MACLen: 16}},
-			{Config: ao.Config{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 5, RecvID: 6, Algorithm: "kmac256-128",
+			{Config: keys.AO{Peer: netip.MustParsePrefix("2001:db8::/32"), SendID: 5, RecvID: 6, Algorithm: "kmac256-128",
 				Key: []byte("0123456789abcdef0123456789abcdef"), MACLen: 16}},
 		},
 		MD5: []MD5{
-			{Config: md5sig.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte("secret")}},
-			{Name: "v", Config: md5sig.Config{Peer: netip.MustParsePrefix("2001:db8::/64"), Key: []byte("s"), IfIndex: 3, HasIfIndex: true}},
+			{Config: keys.MD5{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte("secret")}},
+			{Name: "v", Config: keys.MD5{Peer: netip.MustParsePrefix("2001:db8::/64"), Key: []byte("s"), IfIndex: 3, HasIfIndex: true}},
 		},
 	}
 	if !reflect.DeepEqual(f, want) {
@@ -262,28 +263,43 @@ func TestMarshalRoundTrip(t *testing.T) {
 	}
 }
 
-func TestAddTo(t *testing.T) {
+// addEach adds every entry of f to a keyring of its own: what Parse
+// accepts, the engine must accept (keyfile validates with package keys
+// and derives nothing; the keyrings derive). It returns the first refusal.
+func addEach(f *File) error {
+	for i, e := range f.AO {
+		if _, err := ao.NewKeyring(nil).Add(e.Config); err != nil {
+			return fmt.Errorf("%s: %w", Label("ao", i, e.Name), err)
+		}
+	}
+	for i, e := range f.MD5 {
+		if _, err := md5sig.NewKeyring(nil).Add(e.Config); err != nil {
+			return fmt.Errorf("%s: %w", Label("md5", i, e.Name), err)
+		}
+	}
+	return nil
+}
+
+func TestKeyringsAccept(t *testing.T) {
 	f, err := Parse([]byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"},
-	  {"name": "wide", "alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 3, "peer": "192.0.2.0/24"}],
-	  "md5": [{"peer": "198.51.100.1", "key": "text:m"}]}`))
+	  {"name": "wide", "alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 3, "peer": "192.0.2.0/24"},
+	  {"alg": "cmac(aes128)", "key": "text:not sixteen bytes", "sndid": 5, "rcvid": 6, "peer": "::ffff:192.0.2.0/120", "maclen": 16}],
+	  "md5": [{"peer": "198.51.100.1", "key": "text:m"}, {"peer": "::ffff:198.51.100.0/120", "key": "text:m", "ifindex": 3}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Only TCP-MD5: the AO entries are skipped.
-	md5Ring := md5sig.NewKeyring(nil)
-	if err := f.AddTo(nil, md5Ring); err != nil || md5Ring.Len() != 1 {
-		t.Fatalf("AddTo(nil, md5) = %v, %d keys", err, md5Ring.Len())
+	if err := addEach(f); err != nil {
+		t.Fatal(err)
 	}
-	// Both MKTs are valid, but one keyring refuses the second (SendID 1
-	// on overlapping peers): the error names it and wraps the ring's.
-	aoRing := ao.NewKeyring(nil)
-	err = f.AddTo(aoRing, nil)
-	var e *Error
-	if !errors.As(err, &e) || !errors.Is(err, ao.ErrKeyExists) || e.Entry != `ao[1] ("wide")` || aoRing.Len() != 1 {
-		t.Fatalf("AddTo = %v (%d MKTs), want ao[1] refused with ErrKeyExists", err, aoRing.Len())
+	// Both MKTs for 192.0.2.x are valid, but one keyring refuses the
+	// second beside the first (SendID 1 on overlapping peers): that is
+	// the keyring's to say, not the file's.
+	ring := ao.NewKeyring(nil)
+	if _, err := ring.Add(f.AO[0].Config); err != nil {
+		t.Fatal(err)
 	}
-	if m := aoRing.LookupRecv(netip.MustParseAddr("192.0.2.1"), 2, 0); m == nil || m.SendID() != 1 {
-		t.Errorf("LookupRecv after AddTo: %v", m)
+	if _, err := ring.Add(f.AO[1].Config); !errors.Is(err, ao.ErrKeyExists) {
+		t.Fatalf("second MKT beside the first: %v, want ao.ErrKeyExists", err)
 	}
 }
 
@@ -309,6 +325,31 @@ func FuzzParse(f *testing.F) {
 		if err != nil || !reflect.DeepEqual(kf, again) {
 			t.Fatalf("round trip: %v", err)
 		}
+		if err := addEach(kf); err != nil {
+			t.Fatalf("parsed, but a keyring refuses it: %v", err)
+		}
 		_ = io.Discard
 	})
+}
+
+// An algorithm with one MAC length (the draft's) gets it when the entry
+// gives none, and any other is refused at the maclen field.
+func TestDraftMACLen(t *testing.T) {
+	key := `"hex:` + strings.Repeat("5a", 32) + `"`
+	f, err := Parse([]byte(`{"ao": [{"alg": "KMAC256-128", "key": ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`))
+	if err != nil || f.AO[0].Config.MACLen != 16 || f.AO[0].Config.Algorithm != "kmac256-128" {
+		t.Fatalf("Parse = %v, %v; want maclen 16", f, err)
+	}
+	if err := addEach(f); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Parse([]byte(`{"ao": [{"alg": "hmac-sha256-128", "key": ` + key + `, "sndid": 1, "rcvid": 2, "peer": "192.0.2.1", "maclen": 12}]}`))
+	var e *Error
+	if !errors.As(err, &e) || e.Field != "maclen" || !errors.Is(err, ErrValue) {
+		t.Fatalf("maclen 12 for hmac-sha256-128: %v, want ErrValue at maclen", err)
+	}
+	_, err = Parse([]byte(`{"ao": [{"alg": "hmac-sha256-128", "key": "text:short", "sndid": 1, "rcvid": 2, "peer": "192.0.2.1"}]}`))
+	if !errors.As(err, &e) || e.Field != "key" || !errors.Is(err, ErrValue) {
+		t.Fatalf("10-byte master key for hmac-sha256-128: %v, want ErrValue at key", err)
+	}
 }

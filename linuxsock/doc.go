@@ -1,7 +1,8 @@
 // Package linuxsock configures the Linux kernel's own TCP-AO (RFC 5925)
-// and TCP-MD5 (RFC 2385) on Go sockets, from the engine's configuration
-// types: one ao.Config or md5sig.Config drives either the kernel, through
-// this package, or the ao and md5sig engines where the kernel cannot sign.
+// and TCP-MD5 (RFC 2385) on Go sockets, from the configuration types of
+// package keys, which pulls in no engine: one keys.AO or keys.MD5 drives
+// either the kernel, through this package, or the ao and md5sig engines
+// where the kernel cannot sign.
 //
 // In order: ProbeAO / ProbeMD5 say what the kernel has;
 // ListenConfig(keys).Listen or Dialer(keys).Dial install Keys (FileKeys of

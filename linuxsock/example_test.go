@@ -10,8 +10,8 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // A TCP-MD5 listener for a whole prefix of peers and a client signing
@@ -19,7 +19,7 @@ import (
 // no privilege needed).
 func Example() {
 	key := []byte("bgp-secret")
-	srv := linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: key}}}
+	srv := linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: key}}}
 	ln, err := linuxsock.ListenConfig(srv).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)
@@ -31,7 +31,7 @@ func Example() {
 			c.Close()
 		}
 	}()
-	cli := linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: key}}}
+	cli := linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: key}}}
 	c, err := linuxsock.Dialer(cli).Dial("tcp", ln.Addr().String())
 	if err != nil {
 		log.Fatal(err)
@@ -88,12 +88,12 @@ const keysFile = `{"ao": [
 // switched, send with it too and delete the old one. Compiled, not run.
 func Example_rotation() {
 	var c *net.TCPConn // a connection with MKT 1/1, from Dialer or ListenConfig
-	next := ao.Config{Peer: netip.MustParsePrefix("192.0.2.2/32"), SendID: 2, RecvID: 2, Algorithm: "hmac(sha256)", Key: []byte("mkt-2")}
+	next := keys.AO{Peer: netip.MustParsePrefix("192.0.2.2/32"), SendID: 2, RecvID: 2, Algorithm: "hmac(sha256)", Key: []byte("mkt-2")}
 	if err := linuxsock.AddAOKey(c, next, linuxsock.RNext); err != nil {
 		log.Fatal(err)
 	}
 	// ... the peer's segments now carry KeyID 2: it switched.
-	old := ao.Config{Peer: next.Peer, SendID: 1, RecvID: 1}
+	old := keys.AO{Peer: next.Peer, SendID: 1, RecvID: 1}
 	err := linuxsock.DeleteAOKey(c, old, linuxsock.AODelete{SetCurrent: true, Current: 2})
 	if err != nil {
 		log.Fatal(err)
@@ -125,8 +125,10 @@ func Example_engine() {
 		log.Fatal(err)
 	}
 	ring := ao.NewKeyring(nil)
-	if err := f.AddTo(ring, nil); err != nil {
-		log.Fatal(err)
+	for _, e := range f.AO {
+		if _, err := ring.Add(e.Config); err != nil {
+			log.Fatal(err)
+		}
 	}
 	m := ring.LookupRecv(netip.MustParseAddr("127.0.0.2"), 1, 0) // the server's MKT for the client
 	fmt.Println(m.Algorithm(), m.SendID(), m.RecvID(), m.MACLen())

@@ -17,12 +17,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/harness/vrfproof"
+	"github.com/tcpsig/tcpsig/keys"
 	. "github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // kernelHasAO reports whether the running kernel knows TCP_AO_ADD_KEY.
@@ -57,7 +56,7 @@ func TestAOUnsupported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := ao.Config{Peer: netip.MustParsePrefix("127.0.0.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 2, Key: []byte("k")}
+	key := keys.AO{Peer: netip.MustParsePrefix("127.0.0.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 2, Key: []byte("k")}
 	calls := map[string]func(s Socket) error{
 		"AddAOKey":      func(s Socket) error { return AddAOKey(s, key, Current) },
 		"DeleteAOKey":   func(s Socket) error { return DeleteAOKey(s, key, AODelete{}) },
@@ -68,7 +67,7 @@ func TestAOUnsupported(t *testing.T) {
 		"SetAOCounters": func(s Socket) error { return SetAOCounters(s, AOCounters{}) },
 		"ReadAORepair":  func(s Socket) error { _, err := ReadAORepair(s); return err },
 		"SetAORepair":   func(s Socket) error { return SetAORepair(s, AORepair{}) },
-		"Install":       func(s Socket) error { return Install(s, Keys{AO: []ao.Config{key}}) },
+		"Install":       func(s Socket) error { return Install(s, Keys{AO: []keys.AO{key}}) },
 	}
 	socks := map[string]Socket{"listener": ln.(*net.TCPListener), "conn": c.(*net.TCPConn), "raw": Raw(rc)}
 	for name, call := range calls {
@@ -79,11 +78,11 @@ func TestAOUnsupported(t *testing.T) {
 			}
 		}
 	}
-	_, err = ListenConfig(Keys{AO: []ao.Config{key}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	_, err = ListenConfig(Keys{AO: []keys.AO{key}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if !errors.Is(err, ErrNoAO) {
 		t.Errorf("ListenConfig with a TCP-AO key: %v", err)
 	}
-	_, err = Dialer(Keys{AO: []ao.Config{key}}).Dial("tcp", ln.Addr().String())
+	_, err = Dialer(Keys{AO: []keys.AO{key}}).Dial("tcp", ln.Addr().String())
 	if !errors.Is(err, ErrNoAO) {
 		t.Errorf("Dialer with a TCP-AO key: %v", err)
 	}
@@ -120,7 +119,7 @@ func fmtErr(err error) string {
 func TestNilSockets(t *testing.T) {
 	var tc *net.TCPConn
 	for _, s := range []Socket{nil, Raw(nil), tc} {
-		if err := AddMD5Key(s, md5sig.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte("k")}); err == nil {
+		if err := AddMD5Key(s, keys.MD5{Peer: netip.MustParsePrefix("192.0.2.1/32"), Key: []byte("k")}); err == nil {
 			t.Errorf("%T: no error", s)
 		}
 		if _, err := ReadAOInfo(s); err == nil {
@@ -220,13 +219,13 @@ const (
 func TestMD5Kernel(t *testing.T) {
 	inNetns(t, func() error {
 		good, bad := []byte("good-key"), []byte("bad-key")
-		k := func(p string, key []byte) md5sig.Config {
-			return md5sig.Config{Peer: netip.MustParsePrefix(p), Key: key}
+		k := func(p string, key []byte) keys.MD5 {
+			return keys.MD5{Peer: netip.MustParsePrefix(p), Key: key}
 		}
 		for _, tc := range []struct {
 			name          string
 			listen, local string
-			srv, cli      md5sig.Config
+			srv, cli      keys.MD5
 			ok            bool
 			moved         func(b, a kstat.MD5) bool
 		}{
@@ -242,7 +241,7 @@ func TestMD5Kernel(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			ln, err := ListenConfig(Keys{MD5: []md5sig.Config{tc.srv}}).Listen(context.Background(), "tcp", tc.listen)
+			ln, err := ListenConfig(Keys{MD5: []keys.MD5{tc.srv}}).Listen(context.Background(), "tcp", tc.listen)
 			if err != nil {
 				return err
 			}
@@ -253,7 +252,7 @@ func TestMD5Kernel(t *testing.T) {
 			if tc.ok {
 				bound = okBound
 			}
-			ok := exchange(ln, Dialer(Keys{MD5: []md5sig.Config{tc.cli}}), tc.local, bound)
+			ok := exchange(ln, Dialer(Keys{MD5: []keys.MD5{tc.cli}}), tc.local, bound)
 			ln.Close()
 			after, err := kstat.ReadMD5()
 			if err != nil {
@@ -273,7 +272,7 @@ func TestMD5Kernel(t *testing.T) {
 		// Delete: the listener's key goes, so the client's signed SYN is
 		// unexpected.
 		srv := k("127.0.0.0/8", good)
-		ln, err := ListenConfig(Keys{MD5: []md5sig.Config{srv}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+		ln, err := ListenConfig(Keys{MD5: []keys.MD5{srv}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
@@ -282,7 +281,7 @@ func TestMD5Kernel(t *testing.T) {
 			return err
 		}
 		before, _ := kstat.ReadMD5()
-		if exchange(ln, Dialer(Keys{MD5: []md5sig.Config{k("127.0.0.1/32", good)}}), "127.0.0.2:0", refusedBound) {
+		if exchange(ln, Dialer(Keys{MD5: []keys.MD5{k("127.0.0.1/32", good)}}), "127.0.0.2:0", refusedBound) {
 			t.Error("connected after the listener's key was deleted")
 		}
 		if after, _ := kstat.ReadMD5(); after.Unexpected <= before.Unexpected {
@@ -301,13 +300,13 @@ func TestMD5Kernel(t *testing.T) {
 func TestMD5IfIndex(t *testing.T) {
 	inNetns(t, func() error {
 		key := []byte("scoped-key")
-		scoped := md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: key, HasIfIndex: true}
-		ln, err := ListenConfig(Keys{MD5: []md5sig.Config{scoped}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
+		scoped := keys.MD5{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: key, HasIfIndex: true}
+		ln, err := ListenConfig(Keys{MD5: []keys.MD5{scoped}}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 		if err != nil {
 			return err
 		}
 		defer ln.Close()
-		cli := Dialer(Keys{MD5: []md5sig.Config{{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: key}}})
+		cli := Dialer(Keys{MD5: []keys.MD5{{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: key}}})
 		if !exchange(ln, cli, "127.0.0.2:0", okBound) {
 			t.Error("a key bound to the default L3 domain did not serve lo")
 		}
@@ -315,7 +314,7 @@ func TestMD5IfIndex(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		err = AddMD5Key(ln.(*net.TCPListener), md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: key, HasIfIndex: true, IfIndex: lo.Index})
+		err = AddMD5Key(ln.(*net.TCPListener), keys.MD5{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: key, HasIfIndex: true, IfIndex: lo.Index})
 		if !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("a key bound to lo (not an L3 master): %v, want EINVAL", err)
 		}
@@ -337,8 +336,8 @@ func TestMD5IfIndex(t *testing.T) {
 // added after listen() to a ListenConfig listener works.
 func TestMPTCPListener(t *testing.T) {
 	inNetns(t, func() error {
-		key := md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: []byte("late-key")}
-		cli := md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: []byte("late-key")}
+		key := keys.MD5{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: []byte("late-key")}
+		cli := keys.MD5{Peer: netip.MustParsePrefix("127.0.0.1/32"), Key: []byte("late-key")}
 
 		plain, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -356,7 +355,7 @@ func TestMPTCPListener(t *testing.T) {
 		}
 		t.Logf("plain Go listener (MPTCP): %v", err)
 		before, _ := kstat.ReadMD5()
-		if exchange(plain, Dialer(Keys{MD5: []md5sig.Config{cli}}), "127.0.0.2:0", refusedBound) {
+		if exchange(plain, Dialer(Keys{MD5: []keys.MD5{cli}}), "127.0.0.2:0", refusedBound) {
 			t.Error("a signed client was served by the MPTCP listener")
 		}
 		after, _ := kstat.ReadMD5()
@@ -376,7 +375,7 @@ func TestMPTCPListener(t *testing.T) {
 			t.Errorf("TCP-MD5 key after listen(): %v", err)
 		}
 		before, _ = kstat.ReadMD5()
-		if !exchange(ln, Dialer(Keys{MD5: []md5sig.Config{cli}}), "127.0.0.2:0", okBound) {
+		if !exchange(ln, Dialer(Keys{MD5: []keys.MD5{cli}}), "127.0.0.2:0", okBound) {
 			t.Error("the ListenConfig listener did not serve the signed client")
 		}
 		if after, _ := kstat.ReadMD5(); after != before {
@@ -419,7 +418,7 @@ func TestHelperKeySelection(t *testing.T) {
 	if err := ProbeMD5(); errors.Is(err, ErrNoMD5) {
 		t.Skip(err)
 	}
-	keys := Keys{MD5: []md5sig.Config{
+	keys := Keys{MD5: []keys.MD5{
 		{Peer: netip.MustParsePrefix("192.0.2.0/24"), Key: []byte("v4")},
 		{Peer: netip.MustParsePrefix("2001:db8::/32"), Key: []byte("v6")},
 	}}
@@ -465,7 +464,7 @@ func TestAOKernelErrors(t *testing.T) {
 	if _, err := ReadAOInfo(ln); !errors.Is(err, syscall.ENOENT) {
 		t.Errorf("TCP_AO_INFO before any key: %v, want ENOENT", err)
 	}
-	k := ao.Config{Peer: netip.MustParsePrefix("192.0.2.0/24"), Algorithm: "HMAC-SHA-1-96", SendID: 100, RecvID: 200,
+	k := keys.AO{Peer: netip.MustParsePrefix("192.0.2.0/24"), Algorithm: "HMAC-SHA-1-96", SendID: 100, RecvID: 200,
 		Key: bytes.Repeat([]byte{7}, 80), ExcludeOptions: true}
 	if err := AddAOKey(ln, k, 0); err != nil {
 		t.Fatal(err)
@@ -480,7 +479,7 @@ func TestAOKernelErrors(t *testing.T) {
 	}
 	// A second key: the kernel strides the list by one struct
 	// (tcp_ao_copy_mkts_to_user), and each entry reads back whole.
-	k2 := ao.Config{Peer: netip.MustParsePrefix("198.51.100.64/26"), Algorithm: "hmac(sha256)", SendID: 101, RecvID: 201,
+	k2 := keys.AO{Peer: netip.MustParsePrefix("198.51.100.64/26"), Algorithm: "hmac(sha256)", SendID: 101, RecvID: 201,
 		Key: []byte("second key"), MACLen: 16}
 	if err := AddAOKey(ln, k2, 0); err != nil {
 		t.Fatal(err)
@@ -488,7 +487,7 @@ func TestAOKernelErrors(t *testing.T) {
 	if ks, err = AOKeys(ln); err != nil || len(ks) != 2 {
 		t.Fatalf("two keys: %v %v", ks, err)
 	}
-	for _, want := range []ao.Config{k, k2} {
+	for _, want := range []keys.AO{k, k2} {
 		found := false
 		for _, g := range ks {
 			if g.SendID == want.SendID {
@@ -508,18 +507,18 @@ func TestAOKernelErrors(t *testing.T) {
 		errno syscall.Errno
 		alg   bool // the algorithm is the kernel's to refuse: ErrAlgorithmUnavailable, naming it
 	}{
-		{"overlapping KeyIDs", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", SendID: 100, RecvID: 9, Key: []byte("k")}, 0), syscall.EEXIST, false},
-		{"maclen 17", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 1, MACLen: 17, Key: []byte("k")}, 0), syscall.EMSGSIZE, false},
-		{"unknown algorithm", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.2/32"), Algorithm: "hmac(nosuchhash)", SendID: 2, RecvID: 2, Key: []byte("k")}, 0), syscall.ENOENT, true},
-		{"current key on a listener", AddAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.3/32"), Algorithm: "hmac(sha1)", SendID: 3, RecvID: 3, Key: []byte("k")}, Current), syscall.EINVAL, false},
-		{"delete a missing key", DeleteAOKey(ln, ao.Config{Peer: netip.MustParsePrefix("198.51.100.4/32"), SendID: 4, RecvID: 4}, AODelete{}), syscall.ENOENT, false},
+		{"overlapping KeyIDs", AddAOKey(ln, keys.AO{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", SendID: 100, RecvID: 9, Key: []byte("k")}, 0), syscall.EEXIST, false},
+		{"maclen 17", AddAOKey(ln, keys.AO{Peer: netip.MustParsePrefix("198.51.100.1/32"), Algorithm: "hmac(sha256)", SendID: 1, RecvID: 1, MACLen: 17, Key: []byte("k")}, 0), syscall.EMSGSIZE, false},
+		{"unknown algorithm", AddAOKey(ln, keys.AO{Peer: netip.MustParsePrefix("198.51.100.2/32"), Algorithm: "hmac(nosuchhash)", SendID: 2, RecvID: 2, Key: []byte("k")}, 0), syscall.ENOENT, true},
+		{"current key on a listener", AddAOKey(ln, keys.AO{Peer: netip.MustParsePrefix("198.51.100.3/32"), Algorithm: "hmac(sha1)", SendID: 3, RecvID: 3, Key: []byte("k")}, Current), syscall.EINVAL, false},
+		{"delete a missing key", DeleteAOKey(ln, keys.AO{Peer: netip.MustParsePrefix("198.51.100.4/32"), SendID: 4, RecvID: 4}, AODelete{}), syscall.ENOENT, false},
 		{"repair state outside repair mode", SetAORepair(ln, AORepair{}), syscall.EPERM, false},
 		{"TCP-AO next to TCP-MD5", func() error {
-			m := md5sig.Config{Peer: netip.MustParsePrefix("198.51.100.5/32"), Key: []byte("k")}
+			m := keys.MD5{Peer: netip.MustParsePrefix("198.51.100.5/32"), Key: []byte("k")}
 			if err := AddMD5Key(ln, m); err != nil {
 				return err
 			}
-			return AddAOKey(ln, ao.Config{Peer: m.Peer, Algorithm: "hmac(sha1)", SendID: 5, RecvID: 5, Key: []byte("k")}, 0)
+			return AddAOKey(ln, keys.AO{Peer: m.Peer, Algorithm: "hmac(sha1)", SendID: 5, RecvID: 5, Key: []byte("k")}, 0)
 		}(), syscall.EKEYREJECTED, false},
 	} {
 		if !errors.Is(tc.err, tc.errno) || errors.Is(tc.err, errors.ErrUnsupported) != tc.alg ||
@@ -553,11 +552,11 @@ func TestAODeleteCurrent(t *testing.T) {
 	if err := ProbeAO(); err != nil {
 		t.Skip(err)
 	}
-	mkt := func(peer string, snd, rcv uint8, key string) ao.Config {
-		return ao.Config{Peer: netip.MustParsePrefix(peer), Algorithm: "hmac(sha256)", SendID: snd, RecvID: rcv, Key: []byte(key)}
+	mkt := func(peer string, snd, rcv uint8, key string) keys.AO {
+		return keys.AO{Peer: netip.MustParsePrefix(peer), Algorithm: "hmac(sha256)", SendID: snd, RecvID: rcv, Key: []byte(key)}
 	}
 	// B first, A last: A is where the connection starts.
-	keys := Keys{AO: []ao.Config{
+	keys := Keys{AO: []keys.AO{
 		mkt("127.0.0.1/32", 11, 21, "B"), mkt("127.0.0.2/32", 21, 11, "B"),
 		mkt("127.0.0.1/32", 10, 20, "A"), mkt("127.0.0.2/32", 20, 10, "A"),
 	}}

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/keyfile"
-	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/keys"
 )
 
 var (
@@ -112,20 +111,20 @@ type AOInfo struct {
 // AOKey is one TCP-AO key of a socket, as TCP_AO_GET_KEYS reports it:
 // the key material and algorithm name are the kernel's (for cmac(aes128)
 // with a key that is not 16 bytes, the reduced key under "cmac(aes)").
-// Printing it never shows key bytes (ao.Config redacts them).
+// Printing it never shows key bytes (keys.AO redacts them).
 type AOKey struct {
-	ao.Config
+	keys.AO
 	Current, RNext bool   // the socket's current / RNext key
 	Good, Bad      uint64 // segments this key verified / failed
 }
 
 // String describes k without its key bytes.
 func (k AOKey) String() string {
-	return fmt.Sprintf("%v current=%v rnext=%v good=%d bad=%d", k.Config, k.Current, k.RNext, k.Good, k.Bad)
+	return fmt.Sprintf("%v current=%v rnext=%v good=%d bad=%d", k.AO, k.Current, k.RNext, k.Good, k.Bad)
 }
 
-// Format prints String for every verb (the embedded ao.Config's Format
-// would otherwise print the Config alone).
+// Format prints String for every verb (the embedded keys.AO's Format
+// would otherwise print the key configuration alone).
 func (k AOKey) Format(f fmt.State, _ rune) { fmt.Fprint(f, k.String()) }
 
 // AORepair is a connection's TCP_AO_REPAIR state: the ISNs its traffic
@@ -140,12 +139,12 @@ type AORepair struct {
 // the last added TCP-AO key matching a peer a new connection's current
 // and RNext key. A peer may have TCP-AO or TCP-MD5 keys, not both.
 type Keys struct {
-	AO  []ao.Config
-	MD5 []md5sig.Config
+	AO  []keys.AO
+	MD5 []keys.MD5
 }
 
 // FileKeys returns the keys of a keys file (package keyfile), in file
-// order: the same file that drives the engine (keyfile.File.AddTo) drives
+// order: the same file that drives the engine (each entry added to a keyring) drives
 // kernel sockets through ListenConfig, Dialer and Install. A file listing
 // both ends of a session serves both: a Dialer installs only the keys
 // for the address it dials.

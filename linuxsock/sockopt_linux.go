@@ -10,8 +10,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/keys"
 )
 
 const (
@@ -123,7 +122,7 @@ func sockoptError(fd, opt int, what string, errno error) error {
 	return fmt.Errorf("linuxsock: %s%s: %w", optNames[opt], what, errno)
 }
 
-func describeAO(c ao.Config) string {
+func describeAO(c keys.AO) string {
 	s := fmt.Sprintf("%s peer %v ids %d/%d", c.Algorithm, c.Peer, c.SendID, c.RecvID)
 	if c.HasIfIndex {
 		s += fmt.Sprintf(" ifindex %d", c.IfIndex)
@@ -131,7 +130,7 @@ func describeAO(c ao.Config) string {
 	return s
 }
 
-func describeMD5(c md5sig.Config) string {
+func describeMD5(c keys.MD5) string {
 	s := fmt.Sprintf("peer %v", c.Peer)
 	if c.HasIfIndex {
 		s += fmt.Sprintf(" ifindex %d", c.IfIndex)
@@ -142,7 +141,7 @@ func describeMD5(c md5sig.Config) string {
 // AddAOKey adds the MKT c to s (TCP_AO_ADD_KEY) and, as sel says, makes
 // it the current and/or RNext key (not on listeners). Keys for a
 // listener or an outgoing connection go on before listen() or connect().
-func AddAOKey(s Socket, c ao.Config, sel Select) error {
+func AddAOKey(s Socket, c keys.AO, sel Select) error {
 	return withFD(s, func(fd int) error {
 		in6, err := isIPv6(fd)
 		if err != nil {
@@ -163,7 +162,7 @@ func AddAOKey(s Socket, c ao.Config, sel Select) error {
 // DeleteAOKey deletes the MKT of s that c names (peer prefix, SendID,
 // RecvID and L3 index; the key bytes are ignored), choosing a new current
 // or RNext key in the same call as d says (TCP_AO_DEL_KEY).
-func DeleteAOKey(s Socket, c ao.Config, d AODelete) error {
+func DeleteAOKey(s Socket, c keys.AO, d AODelete) error {
 	return withFD(s, func(fd int) error {
 		in6, err := isIPv6(fd)
 		if err != nil {
@@ -305,17 +304,17 @@ func SetAORepair(s Socket, r AORepair) error {
 // one peer address, TCP_MD5SIG_EXT (Linux 4.13+) for a prefix or an L3
 // domain. Keys for a listener or an outgoing connection go on before
 // listen() or connect().
-func AddMD5Key(s Socket, c md5sig.Config) error {
+func AddMD5Key(s Socket, c keys.MD5) error {
 	return md5(s, c, false)
 }
 
 // DeleteMD5Key deletes the TCP-MD5 key c names (peer prefix and L3
 // domain) from s.
-func DeleteMD5Key(s Socket, c md5sig.Config) error {
+func DeleteMD5Key(s Socket, c keys.MD5) error {
 	return md5(s, c, true)
 }
 
-func md5(s Socket, c md5sig.Config, del bool) error {
+func md5(s Socket, c keys.MD5, del bool) error {
 	return withFD(s, func(fd int) error {
 		in6, err := isIPv6(fd)
 		if err != nil {
@@ -353,7 +352,7 @@ func ProbeAO() error {
 func ProbeMD5() error {
 	return probe(func(fd int) error {
 		var b [sizeMD5]byte
-		c := md5sig.Config{Peer: netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, 1}), 32), Key: []byte{1}}
+		c := keys.MD5{Peer: netip.PrefixFrom(netip.AddrFrom4([4]byte{192, 0, 2, 1}), 32), Key: []byte{1}}
 		opt, err := marshalMD5(b[:], c, false, false)
 		if err != nil {
 			return err

@@ -7,14 +7,13 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/keys"
 )
 
 // Off Linux every call returns the ErrUnsupported-wrapping errors.
 func TestOtherOS(t *testing.T) {
-	c := ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", Key: []byte("k")}
-	m := md5sig.Config{Peer: c.Peer, Key: []byte("k")}
+	c := keys.AO{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", Key: []byte("k")}
+	m := keys.MD5{Peer: c.Peer, Key: []byte("k")}
 	_, errKeys := AOKeys(nil)
 	_, errInfo := ReadAOInfo(nil)
 	_, errRepair := ReadAORepair(nil)

@@ -7,9 +7,8 @@ import (
 	"net/netip"
 	"syscall"
 
-	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // Socket option numbers (level IPPROTO_TCP) and constants of
@@ -150,7 +149,7 @@ func linuxAlg(name string) (string, error) {
 // addAOError explains the kernel's errno for TCP_AO_ADD_KEY of c: ENOENT
 // is an algorithm the kernel does not offer (tcp_ao_parse_crypto finds no
 // such hash); the errno stays wrapped. Other errnos come back as they are.
-func addAOError(c ao.Config, errno error) error {
+func addAOError(c keys.AO, errno error) error {
 	if !errors.Is(errno, syscall.ENOENT) {
 		return errno
 	}
@@ -162,7 +161,7 @@ func addAOError(c ao.Config, errno error) error {
 }
 
 // marshalAOAdd encodes c as struct tcp_ao_add into b (sizeAOAdd bytes).
-func marshalAOAdd(b []byte, c ao.Config, sel Select, in6 bool) error {
+func marshalAOAdd(b []byte, c keys.AO, sel Select, in6 bool) error {
 	a, bits, err := peer(c.Peer)
 	if err != nil {
 		return err
@@ -194,7 +193,7 @@ func marshalAOAdd(b []byte, c ao.Config, sel Select, in6 bool) error {
 	return nil
 }
 
-func aoKeyFlags(c ao.Config) uint8 {
+func aoKeyFlags(c keys.AO) uint8 {
 	var f uint8
 	if c.HasIfIndex {
 		f |= aoKeyfIfindex
@@ -206,7 +205,7 @@ func aoKeyFlags(c ao.Config) uint8 {
 }
 
 // marshalAODel encodes struct tcp_ao_del for the key c names.
-func marshalAODel(b []byte, c ao.Config, d AODelete, in6 bool) error {
+func marshalAODel(b []byte, c keys.AO, d AODelete, in6 bool) error {
 	a, bits, err := peer(c.Peer)
 	if err != nil {
 		return err
@@ -281,7 +280,7 @@ func unmarshalAOKey(b []byte) AOKey {
 	w := ne.Uint16(b[276:])
 	flags := b[282]
 	k := AOKey{
-		Config: ao.Config{
+		AO: keys.AO{
 			SendID: b[278], RecvID: b[279], Algorithm: string(alg),
 			Key:            append([]byte(nil), b[192:192+keylen]...),
 			MACLen:         int(b[281]),
@@ -322,7 +321,7 @@ func unmarshalAORepair(b []byte) AORepair {
 // returns the option to set it with: TCP_MD5SIG for one address without
 // an L3 domain, TCP_MD5SIG_EXT (Linux 4.13+) otherwise. del leaves the
 // key out (keylen 0 deletes).
-func marshalMD5(b []byte, c md5sig.Config, in6, del bool) (int, error) {
+func marshalMD5(b []byte, c keys.MD5, in6, del bool) (int, error) {
 	a, bits, err := peer(c.Peer)
 	if err != nil {
 		return 0, err

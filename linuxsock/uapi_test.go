@@ -10,8 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/keys"
 )
 
 // The offsets below were read with gcc offsetof() from Linux 6.12.117's
@@ -22,7 +21,7 @@ func TestAOAddLayout(t *testing.T) {
 	if bigEndian {
 		t.Skip("the expected bytes are little-endian")
 	}
-	c := ao.Config{Peer: netip.MustParsePrefix("192.0.2.0/24"), Algorithm: "HMAC-SHA-1-96", IfIndex: 7, HasIfIndex: true,
+	c := keys.AO{Peer: netip.MustParsePrefix("192.0.2.0/24"), Algorithm: "HMAC-SHA-1-96", IfIndex: 7, HasIfIndex: true,
 		SendID: 100, RecvID: 200, MACLen: 12, ExcludeOptions: true, Key: []byte("secret")}
 	var b [sizeAOAdd]byte
 	if err := marshalAOAdd(b[:], c, Current|RNext, false); err != nil {
@@ -46,7 +45,7 @@ func TestAOAddLayout(t *testing.T) {
 	if err := marshalAOAdd(b[:], c, 0, true); err != nil || ne.Uint16(b[:]) != 10 || b[18] != 0xff || b[20] != 198 || b[202] != 24 {
 		t.Errorf("IPv4-mapped: % x prefix %d %v", b[:24], b[202], err)
 	}
-	for _, bad := range []ao.Config{
+	for _, bad := range []keys.AO{
 		{Algorithm: "hmac(sha1)", Key: []byte("k")},                                                   // no peer
 		{Peer: c.Peer, Algorithm: "hmac(sha1)"},                                                       // no key
 		{Peer: c.Peer, Algorithm: "hmac(sha1)", Key: make([]byte, 81)},                                // key too long
@@ -66,7 +65,7 @@ func TestAODelInfoRepairLayout(t *testing.T) {
 		t.Skip("the expected bytes are little-endian")
 	}
 	var d [sizeAODel]byte
-	c := ao.Config{Peer: netip.MustParsePrefix("10.0.0.1/32"), SendID: 1, RecvID: 2, HasIfIndex: true, IfIndex: 9, ExcludeOptions: true}
+	c := keys.AO{Peer: netip.MustParsePrefix("10.0.0.1/32"), SendID: 1, RecvID: 2, HasIfIndex: true, IfIndex: 9, ExcludeOptions: true}
 	if err := marshalAODel(d[:], c, AODelete{SetCurrent: true, Current: 3, RNext: 4, Async: true}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +127,7 @@ func TestMD5Layout(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		c         md5sig.Config
+		c         keys.MD5
 		in6       bool
 		opt       int
 		family    uint16
@@ -138,17 +137,17 @@ func TestMD5Layout(t *testing.T) {
 		prefixlen byte
 		ifindex   uint32
 	}{
-		{"v4 exact", md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.2/32"), Key: []byte("k")}, false,
+		{"v4 exact", keys.MD5{Peer: netip.MustParsePrefix("127.0.0.2/32"), Key: []byte("k")}, false,
 			optMD5Sig, afInet, 4, []byte{127, 0, 0, 2}, 0, 0, 0},
-		{"v4 prefix", md5sig.Config{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: []byte("k")}, false,
+		{"v4 prefix", keys.MD5{Peer: netip.MustParsePrefix("127.0.0.0/8"), Key: []byte("k")}, false,
 			optMD5SigExt, afInet, 4, []byte{127, 0, 0, 0}, md5FlagPrefix, 8, 0},
-		{"v4-mapped config", md5sig.Config{Peer: netip.MustParsePrefix("::ffff:10.0.0.0/104"), Key: []byte("k")}, false,
+		{"v4-mapped config", keys.MD5{Peer: netip.MustParsePrefix("::ffff:10.0.0.0/104"), Key: []byte("k")}, false,
 			optMD5SigExt, afInet, 4, []byte{10, 0, 0, 0}, md5FlagPrefix, 8, 0},
-		{"v4 on an IPv6 socket", md5sig.Config{Peer: netip.MustParsePrefix("10.0.0.0/8"), Key: []byte("k")}, true,
+		{"v4 on an IPv6 socket", keys.MD5{Peer: netip.MustParsePrefix("10.0.0.0/8"), Key: []byte("k")}, true,
 			optMD5SigExt, afInet6, 8, netip.MustParseAddr("::ffff:10.0.0.0").AsSlice(), md5FlagPrefix, 8, 0},
-		{"v6 ifindex", md5sig.Config{Peer: netip.MustParsePrefix("2001:db8::1/128"), Key: []byte("k"), IfIndex: 7, HasIfIndex: true}, true,
+		{"v6 ifindex", keys.MD5{Peer: netip.MustParsePrefix("2001:db8::1/128"), Key: []byte("k"), IfIndex: 7, HasIfIndex: true}, true,
 			optMD5SigExt, afInet6, 8, netip.MustParseAddr("2001:db8::1").AsSlice(), md5FlagPrefix | md5FlagIfindex, 128, 7},
-		{"default L3 domain", md5sig.Config{Peer: netip.MustParsePrefix("10.0.0.1/32"), Key: []byte("k"), HasIfIndex: true}, false,
+		{"default L3 domain", keys.MD5{Peer: netip.MustParsePrefix("10.0.0.1/32"), Key: []byte("k"), HasIfIndex: true}, false,
 			optMD5SigExt, afInet, 4, []byte{10, 0, 0, 1}, md5FlagPrefix | md5FlagIfindex, 32, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,18 +170,18 @@ func TestMD5Layout(t *testing.T) {
 	}
 	var b [sizeMD5]byte
 	for _, n := range []int{0, 81} {
-		if _, err := marshalMD5(b[:], md5sig.Config{Peer: netip.MustParsePrefix("10.0.0.1/32"), Key: make([]byte, n)}, false, false); !errors.Is(err, ErrInvalid) {
+		if _, err := marshalMD5(b[:], keys.MD5{Peer: netip.MustParsePrefix("10.0.0.1/32"), Key: make([]byte, n)}, false, false); !errors.Is(err, ErrInvalid) {
 			t.Errorf("key of %d bytes: %v", n, err)
 		}
 	}
-	if _, err := marshalMD5(b[:], md5sig.Config{Key: []byte("k")}, false, false); !errors.Is(err, ErrInvalid) {
+	if _, err := marshalMD5(b[:], keys.MD5{Key: []byte("k")}, false, false); !errors.Is(err, ErrInvalid) {
 		t.Errorf("no peer: %v", err)
 	}
 }
 
 // Printing an AOKey shows its counters and never its key.
 func TestAOKeyFormat(t *testing.T) {
-	k := AOKey{Config: ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", Key: []byte("topsecret")},
+	k := AOKey{AO: keys.AO{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: "hmac(sha1)", Key: []byte("topsecret")},
 		Current: true, Good: 7}
 	for _, s := range []string{fmt.Sprint(k), fmt.Sprintf("%v %+v %#v %s", k, k, k, k), fmt.Sprint([]AOKey{k})} {
 		if strings.Contains(s, "topsecret") || !strings.Contains(s, "good=7") || !strings.Contains(s, "current=true") {
@@ -197,7 +196,7 @@ func TestAOKeyFormat(t *testing.T) {
 func TestDraftAlgorithmsRefused(t *testing.T) {
 	for _, name := range []string{"HMAC-SHA256-128", "hmac-sha256-128", "KMAC256-128"} {
 		var b [sizeAOAdd]byte
-		c := ao.Config{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: name, MACLen: 16, Key: make([]byte, 32)}
+		c := keys.AO{Peer: netip.MustParsePrefix("192.0.2.1/32"), Algorithm: name, MACLen: 16, Key: make([]byte, 32)}
 		err := marshalAOAdd(b[:], c, 0, false)
 		if !errors.Is(err, ErrDraftAlgorithm) || !errors.Is(err, errors.ErrUnsupported) || errors.Is(err, ErrInvalid) {
 			t.Fatalf("%s: %v", name, err)
@@ -218,7 +217,7 @@ func TestDraftAlgorithmsRefused(t *testing.T) {
 // hmac(sha256) and cmac(aes128)) becomes ErrAlgorithmUnavailable naming
 // the algorithm, the errno still wrapped; other errnos pass unchanged.
 func TestAddAOENOENT(t *testing.T) {
-	c := ao.Config{Algorithm: "HMAC-SHA-1-96"}
+	c := keys.AO{Algorithm: "HMAC-SHA-1-96"}
 	err := addAOError(c, syscall.ENOENT)
 	if !errors.Is(err, ErrAlgorithmUnavailable) || !errors.Is(err, syscall.ENOENT) || !errors.Is(err, errors.ErrUnsupported) ||
 		!strings.Contains(err.Error(), "hmac(sha1)") || !strings.Contains(err.Error(), "kernel does not offer") {

@@ -24,9 +24,10 @@ var ErrUnknownAlgorithm = errors.New("mac: unknown algorithm")
 // nil key, an empty one or one of another algorithm.
 var ErrNoKey = errors.New("mac: no key, or a key of another algorithm")
 
-// ErrFinished is returned by [Context.Write] after [Context.Sum] (or
-// [Context.MAC]) finished the message, until Reset starts the next one.
-var ErrFinished = errors.New("mac: message already summed; Reset first")
+// ErrFinished is returned by [Context.Write] after [Context.Finish] (or
+// [Context.Compute]) finished the message, until Start or Restart begins
+// the next one.
+var ErrFinished = errors.New("mac: message already finished; Start or Restart first")
 
 // ErrKeySize is returned when a key's length does not suit the algorithm
 // (AES-CMAC takes 16- or 32-byte keys; HMAC takes any length).
@@ -142,6 +143,16 @@ func (a *Algorithm) BlockSize() int {
 // valid reports whether a is one of the registry's algorithms (not nil,
 // not a zero Algorithm).
 func (a *Algorithm) valid() bool { return a != nil && a.size > 0 }
+
+// Clones reports whether loading a [Key]'s template saves work over
+// running the key schedule again: true for CMAC (the AES key schedule and
+// subkeys) and for HMAC over a hash that exports its state (the two
+// midstates). TCP-MD5 has no key schedule (its key is appended to the
+// message), and HMAC over a hash without state export keeps the two
+// padded key blocks, which every message absorbs either way.
+func (a *Algorithm) Clones() bool {
+	return a.valid() && (a.kind == kindHMAC || a.kind == kindCMAC || a.kind == kindKMAC)
+}
 
 // IsCMAC reports whether the algorithm is AES-CMAC.
 func (a *Algorithm) IsCMAC() bool { return a.valid() && a.kind == kindCMAC }

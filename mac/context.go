@@ -8,19 +8,28 @@ import (
 	"hash"
 )
 
-// Context is a working MAC context of one algorithm. It is not safe for
-// concurrent use: tcpsig's pool gives each CPU shard its own. Keyed state
-// comes from a shared [Key] ([Context.Load]) or from a key schedule run in
-// place ([Context.SetKey]).
+// Context computes MACs of one algorithm, one message at a time: [Start]
+// begins a message under a [Key], Write absorbs it, [Finish] ends it and
+// appends its MAC. It is not a hash.Hash: every message needs a key, and a
+// finished message stays finished (Finish again repeats its MAC, Write
+// fails) until Start or [Restart] begins the next. A context is one
+// goroutine's at a time: tcpsig's pool hands each user its own.
+//
+// A context takes a key in one of two ways, fixed when it is made: one
+// from [Algorithm.NewContext] copies the Key's template (the clone: no key
+// schedule per message); one from [Algorithm.NewRekeyContext] runs the key
+// schedule again from the Key's bytes for every message, as Linux's
+// per-CPU requests do. Both compute the same MACs.
 type Context struct {
 	alg            *Algorithm
-	key            *Key // the keyed state Reset returns to
-	own            *Key // SetKey's template, made on first use
+	key            *Key // the keyed state Restart returns to
+	own            *Key // a re-keying context's (and SetKey's) template, made on first use
 	inner, outer   hash.Hash
 	innerU, outerU encoding.BinaryUnmarshaler
 	innerA, outerA encoding.BinaryAppender
-	n              int      // message bytes written since Reset
-	done           finished // where the MAC of a summed message is; Write refuses then
+	n              int      // message bytes written since Restart
+	done           finished // where the MAC of a finished message is; Write refuses then
+	rekey          bool     // Start and Compute run the key schedule (NewRekeyContext)
 	cmac           cmacState
 	xof            sha3.SHAKE // KMAC's sponge
 	kx             sha3.SHAKE // KMAC: the keyed sponge of the Key of generation kxGen, restored from it once
@@ -31,8 +40,8 @@ type Context struct {
 	st             [maxStateSize]byte // a marshalled state the digest is read from
 }
 
-// NewContext returns an unkeyed working context for a. Call Load or SetKey
-// before writing.
+// NewContext returns an unkeyed context of a that clones a Key's template
+// at every Start. Call Start or SetKey before writing.
 func (a *Algorithm) NewContext() *Context {
 	if !a.valid() {
 		return &Context{}
@@ -52,6 +61,15 @@ func (a *Algorithm) NewContext() *Context {
 	return c
 }
 
+// NewRekeyContext returns an unkeyed context of a that runs the key
+// schedule from a Key's bytes at every Start and Compute instead of
+// loading its template: Linux's way, for comparing the two.
+func (a *Algorithm) NewRekeyContext() *Context {
+	c := a.NewContext()
+	c.rekey = c.alg != nil
+	return c
+}
+
 // Algorithm returns the context's algorithm, nil for a context of none.
 func (c *Context) Algorithm() *Algorithm {
 	if c == nil {
@@ -60,36 +78,44 @@ func (c *Context) Algorithm() *Algorithm {
 	return c.alg
 }
 
-// Load makes k's keyed state the context's own and resets to it: the
-// clone of a keyed template, with no key schedule. k must stay unchanged
-// while the context uses it. A nil or empty k, or one of another
-// algorithm, is [ErrNoKey].
-func (c *Context) Load(k *Key) error {
+// Rekeys reports whether the context runs the key schedule per message
+// (made by NewRekeyContext).
+func (c *Context) Rekeys() bool { return c != nil && c.rekey }
+
+// Start begins a message under k: a cloning context loads k's template, a
+// re-keying one runs the key schedule for k's bytes. k must stay
+// unchanged while the context uses it. A nil or empty k, or one of
+// another algorithm, is [ErrNoKey].
+func (c *Context) Start(k *Key) error {
 	if c == nil || c.alg == nil || k == nil || k.alg != c.alg {
 		return ErrNoKey
 	}
+	if c.rekey {
+		k = c.rekeyed(k)
+	}
 	c.key = k
-	c.Reset()
+	c.Restart()
 	return nil
 }
 
-// Rekey runs the key schedule for k's key bytes in the context's own
-// template and resets to it: Linux's per-CPU-request backend, which
-// re-keys per use. A KMAC template made with a customization or prefix
-// ([Key.InitKMAC]) has no key bytes to schedule: Rekey loads it. Errors
-// are those of Load.
-func (c *Context) Rekey(k *Key) error {
-	if c == nil || c.alg == nil || k == nil || k.alg != c.alg {
-		return ErrNoKey
-	}
+// rekeyed runs the key schedule for k's bytes into the context's own
+// template and returns it. The template is numbered 0, so that neither
+// CMAC's cached first block nor KMAC's keyed sponge outlives it. A KMAC
+// template made with a customization or prefix ([Key.InitKMAC]) has no
+// key bytes to schedule: it is used as it is.
+func (c *Context) rekeyed(k *Key) *Key {
 	if k.fixed {
-		return c.Load(k)
+		return k
 	}
-	return c.SetKey(k.raw[:k.nraw])
+	if c.own == nil {
+		c.own = new(Key)
+	}
+	_ = c.own.init(c.alg, k.raw[:k.nraw]) // k's bytes were accepted by k's own Init
+	return c.own
 }
 
-// SetKey runs the key schedule for key in place and resets to the new
-// keyed state. A key the algorithm cannot take is [ErrKeySize].
+// SetKey runs the key schedule for key in place and begins a message under
+// it. A key the algorithm cannot take is [ErrKeySize].
 func (c *Context) SetKey(key []byte) error {
 	if c == nil || c.alg == nil {
 		return ErrNoKey
@@ -100,12 +126,14 @@ func (c *Context) SetKey(key []byte) error {
 	if err := c.own.Init(c.alg, key); err != nil {
 		return err
 	}
-	return c.Load(c.own)
+	c.key = c.own
+	c.Restart()
+	return nil
 }
 
-// Reset returns the context to its keyed state, ready for a new message,
-// without running the key schedule. Without a key it does nothing.
-func (c *Context) Reset() {
+// Restart begins a new message under the key of the last Start, without
+// running the key schedule. Without a key it does nothing.
+func (c *Context) Restart() {
 	if c == nil || c.key == nil {
 		return
 	}
@@ -126,8 +154,9 @@ func (c *Context) Reset() {
 	}
 }
 
-// Write absorbs p. It fails on a context without a key ([ErrNoKey]) and
-// after Sum until the next Reset ([ErrFinished]).
+// Write absorbs p into the message. It fails on a context without a key
+// ([ErrNoKey]) and after Finish until the next Start or Restart
+// ([ErrFinished]).
 func (c *Context) Write(p []byte) (int, error) {
 	if c == nil || c.key == nil {
 		return 0, ErrNoKey
@@ -147,12 +176,12 @@ func (c *Context) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Sum appends the full MAC of the message written since the last Reset to
+// Finish appends the full MAC of the message written since the last Start to
 // dst and returns the result; with enough capacity in dst it allocates
-// nothing. The message is then finished: Sum again appends the same MAC,
-// and Write fails until Reset starts the next message. A context without
+// nothing. The message is then finished: Finish again appends the same MAC,
+// and Write fails until Start or Restart begins the next message. A context without
 // a key appends nothing.
-func (c *Context) Sum(dst []byte) []byte {
+func (c *Context) Finish(dst []byte) []byte {
 	if c == nil || c.key == nil {
 		return dst
 	}
@@ -162,7 +191,7 @@ func (c *Context) Sum(dst []byte) []byte {
 	return c.sum(dst)
 }
 
-// finished says where a summed message's MAC is kept, so that Sum can
+// finished says where a finished message's MAC is kept, so that Finish can
 // repeat it: the CMAC chaining value, the outer hash's marshalled state,
 // or tmp.
 type finished uint8
@@ -221,23 +250,26 @@ func (c *Context) sum(dst []byte) []byte {
 	return append(dst, c.outer.Sum(c.tmp[:0])...)
 }
 
-// MAC loads k and appends to dst the MAC of msg, the whole message: Load,
-// Write and Sum in one call. CMAC then runs its blocks over msg in place
+// Compute appends to dst the MAC of msg, a whole message, under k: Start,
+// Write and Finish in one call. CMAC then runs its blocks over msg in place
 // instead of buffering them, and reuses the cipher block of msg's first
 // 16 bytes when they and the key are those of the context's previous CMAC
 // (TCP-AO's SNE and IPv4 pseudo-header, the same for every pure ACK of a
 // connection); msg's first block is compared in variable time, so it must
-// not be secret. Errors are those of Load.
-func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
+// not be secret. Errors are those of Start.
+func (c *Context) Compute(k *Key, dst, msg []byte) ([]byte, error) {
 	if c == nil || c.alg == nil || k == nil || k.alg != c.alg {
 		return dst, ErrNoKey
+	}
+	if c.rekey {
+		k = c.rekeyed(k)
 	}
 	c.key = k
 	if c.alg.kind == kindCMAC {
 		c.done = inCMAC
 		return c.cmac.mac(k, &c.first, dst, msg), nil
 	}
-	c.Reset()
+	c.Restart()
 	if c.alg.kind == kindHMAC && c.alg.lenSize > 0 {
 		full := len(msg) - len(msg)%c.alg.blockSize
 		if full > 0 {
@@ -257,9 +289,10 @@ func (c *Context) MAC(k *Key, dst, msg []byte) ([]byte, error) {
 
 // Wipe clears the context's own template and working state; a context
 // that loaded a shared Key keeps no key copy of its own beyond the hash
-// midstate, which the next Load or Reset overwrites, CMAC's cached
-// first block (MAC), which the next MAC of another first block overwrites,
-// and KMAC's keyed sponge, which the next Load of another Key overwrites.
+// midstate, which the next Start or Restart overwrites, CMAC's cached
+// first block (Compute), which the next Compute of another first block
+// overwrites, and KMAC's keyed sponge, which the next Start of another Key
+// overwrites.
 func (c *Context) Wipe() {
 	if c == nil {
 		return
@@ -282,11 +315,11 @@ func (c *Context) Wipe() {
 
 // cmacState is AES-CMAC (RFC 4493 §2.4) over the key schedule and subkeys
 // of a Key: the CBC chaining value and the last, possibly full, block,
-// which must wait for Sum to know whether it is the final one.
+// which must wait for Finish to know whether it is the final one.
 type cmacState struct {
 	x    [16]byte
 	buf  [16]byte
-	last [16]byte // scratch for Sum: a local would escape through cipher.Block
+	last [16]byte // scratch for Finish: a local would escape through cipher.Block
 	n    int
 }
 
@@ -328,7 +361,7 @@ func (s *cmacState) sum(k *Key, dst []byte) []byte {
 // cmacFirst is the CBC chaining value after one first block under one
 // key: what MAC reuses when the next message starts with the same block.
 type cmacFirst struct {
-	gen    uint64 // the Key's generation; 0: empty
+	gen    uint64 // the Key's generation; 0: empty (no Key numbered 0 is cached)
 	b0, b1 uint64 // the block, as two little-endian words
 	x      [16]byte
 }
@@ -372,12 +405,14 @@ func (s *cmacState) mac(k *Key, f *cmacFirst, dst, msg []byte) []byte {
 	le.PutUint64(last[8:], w1)
 	msg = msg[:n]
 	if len(msg) > 0 {
-		if b0, b1 := le.Uint64(msg), le.Uint64(msg[8:]); f.gen == k.gen && b0 == f.b0 && b1 == f.b1 {
+		if b0, b1 := le.Uint64(msg), le.Uint64(msg[8:]); k.gen != 0 && f.gen == k.gen && b0 == f.b0 && b1 == f.b1 {
 			*x = f.x
 		} else {
 			*x = [16]byte(msg) // the zero chaining value xor the block
 			k.block.Encrypt(x[:], x[:])
-			f.gen, f.b0, f.b1, f.x = k.gen, b0, b1, *x
+			if k.gen != 0 { // an unnumbered (re-keyed) key caches nothing
+				f.gen, f.b0, f.b1, f.x = k.gen, b0, b1, *x
+			}
 		}
 		msg = msg[16:]
 	} else {

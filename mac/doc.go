@@ -13,17 +13,21 @@
 //     and CMAC subkeys, or KMAC's cSHAKE256 state). It is immutable once
 //     built, so any number of
 //     goroutines may read it.
-//   - a [Context] is a working MAC. [Context.Load] copies a template's keyed
-//     state into it (the clone), [Context.SetKey] runs the key schedule in
-//     place (the re-key backend Linux used for algorithms it could not
-//     clone), [Context.Reset] returns to the keyed state without running the
-//     key schedule again, and [Context.Sum] appends the full digest to a
-//     caller's buffer. Sum finishes the message: Sum again repeats its MAC,
-//     and Write fails with [ErrFinished] until Reset starts the next one.
+//   - a [Context] computes one message's MAC at a time, and is not a
+//     hash.Hash: [Context.Start] begins a message under a Key, Write
+//     absorbs it, [Context.Finish] ends it and appends the MAC. A finished
+//     message stays finished: Finish again repeats its MAC, Write fails
+//     with [ErrFinished] until Start or [Context.Restart] begins the next.
+//     [Context.Compute] is the three for a whole message in one call.
+//   - a context clones at Start (copies the Key's template) or, made by
+//     [Algorithm.NewRekeyContext], re-runs the key schedule from the Key's
+//     bytes at every Start, as Linux does; [Algorithm.Clones] says whether
+//     that differs.
 //
-// After warm-up none of Load, Reset, Write and Sum allocate; neither does
-// SetKey or [Key.Init] for the HMAC and KMAC algorithms (the AES key
-// schedule of crypto/aes allocates once per key).
+// After warm-up none of Start, Restart, Write, Finish and Compute allocate
+// on a cloning context; neither does [Key.Init] for the HMAC and KMAC
+// algorithms (the AES key schedule of crypto/aes allocates once per key,
+// so a re-keying CMAC context allocates per message).
 //
 // In order: [Lookup] an algorithm by name; [Key.Init] a template per key;
 // per message, [Context.Load] (or Reset, after the first), Write, Sum;

@@ -18,9 +18,9 @@ func Example() {
 		panic(err)
 	}
 	ctx := alg.NewContext()
-	ctx.Load(&key)
+	ctx.Start(&key)
 	ctx.Write([]byte("what do ya want for nothing?"))
-	sum := ctx.Sum(make([]byte, 0, mac.MaxSize))
+	sum := ctx.Finish(make([]byte, 0, mac.MaxSize))
 	fmt.Printf("%s %x\n", alg, sum[:12]) // RFC 2202 test case 2, truncated to 96 bits
 	fmt.Println(mac.Equal(sum[:12], sum[:12]), key.String())
 	// Output:

@@ -14,7 +14,8 @@ import (
 // Key is the one key type of tcpsig: a keyed template (the state of an
 // algorithm right after its key was absorbed) together with the key bytes
 // it came from, so that a context can either load the template
-// ([Context.Load]) or run the key schedule again ([Context.Rekey]). Build
+// ([Context.Start]) or run the key schedule again (a context made by
+// [Algorithm.NewRekeyContext]). Build
 // it with [Key.Init]; after that it is read-only and may be shared by any
 // number of goroutines. Its zero value holds no key. Printing a Key never
 // shows key material.
@@ -95,9 +96,21 @@ func (k *Key) Init(a *Algorithm, key []byte) error {
 	if !a.KeySizeOK(len(key)) {
 		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, a.name, len(key))
 	}
+	if err := k.init(a, key); err != nil {
+		return err
+	}
+	k.gen = keyGen.Add(1)
+	return nil
+}
+
+// init is Init for a key whose length a accepts, leaving k unnumbered
+// (gen 0): a re-keying context's template, keyed per message.
+func (k *Key) init(a *Algorithm, key []byte) error {
+	if a.kind == kindKMAC {
+		return k.InitKMAC(a, key, "", kmacMACLen, nil) // numbered: KMAC's keyed sponge is cached by number
+	}
 	k.Wipe()
 	k.alg = a
-	k.gen = keyGen.Add(1)
 	switch a.kind {
 	case kindTCPMD5:
 		k.nraw = uint8(copy(k.raw[:], key))

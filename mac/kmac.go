@@ -88,7 +88,7 @@ func appendRightEncode(b []byte, x uint64) []byte {
 // 8*outLen, s). Init is InitKMAC(a, key, "", 16, nil), the MAC of
 // KMAC256-128; the draft's KDF is InitKMAC(a, 132 zero bytes, "KDF", 32,
 // 0x00000001 || master key). Such a template keeps no key bytes to run the
-// schedule again from: [Context.Rekey] loads it.
+// schedule again from: a re-keying context loads it.
 func (k *Key) InitKMAC(a *Algorithm, key []byte, s string, outLen int, prefix []byte) error {
 	if k == nil || !a.valid() || a.kind != kindKMAC {
 		return ErrNoKey

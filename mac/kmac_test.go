@@ -35,22 +35,23 @@ func TestKMAC256Samples(t *testing.T) {
 			if err := k.InitKMAC(a, v.Key, v.S, v.OutBits/8, v.Data[:split]); err != nil {
 				t.Fatal(err)
 			}
-			if err := c.Load(&k); err != nil {
+			if err := c.Start(&k); err != nil {
 				t.Fatal(err)
 			}
 			c.Write(v.Data[split:])
-			if got := c.Sum(nil); !bytes.Equal(got, v.Out) {
+			if got := c.Finish(nil); !bytes.Equal(got, v.Out) {
 				t.Errorf("sample %d, prefix %d: got %x want %x", v.Sample, split, got, v.Out)
 			}
-			got, err := c.MAC(&k, nil, v.Data[split:])
+			got, err := c.Compute(&k, nil, v.Data[split:])
 			if err != nil || !bytes.Equal(got, v.Out) {
 				t.Errorf("sample %d, prefix %d, MAC: got %x, %v want %x", v.Sample, split, got, err, v.Out)
 			}
-			if err := c.Rekey(&k); err != nil {
+			re := a.NewRekeyContext()
+			if err := re.Start(&k); err != nil {
 				t.Fatal(err)
 			}
-			c.Write(v.Data[split:])
-			if got := c.Sum(nil); !bytes.Equal(got, v.Out) {
+			re.Write(v.Data[split:])
+			if got := re.Finish(nil); !bytes.Equal(got, v.Out) {
 				t.Errorf("sample %d, prefix %d, Rekey: got %x want %x", v.Sample, split, got, v.Out)
 			}
 		}
@@ -71,8 +72,8 @@ func TestKMACLength(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := a.NewContext()
-	m16, _ := c.MAC(&k16, nil, []byte("m"))
-	m32, _ := c.MAC(&k32, nil, []byte("m"))
+	m16, _ := c.Compute(&k16, nil, []byte("m"))
+	m32, _ := c.Compute(&k32, nil, []byte("m"))
 	if len(m16) != 16 || len(m32) != 32 || bytes.Equal(m16, m32[:16]) {
 		t.Fatalf("L=128 %x, L=256 %x", m16, m32)
 	}
@@ -128,7 +129,7 @@ func TestHMACSHA256128(t *testing.T) {
 	if err := k.Init(a, key); err != nil {
 		t.Fatal(err)
 	}
-	got, err := a.NewContext().MAC(&k, nil, msg)
+	got, err := a.NewContext().Compute(&k, nil, msg)
 	if err != nil || !bytes.Equal(got, ref.Sum(nil)) {
 		t.Fatalf("got %x, %v", got, err)
 	}
@@ -156,7 +157,7 @@ func TestKMACOpenSSL(t *testing.T) {
 			if err := k.Init(a, key); err != nil {
 				t.Fatal(err)
 			}
-			got, _ := c.MAC(&k, nil, msg)
+			got, _ := c.Compute(&k, nil, msg)
 			if want := opensslKMAC(t, openssl, key, "", 16, file); !bytes.Equal(got, want) {
 				t.Fatalf("KMAC256-128 key %d msg %d: got %x, openssl %x", len(key), l, got, want)
 			}
@@ -164,7 +165,7 @@ func TestKMACOpenSSL(t *testing.T) {
 			if err := kdf.InitKMAC(a, key, "KDF", 32, msg[:split]); err != nil {
 				t.Fatal(err)
 			}
-			got, _ = c.MAC(&kdf, nil, msg[split:])
+			got, _ = c.Compute(&kdf, nil, msg[split:])
 			if want := opensslKMAC(t, openssl, key, "KDF", 32, file); !bytes.Equal(got, want) {
 				t.Fatalf("KMAC256 S=KDF key %d msg %d: got %x, openssl %x", len(key), l, got, want)
 			}

@@ -33,7 +33,7 @@ func TestVectors(t *testing.T) {
 		check := func(how string, c *Context) {
 			t.Helper()
 			c.Write(v.Data)
-			got := c.Sum(nil)
+			got := c.Finish(nil)
 			if v.Truncated {
 				got = got[:len(v.MAC)]
 			}
@@ -51,27 +51,29 @@ func TestVectors(t *testing.T) {
 			t.Fatal(err)
 		}
 		c2 := a.NewContext()
-		c2.Load(&k)
+		c2.Start(&k)
 		c2.Write([]byte("garbage that Reset must discard"))
-		c2.Reset()
+		c2.Restart()
 		check("Load+Reset", c2)
-		c2.Reset()
+		c2.Restart()
 		check("second Reset", c2)
-		c3 := a.NewContext()
-		if err := c3.Rekey(&k); err != nil {
-			t.Fatalf("%s: Rekey: %v", v.Case, err)
+		c3 := a.NewRekeyContext()
+		if err := c3.Start(&k); err != nil {
+			t.Fatalf("%s: re-keying Start: %v", v.Case, err)
 		}
-		check("Rekey", c3)
-		for _, how := range []string{"MAC", "MAC again"} {
-			got, err := c2.MAC(&k, nil, v.Data)
-			if err != nil {
-				t.Fatalf("%s: MAC: %v", v.Case, err)
-			}
-			if v.Truncated {
-				got = got[:len(v.MAC)]
-			}
-			if !bytes.Equal(got, v.MAC) {
-				t.Errorf("%s %s %s: got %x want %x", v.Source, v.Case, how, got, v.MAC)
+		check("re-keying Start", c3)
+		for _, c := range []*Context{c2, c3} {
+			for _, how := range []string{"Compute", "Compute again"} {
+				got, err := c.Compute(&k, nil, v.Data)
+				if err != nil {
+					t.Fatalf("%s: Compute: %v", v.Case, err)
+				}
+				if v.Truncated {
+					got = got[:len(v.MAC)]
+				}
+				if !bytes.Equal(got, v.MAC) {
+					t.Errorf("%s %s %s (re-keying %v): got %x want %x", v.Source, v.Case, how, c.Rekeys(), got, v.MAC)
+				}
 			}
 		}
 		counts[v.Source]++
@@ -127,14 +129,14 @@ func TestCMACDifferential(t *testing.T) {
 				c.Write(rest[:m])
 				rest = rest[m:]
 			}
-			if got := c.Sum(nil); !bytes.Equal(got, want) {
+			if got := c.Finish(nil); !bytes.Equal(got, want) {
 				t.Fatalf("keylen %d len %d: got %x want %x", keyLen, n, got, want)
 			}
 		}
 	}
 }
 
-// TestCMACOneShot compares Context.MAC with github.com/aead/cmac for
+// TestCMACOneShot compares Context.Compute with github.com/aead/cmac for
 // every message length 0..80, each message MACed twice (the second time
 // from the cached first block), then under a second key with the same
 // first block, then under the first Key re-keyed in place: the cached
@@ -165,7 +167,7 @@ func TestCMACOneShot(t *testing.T) {
 				t.Helper()
 				blk, _ := aes.NewCipher(key)
 				want, _ := aeadcmac.Sum(msg, blk, 16)
-				got, err := c.MAC(k, nil, msg)
+				got, err := c.Compute(k, nil, msg)
 				if err != nil || !bytes.Equal(got, want) {
 					t.Fatalf("keylen %d len %d %s: got %x, %v want %x", keyLen, n, how, got, err, want)
 				}
@@ -208,10 +210,10 @@ func TestHMACDifferential(t *testing.T) {
 			if err := k.Init(a, key); err != nil {
 				t.Fatal(err)
 			}
-			c.Load(&k)
+			c.Start(&k)
 			c.Write(msg[:len(msg)/3])
 			c.Write(msg[len(msg)/3:])
-			if got := c.Sum(nil); !bytes.Equal(got, want) {
+			if got := c.Finish(nil); !bytes.Equal(got, want) {
 				t.Fatalf("%s keylen %d: got %x want %x", a, kl, got, want)
 			}
 		}
@@ -255,16 +257,16 @@ func TestPaddedFinish(t *testing.T) {
 				ref.Write(msg[:n])
 				want = ref.Sum(nil)
 			}
-			got, err := c.MAC(&k, nil, msg[:n])
+			got, err := c.Compute(&k, nil, msg[:n])
 			if err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("%s MAC len %d: got %x, %v want %x", a, n, got, err, want)
 			}
-			if err := c.Load(&k); err != nil {
+			if err := c.Start(&k); err != nil {
 				t.Fatal(err)
 			}
 			c.Write(msg[:n/3])
 			c.Write(msg[n/3 : n])
-			if got := c.Sum(nil); !bytes.Equal(got, want) {
+			if got := c.Finish(nil); !bytes.Equal(got, want) {
 				t.Fatalf("%s Write/Sum len %d: got %x want %x", a, n, got, want)
 			}
 		}
@@ -282,31 +284,31 @@ func TestSumFinishes(t *testing.T) {
 			t.Fatal(err)
 		}
 		c := a.NewContext()
-		want, err := c.MAC(&k, nil, msg)
+		want, err := c.Compute(&k, nil, msg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Sum(nil); !bytes.Equal(got, want) {
+		if got := c.Finish(nil); !bytes.Equal(got, want) {
 			t.Errorf("%s: Sum after MAC %x, want %x", a, got, want)
 		}
 		if _, err := c.Write(msg); !errors.Is(err, ErrFinished) {
 			t.Errorf("%s: Write after MAC: %v, want ErrFinished", a, err)
 		}
-		if err := c.Load(&k); err != nil {
+		if err := c.Start(&k); err != nil {
 			t.Fatal(err)
 		}
 		c.Write(msg[:7])
 		c.Write(msg[7:])
-		first := c.Sum(nil)
-		if !bytes.Equal(first, want) || !bytes.Equal(c.Sum(nil), want) {
-			t.Errorf("%s: Sum, Sum: %x, %x, want %x", a, first, c.Sum(nil), want)
+		first := c.Finish(nil)
+		if !bytes.Equal(first, want) || !bytes.Equal(c.Finish(nil), want) {
+			t.Errorf("%s: Sum, Sum: %x, %x, want %x", a, first, c.Finish(nil), want)
 		}
 		if n, err := c.Write(msg); n != 0 || !errors.Is(err, ErrFinished) {
 			t.Errorf("%s: Write after Sum: %d, %v, want ErrFinished", a, n, err)
 		}
-		c.Reset()
+		c.Restart()
 		c.Write(msg)
-		if got := c.Sum(nil); !bytes.Equal(got, want) {
+		if got := c.Finish(nil); !bytes.Equal(got, want) {
 			t.Errorf("%s: after Reset %x, want %x", a, got, want)
 		}
 	}
@@ -319,7 +321,7 @@ func TestTCPMD5Construction(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Write([]byte("segment"))
-	got := c.Sum(nil)
+	got := c.Finish(nil)
 	// MD5("segmentkey"), computed independently with md5sum.
 	want := "a8bd7b6fa049d98f128f6a5a70cad367"
 	if fmt.Sprintf("%x", got) != want {
@@ -383,16 +385,16 @@ func TestNoAllocs(t *testing.T) {
 		}
 		c, d := a.NewContext(), a.NewContext()
 		n := testing.AllocsPerRun(50, func() {
-			c.Load(&k)
+			c.Start(&k)
 			c.Write(msg)
-			out = c.Sum(out[:0])
-			c.Reset()
+			out = c.Finish(out[:0])
+			c.Restart()
 		})
 		if n != 0 {
 			t.Errorf("%s Load/Write/Sum/Reset: %v allocs", a, n)
 		}
 		for _, m := range [][]byte{msg, msg[:52]} {
-			if n := testing.AllocsPerRun(50, func() { out, _ = c.MAC(&k, out[:0], m) }); n != 0 {
+			if n := testing.AllocsPerRun(50, func() { out, _ = c.Compute(&k, out[:0], m) }); n != 0 {
 				t.Errorf("%s MAC of %d bytes: %v allocs", a, len(m), n)
 			}
 		}
@@ -402,7 +404,7 @@ func TestNoAllocs(t *testing.T) {
 		n = testing.AllocsPerRun(50, func() {
 			_ = d.SetKey(key)
 			d.Write(msg)
-			out = d.Sum(out[:0])
+			out = d.Finish(out[:0])
 		})
 		if n != 0 {
 			t.Errorf("%s SetKey/Write/Sum: %v allocs", a, n)
@@ -459,6 +461,39 @@ func TestEqual(t *testing.T) {
 					t.Fatalf("len %d: byte %d bit %d flipped, still equal", n, i, bit)
 				}
 				b[i] ^= 1 << bit
+			}
+		}
+	}
+}
+
+// TestRekeyContextKeys runs one re-keying context over two keys in turn,
+// on messages that share their first block (which a cloning CMAC context
+// caches per key): each MAC must be the cloning context's of its key.
+func TestRekeyContextKeys(t *testing.T) {
+	for _, a := range Algorithms() {
+		var k1, k2 Key
+		key := make([]byte, 16)
+		if err := k1.Init(a, key); err != nil {
+			t.Fatal(err)
+		}
+		key[0] = 1
+		if err := k2.Init(a, key); err != nil {
+			t.Fatal(err)
+		}
+		msg := make([]byte, 52)
+		re, cl := a.NewRekeyContext(), a.NewContext()
+		for i := range 4 {
+			k := &k1
+			if i%2 == 1 {
+				k = &k2
+			}
+			got, err := re.Compute(k, nil, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := cl.Compute(k, nil, msg)
+			if !Equal(got, want) {
+				t.Errorf("%s: message %d: re-keying %x, cloning %x", a, i, got, want)
 			}
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -24,7 +25,7 @@ var benchKey = []byte("bgp-session-secret")
 func benchSegments(b *testing.B, n int) (r *Keyring, out, in segment.Segment) {
 	a, p := addr("192.0.2.1"), addr("192.0.2.2")
 	r = NewKeyring(nil)
-	mustAdd(b, r, Config{Peer: pfx("192.0.2.0/24"), Key: benchKey})
+	mustAdd(b, r, keys.MD5{Peer: pfx("192.0.2.0/24"), Key: benchKey})
 	payload := make([]byte, n)
 	for i := range payload {
 		payload[i] = byte(i)

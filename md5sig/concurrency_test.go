@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
@@ -36,7 +37,7 @@ func TestConcurrentKeyChanges(t *testing.T) {
 	)
 	keyBytes := func(name string) []byte {
 		// Lengths from 1 to 80, contents distinct per name.
-		n := 1 + int(crc(name))%MaxKeyLen
+		n := 1 + int(crc(name))%keys.MaxKeyLen
 		b := make([]byte, n)
 		for i := range b {
 			b[i] = byte(crc(name) >> (i % 4 * 8))
@@ -49,8 +50,8 @@ func TestConcurrentKeyChanges(t *testing.T) {
 	hostKey := func(a netip.Addr) []byte { return keyBytes("host " + a.String()) }
 	netKey, vrfKey := keyBytes("net"), keyBytes("vrf")
 
-	mustAdd(t, r, Config{Peer: pfx(stable + "/32"), Key: hostKey(addr(stable))})
-	mustAdd(t, r, Config{Peer: pfx(signAny), Key: keyBytes("unused")})
+	mustAdd(t, r, keys.MD5{Peer: pfx(stable + "/32"), Key: hostKey(addr(stable))})
+	mustAdd(t, r, keys.MD5{Peer: pfx(signAny), Key: keyBytes("unused")})
 
 	var (
 		stop                    atomic.Bool
@@ -70,24 +71,24 @@ func TestConcurrentKeyChanges(t *testing.T) {
 			defer writers.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for n := 0; n < writes && !stop.Load(); n++ {
-				var cfg Config
+				var cfg keys.MD5
 				switch rng.IntN(5) {
 				case 0, 1:
 					a := signPeer(rng.IntN(nSign))
-					cfg = Config{Peer: netip.PrefixFrom(a, 32), Key: hostKey(a)}
+					cfg = keys.MD5{Peer: netip.PrefixFrom(a, 32), Key: hostKey(a)}
 				case 2:
 					a := verifyPeer(rng.IntN(nVerify))
-					cfg = Config{Peer: netip.PrefixFrom(a, 32), Key: hostKey(a)}
+					cfg = keys.MD5{Peer: netip.PrefixFrom(a, 32), Key: hostKey(a)}
 					if rng.IntN(2) == 0 {
 						cfg.IfIndex, cfg.HasIfIndex = vrf, true
 					}
 				case 3:
-					cfg = Config{Peer: pfx(signNet), Key: netKey}
+					cfg = keys.MD5{Peer: pfx(signNet), Key: netKey}
 					if rng.IntN(2) == 0 {
 						cfg.Key, cfg.IfIndex, cfg.HasIfIndex = vrfKey, vrf, true
 					}
 				case 4:
-					cfg = Config{Peer: pfx(stable + "/32"), Key: hostKey(addr(stable))}
+					cfg = keys.MD5{Peer: pfx(stable + "/32"), Key: hostKey(addr(stable))}
 					if _, err := r.Add(cfg); err != nil {
 						fail("replace: %v", err)
 					}

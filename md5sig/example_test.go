@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -26,12 +27,12 @@ func Example() {
 	secret := []byte("bgp-session-secret")
 
 	sring, pring := md5sig.NewKeyring(nil), md5sig.NewKeyring(nil)
-	if _, err := sring.Add(md5sig.Config{Peer: netip.PrefixFrom(peer, 32), Key: secret}); err != nil {
+	if _, err := sring.Add(keys.MD5{Peer: netip.PrefixFrom(peer, 32), Key: secret}); err != nil {
 		panic(err)
 	}
 	// The peer accepts the whole /24 with the same key (TCP_MD5SIG_EXT
 	// with a prefix), as a listener for dynamic neighbours would.
-	if _, err := pring.Add(md5sig.Config{Peer: netip.MustParsePrefix("192.0.2.0/24"), Key: secret}); err != nil {
+	if _, err := pring.Add(keys.MD5{Peer: netip.MustParsePrefix("192.0.2.0/24"), Key: secret}); err != nil {
 		panic(err)
 	}
 
@@ -62,10 +63,10 @@ func ExamplePacketAuth() {
 	speaker, peer := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::2")
 	secret := []byte("bgp-session-secret")
 	sring, pring := md5sig.NewKeyring(nil), md5sig.NewKeyring(nil)
-	if _, err := sring.Add(md5sig.Config{Peer: netip.PrefixFrom(peer, 128), Key: secret}); err != nil {
+	if _, err := sring.Add(keys.MD5{Peer: netip.PrefixFrom(peer, 128), Key: secret}); err != nil {
 		panic(err)
 	}
-	if _, err := pring.Add(md5sig.Config{Peer: netip.PrefixFrom(speaker, 128), Key: secret}); err != nil {
+	if _, err := pring.Add(keys.MD5{Peer: netip.PrefixFrom(speaker, 128), Key: secret}); err != nil {
 		panic(err)
 	}
 	out, err := md5sig.NewPacketAuth(sring, 0)

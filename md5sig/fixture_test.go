@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	md5fix "github.com/tcpsig/tcpsig/testvectors/md5"
 )
@@ -47,10 +48,10 @@ func TestKernelFixtures(t *testing.T) {
 					t.Fatalf("manifest has two keys for %v: one keyring cannot stand for both endpoints", p)
 				}
 				seen[p.Masked()] = b
-				mustAdd(t, r, Config{Peer: p, Key: b})
+				mustAdd(t, r, keys.MD5{Peer: p, Key: b})
 				b = bytes.Clone(b)
 				b[len(b)-1] ^= 0x01
-				mustAdd(t, wrong, Config{Peer: p, Key: b})
+				mustAdd(t, wrong, keys.MD5{Peer: p, Key: b})
 			}
 			lt, pkts, err := c.Read()
 			if err != nil {
@@ -66,7 +67,7 @@ func TestKernelFixtures(t *testing.T) {
 				if err != nil {
 					t.Fatalf("frame %d: %v", i+1, err)
 				}
-				if seg.Auth.MD5 == 0 {
+				if seg.Auth().MD5 == 0 {
 					if err := r.Verify(&seg, 0); !errors.Is(err, ErrMissing) {
 						t.Errorf("frame %d: unsigned, Verify = %v, want ErrMissing", i+1, err)
 					}
@@ -96,7 +97,7 @@ func TestKernelFixtures(t *testing.T) {
 				// One flipped byte anywhere covered fails.
 				tcpOff := len(ip) - seg.Len()
 				flips := map[string]int{
-					"digest":      tcpOff + seg.Auth.MD5 + 2 + i%DigestSize,
+					"digest":      tcpOff + seg.Auth().MD5 + 2 + i%DigestSize,
 					"src port":    tcpOff + 1,
 					"dst port":    tcpOff + 3,
 					"seq":         tcpOff + 7,

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -19,13 +20,13 @@ func FuzzVerify(f *testing.F) {
 	key := []byte("fuzz-key")
 	ring := NewKeyring(nil)
 	for _, p := range []netip.Addr{a4, a6} {
-		if _, err := ring.Add(Config{Peer: netip.PrefixFrom(p, p.BitLen()), Key: key}); err != nil {
+		if _, err := ring.Add(keys.MD5{Peer: netip.PrefixFrom(p, p.BitLen()), Key: key}); err != nil {
 			f.Fatal(err)
 		}
 	}
 	signer := NewKeyring(nil)
 	for _, p := range []netip.Addr{b4, b6} {
-		if _, err := signer.Add(Config{Peer: netip.PrefixFrom(p, p.BitLen()), Key: key}); err != nil {
+		if _, err := signer.Add(keys.MD5{Peer: netip.PrefixFrom(p, p.BitLen()), Key: key}); err != nil {
 			f.Fatal(err)
 		}
 	}
@@ -55,14 +56,14 @@ func FuzzVerify(f *testing.F) {
 		err = ring.Verify(&seg, 0)
 		switch {
 		case err == nil:
-			if seg.Auth.MD5 == 0 {
+			if seg.Auth().MD5 == 0 {
 				if ring.Lookup(seg.Src, 0) != nil {
 					t.Fatalf("unsigned segment from a covered peer accepted")
 				}
 				return
 			}
 			d := refDigest(seg.Src, seg.Dst, whole(&seg), key)
-			if got := seg.Header[seg.Auth.MD5+2 : seg.Auth.MD5+18]; string(got) != string(d[:]) {
+			if got := seg.Header[seg.Auth().MD5+2 : seg.Auth().MD5+18]; string(got) != string(d[:]) {
 				t.Fatalf("accepted digest %x, reference %x", got, d)
 			}
 		case errors.Is(err, ErrBadMAC), errors.Is(err, ErrMissing), errors.Is(err, ErrUnexpected),

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -102,7 +103,7 @@ func digestOf(t testing.TB, seg *segment.Segment) []byte {
 	return seg.Header[a.MD5+2 : a.MD5+OptionLen]
 }
 
-func mustAdd(t testing.TB, r *Keyring, cfg Config) *Key {
+func mustAdd(t testing.TB, r *Keyring, cfg keys.MD5) *Key {
 	t.Helper()
 	k, err := r.Add(cfg)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
@@ -81,9 +82,9 @@ func tag(l3 int) uint32 { return uint32(l3) }
 // Linux also refuses (EKEYREJECTED) a TCP-MD5 key for a peer that has a
 // TCP-AO key on the same socket; a Keyring does not know the socket's AO
 // keys, so a stack holding both kinds must make that check itself.
-func (r *Keyring) Add(cfg Config) (*Key, error) {
+func (r *Keyring) Add(cfg keys.MD5) (*Key, error) {
 	if r == nil {
-		return nil, fmt.Errorf("%w: nil keyring", ErrInvalidKey)
+		return nil, ErrNotInitialized
 	}
 	k, err := newKey(&cfg, r)
 	if err != nil {
@@ -105,7 +106,7 @@ func (r *Keyring) Add(cfg Config) (*Key, error) {
 	if err := r.keys.Insert(k.peer, tag(k.ifindex), k); err != nil {
 		r.mu.Unlock()
 		k.guard.Retire(k.wipe)
-		return nil, fmt.Errorf("%w: %v", ErrInvalidKey, err)
+		return nil, fmt.Errorf("%w TCP-MD5 key: %v", keys.ErrInvalid, err)
 	}
 	old, replaced := r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool {
 		return o != k && o.same(k.peer, k.ifindex, k.bound)
@@ -135,7 +136,7 @@ type DeleteOptions struct {
 // would wait for itself); Sign and Verify never hold a key on return.
 func (r *Keyring) Delete(k *Key, opts DeleteOptions) error {
 	if r == nil {
-		return ErrNoSuchKey
+		return ErrNotInitialized
 	}
 	r.mu.Lock()
 	if k == nil || k.ring != r || k.deleted {
@@ -156,10 +157,12 @@ func (r *Keyring) Delete(k *Key, opts DeleteOptions) error {
 // Find returns the key added with exactly this peer prefix and binding,
 // the one Linux's setsockopt with a zero key length would delete, or nil.
 func (r *Keyring) Find(peer netip.Prefix, ifindex int, hasIfIndex bool) *Key {
-	p, err := normalise(peer)
+	var one [1]byte
+	c, err := keys.MD5{Peer: peer, Key: one[:]}.Validate() // the prefix as Add stores it
 	if r == nil || err != nil || ifindex < 0 {
 		return nil
 	}
+	p := c.Peer
 	var found *Key
 	r.keys.Lookup(p.Addr(), tag(ifindex), func(q netip.Prefix, k *Key) bool {
 		if q.Bits() < p.Bits() {

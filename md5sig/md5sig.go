@@ -20,6 +20,9 @@ var (
 	ErrNoOption   = errors.New("md5sig: segment has no MD5 option to sign")           // the stack did not reserve it
 	ErrNoKey      = errors.New("md5sig: no key for the peer")                         // nothing to sign with
 	ErrNoRoom     = errors.New("md5sig: option space too short for the MD5 option")   // the stack reserved too little
+	// ErrNotInitialized is a call on a nil Keyring (the zero Keyring is
+	// ready to use).
+	ErrNotInitialized = errors.New("md5sig: not set up (nil Keyring)")
 )
 
 // Sign computes the signature of an outgoing segment with the key for its
@@ -29,15 +32,12 @@ var (
 // KeyNotFound) if no key covers the destination.
 func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 	if r == nil {
-		return ErrNoKey
+		return ErrNotInitialized
 	}
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return err
 	}
-	auth, err := seg.Header.AuthOptions()
-	if err != nil {
-		return err
-	}
+	auth := seg.Auth()
 	if auth.MD5 == 0 {
 		return ErrNoOption
 	}
@@ -47,7 +47,7 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 		return ErrNoKey
 	}
 	var sum [DigestSize]byte
-	err = k.digest(seg, &sum)
+	err := k.digest(seg, &sum)
 	if err == nil {
 		copy(seg.Header[auth.MD5+2:auth.MD5+OptionLen], sum[:])
 	}
@@ -65,20 +65,17 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 //	wrong signature     ErrBadMAC      (TCPMD5Failure)
 //	TCP-AO option       ErrAOOption
 //
-// Malformed options are refused first, with the errors of package
-// segment. The options are walked again here rather than taken from
-// seg.Auth, so a header changed after parsing is judged as it is now.
+// A segment that does not pass [segment.Segment.Check] is refused first
+// with its error; malformed options never get that far, since the parse
+// refused them.
 func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 	if r == nil {
-		return ErrNoKey
+		return ErrNotInitialized
 	}
-	if err := checkSegment(seg); err != nil {
+	if err := seg.Check(); err != nil {
 		return err
 	}
-	auth, err := seg.Header.AuthOptions()
-	if err != nil {
-		return err
-	}
+	auth := seg.Auth()
 	if auth.AO > 0 {
 		return ErrAOOption
 	}
@@ -96,7 +93,7 @@ func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 		return ErrUnexpected
 	}
 	var sum [DigestSize]byte
-	err = k.digest(seg, &sum)
+	err := k.digest(seg, &sum)
 	off := auth.MD5 + 2
 	good := err == nil && mac.Equal(sum[:], seg.Header[off:off+DigestSize])
 	k.guard.Release(pin)
@@ -110,19 +107,6 @@ func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 	}
 	r.good.Add(1)
 	k.good.Add(1)
-	return nil
-}
-
-// checkSegment refuses what a Segment not made by package segment may
-// hold: a header AuthOptions refuses, and addresses that are invalid or
-// of two families.
-func checkSegment(seg *segment.Segment) error {
-	if seg == nil || len(seg.Header) < segment.TCPMinimumSize {
-		return segment.ErrShortTCP
-	}
-	if !seg.Src.IsValid() || seg.Src.Is4() != seg.Dst.Is4() || !seg.Dst.IsValid() {
-		return segment.ErrAddrFamily
-	}
 	return nil
 }
 
@@ -150,6 +134,6 @@ func (k *Key) digest(seg *segment.Segment, sum *[DigestSize]byte) error {
 	for _, f := range seg.Frags {
 		req.MAC.Write(f)
 	}
-	copy(sum[:], req.MAC.Sum(sc[sumOff:sumOff]))
+	copy(sum[:], req.MAC.Finish(sc[sumOff:sumOff]))
 	return nil
 }

@@ -9,7 +9,6 @@ const (
 	OptionLen   = segment.MD5OptionLen  // kind, length, 16-byte digest
 	OptionSpace = 20                    // NOP, NOP, then the option: what a stack reserves
 	DigestSize  = 16
-	MaxKeyLen   = 80 // TCP_MD5SIG_MAXKEYLEN
 )
 
 // AppendOption appends the option as Linux lays it out

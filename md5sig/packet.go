@@ -44,6 +44,9 @@ func (a *PacketAuth) Sign(pkt []byte) error {
 	}
 	var opt [OptionSpace]byte
 	copy(seg.Header[segment.TCPMinimumSize:], AppendOption(opt[:0]))
+	if seg, err = segment.ParsePacket(pkt); err != nil { // the header has an option now
+		return err
+	}
 	return a.ring.Sign(&seg, a.ifIndex)
 }
 

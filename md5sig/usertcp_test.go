@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/harness/usertcp"
+	"github.com/tcpsig/tcpsig/keys"
 )
 
 var _ usertcp.Auth = (*PacketAuth)(nil)
@@ -28,8 +29,8 @@ func TestUsertcpAuth(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			key := []byte("usertcp-md5-key")
 			cring, sring := NewKeyring(nil), NewKeyring(nil)
-			mustAdd(t, cring, Config{Peer: netip.PrefixFrom(tc.server.Addr(), tc.server.Addr().BitLen()), Key: key})
-			mustAdd(t, sring, Config{Peer: netip.PrefixFrom(tc.client.Addr(), tc.client.Addr().BitLen()-8).Masked(), Key: key})
+			mustAdd(t, cring, keys.MD5{Peer: netip.PrefixFrom(tc.server.Addr(), tc.server.Addr().BitLen()), Key: key})
+			mustAdd(t, sring, keys.MD5{Peer: netip.PrefixFrom(tc.client.Addr(), tc.client.Addr().BitLen()-8).Masked(), Key: key})
 			a, b := usertcp.Pipe()
 			req, rep := bytes.Repeat([]byte("q"), 5000), bytes.Repeat([]byte("r"), 7000)
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -54,8 +55,8 @@ func TestUsertcpAuth(t *testing.T) {
 	t.Run("wrong key", func(t *testing.T) {
 		client, server := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 		cring, sring := NewKeyring(nil), NewKeyring(nil)
-		mustAdd(t, cring, Config{Peer: netip.PrefixFrom(server.Addr(), 32), Key: []byte("wrong")})
-		mustAdd(t, sring, Config{Peer: netip.PrefixFrom(client.Addr(), 32), Key: []byte("right")})
+		mustAdd(t, cring, keys.MD5{Peer: netip.PrefixFrom(server.Addr(), 32), Key: []byte("wrong")})
+		mustAdd(t, sring, keys.MD5{Peer: netip.PrefixFrom(client.Addr(), 32), Key: []byte("right")})
 		a, b := usertcp.Pipe()
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
@@ -35,10 +36,10 @@ func needAO(t *testing.T) {
 
 // aoKeys are two MKTs (KeyIDs 1 and 2, the same both ways) for peer,
 // 2 first: the last added, 1, is where both sides start.
-func aoKeys(peer netip.Addr, alg, secret string) []ao.Config {
-	var cs []ao.Config
+func aoKeys(peer netip.Addr, alg, secret string) []keys.AO {
+	var cs []keys.AO
 	for _, id := range []uint8{2, 1} {
-		cs = append(cs, ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: id, RecvID: id,
+		cs = append(cs, keys.AO{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: id, RecvID: id,
 			Algorithm: alg, Key: []byte(fmt.Sprintf("%s %d", secret, id)), MACLen: 12})
 	}
 	return cs
@@ -332,9 +333,9 @@ func checkOutbound(k *kernelNet, l *packetauth.Layer, alg string, naddr netip.Ad
 			return nil
 		}
 		if !seeded {
-			st := ao.RepairState{LocalISN: ci.RemoteISN, RemoteISN: ci.LocalISN, SendSeq: seg.Header.Ack(), RecvSeq: seg.Header.Seq(),
+			st := ao.Endpoint{Local: ci.Remote, Remote: ci.Local, LocalISN: ci.RemoteISN, RemoteISN: ci.LocalISN, SendSeq: seg.Header.Ack(), RecvSeq: seg.Header.Seq(),
 				CurrentSendID: 1, RNextRecvID: 1}
-			if err := peer.Seed(ci.Remote, ci.Local, st); err != nil {
+			if err := peer.Seed(st); err != nil {
 				return err
 			}
 			seeded = true

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
@@ -48,7 +49,7 @@ func fuzzLayer(kind byte, forPeer bool) (*packetauth.Layer, error) {
 			if cfg.MD5 == nil {
 				cfg.MD5 = md5sig.NewKeyring(nil)
 			}
-			if _, err := cfg.MD5.Add(md5sig.Config{Peer: p, Key: []byte(md5Key)}); err != nil {
+			if _, err := cfg.MD5.Add(keys.MD5{Peer: p, Key: []byte(md5Key)}); err != nil {
 				return nil, err
 			}
 			continue
@@ -62,7 +63,7 @@ func fuzzLayer(kind byte, forPeer bool) (*packetauth.Layer, error) {
 		}
 		for _, id := range []uint8{2, 1} {
 			key[0] = id
-			if _, err := cfg.AO.Add(ao.Config{Peer: p, SendID: id, RecvID: id, Algorithm: alg, Key: key}); err != nil {
+			if _, err := cfg.AO.Add(keys.AO{Peer: p, SendID: id, RecvID: id, Algorithm: alg, Key: key}); err != nil {
 				return nil, err
 			}
 		}
@@ -236,7 +237,7 @@ func FuzzEndpoint(f *testing.F) {
 func md5Checker() (*md5sig.PacketAuth, error) {
 	ring := md5sig.NewKeyring(nil)
 	for _, p := range []string{"0.0.0.0/0", "::/0"} {
-		if _, err := ring.Add(md5sig.Config{Peer: netip.MustParsePrefix(p), Key: []byte(md5Key)}); err != nil {
+		if _, err := ring.Add(keys.MD5{Peer: netip.MustParsePrefix(p), Key: []byte(md5Key)}); err != nil {
 			return nil, err
 		}
 	}
@@ -288,7 +289,7 @@ func fuzzRun(t testing.TB, md5Check *md5sig.PacketAuth, in []byte) (delivered, w
 				if after.Verified != before.Verified+1 {
 					t.Fatalf("a covered peer's segment reached the stack unverified (verified %d -> %d): %x", before.Verified, after.Verified, pkt)
 				}
-				if seg, err := segment.ParsePacket(rec.got[0]); err == nil && (seg.Auth.AO != 0 || seg.Auth.MD5 != 0) {
+				if seg, err := segment.ParsePacket(rec.got[0]); err == nil && (seg.Auth().AO != 0 || seg.Auth().MD5 != 0) {
 					t.Fatalf("the option reached the stack: %x", rec.got[0])
 				}
 			}
@@ -321,7 +322,7 @@ func fuzzRun(t testing.TB, md5Check *md5sig.PacketAuth, in []byte) (delivered, w
 				t.Fatalf("a signed segment does not parse (%v): %x", err, b)
 			case kind == 1 && md5Check.Verify(b) != nil:
 				t.Fatalf("an MD5 segment to a covered peer does not verify (%v): %x", md5Check.Verify(b), b)
-			case kind != 1 && seg.Auth.AO == 0:
+			case kind != 1 && seg.Auth().AO == 0:
 				t.Fatalf("a TCP-AO segment without the option: %x", b)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/harness/kstat"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
@@ -40,7 +41,7 @@ func needMD5(t *testing.T) {
 func md5Layer(t *testing.T, peer netip.Addr, key string) *packetauth.Layer {
 	t.Helper()
 	ring := md5sig.NewKeyring(nil)
-	if _, err := ring.Add(md5sig.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), Key: []byte(key)}); err != nil {
+	if _, err := ring.Add(keys.MD5{Peer: netip.PrefixFrom(peer, peer.BitLen()), Key: []byte(key)}); err != nil {
 		t.Fatal(err)
 	}
 	l, err := packetauth.New(packetauth.Config{MD5: ring})
@@ -65,7 +66,7 @@ func wrapWith(t *testing.T, layer *packetauth.Layer, ep **Endpoint) func(stack.L
 
 // md5Keys are the kernel's TCP-MD5 keys for the gVisor stack's address.
 func md5Keys(peer netip.Addr, key string) linuxsock.Keys {
-	return linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(peer, peer.BitLen()), Key: []byte(key)}}}
+	return linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(peer, peer.BitLen()), Key: []byte(key)}}}
 }
 
 // bulkSize is what each side sends in the bulk tests.
@@ -142,7 +143,7 @@ func TestKernelMD5WrongKey(t *testing.T) {
 		layer := md5Layer(t, kp.Addr(), wrongKey)
 		var ep *Endpoint
 		inKernelNet(t, false, wrapWith(t, layer, &ep), func(k *kernelNet) error {
-			lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(naddr, 32), Key: []byte(md5Key)}}})
+			lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(naddr, 32), Key: []byte(md5Key)}}})
 			ln, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(k.kaddr, kPort).String())
 			if err != nil {
 				return err
@@ -192,7 +193,7 @@ func TestKernelMD5WrongKey(t *testing.T) {
 				}
 				accepted <- nil
 			}()
-			d := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(k.naddr, 32), Key: []byte(wrongKey)}}})
+			d := linuxsock.Dialer(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(k.naddr, 32), Key: []byte(wrongKey)}}})
 			d.Timeout = 4 * time.Second
 			if c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt).String()); err == nil {
 				c.Close()
@@ -228,7 +229,7 @@ func TestKernelMD5ClosedPort(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		d := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(k.naddr, 32), Key: []byte(md5Key)}}})
+		d := linuxsock.Dialer(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(k.naddr, 32), Key: []byte(md5Key)}}})
 		d.Timeout = 4 * time.Second
 		c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt+1).String())
 		if err == nil {

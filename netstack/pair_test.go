@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"gvisor.dev/gvisor/pkg/tcpip"
@@ -47,7 +48,7 @@ func pairLayers(alg string) (la, lb *packetauth.Layer, err error) {
 		case "none":
 		case "md5":
 			cfg.MD5 = md5sig.NewKeyring(nil)
-			if _, err := cfg.MD5.Add(md5sig.Config{Peer: p, Key: []byte(md5Key)}); err != nil {
+			if _, err := cfg.MD5.Add(keys.MD5{Peer: p, Key: []byte(md5Key)}); err != nil {
 				return nil, err
 			}
 		default:
@@ -57,7 +58,7 @@ func pairLayers(alg string) (la, lb *packetauth.Layer, err error) {
 			cfg.AO = ao.NewKeyring(nil)
 			for _, id := range []uint8{2, 1} {
 				key := fmt.Sprintf("tcpsig netstack ao key %d, of 32 bytes", id)
-				if _, err := cfg.AO.Add(ao.Config{Peer: p, SendID: id, RecvID: id, Algorithm: alg, Key: []byte(key)}); err != nil {
+				if _, err := cfg.AO.Add(keys.AO{Peer: p, SendID: id, RecvID: id, Algorithm: alg, Key: []byte(key)}); err != nil {
 					return nil, err
 				}
 			}

@@ -103,8 +103,8 @@ func TestPairUnknownConnection(t *testing.T) {
 // seedAO makes l track an established TCP-AO connection with made-up ISNs
 // (KeyID 1 both ways), as a front end restarted mid-session would.
 func seedAO(l *packetauth.Layer, local, remote netip.AddrPort) error {
-	st := ao.RepairState{LocalISN: 999, RemoteISN: 1999, SendSeq: 1000, RecvSeq: 2000, CurrentSendID: 1, RNextRecvID: 1}
-	if err := l.Seed(local, remote, st); err != nil {
+	st := ao.Endpoint{Local: local, Remote: remote, LocalISN: 999, RemoteISN: 1999, SendSeq: 1000, RecvSeq: 2000, CurrentSendID: 1, RNextRecvID: 1}
+	if err := l.Seed(st); err != nil {
 		return errors.Join(errors.New("seed"), err)
 	}
 	return nil

@@ -33,7 +33,6 @@ import (
 	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/shim"
 	"github.com/tcpsig/tcpsig/shim/nfqueue"
@@ -118,8 +117,10 @@ func gvisorLayer(t *testing.T, body string) (*packetauth.Layer, *ao.Keyring) {
 		t.Fatal(err)
 	}
 	ring := ao.NewKeyring(nil)
-	if err := f.AddTo(ring, md5sig.NewKeyring(nil)); err != nil {
-		t.Fatal(err)
+	for _, e := range f.AO {
+		if _, err := ring.Add(e.Config); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l, err := packetauth.New(packetauth.Config{AO: ring, StackChecksums: true})
 	if err != nil {
@@ -169,8 +170,10 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 			if err != nil {
 				return err
 			}
-			if err := f.AddTo(ring, nil); err != nil {
-				return err
+			for _, e := range f.AO {
+				if _, err := ring.Add(e.Config); err != nil {
+					return err
+				}
 			}
 			if err := os.WriteFile(shimFile, []byte(shimKeys(alg, secret, naddr, 1, 2)), 0o600); err != nil {
 				return err

@@ -409,7 +409,7 @@ func TestIPv6ExtensionHeaders(t *testing.T) {
 	if !bytes.Equal(wire[40:48], ext) || int(binary.BigEndian.Uint16(wire[4:])) != len(wire)-40 || len(wire) != len(pkt)+16 {
 		t.Fatalf("wire %x", wire)
 	}
-	if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload, payload) || s.Auth.HasAO() {
+	if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload, payload) || s.Auth().HasAO() {
 		t.Fatalf("delivered %x", got)
 	}
 	// A fragment header (44) instead: refused both ways.
@@ -521,12 +521,13 @@ func TestSeed(t *testing.T) {
 	if _, _, err := p.carry(p.a, p.b, p.build(p.a, p.b, segment.ACK, payload)); !errors.Is(err, ErrNoConn) {
 		t.Fatalf("before Seed: %v", err)
 	}
-	if err := fresh.Seed(p.b.ap, p.a.ap, st); err != nil {
+	if err := fresh.Seed(st); err != nil {
 		t.Fatal(err)
 	}
 	p.send(p.a, p.b, segment.ACK|segment.PSH, payload)
 	p.send(p.b, p.a, segment.ACK|segment.PSH, payload)
-	if err := fresh.Seed(p.b.ap, netip.MustParseAddrPort("203.0.113.1:1"), st); !errors.Is(err, ErrNotCovered) {
+	st.Remote = netip.MustParseAddrPort("203.0.113.1:1")
+	if err := fresh.Seed(st); !errors.Is(err, ErrNotCovered) {
 		t.Fatalf("uncovered Seed: %v", err)
 	}
 }
@@ -555,7 +556,7 @@ func TestMisuse(t *testing.T) {
 	if _, err := nl.Inbound(nil, nil); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
 	}
-	if err := nl.Seed(netip.AddrPort{}, netip.AddrPort{}, ao.RepairState{}); !errors.Is(err, ErrConfig) {
+	if err := nl.Seed(ao.Endpoint{}); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
 	}
 	if err := nl.SetCurrent(netip.AddrPort{}, netip.AddrPort{}, 1); !errors.Is(err, ErrConfig) {
@@ -572,7 +573,7 @@ func TestMisuse(t *testing.T) {
 	if out, err := zl.Outbound(nil, pkt); err != nil || len(out) != len(pkt) {
 		t.Fatal(err)
 	}
-	if err := zl.Seed(netip.AddrPort{}, netip.AddrPort{}, ao.RepairState{}); !errors.Is(err, ErrNotCovered) {
+	if err := zl.Seed(ao.Endpoint{}); !errors.Is(err, ErrNotCovered) {
 		t.Fatal(err)
 	}
 	for _, c := range []Config{{Idle: -1}, {TimeWait: -1}, {MaxConns: -1}, {L3Index: -1}} {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -15,7 +16,7 @@ import (
 func draftRing(t testing.TB, peer netip.Addr, alg string, send, recv uint8, key byte) *ao.Keyring {
 	t.Helper()
 	r := ao.NewKeyring(nil)
-	if _, err := r.Add(ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: send, RecvID: recv,
+	if _, err := r.Add(keys.AO{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: send, RecvID: recv,
 		Algorithm: alg, Key: bytes.Repeat([]byte{key}, 32)}); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestDraftAlgorithms(t *testing.T) {
 			}
 			p := newPair(t, v6, Config{AO: draftRing(t, b, alg, 1, 2, 7)}, Config{AO: draftRing(t, a, alg, 2, 1, 7)})
 			wire, _ := p.send(p.a, p.b, segment.SYN, nil, netstackSYN)
-			if o := options(t, wire); len(o) != 40 || !bytes.Contains(o, []byte{ao.OptionKind, 20, 1, 2}) {
+			if o := options(t, wire); len(o) != 40 || !bytes.Contains(o, []byte{segment.OptionKindAO, 20, 1, 2}) {
 				t.Fatalf("%s: SYN options %x", alg, o)
 			}
 			p.send(p.b, p.a, segment.SYN|segment.ACK, nil, mssOpt)
@@ -49,8 +50,8 @@ func TestDraftAlgorithms(t *testing.T) {
 					t.Fatalf("%s: payload not delivered whole", alg)
 				}
 				ws, _ := segment.ParsePacket(wire)
-				if ws.Auth.AOLen != 20 {
-					t.Fatalf("%s: option of %d bytes on the wire", alg, ws.Auth.AOLen)
+				if ws.Auth().AOLen != 20 {
+					t.Fatalf("%s: option of %d bytes on the wire", alg, ws.Auth().AOLen)
 				}
 			}
 			if c := p.b.l.Counters(); c.Verified < 3 || c.Dropped.BadMAC != 0 {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -18,7 +19,7 @@ func Example() {
 	client, server := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.2")
 	layer := func(peer netip.Addr, send, recv uint8) *packetauth.Layer {
 		ring := ao.NewKeyring(nil)
-		if _, err := ring.Add(ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
+		if _, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
 			Algorithm: "hmac(sha256)", Key: []byte("correct horse battery staple")}); err != nil {
 			log.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func Example() {
 func ExampleLayer_Seed() {
 	client, server := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("198.51.100.2")
 	ring := ao.NewKeyring(nil)
-	if _, err := ring.Add(ao.Config{Peer: netip.PrefixFrom(server, 32), SendID: 1, RecvID: 2,
+	if _, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(server, 32), SendID: 1, RecvID: 2,
 		Algorithm: "cmac(aes128)", Key: []byte("sixteen byte key")}); err != nil {
 		log.Fatal(err)
 	}
@@ -92,9 +93,9 @@ func ExampleLayer_Seed() {
 	_, err = l.Outbound(nil, ack)
 	fmt.Println("before Seed:", err)
 
-	saved := ao.RepairState{LocalISN: 7000, RemoteISN: 90000, SendSeq: 7001, RecvSeq: 90001,
+	saved := ao.Endpoint{Local: local, Remote: remote, LocalISN: 7000, RemoteISN: 90000, SendSeq: 7001, RecvSeq: 90001,
 		CurrentSendID: 1, RNextRecvID: 2} // as Export gave it before the restart
-	if err := l.Seed(local, remote, saved); err != nil {
+	if err := l.Seed(saved); err != nil {
 		log.Fatal(err)
 	}
 	wire, err := l.Outbound(nil, ack)

@@ -78,11 +78,11 @@ func fuzzSetup(tb testing.TB, prof fuzzProfile) (p *pair, signed, stack [][]byte
 }
 
 // macOf verifies wire, a segment from A that B delivered, without the
-// layer: MD5 with a keyring of its own; TCP-AO with ao.VerifySegment,
+// layer: MD5 with a keyring of its own; TCP-AO with an ao.TrafficKey of
 // the MKT its KeyID names on a keyring of its own, the connection's ISNs
 // (a SYN's own sequence number) and the SNE of its sequence number
 // against B's receive basis st.
-func macOf(t *testing.T, p *pair, wire []byte, prof fuzzProfile, st ao.RepairState) error {
+func macOf(t *testing.T, p *pair, wire []byte, prof fuzzProfile, st ao.Endpoint) error {
 	s, err := segment.ParsePacket(wire)
 	if err != nil {
 		return err
@@ -90,23 +90,28 @@ func macOf(t *testing.T, p *pair, wire []byte, prof fuzzProfile, st ao.RepairSta
 	if prof == fuzzMD5 {
 		return md5Ring(t, addrA6, "m").Verify(&s, 0)
 	}
-	if !s.Auth.HasAO() {
+	if !s.Auth().HasAO() {
 		return ao.ErrNoOption
 	}
 	ring := aoRing(t, addrA4, 12, mkt{2, 1, "k"})
 	if prof == fuzzDraft {
 		ring = draftRing(t, addrA4, "kmac256-128", 2, 1, 7)
 	}
-	m := ring.LookupRecv(s.Src, s.Header[s.Auth.AO+2], 0)
+	m := ring.LookupRecv(s.Src, s.Header[s.Auth().AO+2], 0)
 	if m == nil {
 		return ao.ErrKeyNotFound
 	}
 	h := s.Header
-	isns := ao.ISNs{Src: fuzzISNA, Dst: fuzzISNB}
+	isns, sne := ao.ISNs{Src: fuzzISNA, Dst: fuzzISNB}, ao.ComputeSNE(st.RecvSNE, st.RecvSeq, h.Seq())
 	if h.Flags().Has(segment.SYN) && !h.Flags().Has(segment.ACK) {
-		return ao.VerifySegment(m, ao.ISNs{Src: h.Seq()}, 0, &s)
+		isns, sne = ao.ISNs{Src: h.Seq()}, 0
 	}
-	return ao.VerifySegment(m, isns, ao.ComputeSNE(st.RecvSNE, st.RecvSeq, h.Seq()), &s)
+	var k ao.TrafficKey
+	defer k.Wipe()
+	if err := k.Derive(m, isns, &s); err != nil {
+		return err
+	}
+	return k.Verify(&s, sne)
 }
 
 // The ISNs of fuzzSetup's connection: A's and B's toy stacks start there.
@@ -164,9 +169,9 @@ func FuzzLayer(f *testing.F) {
 			in = out
 		}
 		wire := slices.Clone(in)
-		var st ao.RepairState // B's receive SNE and its basis, before the segment
+		var st ao.Endpoint // B's receive SNE and its basis, before the segment
 		if c, ok := p.b.l.Conn(p.b.ap, p.a.ap); ok {
-			st = c.Export()
+			st = c.Endpoint()
 		}
 		got, err := p.b.l.Inbound(nil, wire)
 		if !bytes.Equal(wire, in) {
@@ -185,7 +190,7 @@ func FuzzLayer(f *testing.F) {
 		if err := macOf(t, p, wire, prof, st); err != nil {
 			t.Fatalf("B delivered a segment of A whose MAC does not verify (%v):\n%x", err, wire)
 		}
-		if s.Auth.HasAO() || s.Auth.HasMD5() {
+		if s.Auth().HasAO() || s.Auth().HasMD5() {
 			t.Fatalf("delivered with the option: %x", got)
 		}
 	})

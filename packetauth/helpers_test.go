@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -36,7 +37,7 @@ func aoRing(t testing.TB, peer netip.Addr, maclen int, mkts ...struct {
 	t.Helper()
 	r := ao.NewKeyring(nil)
 	for _, m := range mkts {
-		if _, err := r.Add(ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: m.send, RecvID: m.recv,
+		if _, err := r.Add(keys.AO{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: m.send, RecvID: m.recv,
 			Algorithm: "hmac(sha1)", Key: []byte(m.key), MACLen: maclen}); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +49,7 @@ func aoRing(t testing.TB, peer netip.Addr, maclen int, mkts ...struct {
 func aoRingAlg(t testing.TB, peer netip.Addr, alg string, send, recv uint8) *ao.Keyring {
 	t.Helper()
 	r := ao.NewKeyring(nil)
-	if _, err := r.Add(ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: send, RecvID: recv,
+	if _, err := r.Add(keys.AO{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: send, RecvID: recv,
 		Algorithm: alg, Key: []byte("sixteen byte key"), MACLen: 12}); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +60,7 @@ func aoRingAlg(t testing.TB, peer netip.Addr, alg string, send, recv uint8) *ao.
 func aoRingMAC(t testing.TB, peer netip.Addr, maclen int) *ao.Keyring {
 	t.Helper()
 	r := ao.NewKeyring(nil)
-	if _, err := r.Add(ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: 1, RecvID: 1,
+	if _, err := r.Add(keys.AO{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: 1, RecvID: 1,
 		Algorithm: "hmac(sha256)", Key: []byte("k"), MACLen: maclen}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ type mkt = struct {
 func md5Ring(t testing.TB, peer netip.Addr, key string) *md5sig.Keyring {
 	t.Helper()
 	r := md5sig.NewKeyring(nil)
-	if _, err := r.Add(md5sig.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), Key: []byte(key)}); err != nil {
+	if _, err := r.Add(keys.MD5{Peer: netip.PrefixFrom(peer, peer.BitLen()), Key: []byte(key)}); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -19,8 +19,8 @@ import (
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/harness/usertcp"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // namespace is a network namespace the test created, with a goroutine
@@ -212,7 +212,7 @@ func TestHostKernelMD5(t *testing.T) {
 		for _, plainDials := range []bool{true, false} {
 			t.Run(fmt.Sprintf("v6=%v/plain-dials=%v", v6, plainDials), func(t *testing.T) {
 				r := newRelay(t, v6, "pk-secret")
-				keys := linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(r.p, r.p.BitLen()), Key: []byte("pk-secret")}}}
+				keys := linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(r.p, r.p.BitLen()), Key: []byte("pk-secret")}}}
 				before := r.md5.md5Failures(t)
 				a, b := r.connect(t, plainDials, keys)
 				defer a.Close()
@@ -292,7 +292,7 @@ func (r *relay) connect(t *testing.T, plainDials bool, keys linuxsock.Keys) (pla
 // under its own key (BadMAC).
 func TestHostKernelMD5WrongKey(t *testing.T) {
 	r := newRelay(t, false, "not-the-key")
-	keys := linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(r.p, 32), Key: []byte("pk-secret")}}}
+	keys := linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(r.p, 32), Key: []byte("pk-secret")}}}
 	before := r.md5.md5Failures(t)
 	var ln net.Listener
 	var err error

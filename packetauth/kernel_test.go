@@ -11,6 +11,7 @@ import (
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 	md5vectors "github.com/tcpsig/tcpsig/testvectors/md5"
@@ -66,11 +67,11 @@ func readCapture(t *testing.T, path string) []wirePacket {
 // not first.
 func withoutAuth(t *testing.T, p wirePacket) (out []byte, ok bool) {
 	t.Helper()
-	a := p.seg.Auth
+	a := p.seg.Auth()
 	var space int
 	switch {
 	case a.AO == segment.TCPMinimumSize:
-		space = ao.OptionSpace(a.AOLen - ao.OptionHeaderLen)
+		space = ao.OptionSpace(a.AOLen - 4) // kind, length, KeyID, RNextKeyID
 	case a.MD5 == segment.TCPMinimumSize+2:
 		space = md5sig.OptionSpace
 	default:
@@ -112,8 +113,8 @@ func checkDelivered(t *testing.T, name string, i int, p wirePacket, got []byte, 
 	if err != nil {
 		t.Fatalf("%s packet %d: delivered packet does not parse: %v", name, i, err)
 	}
-	if s.Auth.AO > 0 || s.Auth.MD5 > 0 {
-		t.Fatalf("%s packet %d: option still there: %+v", name, i, s.Auth)
+	if s.Auth().AO > 0 || s.Auth().MD5 > 0 {
+		t.Fatalf("%s packet %d: option still there: %+v", name, i, s.Auth())
 	}
 	off, end := segment.TCPOffset(got, &s)
 	tcp := segment.TCP(got[off:end])
@@ -123,7 +124,7 @@ func checkDelivered(t *testing.T, name string, i int, p wirePacket, got []byte, 
 	_, wend := segment.TCPOffset(p.ip, &p.seg)
 	want := slices.Clone(p.ip[:wend])
 	wt := segment.TCP(want[off:])
-	a := p.seg.Auth
+	a := p.seg.Auth()
 	if a.AO > 0 {
 		copy(wt[a.AO:a.AO+a.AOLen], bytes.Repeat([]byte{segment.OptionKindNOP}, a.AOLen))
 	} else {
@@ -204,18 +205,18 @@ func TestLinuxAOReplay(t *testing.T) {
 				if ep == client {
 					peer = server
 				}
-				st := ao.RepairState{LocalISN: c.ISN[ep.String()], RemoteISN: c.ISN[peer.String()],
+				st := ao.Endpoint{Local: ep, Remote: peer, LocalISN: c.ISN[ep.String()], RemoteISN: c.ISN[peer.String()],
 					SendSNE: c.SNE[ep.String()], RecvSNE: c.SNE[peer.String()]}
 				for _, p := range pkts { // the first segment each way: basis and keys
 					if p.src == ep && st.SendSeq == 0 {
 						st.SendSeq = p.seg.Header.Seq()
-						st.CurrentSendID, st.RNextRecvID = p.seg.Header[p.seg.Auth.AO+2], p.seg.Header[p.seg.Auth.AO+3]
+						st.CurrentSendID, st.RNextRecvID = p.seg.Header[p.seg.Auth().AO+2], p.seg.Header[p.seg.Auth().AO+3]
 					}
 					if p.src == peer && st.RecvSeq == 0 {
 						st.RecvSeq = p.seg.Header.Seq()
 					}
 				}
-				if err := layers[ep].Seed(ep, peer, st); err != nil {
+				if err := layers[ep].Seed(st); err != nil {
 					t.Fatalf("%s: Seed: %v", c.Name, err)
 				}
 				seeded++
@@ -226,7 +227,7 @@ func TestLinuxAOReplay(t *testing.T) {
 			total++
 			snd, rcv := layers[p.src], layers[p.dst]
 			h := p.seg.Header
-			a := p.seg.Auth.AO
+			a := p.seg.Auth().AO
 			if a <= 0 {
 				t.Fatalf("%s packet %d: unsigned", c.Name, i)
 			}
@@ -303,7 +304,7 @@ func TestHostMD5Replay(t *testing.T) {
 				for _, k := range c.Keys.MD5 {
 					pfx, _ := k.Prefix()
 					key, _ := k.Bytes()
-					if _, err := ring.Add(md5sig.Config{Peer: pfx, Key: key}); err != nil {
+					if _, err := ring.Add(keys.MD5{Peer: pfx, Key: key}); err != nil {
 						t.Fatal(err)
 					}
 				}

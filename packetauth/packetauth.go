@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
 
@@ -99,7 +100,7 @@ func New(cfg Config) (*Layer, error) {
 
 // Overhead is the most option bytes Outbound adds to a packet: 20 when any
 // key is configured (a TCP-AO option with the longest MAC an MKT may have,
-// ao.OptionSpace(ao.MaxMACLen), or NOP NOP + the 18-byte MD5 option), 0
+// ao.OptionSpace(keys.MaxMACLen), or NOP NOP + the 18-byte MD5 option), 0
 // otherwise. It is a bound rather than the largest MKT's option because
 // MKTs may be added while connections run and a stack's MTU cannot grow
 // back. A front end reports MTU − Overhead to its stack.
@@ -107,5 +108,5 @@ func (l *Layer) Overhead() int {
 	if l == nil || l.cfg.AO == nil && l.cfg.MD5 == nil {
 		return 0
 	}
-	return ao.OptionSpace(ao.MaxMACLen)
+	return ao.OptionSpace(keys.MaxMACLen)
 }

@@ -138,15 +138,15 @@ func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segmen
 	case c.kind == KindMD5:
 		out, err = l.signMD5(dst, pkt, seg)
 	case c.State() == StateSynReceived:
-		// The server's ISN is in its SYN-ACK: complete the connection
-		// the verified SYN prepared. Anything else (the stack's RST for
-		// a refused connection) cannot be signed yet.
+		// The server's ISN is in its SYN-ACK, which completes the
+		// connection the verified SYN prepared. Anything else (the
+		// stack's RST for a refused connection) cannot be signed yet.
 		if !flags.Only(segment.SYN|segment.ACK, segment.SYN|segment.ACK|segment.RST) {
 			err = ErrNoConn
 			break
 		}
-		if err = l.completeServer(c, seg.Header.Seq()); err == nil {
-			out, err = l.signAO(dst, pkt, seg, c)
+		if out, err = l.signAO(dst, pkt, seg, c); err == nil {
+			l.completeServer(c, seg.Header.Seq())
 		}
 	default:
 		out, err = l.signAO(dst, pkt, seg, c)
@@ -159,23 +159,16 @@ func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segmen
 	return out, c.track(flags, finOut), nil
 }
 
-// completeServer gives a server connection its local ISN, from the
-// SYN-ACK the stack sends: the verified SYN prepared its keys with ISN 0.
-func (l *Layer) completeServer(c *conn, isn uint32) error {
+// completeServer marks a server connection established once its
+// SYN-ACK, whose sequence number gave the ao.Conn its local ISN, is
+// signed.
+func (l *Layer) completeServer(c *conn, isn uint32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.State() != StateSynReceived {
-		return nil
+	if c.State() == StateSynReceived {
+		c.lisn.Store(isn)
+		c.state.Store(uint32(StateEstablished))
 	}
-	st := c.ao.Export()
-	st.LocalISN, st.SendSeq, st.SendSNE = isn, isn, 0
-	ep := ao.Endpoint{Local: c.local, Remote: c.remote, L3Index: l.cfg.L3Index, LocalISN: isn}
-	if err := c.ao.Import(l.cfg.AO, ep, l.cfg.Policy, st); err != nil {
-		return err
-	}
-	c.lisn.Store(isn)
-	c.state.Store(uint32(StateEstablished))
-	return nil
 }
 
 // track follows FIN and RST on a segment that passed in direction dir
@@ -206,8 +199,10 @@ func (l *Layer) signAO(dst, pkt []byte, seg *segment.Segment, c *conn) ([]byte, 
 		if err != nil {
 			return nil, err
 		}
-		s := inserted(seg, p, off, segment.Auth{AO: segment.TCPMinimumSize, AOLen: int(o[1])})
-		err = c.ao.Sign(&s)
+		s, err := segment.ParsePacket(p)
+		if err == nil {
+			err = c.ao.Sign(&s)
+		}
 		if (errors.Is(err, ao.ErrNoRoom) || errors.Is(err, ao.ErrNoOption)) && try == 0 {
 			continue // the current key changed to one of another MAC length meanwhile
 		}
@@ -229,23 +224,15 @@ func (l *Layer) signMD5(dst, pkt []byte, seg *segment.Segment) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := inserted(seg, p, off, segment.Auth{MD5: segment.TCPMinimumSize + 2})
-	if err := l.cfg.MD5.Sign(&s, l.cfg.L3Index); err != nil {
+	s, err := segment.ParsePacket(p)
+	if err == nil {
+		err = l.cfg.MD5.Sign(&s, l.cfg.L3Index)
+	}
+	if err != nil {
 		return nil, err
 	}
 	l.checksum(seg, &s, segment.TCP(p[off:]))
 	return out, nil
-}
-
-// inserted returns the segment of p, the packet insertOption made of
-// seg's with its TCP header at off and the option that auth locates first
-// among the options: seg's addresses, p's header and payload. Parsing p
-// again would find the same: seg parsed, and an option inserted in front
-// of valid options at a 4-byte boundary keeps them valid.
-func inserted(seg *segment.Segment, p []byte, off int, auth segment.Auth) segment.Segment {
-	tcp := p[off:len(p):len(p)]
-	hl := segment.TCP(tcp).DataOffset()
-	return segment.Segment{Src: seg.Src, Dst: seg.Dst, Header: segment.TCP(tcp[:hl:hl]), Payload: tcp[hl:], Auth: auth}
 }
 
 // checksum sets the TCP checksum of tcp, the signed segment s made of the
@@ -266,7 +253,7 @@ func (l *Layer) checksum(seg, s *segment.Segment, tcp segment.TCP) {
 // IP lengths set. It returns dst extended, the new packet (its tail) and
 // the offset of its TCP header.
 func insertOption(dst, pkt []byte, seg *segment.Segment, opt []byte) ([]byte, []byte, int, error) {
-	if seg.Auth.AO > 0 || seg.Auth.MD5 > 0 {
+	if seg.Auth().AO > 0 || seg.Auth().MD5 > 0 {
 		return nil, nil, 0, ErrOptions // the stack signs itself: not ours to sign again
 	}
 	off, _ := segment.TCPOffset(pkt, seg)
@@ -341,7 +328,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	sh.mu.RUnlock()
 	kind := l.cover(seg.Src)
 	switch {
-	case kind == 0 && l.cfg.Policy.AORequired && seg.Auth.AO == 0:
+	case kind == 0 && l.cfg.Policy.AORequired && seg.Auth().AO == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
 	case kind == 0 && l.cfg.Policy.AORequired:
 		return nil, l.drop(sh, nil, ao.ErrKeyNotFound)
@@ -359,7 +346,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 				return nil, l.drop(sh, nil, err)
 			}
 		}
-	case seg.Auth.AO == 0 && seg.Auth.MD5 == 0:
+	case seg.Auth().AO == 0 && seg.Auth().MD5 == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
 	case !synOnly:
 		return nil, l.drop(sh, nil, ErrNoConn)
@@ -395,7 +382,7 @@ func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment) error {
 	c.touch(now)
 	c.state.Store(uint32(StateSynReceived))
 	if kind == KindAO {
-		signed, err := l.listener.Accept(seg, 0, &c.ao)
+		signed, err := l.listener.Accept(seg, &c.ao)
 		if err == nil && !signed {
 			err = errUnsignedAO
 		}
@@ -429,7 +416,7 @@ func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
 	var err error
 	switch st := c.State(); st {
 	case StateSynSent, StateSynReceived:
-		c.mu.Lock() // against completeServer's Import
+		c.mu.Lock() // the handshake's state changes, against completeServer's
 		err = c.ao.Verify(seg)
 		f := seg.Header.Flags()
 		if err == nil && st == StateSynSent && f.Has(segment.SYN|segment.ACK) {
@@ -471,7 +458,7 @@ func (l *Layer) strip(dst, pkt []byte, seg *segment.Segment) []byte {
 	dst = append(dst, pkt[:end]...)
 	p := dst[start:]
 	tcp := segment.TCP(p[off:end])
-	a := seg.Auth
+	a := seg.Auth()
 	switch {
 	case a.AO > 0:
 		fill(tcp[a.AO:a.AO+a.AOLen], segment.OptionKindNOP)

@@ -227,11 +227,11 @@ func (c *conn) info() ConnInfo {
 		LastSeen: time.Unix(0, c.last.Load())}
 	if c.kind == KindAO {
 		c.mu.Lock()
-		st := c.ao.Export()
+		ep := c.ao.Endpoint()
 		c.mu.Unlock()
-		ci.LocalISN, ci.RemoteISN = st.LocalISN, st.RemoteISN
-		ci.SendSNE, ci.RecvSNE = st.SendSNE, st.RecvSNE
-		ci.CurrentKeyID, ci.RNextKeyID = st.CurrentSendID, st.RNextRecvID
+		ci.LocalISN, ci.RemoteISN = ep.LocalISN, ep.RemoteISN
+		ci.SendSNE, ci.RecvSNE = ep.SendSNE, ep.RecvSNE
+		ci.CurrentKeyID, ci.RNextKeyID = ep.CurrentSendID, ep.RNextRecvID
 	}
 	return ci
 }
@@ -264,25 +264,27 @@ func (l *Layer) Conn(local, remote netip.AddrPort) (*ao.Conn, bool) {
 }
 
 // Seed starts tracking an established connection whose handshake the
-// layer did not see (a front end restarted mid-session): st holds its
-// ISNs, the SNEs of a sequence number in each direction and the key IDs
-// in use, as ao.Conn.Export gives them (Linux TCP_AO_REPAIR). An MD5 peer
-// needs none of that; Seed registers its connection all the same. A
-// tracked connection with the same addresses is replaced.
-func (l *Layer) Seed(local, remote netip.AddrPort, st ao.RepairState) error {
+// layer did not see (a front end restarted mid-session): ep holds its
+// addresses, ISNs, the SNEs of a sequence number in each direction and
+// the key IDs in use, as ao.Conn.Endpoint and [Layer.Export] give them
+// (Linux TCP_AO_REPAIR); the layer's L3 index replaces ep's, and ep is
+// taken as Established. An MD5 peer needs none of that; Seed registers
+// its connection all the same. A tracked connection with the same
+// addresses is replaced.
+func (l *Layer) Seed(ep ao.Endpoint) error {
 	if l == nil {
 		return ErrConfig
 	}
-	local = netip.AddrPortFrom(local.Addr().Unmap(), local.Port())
-	remote = netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())
+	local := netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
+	remote := netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
 	kind := l.cover(remote.Addr())
 	if kind == 0 {
 		return ErrNotCovered
 	}
 	c := &conn{kind: kind, local: local, remote: remote}
 	if kind == KindAO {
-		ep := ao.Endpoint{Local: local, Remote: remote, L3Index: l.cfg.L3Index, LocalISN: st.LocalISN}
-		if err := c.ao.Import(l.cfg.AO, ep, l.cfg.Policy, st); err != nil {
+		ep.Local, ep.Remote, ep.L3Index, ep.Established = local, remote, l.cfg.L3Index, true
+		if err := c.ao.Init(l.cfg.AO, ep, l.cfg.Policy); err != nil {
 			return err
 		}
 	}
@@ -297,25 +299,25 @@ func (l *Layer) Seed(local, remote netip.AddrPort, st ao.RepairState) error {
 	return nil
 }
 
-// Export returns the repair state of the tracked, established TCP-AO
-// connection local↔remote (ISNs, SNEs, key IDs: what [Layer.Seed] takes
+// Export returns the state of the tracked, established TCP-AO connection
+// local↔remote (addresses, ISNs, SNEs, key IDs: what [Layer.Seed] takes
 // back, after a restart of the front end), or false.
-func (l *Layer) Export(local, remote netip.AddrPort) (ao.RepairState, bool) {
+func (l *Layer) Export(local, remote netip.AddrPort) (ao.Endpoint, bool) {
 	if l == nil {
-		return ao.RepairState{}, false
+		return ao.Endpoint{}, false
 	}
 	t := tupleOf(local, remote)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
 	if c == nil || c.kind != KindAO {
-		return ao.RepairState{}, false
+		return ao.Endpoint{}, false
 	}
 	if s := c.State(); s != StateEstablished && s != StateClosing {
-		return ao.RepairState{}, false
+		return ao.Endpoint{}, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.ao.Export(), true
+	return c.ao.Endpoint(), true
 }
 
 // SetCurrent makes the MKT with this SendID the current key of the tracked

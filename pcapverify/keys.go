@@ -9,6 +9,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
@@ -83,7 +84,7 @@ func LoadKeys(kf *keyfile.File) (*Keys, error) {
 // addAO adds an MKT to the first of rings that takes it (a new ring when
 // none does) and returns rings. An MKT identical to one already added is
 // the same key configured on both ends and is not added twice.
-func (ks *Keys) addAO(rings []*ao.Keyring, cfg ao.Config, entry int) ([]*ao.Keyring, error) {
+func (ks *Keys) addAO(rings []*ao.Keyring, cfg keys.AO, entry int) ([]*ao.Keyring, error) {
 	for _, r := range rings {
 		m, err := r.Add(cfg)
 		if err == nil {
@@ -107,19 +108,15 @@ func (ks *Keys) addAO(rings []*ao.Keyring, cfg ao.Config, entry int) ([]*ao.Keyr
 }
 
 // sameAO reports whether ring r holds an MKT identical to cfg.
-func (ks *Keys) sameAO(r *ao.Keyring, cfg ao.Config) bool {
+func (ks *Keys) sameAO(r *ao.Keyring, cfg keys.AO) bool {
 	m := r.Find(cfg.Peer, cfg.SendID, cfg.RecvID)
 	if m == nil {
 		return false
 	}
-	maclen := cfg.MACLen
-	if maclen == 0 {
-		maclen = ao.DefaultMACLen
-		if n := m.Algorithm().MACLen(); n != 0 {
-			maclen = n // the draft's algorithms: 16
-		}
-	}
-	if m.Algorithm().Name() != cfg.Algorithm || m.MACLen() != maclen || m.ExcludeOptions() != cfg.ExcludeOptions {
+	v, err := cfg.Validate() // the MKT as a keyring holds it: maclen 0 made the algorithm's default
+	ifindex, bound := m.IfIndex()
+	if err != nil || m.Algorithm().Name() != v.Algorithm || m.MACLen() != v.MACLen || m.ExcludeOptions() != v.ExcludeOptions ||
+		ifindex != v.IfIndex || bound != v.HasIfIndex {
 		return false
 	}
 	i, ok := ks.aoEntry[m]

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
@@ -54,7 +55,7 @@ func (k *md5Keys) add(peer netip.Prefix, i int) error {
 }
 
 func (k *md5Keys) addTo(r *md5sig.Keyring, peer netip.Prefix, i int) error {
-	key, err := r.Add(md5sig.Config{Peer: peer, Key: k.entries[i].Config.Key})
+	key, err := r.Add(keys.MD5{Peer: peer, Key: k.entries[i].Config.Key})
 	if err != nil {
 		return errors.New(keyfile.Label("md5", i, k.entries[i].Name) + ": " + err.Error())
 	}

@@ -263,7 +263,7 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 		v.opts.note(src)
 		v.opts.note(dst)
 	}
-	signed := seg.Auth.AO > 0 || seg.Auth.MD5 > 0
+	signed := seg.Auth().AO > 0 || seg.Auth().MD5 > 0
 	if !signed && !v.keys.relevant(src.Addr(), dst.Addr()) {
 		v.totals.Skipped++
 		return
@@ -275,9 +275,9 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 	r := &v.r
 	*r = Result{Frame: frame, Src: src, Dst: dst, HasTCP: true, Flags: h.Flags(), Seq: h.Seq(), Flow: f.id}
 	switch {
-	case seg.Auth.AO > 0:
+	case seg.Auth().AO > 0:
 		v.judgeAO(f, i, d, &seg, r)
-	case seg.Auth.MD5 > 0:
+	case seg.Auth().MD5 > 0:
 		v.judgeMD5(d, &seg, r)
 	default:
 		r.Verdict = Unsigned
@@ -369,7 +369,7 @@ func (v *Verifier) direction(f *flow, i int) *dirState {
 // judgeAO judges a segment with a TCP-AO option, sent by ends[i].
 func (v *Verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r *Result) {
 	h := seg.Header
-	opt, err := ao.ParseOption(h[seg.Auth.AO:])
+	opt, err := ao.ParseOption(h[seg.Auth().AO:])
 	if err != nil { // segment.ParsePacket checked it already
 		r.Verdict, r.Reason = Malformed, err.Error()
 		return
@@ -485,8 +485,8 @@ func (v *Verifier) judgeAOWith(f *flow, i int, d *dirState, seg *segment.Segment
 }
 
 // listenReset recognises a RST that a Linux listening socket signed for a
-// segment it had no connection for (ao.VerifyListenReset: the key of the
-// peer's last segment's direction, ISNs (its seq, 0)). No peer accepts
+// segment it had no connection for (the traffic key of the peer's last
+// segment's direction, ISNs (its seq, 0)). No peer accepts
 // such a RST, so the verdict is bad; the reason says what it is: the
 // listener did not know the connection. It needs no ISNs.
 func (v *Verifier) listenReset(seg *segment.Segment, o *endState, m *ao.MKT, r *Result) bool {
@@ -495,7 +495,9 @@ func (v *Verifier) listenReset(seg *segment.Segment, o *endState, m *ao.MKT, r *
 	}
 	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: r.Dst.Port(), DstPort: r.Src.Port(), Seq: o.last, Flags: segment.ACK})
 	in, err := segment.FromTCP(r.Dst.Addr(), r.Src.Addr(), tcp)
-	if err != nil || ao.VerifyListenReset(m, &in, seg) != nil {
+	var k ao.TrafficKey
+	defer k.Wipe()
+	if err != nil || k.Derive(m, ao.ISNs{Src: o.last}, &in) != nil || k.Verify(seg, 0) != nil {
 		return false
 	}
 	r.Verdict, r.Key, r.Alg = Bad, v.keys.aoName(m), m.Algorithm().Name()

@@ -14,9 +14,9 @@
 // Reserve.
 //
 // Each shard's buffer is its own allocation, rounded up to a whole number of
-// alignment units and starting on one ([Align]: the cache line reported by
-// the CPU, at least 128 bytes to cover the adjacent-line prefetcher), so two
-// shards never write the same cache line.
+// alignment units and starting on one (tcpsig's cache-line unit, or the
+// CPU's line when it reports a longer one), so two shards never write the
+// same cache line.
 //
 // Scratch holds no key material by contract: users put transient copies of
 // segment headers, pseudo-headers and KDF inputs there, never keys. Old
@@ -33,24 +33,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/klauspost/cpuid/v2"
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 )
-
-// minAlign covers 64-byte lines and the pairs of lines that x86's spatial
-// prefetcher fetches together, and 128-byte lines (Apple M, POWER).
-const minAlign = 128
-
-var align = func() int {
-	if l := cpuid.CPU.CacheLine; l > minAlign && l&(l-1) == 0 {
-		return l
-	}
-	return minAlign
-}()
-
-// Align returns the unit, in bytes, to which every shard's buffer is
-// aligned and its allocation rounded: the CPU's cache line as reported by
-// cpuid if that is a power of two above 128, else 128.
-func Align() int { return align }
 
 // Scratch is a set of per-shard buffers. Its methods are safe for
 // concurrent use.
@@ -109,6 +93,7 @@ func (s *Scratch) Reserve(n int) {
 // 128 on 128-byte boundaries in practice; if it ever does not, the slice
 // is cut from a larger allocation at the first boundary.
 func alloc(n int) []byte {
+	align := cacheline.Align()
 	r := (n + align - 1) &^ (align - 1)
 	b := make([]byte, r)
 	if misalign(b) != 0 {
@@ -121,7 +106,7 @@ func alloc(n int) []byte {
 }
 
 func misalign(b []byte) int {
-	return int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) & uintptr(align-1))
+	return int(uintptr(unsafe.Pointer(unsafe.SliceData(b))) & uintptr(cacheline.Align()-1))
 }
 
 // Buf returns the shard's current buffer. Its length is the size at the

@@ -49,9 +49,9 @@ func FuzzParsePacket(f *testing.F) {
 		if !s.Src.IsValid() || s.Src.Is4() != s.Dst.Is4() || s.Is4() != (pkt[0]>>4 == 4) {
 			t.Fatalf("addresses %v -> %v from IP version %d", s.Src, s.Dst, pkt[0]>>4)
 		}
-		checkAuth(t, h, s.Auth)
-		if a, err := h.AuthOptions(); err != nil || a != s.Auth {
-			t.Fatalf("AuthOptions on the header = %+v, %v; Segment has %+v", a, err, s.Auth)
+		checkAuth(t, h, s.Auth())
+		if a, err := h.AuthOptions(); err != nil || a != s.Auth() {
+			t.Fatalf("AuthOptions on the header = %+v, %v; Segment has %+v", a, err, s.Auth())
 		}
 	})
 }

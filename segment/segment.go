@@ -47,6 +47,9 @@ var (
 	ErrBothAuth       = errors.New("segment: both MD5 and AO options")
 	ErrAddrFamily     = errors.New("segment: invalid or mixed address families")
 	ErrSegmentTooLong = errors.New("segment: segment too long for the pseudo-header length field")
+	// ErrUnparsed is a Segment that ParsePacket or FromTCP did not make,
+	// or whose header, addresses or authentication option changed since.
+	ErrUnparsed = errors.New("segment: not as ParsePacket or FromTCP made it")
 )
 
 const (
@@ -61,13 +64,66 @@ const (
 )
 
 // Segment is a view of a TCP segment and the addresses of its pseudo-header.
-// It never copies the header or the payload.
+// It never copies the header or the payload. Only ParsePacket and FromTCP
+// make one: they validate it once and note where its authentication
+// option is ([Segment.Auth]), which [Segment.Check] confirms cheaply
+// before every use.
 type Segment struct {
 	Src, Dst netip.Addr // from the IP header, or given to FromTCP
 	Header   TCP        // the TCP header with options: exactly DataOffset bytes of the input (capacity too)
 	Payload  []byte     // payload contiguous with the header in the input; may be empty
 	Frags    [][]byte   // further payload (scatter-gather), owned by the caller; may be nil
-	Auth     Auth       // where the MD5 and AO options are in Header
+	auth     Auth       // where the parse found the MD5 and AO options in Header
+	parsed   bool       // made by ParsePacket or FromTCP
+}
+
+// Auth returns where the parse found the MD5 and AO options in Header
+// (the zero Auth for a Segment that ParsePacket or FromTCP did not make).
+func (s *Segment) Auth() Auth {
+	if s == nil {
+		return noAuth
+	}
+	return s.auth
+}
+
+// Check is the one check a signer or verifier makes of a segment before
+// using it: that ParsePacket or FromTCP made it and that what they found
+// still holds (a header of its data offset, the authentication option
+// where Auth says, valid addresses of one family). Any fault is
+// [ErrUnparsed]. It costs a few comparisons, not a walk of the options.
+func (s *Segment) Check() error {
+	if s == nil || !s.parsed {
+		return ErrUnparsed
+	}
+	h, a := s.Header, s.auth
+	switch {
+	case len(h) < TCPMinimumSize || h.DataOffset() != len(h),
+		!s.Src.IsValid() || !s.Dst.IsValid() || s.Src.Is4() != s.Dst.Is4(),
+		a.AO > 0 && (a.AO+a.AOLen > len(h) || h[a.AO] != OptionKindAO || int(h[a.AO+1]) != a.AOLen),
+		a.MD5 > 0 && (a.MD5+MD5OptionLen > len(h) || h[a.MD5] != OptionKindMD5 || h[a.MD5+1] != MD5OptionLen):
+		return ErrUnparsed
+	}
+	return nil
+}
+
+// ShortenAO shortens the segment's TCP-AO option to n bytes (at least 4,
+// at most its length), turning the bytes it frees into NOPs: how a signer
+// fits an option laid out for a longer MAC. Without a TCP-AO option, or
+// with n out of range, it is [ErrAuthOption].
+func (s *Segment) ShortenAO(n int) error {
+	if err := s.Check(); err != nil {
+		return err
+	}
+	off, old := s.auth.AO, s.auth.AOLen
+	if off == 0 || n < 4 || n > old {
+		return ErrAuthOption
+	}
+	s.Header[off+1] = byte(n)
+	for i := off + n; i < off+old; i++ {
+		s.Header[i] = OptionKindNOP
+	}
+	s.auth.AOLen = n
+	return nil
 }
 
 // ParsePacket parses a whole IPv4 or IPv6 packet carrying a TCP segment.
@@ -196,7 +252,8 @@ func parseTCP(src, dst netip.Addr, tcp []byte, frags [][]byte) (Segment, error) 
 		Header:  TCP(tcp[:doff:doff]),
 		Payload: tcp[doff:len(tcp):len(tcp)],
 		Frags:   frags,
-		Auth:    auth,
+		auth:    auth,
+		parsed:  true,
 	}
 	limit := math.MaxUint32
 	if src.Is4() {

@@ -225,7 +225,7 @@ func TestParsePacketRFC9235(t *testing.T) {
 			if h.DataOffset() != tt.doff || len(h) != tt.doff || len(h.Options()) != tt.doff-20 {
 				t.Errorf("data offset %d, len %d, options %d; want %d", h.DataOffset(), len(h), len(h.Options()), tt.doff)
 			}
-			a := s.Auth
+			a := s.Auth()
 			if a.MD5 != 0 || a.AO != tt.ao || a.AOLen != 16 {
 				t.Fatalf("Auth = %+v, want AO at %d, length 16", a, tt.ao)
 			}
@@ -297,8 +297,8 @@ func TestParsePacketIPv6ExtHeaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(s.Header, tcp) || len(s.Payload) != 0 || s.Auth.AO != 40 || s.Len() != len(tcp) {
-				t.Errorf("got header %x payload %x auth %+v", s.Header, s.Payload, s.Auth)
+			if !bytes.Equal(s.Header, tcp) || len(s.Payload) != 0 || s.Auth().AO != 40 || s.Len() != len(tcp) {
+				t.Errorf("got header %x payload %x auth %+v", s.Header, s.Payload, s.Auth())
 			}
 			if want := netip.MustParseAddr("2000::1"); s.Src != want {
 				t.Errorf("Src = %v, want %v", s.Src, want)
@@ -343,8 +343,8 @@ func TestFromTCP(t *testing.T) {
 			if s.Is4() != tt.is4 || s.Len() != tt.length || s.Src.Zone() != "" || s.Dst.Zone() != "" {
 				t.Errorf("Is4 %v Len %d (%v -> %v), want %v %d", s.Is4(), s.Len(), s.Src, s.Dst, tt.is4, tt.length)
 			}
-			if string(s.Payload) != "hello" || s.Auth.AO != 20 || len(s.Header) != 28 || cap(s.Header) != 28 {
-				t.Errorf("header %x payload %q auth %+v", s.Header, s.Payload, s.Auth)
+			if string(s.Payload) != "hello" || s.Auth().AO != 20 || len(s.Header) != 28 || cap(s.Header) != 28 {
+				t.Errorf("header %x payload %q auth %+v", s.Header, s.Payload, s.Auth())
 			}
 			if len(tt.frags) == 0 && s.Frags != nil {
 				t.Errorf("Frags = %v, want nil", s.Frags)
@@ -522,5 +522,39 @@ func TestParsePacketV4MappedIPv6(t *testing.T) {
 	}
 	if n := len(AppendPseudoHeader(nil, s.Src, s.Dst, s.Len())); n != 40 {
 		t.Errorf("pseudo-header is %d bytes, want 40", n)
+	}
+}
+
+// TestCheck: a parsed segment passes the one check until what the parse
+// noted stops holding; a Segment made by hand never does. ShortenAO fits
+// the option and keeps the segment passing.
+func TestCheck(t *testing.T) {
+	src, dst := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
+	tcp := make([]byte, 40)
+	tcp[12] = 10 << 4
+	copy(tcp[20:], []byte{OptionKindAO, 20, 1, 2})
+	seg, err := FromTCP(src, dst, tcp)
+	if err != nil || seg.Check() != nil || seg.Auth().AO != 20 || seg.Auth().AOLen != 20 {
+		t.Fatalf("parsed: %v, Check %v, Auth %+v", err, seg.Check(), seg.Auth())
+	}
+	if err := seg.ShortenAO(16); err != nil || seg.Check() != nil || seg.Header[21] != 16 || seg.Auth().AOLen != 16 {
+		t.Fatalf("ShortenAO(16): %v, Check %v, length byte %d", err, seg.Check(), seg.Header[21])
+	}
+	for i := 36; i < 40; i++ {
+		if seg.Header[i] != OptionKindNOP {
+			t.Fatalf("byte %d freed by ShortenAO is %d, not NOP", i, seg.Header[i])
+		}
+	}
+	for _, n := range []int{3, 17} {
+		if err := seg.ShortenAO(n); !errors.Is(err, ErrAuthOption) {
+			t.Errorf("ShortenAO(%d): %v", n, err)
+		}
+	}
+	byHand := Segment{Src: src, Dst: dst, Header: seg.Header}
+	seg.Header[20] = OptionKindNOP
+	for name, s := range map[string]*Segment{"changed after the parse": &seg, "made by hand": &byHand, "nil": nil} {
+		if err := s.Check(); !errors.Is(err, ErrUnparsed) {
+			t.Errorf("%s: Check %v", name, err)
+		}
 	}
 }

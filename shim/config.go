@@ -4,9 +4,8 @@ import (
 	"log/slog"
 	"net/netip"
 
-	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/keyfile"
-	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/keys"
 )
 
 // Config configures a shim.
@@ -21,8 +20,8 @@ type Config struct {
 // keySet is a keys file as the shim uses it: the MKTs and MD5 keys in file
 // order, and the peer prefixes they cover.
 type keySet struct {
-	AO    []ao.Config
-	MD5   []md5sig.Config
+	AO    []keys.AO
+	MD5   []keys.MD5
 	Peers []netip.Prefix
 }
 

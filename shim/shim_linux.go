@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
@@ -341,7 +342,7 @@ func (s *Shim) apply(k *keySet) error {
 	keep := make([]*ao.MKT, len(k.AO))
 	var gone []*ao.MKT
 	for i, old := range s.keys.AO {
-		j := slices.IndexFunc(k.AO, func(c ao.Config) bool { return sameAOConfig(c, old) })
+		j := slices.IndexFunc(k.AO, func(c keys.AO) bool { return sameAOConfig(c, old) })
 		if j >= 0 && keep[j] == nil {
 			keep[j] = s.aoMKT[i]
 		} else {
@@ -385,7 +386,7 @@ func (s *Shim) apply(k *keySet) error {
 	// TCP-MD5: Add replaces a key of the same peer atomically.
 	md5Keys := make([]*md5sig.Key, len(k.MD5))
 	for j, c := range k.MD5 {
-		if i := slices.IndexFunc(s.keys.MD5, func(o md5sig.Config) bool { return sameMD5Config(o, c) }); i >= 0 && s.md5Key[i] != nil {
+		if i := slices.IndexFunc(s.keys.MD5, func(o keys.MD5) bool { return sameMD5Config(o, c) }); i >= 0 && s.md5Key[i] != nil {
 			md5Keys[j] = s.md5Key[i]
 			continue
 		}
@@ -397,7 +398,7 @@ func (s *Shim) apply(k *keySet) error {
 		md5Keys[j] = key
 	}
 	for i, old := range s.keys.MD5 {
-		if !slices.ContainsFunc(k.MD5, func(c md5sig.Config) bool { return c.Peer.Masked() == old.Peer.Masked() }) && s.md5Key[i] != nil {
+		if !slices.ContainsFunc(k.MD5, func(c keys.MD5) bool { return c.Peer.Masked() == old.Peer.Masked() }) && s.md5Key[i] != nil {
 			if err := s.md5Ring.Delete(s.md5Key[i], md5sig.DeleteOptions{Async: true}); err != nil {
 				errs = append(errs, err)
 			}
@@ -409,7 +410,7 @@ func (s *Shim) apply(k *keySet) error {
 
 // newestFor returns the MKT of the last entry of cfgs (file order) whose
 // peer covers m's peer, other than m; nil if none.
-func newestFor(cfgs []ao.Config, mkts []*ao.MKT, m *ao.MKT) *ao.MKT {
+func newestFor(cfgs []keys.AO, mkts []*ao.MKT, m *ao.MKT) *ao.MKT {
 	for j := len(cfgs) - 1; j >= 0; j-- {
 		if mkts[j] != nil && mkts[j] != m && cfgs[j].Peer.Overlaps(m.Peer()) {
 			return mkts[j]
@@ -448,25 +449,20 @@ func (s *Shim) rotate() {
 	})
 }
 
-func sameAOConfig(a, b ao.Config) bool {
+func sameAOConfig(a, b keys.AO) bool {
 	return a.Peer.Masked() == b.Peer.Masked() && a.SendID == b.SendID && a.RecvID == b.RecvID &&
 		a.Algorithm == b.Algorithm && bytes.Equal(a.Key, b.Key) && a.MACLen == b.MACLen &&
 		a.ExcludeOptions == b.ExcludeOptions && a.IfIndex == b.IfIndex && a.HasIfIndex == b.HasIfIndex
 }
 
-func sameMD5Config(a, b md5sig.Config) bool {
+func sameMD5Config(a, b keys.MD5) bool {
 	return a.Peer.Masked() == b.Peer.Masked() && bytes.Equal(a.Key, b.Key) && a.IfIndex == b.IfIndex && a.HasIfIndex == b.HasIfIndex
 }
 
-// shimState is the -state file: the TCP-AO sessions' repair state (ISNs,
-// SNEs, key IDs; no key material).
+// shimState is the -state file: the TCP-AO sessions' state (addresses,
+// ISNs, SNEs, key IDs; no key material), as ao.Conn.Endpoint gives it.
 type shimState struct {
-	Sessions []stateEntry `json:"sessions"`
-}
-
-type stateEntry struct {
-	Local, Remote netip.AddrPort
-	ao.RepairState
+	Sessions []ao.Endpoint `json:"sessions"`
 }
 
 // saveState writes the TCP-AO sessions' state to -state, atomically.
@@ -478,7 +474,7 @@ func (s *Shim) saveState() {
 	s.layer.Conns(func(c packetauth.ConnInfo) bool {
 		if c.Kind == packetauth.KindAO && c.State == packetauth.StateEstablished {
 			if conn, ok := s.layer.Conn(c.Local, c.Remote); ok {
-				st.Sessions = append(st.Sessions, stateEntry{c.Local, c.Remote, conn.Export()})
+				st.Sessions = append(st.Sessions, conn.Endpoint())
 			}
 		}
 		return true
@@ -513,7 +509,7 @@ func (s *Shim) seedFromState() {
 		return
 	}
 	for _, e := range st.Sessions {
-		if err := s.layer.Seed(e.Local, e.Remote, e.RepairState); err != nil {
+		if err := s.layer.Seed(e); err != nil {
 			s.log.Warn("cannot resume a TCP-AO session", "local", e.Local, "remote", e.Remote, "err", err)
 			continue
 		}

@@ -34,8 +34,8 @@ func statusShim(t *testing.T, dir string, log io.Writer) *Shim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.layer.Seed(netip.MustParseAddrPort("192.0.2.2:40000"), netip.MustParseAddrPort("192.0.2.1:179"),
-		ao.RepairState{LocalISN: 1000, RemoteISN: 5000, SendSeq: 1001, RecvSeq: 5001, CurrentSendID: 1, RNextRecvID: 2})
+	err = s.layer.Seed(ao.Endpoint{Local: netip.MustParseAddrPort("192.0.2.2:40000"), Remote: netip.MustParseAddrPort("192.0.2.1:179"),
+		Established: true, LocalISN: 1000, RemoteISN: 5000, SendSeq: 1001, RecvSeq: 5001, CurrentSendID: 1, RNextRecvID: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

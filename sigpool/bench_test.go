@@ -69,7 +69,7 @@ func benchSign(b *testing.B, p *Pool, a *mac.Algorithm, size int) {
 				panic(err)
 			}
 			r.MAC.Write(msg)
-			sum = r.MAC.Sum(sum[:0])
+			sum = r.MAC.Finish(sum[:0])
 			r.End()
 		}
 		sink = sum
@@ -115,9 +115,9 @@ func BenchmarkDirect(b *testing.B) {
 					c := a.NewContext()
 					sum := make([]byte, 0, mac.MaxSize)
 					for pb.Next() {
-						c.Load(tmpl)
+						c.Start(tmpl)
 						c.Write(msg)
-						sum = c.Sum(sum[:0])
+						sum = c.Finish(sum[:0])
 					}
 					sink = sum
 				})

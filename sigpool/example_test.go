@@ -9,8 +9,8 @@ import (
 )
 
 // Signing one message through the pool: allocate the algorithm once, build
-// the keyed template once per key, then Start, Key, Write, Sum, End per
-// segment.
+// the keyed template once per key, then Start, Key, Write, Finish, End per
+// message.
 func Example() {
 	alg, err := mac.Lookup("hmac(sha256)")
 	if err != nil {
@@ -43,10 +43,11 @@ func Example() {
 	}
 	n := copy(r.Scratch, "Hi There") // e.g. a header copied into scratch
 	r.MAC.Write(r.Scratch[:n])
-	out = r.MAC.Sum(out[:0])
+	out = r.MAC.Finish(out[:0])
 	r.End()
 
-	fmt.Printf("%v %x\n", r.Backend(), out)
+	b, _ := pool.Backend(id)
+	fmt.Printf("%v %x\n", b, out)
 	// Output:
 	// clone b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7
 }

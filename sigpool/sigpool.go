@@ -1,30 +1,34 @@
 // Package sigpool is a per-CPU-sharded pool of MAC contexts and scratch
-// buffers, the Go form of Linux's tcp_sigpool (net/ipv4/tcp_sigpool.c),
-// for the calls that have no context of their own: a connection-less
-// TCP-AO signature, a KDF derivation, a TCP-MD5 digest.
+// buffers, the Go form of Linux's tcp_sigpool (net/ipv4/tcp_sigpool.c).
+// Every MAC tcpsig computes comes from a context of a pool: a call
+// without a connection (a TCP-AO signature or KDF derivation, a TCP-MD5
+// digest) takes one shard's for the call, a connection leases one for as
+// long as it uses a key.
 //
 // [Pool.Alloc] takes a reference on an algorithm (tcp_sigpool_alloc_ahash)
 // and reserves scratch; [Pool.Release] drops it. [Pool.Start] hands out one
-// shard's [Request] exclusively until [Request.End]; [Request.Key] puts its
-// context into a key's state, by loading the key's template ([Clone], the
-// default) or by running the key schedule again ([Rekey], Linux's per-CPU
-// request). Go has no CPU id, so a shard stands in for a CPU: Start picks
-// one at random and tries the next ones while they are busy.
+// shard's [Request] exclusively until [Request.End]; [Pool.Lease] hands out
+// a context of its own until [Pool.Return]. The pool's [Backend] fixes how
+// its contexts take a key at each message: by loading the key's template
+// ([Clone], the default) or by running the key schedule again ([Rekey],
+// Linux's per-CPU requests). Go has no CPU id, so a shard stands in for a
+// CPU: Start picks one at random and tries the next ones while they are
+// busy.
 //
-// Start, Key, Write, Sum and End allocate nothing (Rekey of an AES key
-// does: crypto/aes allocates its schedule). Misuse gets an error, never a
-// panic.
+// Start, End and a context's Start, Write, Finish allocate nothing (Rekey
+// of an AES key does: crypto/aes allocates its schedule). Misuse gets an
+// error, never a panic.
 //
 //	id, err := pool.Alloc(alg, 60) // once per user of alg
 //	r, err := pool.Start(id)       // per message
-//	err = r.Key(&key)
+//	err = r.MAC.Start(&key)
 //	r.MAC.Write(msg)
-//	sum = r.MAC.Sum(sum[:0])
+//	sum = r.MAC.Finish(sum[:0])
 //	r.End()
 //	pool.Release(id)               // once per Alloc
 //
 // The pool keeps no keys of its own beyond each context's working state,
-// which the next Key overwrites and Release wipes.
+// which the next Start overwrites and Release and Return wipe.
 package sigpool
 
 import (
@@ -34,21 +38,22 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/klauspost/cpuid/v2"
-
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/scratch"
 )
 
-// Backend says how a request is put into the keyed state for one use.
+// Backend says how the pool's contexts take a key at each message.
 type Backend uint8
 
 const (
-	// Clone copies a keyed template (a [mac.Key]) into the shard's context
-	// with [mac.Context.Load]: no key schedule per use. The default.
+	// Clone: a context's Start copies the key's template
+	// ([mac.Algorithm.NewContext]): no key schedule per message. The
+	// default.
 	Clone Backend = iota
-	// Rekey re-keys the shard's own pre-allocated context in place on each
-	// use with [mac.Context.Rekey]: Linux's per-CPU-request backend.
+	// Rekey: a context's Start runs the key schedule for the key's bytes
+	// in place ([mac.Algorithm.NewRekeyContext]), as Linux's per-CPU
+	// requests do for every segment.
 	Rekey
 )
 
@@ -67,11 +72,6 @@ func (b Backend) String() string {
 // tcpsig knows fewer than 16 algorithms and entries are shared per
 // algorithm, so a pool fills up only if entries are being cleaned up.
 const tableSize = 64
-
-// cachePad is the padding on each side of a shard's state: 128 bytes
-// covers 64-byte lines plus the adjacent-line prefetcher, and 128-byte
-// lines.
-const cachePad = 128
 
 // useSpacers: see Alloc; a variable for BenchmarkSpacers.
 var useSpacers = true
@@ -92,23 +92,6 @@ var ErrNotAllocated = errors.New("sigpool: ID not allocated")
 // Rekey.
 var ErrBackend = errors.New("sigpool: unknown backend")
 
-var cacheLine = func() int {
-	if l := cpuid.CPU.CacheLine; l > 0 {
-		return l
-	}
-	return 64
-}()
-
-// CacheLine returns the CPU's cache line size as reported by cpuid
-// (klauspost/cpuid/v2), or 64 if it reports none. Shard padding is a fixed
-// 128 bytes on each side of a shard's state, so two shards' states are at
-// least 256 bytes apart and never share a line of up to 256 bytes; a
-// shard's first or last words may share a line with an unrelated heap
-// object if a CPU reports lines longer than 128 bytes. That costs speed,
-// never correctness. Scratch buffers follow the reported line (see
-// [scratch.Align]).
-func CacheLine() int { return cacheLine }
-
 // ID names an algorithm's entry in a pool: the table index.
 type ID int
 
@@ -127,28 +110,30 @@ type Config struct {
 // between [Pool.Start] and [Request.End]. Its fields must not be used
 // after End.
 type Request struct {
-	// MAC is the shard's working context for the algorithm. Put it into
-	// the keyed state with Key before writing.
+	// MAC is the shard's working context for the algorithm, in the
+	// pool's backend. Start a message on it before writing.
 	MAC *mac.Context
 	// Scratch is the shard's scratch buffer, len >= every reservation made
 	// before Start; shared by every algorithm of the shard.
 	Scratch []byte
 
-	sh      *shard
-	spacer  *mac.Context // see Alloc
-	backend Backend
-	held    bool
+	sh     *shard
+	spacer *mac.Context // see Alloc
+	held   bool
 }
 
 // shard is one stand-in CPU: a lock and the requests of every table
 // slot, written under the lock (or, at Alloc, before the ID is
 // published), padded so that two shards never write the same line.
 type shard struct {
-	_    [cachePad]byte
+	_ [cacheline.Size]byte
+	// mu is held from Start to End: the shard's contexts and scratch are
+	// then the holder's alone. Its holder may take Pool.mu (a Release
+	// between Start and End), never another shard's.
 	mu   sync.Mutex
 	idx  int
 	reqs [tableSize]Request
-	_    [cachePad]byte
+	_    [cacheline.Size]byte
 }
 
 // entry is one table slot. Free: alg == nil. Held: refs > 0. Released
@@ -157,21 +142,26 @@ type shard struct {
 // wipe is done.
 type entry struct {
 	alg     *mac.Algorithm
-	refs    int
+	refs    int // Alloc and Get references, and one per leased context
 	backend Backend
+	free    []*mac.Context // returned leases, wiped, for the next Lease
 }
 
 // Pool is a sharded pool of MAC requests. Its methods are safe for
 // concurrent use.
 type Pool struct {
-	_       [cachePad]byte
+	_       [cacheline.Size]byte
 	shards  []shard // read-only after New
 	scratch *scratch.Scratch
 	backend Backend
-	_       [cachePad]byte
+	_       [cacheline.Size]byte
 
-	mu      sync.Mutex // the slow path: Alloc, Get, Release (cpool_mutex)
-	limit   int        // slots Alloc may use: tableSize, fewer in tests
+	// mu guards entries (cpool_mutex): Alloc, Get, Release, Lease and
+	// Return, never per message. It is never held while waiting for a
+	// shard: Release only tries each shard's lock and leaves busy ones
+	// to a goroutine that waits without it.
+	mu      sync.Mutex
+	limit   int // slots Alloc may use: tableSize, fewer in tests
 	entries [tableSize]entry
 	cleanup sync.WaitGroup // background wipes started by Release
 }
@@ -264,15 +254,22 @@ func (p *Pool) Alloc(alg *mac.Algorithm, scratchSize int) (ID, error) {
 	// slots out of order).
 	for i := range p.shards {
 		r := &p.shards[i].reqs[free]
-		r.MAC = alg.NewContext()
+		r.MAC = newContext(alg, b)
 		if useSpacers {
 			r.spacer = alg.NewContext()
 		}
-		r.backend = b
 	}
 	p.scratch.Reserve(scratchSize)
 	p.entries[free] = entry{alg: alg, refs: 1, backend: b}
 	return ID(free), nil
+}
+
+// newContext returns a context of alg in backend b.
+func newContext(alg *mac.Algorithm, b Backend) *mac.Context {
+	if b == Rekey {
+		return alg.NewRekeyContext()
+	}
+	return alg.NewContext()
 }
 
 // held returns id's entry, or nil if id is not held; p.mu must be held.
@@ -316,9 +313,17 @@ func (p *Pool) Release(id ID) error {
 	if e == nil {
 		return ErrNotAllocated
 	}
+	p.unref(id, e)
+	return nil
+}
+
+// unref drops one reference of id's entry e and frees the slot with the
+// last one; p.mu is held.
+func (p *Pool) unref(id ID, e *entry) {
 	if e.refs--; e.refs > 0 {
-		return nil
+		return
 	}
+	e.free = nil // wiped when returned
 	var busy []*shard
 	for i := range p.shards {
 		sh := &p.shards[i]
@@ -331,10 +336,61 @@ func (p *Pool) Release(id ID) error {
 	}
 	if len(busy) == 0 {
 		*e = entry{}
-		return nil
+		return
 	}
 	p.cleanup.Add(1)
 	go p.wipeLater(id, busy)
+}
+
+// Lease hands out a context of id's algorithm, in the pool's backend,
+// for the caller's own use until it gives it back with [Pool.Return]: a
+// connection's lane holds one for as long as it uses a key, so that no
+// segment goes through the pool. It takes a reference on id (the entry
+// outlives the lease), reuses a returned context when there is one, and
+// allocates only when none is. An ID that is not held is
+// [ErrNotAllocated].
+func (p *Pool) Lease(id ID) (*mac.Context, error) {
+	if p == nil {
+		return nil, ErrNotAllocated
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.held(id)
+	if e == nil {
+		return nil, ErrNotAllocated
+	}
+	e.refs++
+	if n := len(e.free); n > 0 {
+		c := e.free[n-1]
+		e.free[n-1] = nil
+		e.free = e.free[:n-1]
+		return c, nil
+	}
+	return newContext(e.alg, e.backend), nil
+}
+
+// Return wipes c, a context that Lease handed out for id, keeps it for
+// the next Lease and drops the lease's reference. c must not be used
+// afterwards. A context of another algorithm than id's is
+// [ErrKeyMismatch]; an ID that is not held, [ErrNotAllocated].
+func (p *Pool) Return(id ID, c *mac.Context) error {
+	if p == nil {
+		return ErrNotAllocated
+	}
+	c.Wipe()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.held(id)
+	if e == nil {
+		return ErrNotAllocated
+	}
+	if c == nil || c.Algorithm() != e.alg {
+		return ErrKeyMismatch
+	}
+	if e.refs > 1 {
+		e.free = append(e.free, c)
+	}
+	p.unref(id, e)
 	return nil
 }
 
@@ -435,27 +491,14 @@ func (p *Pool) take(sh *shard, id ID) (*Request, error) {
 	return r, nil
 }
 
-// Key puts the request's context into the keyed state of k for one use:
-// with the Clone backend it loads k's template ([mac.Context.Load], no key
-// schedule); with the Rekey backend it runs the key schedule for k's bytes
-// ([mac.Context.Rekey]). A nil key, an empty one or one of another
-// algorithm is [ErrKeyMismatch].
+// Key begins a message under k on the request's context ([mac.Context.Start],
+// in the pool's backend). A request not held, a nil key, an empty one or
+// one of another algorithm is [ErrKeyMismatch].
 func (r *Request) Key(k *mac.Key) error {
 	if r == nil || !r.held || r.MAC == nil || k.Algorithm() != r.MAC.Algorithm() {
 		return ErrKeyMismatch
 	}
-	if r.backend == Clone {
-		return r.MAC.Load(k)
-	}
-	return r.MAC.Rekey(k)
-}
-
-// Backend returns the backend Key uses.
-func (r *Request) Backend() Backend {
-	if r == nil {
-		return Clone
-	}
-	return r.backend
+	return r.MAC.Start(k)
 }
 
 // End hands the request back, like tcp_sigpool_end(). The request and its

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/mac"
 )
 
@@ -54,7 +55,7 @@ func direct(t testing.TB, a *mac.Algorithm, raw, msg []byte) []byte {
 		t.Fatal(err)
 	}
 	c.Write(msg)
-	return c.Sum(nil)
+	return c.Finish(nil)
 }
 
 // sign computes the MAC through the pool.
@@ -66,7 +67,7 @@ func sign(t testing.TB, p *Pool, id ID, tmpl *mac.Key, raw, msg []byte) []byte {
 		t.Fatal(err)
 	}
 	r.MAC.Write(msg)
-	return r.MAC.Sum(nil)
+	return r.MAC.Finish(nil)
 }
 
 func TestRefcount(t *testing.T) {
@@ -126,7 +127,7 @@ func TestRefcount(t *testing.T) {
 	p.Release(id3)
 	p.Release(id3)
 	for i, e := range p.entries {
-		if e != (entry{}) {
+		if e.alg != nil || e.refs != 0 || e.free != nil {
 			t.Fatalf("slot %d not free at the end: %+v", i, e)
 		}
 	}
@@ -202,10 +203,20 @@ func TestBackend(t *testing.T) {
 				t.Errorf("pool %v, %s: backend %v, want %v", cfg, a, got, want)
 			}
 			r := mustStart(p, id)
-			if r.Backend() != want {
-				t.Errorf("pool %v, %s: request backend %v, want %v", cfg, a, r.Backend(), want)
+			if r.MAC.Rekeys() != (want == Rekey) {
+				t.Errorf("pool %v, %s: request's context re-keys %v", cfg, a, r.MAC.Rekeys())
 			}
 			r.End()
+			c, err := p.Lease(id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Rekeys() != (want == Rekey) {
+				t.Errorf("pool %v, %s: leased context re-keys %v", cfg, a, c.Rekeys())
+			}
+			if err := p.Return(id, c); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	if Clone.String() != "clone" || Rekey.String() != "rekey" || Backend(7).String() != "Backend(7)" {
@@ -346,7 +357,7 @@ func TestExclusive(t *testing.T) {
 					runtime.Gosched() // let others try this shard while we hold it
 				}
 				r.MAC.Write([]byte("ment"))
-				sum = r.MAC.Sum(sum[:0])
+				sum = r.MAC.Finish(sum[:0])
 				for k := range r.Scratch {
 					if r.Scratch[k] != marker {
 						errs <- fmt.Errorf("scratch byte %d: %d wrote while %d held the shard", k, r.Scratch[k], marker)
@@ -388,7 +399,7 @@ func TestReleaseWhileInUse(t *testing.T) {
 		started <- r
 		<-released
 		r.MAC.Write([]byte("and after"))
-		sum := r.MAC.Sum(nil)
+		sum := r.MAC.Finish(nil)
 		r.End()
 		done <- sum
 	}()
@@ -416,7 +427,7 @@ func TestReleaseWhileInUse(t *testing.T) {
 			t.Fatalf("shard %d context not dropped after End", i)
 		}
 	}
-	if e := p.entries[id]; e != (entry{}) {
+	if e := p.entries[id]; e.alg != nil || e.refs != 0 || e.free != nil {
 		t.Fatalf("slot not freed after cleanup: %+v", e)
 	}
 }
@@ -505,7 +516,7 @@ func TestAllocs(t *testing.T) {
 				}
 				r.MAC.Write(r.Scratch[:60])
 				r.MAC.Write(msg)
-				sum = r.MAC.Sum(sum[:0])
+				sum = r.MAC.Finish(sum[:0])
 				r.End()
 			})
 			switch {
@@ -521,17 +532,14 @@ func TestAllocs(t *testing.T) {
 // TestLayout checks the padding that keeps shards off each other's lines.
 func TestLayout(t *testing.T) {
 	var sh shard
-	if off := unsafe.Offsetof(sh.mu); off < cachePad {
+	if off := unsafe.Offsetof(sh.mu); off < cacheline.Size {
 		t.Fatalf("shard state starts %d bytes in", off)
 	}
 	end := unsafe.Offsetof(sh.reqs) + unsafe.Sizeof(sh.reqs)
-	if tail := unsafe.Sizeof(sh) - end; tail < cachePad {
+	if tail := unsafe.Sizeof(sh) - end; tail < cacheline.Size {
 		t.Fatalf("only %d bytes after the shard state", tail)
 	}
-	t.Logf("shard: %d bytes; cache line %d (cpuid)", unsafe.Sizeof(sh), CacheLine())
-	if CacheLine() <= 0 {
-		t.Fatal("CacheLine")
-	}
+	t.Logf("shard: %d bytes", unsafe.Sizeof(sh))
 }
 
 func TestDefault(t *testing.T) {
@@ -567,4 +575,64 @@ func mustBackend(p *Pool, id ID) Backend {
 		panic(err)
 	}
 	return b
+}
+
+// TestLease leases a context, returns it and leases again: the second
+// lease reuses the wiped context; a lease keeps the entry held past the
+// last Release, and Return then frees the slot.
+func TestLease(t *testing.T) {
+	p := mustNew(Config{Shards: 2})
+	sha1 := lookup(t, "hmac(sha1)")
+	id, err := p.Alloc(sha1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.Lease(id)
+	if err != nil || c.Algorithm() != sha1 {
+		t.Fatalf("Lease: %v, %v", c, err)
+	}
+	tmpl := template(t, sha1, []byte("k"))
+	want, _ := sha1.NewContext().Compute(tmpl, nil, []byte("msg"))
+	if got, err := c.Compute(tmpl, nil, []byte("msg")); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("leased context: %x, %v; want %x", got, err, want)
+	}
+	if err := p.Return(id, c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("x")); !errors.Is(err, mac.ErrNoKey) {
+		t.Fatalf("returned context not wiped: Write gives %v", err)
+	}
+	c2, err := p.Lease(id)
+	if err != nil || c2 != c {
+		t.Fatalf("second Lease: %p, %v; want the returned %p", c2, err, c)
+	}
+	if err := p.Return(id+1, c2); !errors.Is(err, ErrNotAllocated) {
+		t.Fatalf("Return to an ID not held: %v", err)
+	}
+	other, _ := p.Alloc(lookup(t, "hmac(sha256)"), 0)
+	if err := p.Return(other, c2); !errors.Is(err, ErrKeyMismatch) {
+		t.Fatalf("Return to another algorithm's ID: %v", err)
+	}
+	if err := p.Release(id); err != nil {
+		t.Fatal(err)
+	}
+	if p.Algorithm(id) != sha1 {
+		t.Fatal("a leased context's entry was freed by the last Release")
+	}
+	if err := p.Return(id, c2); err != nil {
+		t.Fatal(err)
+	}
+	if p.Algorithm(id) != nil {
+		t.Fatal("entry still held after the last lease came back")
+	}
+	if _, err := p.Lease(id); !errors.Is(err, ErrNotAllocated) {
+		t.Fatalf("Lease of a freed ID: %v", err)
+	}
+	var nilPool *Pool
+	if _, err := nilPool.Lease(0); !errors.Is(err, ErrNotAllocated) {
+		t.Fatal(err)
+	}
+	if err := nilPool.Return(0, nil); !errors.Is(err, ErrNotAllocated) {
+		t.Fatal(err)
+	}
 }

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -71,7 +72,7 @@ type Auth struct {
 // bytes; 0 reserves room for any MKT.
 func space(maclen int) int {
 	if maclen <= 0 {
-		maclen = ao.MaxMACLen
+		maclen = keys.MaxMACLen
 	}
 	return ao.OptionSpace(maclen)
 }
@@ -83,8 +84,8 @@ func space(maclen int) int {
 // largest MAC length of the MKTs the connection may use (the option space
 // it reserves in every segment); 0 reserves room for any.
 func NewClient(ring *ao.Keyring, ep ao.Endpoint, p ao.Policy, maclen int) (*Auth, error) {
-	if maclen < 0 || maclen > ao.MaxMACLen {
-		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
+	if maclen < 0 || maclen > keys.MaxMACLen {
+		return nil, fmt.Errorf("%w: maclen %d", keys.ErrMACTooLong, maclen)
 	}
 	if ring == nil {
 		return nil, ao.ErrNoCurrentKey
@@ -105,8 +106,8 @@ func NewServer(l *ao.Listener, localISN uint32, maclen int) (*Auth, error) {
 	if l == nil {
 		return nil, ao.ErrKeyNotFound
 	}
-	if maclen < 0 || maclen > ao.MaxMACLen {
-		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
+	if maclen < 0 || maclen > keys.MaxMACLen {
+		return nil, fmt.Errorf("%w: maclen %d", keys.ErrMACTooLong, maclen)
 	}
 	a := &Auth{conn: new(ao.Conn), listener: l, isn: localISN, space: space(maclen)}
 	a.state.Store(stateListen)
@@ -114,17 +115,17 @@ func NewServer(l *ao.Listener, localISN uint32, maclen int) (*Auth, error) {
 }
 
 // NewEstablished returns the Auth of a connection whose ao.Conn is already
-// set up: restored with [ao.Conn.Import] after a migration, for example.
+// set up: restored with [ao.Conn.Init] after a migration, for example.
 // maclen is as for NewClient. A nil c is ao.ErrNoCurrentKey.
 func NewEstablished(c *ao.Conn, maclen int) (*Auth, error) {
 	if c == nil || c.Current() == nil {
 		return nil, ao.ErrNoCurrentKey
 	}
-	if maclen < 0 || maclen > ao.MaxMACLen {
-		return nil, fmt.Errorf("%w: maclen %d", ao.ErrMACTooLong, maclen)
+	if maclen < 0 || maclen > keys.MaxMACLen {
+		return nil, fmt.Errorf("%w: maclen %d", keys.ErrMACTooLong, maclen)
 	}
 	a := &Auth{conn: c, space: space(maclen)}
-	a.isn = c.Export().LocalISN
+	a.isn = c.Endpoint().LocalISN
 	a.state.Store(stateSigned)
 	return a, nil
 }
@@ -191,7 +192,7 @@ func (a *Auth) Sign(pkt []byte) error {
 		return fmt.Errorf("%w: %d bytes reserved, %d needed", ErrNoRoom, min(len(opts), a.space), ao.OptionSpace(cur.MACLen()))
 	}
 	ao.AppendOption(opts[:0], cur.MACLen())
-	if seg.Auth, err = h.AuthOptions(); err != nil {
+	if seg, err = segment.ParsePacket(pkt); err != nil { // the header has an option now
 		return err
 	}
 	return a.conn.Sign(&seg)
@@ -210,7 +211,7 @@ func (a *Auth) Verify(pkt []byte) error {
 	}
 	switch a.state.Load() {
 	case stateListen:
-		signed, err := a.listener.Accept(&seg, a.isn, a.conn)
+		signed, err := a.listener.Accept(&seg, a.conn)
 		if err != nil {
 			return err
 		}
@@ -221,7 +222,7 @@ func (a *Auth) Verify(pkt []byte) error {
 		}
 		return nil
 	case stateUnsigned:
-		if seg.Auth.AO > 0 || seg.Auth.MD5 > 0 {
+		if seg.Auth().AO > 0 || seg.Auth().MD5 > 0 {
 			return ErrUnsignedConn
 		}
 		return nil

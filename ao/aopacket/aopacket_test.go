@@ -12,6 +12,7 @@ import (
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
 	"github.com/tcpsig/tcpsig/harness/usertcp"
+	"github.com/tcpsig/tcpsig/keys"
 )
 
 var _ usertcp.Auth = (*aopacket.Auth)(nil)
@@ -46,11 +47,11 @@ func rings(t *testing.T, client, server netip.AddrPort, mkts ...mkt) (cring, sri
 		if m.serverMACLen != 0 {
 			sml = m.serverMACLen
 		}
-		if _, err := cring.Add(ao.Config{Peer: host(server.Addr()), SendID: m.send, RecvID: m.recv, Algorithm: m.alg,
+		if _, err := cring.Add(keys.AO{Peer: host(server.Addr()), SendID: m.send, RecvID: m.recv, Algorithm: m.alg,
 			Key: []byte(m.key), MACLen: m.maclen, ExcludeOptions: m.excludeOpts}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sring.Add(ao.Config{Peer: host(client.Addr()), SendID: m.recv, RecvID: m.send, Algorithm: m.alg,
+		if _, err := sring.Add(keys.AO{Peer: host(client.Addr()), SendID: m.recv, RecvID: m.send, Algorithm: m.alg,
 			Key: []byte(skey), MACLen: sml, ExcludeOptions: m.excludeOpts}); err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +287,7 @@ func TestWrongKey(t *testing.T) {
 // Linux does; the connection then neither signs nor accepts signatures.
 func TestUnsignedPeer(t *testing.T) {
 	ring := ao.NewKeyring(nil) // covers other peers, not the client
-	if _, err := ring.Add(ao.Config{Peer: netip.MustParsePrefix("198.51.100.0/24"), SendID: 1, RecvID: 1, Algorithm: "hmac(sha1)", Key: []byte("k")}); err != nil {
+	if _, err := ring.Add(keys.AO{Peer: netip.MustParsePrefix("198.51.100.0/24"), SendID: 1, RecvID: 1, Algorithm: "hmac(sha1)", Key: []byte("k")}); err != nil {
 		t.Fatal(err)
 	}
 	a, b := usertcp.Pipe()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/ao/aopacket"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -19,17 +20,17 @@ import (
 func Example() {
 	client := netip.MustParseAddrPort("192.0.2.1:40000")
 	server := netip.MustParseAddrPort("192.0.2.2:179")
-	mkt := func(peer netip.Addr, send, recv uint8, key string) ao.Config {
-		return ao.Config{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
+	mkt := func(peer netip.Addr, send, recv uint8, key string) keys.AO {
+		return keys.AO{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv,
 			Algorithm: "hmac(sha256)", Key: []byte(key)}
 	}
 	cring, sring := ao.NewKeyring(nil), ao.NewKeyring(nil)
-	for _, c := range []ao.Config{mkt(server.Addr(), 1, 2, "key A"), mkt(server.Addr(), 3, 4, "key B")} {
+	for _, c := range []keys.AO{mkt(server.Addr(), 1, 2, "key A"), mkt(server.Addr(), 3, 4, "key B")} {
 		if _, err := cring.Add(c); err != nil {
 			panic(err)
 		}
 	}
-	for _, c := range []ao.Config{mkt(client.Addr(), 2, 1, "key A"), mkt(client.Addr(), 4, 3, "key B")} {
+	for _, c := range []keys.AO{mkt(client.Addr(), 2, 1, "key A"), mkt(client.Addr(), 4, 3, "key B")} {
 		if _, err := sring.Add(c); err != nil {
 			panic(err)
 		}
@@ -76,7 +77,7 @@ func Example() {
 			pkt[len(pkt)-1] ^= 1
 		}
 		s, _ := segment.ParsePacket(pkt)
-		o, _ := ao.ParseOption(s.Header[s.Auth.AO:])
+		o, _ := ao.ParseOption(s.Header[s.Auth().AO:])
 		fmt.Printf("%-5v KeyID %d RNextKeyID %d %-12q verify: %v\n", flags, o.KeyID, o.RNextKeyID, data, to.Verify(pkt))
 	}
 	send(cauth, sauth, client, server, cisn, 0, segment.SYN, "", false)

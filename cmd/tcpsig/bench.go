@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"github.com/klauspost/cpuid/v2"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
@@ -32,17 +34,33 @@ var benchPayloads = []int{0, 64, 536, 1448, 8948}
 var benchBackends = []sigpool.Backend{sigpool.Clone, sigpool.Rekey}
 
 // benchRow is one measurement: an algorithm, backend, operation and
-// payload size, on one core and on all.
+// payload size, on one core and on all. A rekey row also carries its time
+// over the clone row's of the same cell, and, for an algorithm whose two
+// backends do the same work, why.
 type benchRow struct {
-	Alg          string  `json:"alg"`
-	Backend      string  `json:"backend"`
-	Op           string  `json:"op"`
-	Payload      int     `json:"payload"`
-	SegmentBytes int     `json:"segment_bytes"`
-	NsPerSegment float64 `json:"ns_per_segment"`
-	Gbps1        float64 `json:"gbit_s_one_core"`
-	GbpsAll      float64 `json:"gbit_s_all_cores"`
-	Cores        int     `json:"cores"`
+	Alg            string  `json:"alg"`
+	Backend        string  `json:"backend"`
+	Op             string  `json:"op"`
+	Payload        int     `json:"payload"`
+	SegmentBytes   int     `json:"segment_bytes"`
+	NsPerSegment   float64 `json:"ns_per_segment"`
+	Gbps1          float64 `json:"gbit_s_one_core"`
+	GbpsAll        float64 `json:"gbit_s_all_cores"`
+	Cores          int     `json:"cores"`
+	RekeyOverClone float64 `json:"rekey_over_clone,omitempty"`
+	SameWork       string  `json:"same_work,omitempty"`
+}
+
+// sameWork says why the two backends do the same work for alg, or ""
+// when the clone saves a key schedule per segment.
+func sameWork(alg string) string {
+	if alg == "md5" {
+		return "TCP-MD5 has no key schedule: both hash the key bytes after each segment"
+	}
+	if a, err := mac.Lookup(alg); err == nil && !a.Clones() {
+		return "its hash exports no state, so a key's template is its two padded key blocks, which every segment absorbs under either backend"
+	}
+	return ""
 }
 
 // cpuInfo is the machine the numbers belong to.
@@ -144,24 +162,36 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "CPU: %s, %d logical cores, GOMAXPROCS %d (%s)\n", cpu.Model, cpu.Logical, cpu.GOMAXPROCS, cpu.GOARCH)
 		fmt.Fprintf(stdout, "SHA/AES features: %s; absent: %s\n", orNone(cpu.Features), orNone(cpu.Missing))
-		fmt.Fprintf(stdout, "Each cell ran for %v; segment = TCP header (timestamps + auth option) + payload.\n\n", *d)
-		const row = "%-15s  %-7s  %-6s  %7s  %10s  %13s  %14s\n"
-		fmt.Fprintf(stdout, row, "ALGORITHM", "BACKEND", "OP", "PAYLOAD", "NS/SEGMENT", "GBIT/S 1 CORE", fmt.Sprintf("GBIT/S %d CORES", cpu.GOMAXPROCS))
+		fmt.Fprintf(stdout, "Each cell ran for %v; segment = TCP header (timestamps + auth option) + payload.\n", *d)
+		fmt.Fprintf(stdout, "clone: every context loads the key's prepared template (sigpool.Clone, the default);\n")
+		fmt.Fprintf(stdout, "rekey: every context runs the key schedule again per segment, as Linux does (sigpool.Rekey).\n")
+		fmt.Fprintf(stdout, "Throughput is the clone backend's.\n\n")
+		const row = "%-15s  %-6s  %7s  %8s  %8s  %11s  %13s  %14s\n"
+		fmt.Fprintf(stdout, row, "ALGORITHM", "OP", "PAYLOAD", "CLONE NS", "REKEY NS", "REKEY/CLONE", "GBIT/S 1 CORE", fmt.Sprintf("GBIT/S %d CORES", cpu.GOMAXPROCS))
+		var clone benchRow
 		emit = func(r benchRow) {
-			fmt.Fprintf(stdout, row, r.Alg, r.Backend, r.Op, fmt.Sprint(r.Payload), fmt.Sprintf("%.0f", r.NsPerSegment),
-				gbps(r.Gbps1), gbps(r.GbpsAll))
+			if r.Backend == sigpool.Clone.String() {
+				clone = r
+				return
+			}
+			fmt.Fprintf(stdout, row, r.Alg, r.Op, fmt.Sprint(r.Payload), fmt.Sprintf("%.0f", clone.NsPerSegment),
+				fmt.Sprintf("%.0f", r.NsPerSegment), fmt.Sprintf("%.2f", r.RekeyOverClone), gbps(clone.Gbps1), gbps(clone.GbpsAll))
+			if r.SameWork != "" && r.Op == "verify" && r.Payload == benchPayloads[len(benchPayloads)-1] {
+				fmt.Fprintf(stdout, "  %s: clone and rekey do the same work: %s.\n", r.Alg, r.SameWork)
+			}
 		}
 	}
 	for _, alg := range algs {
-		for _, b := range benchBackends {
-			for _, p := range benchPayloads {
-				for _, op := range []string{"sign", "verify"} {
-					r, err := measure(alg, b, op, p, *d)
-					if err != nil {
-						return failf(stderr, "bench: %s %v %s: %v", alg, b, op, err)
-					}
-					emit(r)
+		why := sameWork(alg)
+		for _, p := range benchPayloads {
+			for _, op := range []string{"sign", "verify"} {
+				rows, err := measure(alg, op, p, *d)
+				if err != nil {
+					return failf(stderr, "bench: %s %s %d: %v", alg, op, p, err)
 				}
+				rows[1].SameWork = why
+				emit(rows[0])
+				emit(rows[1])
 			}
 		}
 	}
@@ -175,31 +205,83 @@ func orNone(s []string) string {
 	return strings.Join(s, " ")
 }
 
-// measure runs one cell: op on one goroutine for d, then on GOMAXPROCS
-// goroutines (each with its own connection and segment, one shared pool
-// and keyring, as a server's connections share them) for d.
-func measure(alg string, b sigpool.Backend, op string, payload int, d time.Duration) (benchRow, error) {
-	pool, err := sigpool.New(sigpool.Config{Backend: b})
-	if err != nil {
-		return benchRow{}, err
+// measure runs one cell under both backends: op interleaved on one
+// goroutine (rounds of benchRound calls under each backend, alternating
+// which goes first; the medians over the rounds of the ns per segment and
+// of the rekey/clone ratio), for d per backend; then each backend on
+// GOMAXPROCS goroutines (each with its own connection and segment, one
+// shared pool and keyring, as a server's connections share them) for d.
+func measure(alg, op string, payload int, d time.Duration) ([2]benchRow, error) {
+	var rows [2]benchRow
+	var one [2]*benchWorker
+	var makers [2]func(string, int) (*benchWorker, error)
+	for i, b := range benchBackends {
+		pool, err := sigpool.New(sigpool.Config{Backend: b})
+		if err != nil {
+			return rows, err
+		}
+		if makers[i], err = benchSetup(alg, pool); err != nil {
+			return rows, err
+		}
+		if one[i], err = makers[i](op, payload); err != nil {
+			return rows, err
+		}
+		rows[i] = benchRow{Alg: alg, Backend: b.String(), Op: op, Payload: payload, SegmentBytes: one[i].bytes, Cores: runtime.GOMAXPROCS(0)}
 	}
-	newWorker, err := benchSetup(alg, pool)
-	if err != nil {
-		return benchRow{}, err
+	var ns [2][]float64
+	var ratios []float64
+	for start := time.Now(); time.Since(start) < 2*d || len(ratios) < 3; {
+		var t [2]time.Duration
+		for j := range 2 {
+			i := (j + len(ratios)) % 2
+			t[i] = timeRound(one[i].step)
+		}
+		for i := range 2 {
+			ns[i] = append(ns[i], float64(t[i].Nanoseconds())/benchRound)
+		}
+		ratios = append(ratios, float64(t[1])/float64(t[0]))
 	}
-	w, err := newWorker(op, payload)
-	if err != nil {
-		return benchRow{}, err
+	for i := range rows {
+		rows[i].NsPerSegment = median(ns[i])
+		rows[i].Gbps1 = float64(rows[i].SegmentBytes*8) / rows[i].NsPerSegment
+		g, err := allCores(makers[i], op, payload, d)
+		if err != nil {
+			return rows, err
+		}
+		rows[i].GbpsAll = g * float64(rows[i].SegmentBytes*8)
 	}
-	r := benchRow{Alg: alg, Backend: b.String(), Op: op, Payload: payload, SegmentBytes: w.bytes, Cores: runtime.GOMAXPROCS(0)}
-	n, el := runFor(w.step, d)
-	r.NsPerSegment = float64(el.Nanoseconds()) / float64(n)
-	r.Gbps1 = float64(n*int64(w.bytes)*8) / float64(el.Nanoseconds())
+	rows[1].RekeyOverClone = median(ratios)
+	return rows, nil
+}
 
-	workers := make([]*benchWorker, r.Cores)
+// benchRound is the number of segments in one timed round of measure.
+const benchRound = 16
+
+// timeRound times benchRound calls of step.
+func timeRound(step func() error) time.Duration {
+	t0 := time.Now()
+	for range benchRound {
+		if step() != nil {
+			panic("tcpsig bench: a segment failed to sign or verify")
+		}
+	}
+	return time.Since(t0)
+}
+
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// allCores runs op on GOMAXPROCS goroutines, each with its own worker
+// from newWorker, for d, and returns the segments per nanosecond of them
+// all.
+func allCores(newWorker func(string, int) (*benchWorker, error), op string, payload int, d time.Duration) (float64, error) {
+	workers := make([]*benchWorker, runtime.GOMAXPROCS(0))
 	for i := range workers {
+		var err error
 		if workers[i], err = newWorker(op, payload); err != nil {
-			return r, err
+			return 0, err
 		}
 	}
 	var total atomic.Int64
@@ -212,8 +294,7 @@ func measure(alg string, b sigpool.Backend, op string, payload int, d time.Durat
 		})
 	}
 	wg.Wait()
-	r.GbpsAll = float64(total.Load()*int64(w.bytes)*8) / float64(time.Since(start).Nanoseconds())
-	return r, nil
+	return float64(total.Load()) / float64(time.Since(start).Nanoseconds()), nil
 }
 
 // runFor calls step in growing batches until d has passed.
@@ -250,7 +331,7 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 	if alg == "md5" {
 		ring := md5sig.NewKeyring(pool)
 		for _, p := range []netip.Addr{benchA.Addr(), benchB.Addr()} {
-			if _, err := ring.Add(md5sig.Config{Peer: host(p), Key: []byte("bgp-session-secret")}); err != nil {
+			if _, err := ring.Add(keys.MD5{Peer: host(p), Key: []byte("bgp-session-secret")}); err != nil {
 				return nil, err
 			}
 		}
@@ -280,22 +361,22 @@ func benchSetup(alg string, pool *sigpool.Pool) (func(op string, payload int) (*
 	}
 	key := []byte(strings.Repeat("k", keyLen))
 	ring := ao.NewKeyring(pool)
-	m, err := ring.Add(ao.Config{Peer: host(benchB.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
+	m, err := ring.Add(keys.AO{Peer: host(benchB.Addr()), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := ring.Add(ao.Config{Peer: host(benchA.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
+	if _, err := ring.Add(keys.AO{Peer: host(benchA.Addr()), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
 		return nil, err
 	}
 	const isnA, isnB = 1000, 5000
 	return func(op string, payload int) (*benchWorker, error) {
 		var snd, rcv ao.Conn
-		if err := snd.Import(ring, ao.Endpoint{Local: benchA, Remote: benchB}, ao.Policy{},
-			ao.RepairState{LocalISN: isnA, RemoteISN: isnB, SendSeq: isnA, RecvSeq: isnB, CurrentSendID: 1, RNextRecvID: 2}); err != nil {
+		if err := snd.Init(ring, ao.Endpoint{Local: benchA, Remote: benchB, LocalISN: isnA,
+			Established: true, RemoteISN: isnB, CurrentSendID: 1, RNextRecvID: 2}, ao.Policy{}); err != nil {
 			return nil, err
 		}
-		if err := rcv.Import(ring, ao.Endpoint{Local: benchB, Remote: benchA}, ao.Policy{},
-			ao.RepairState{LocalISN: isnB, RemoteISN: isnA, SendSeq: isnB, RecvSeq: isnA, CurrentSendID: 2, RNextRecvID: 1}); err != nil {
+		if err := rcv.Init(ring, ao.Endpoint{Local: benchB, Remote: benchA, LocalISN: isnB,
+			Established: true, RemoteISN: isnA, CurrentSendID: 2, RNextRecvID: 1}, ao.Policy{}); err != nil {
 			return nil, err
 		}
 		seg, err := benchSegment(payload, ao.AppendOption(nil, m.MACLen()))

@@ -57,7 +57,7 @@ func damage(t testing.TB, file, kind string) damaged {
 			continue
 		}
 		ports[seg.Header.SrcPort()], ports[seg.Header.DstPort()] = true, true
-		if seg.Auth.AO == 0 && seg.Auth.MD5 == 0 {
+		if seg.Auth().AO == 0 && seg.Auth().MD5 == 0 {
 			continue
 		}
 		switch kind {
@@ -87,9 +87,9 @@ func damage(t testing.TB, file, kind string) damaged {
 	var src, newSrc, dst netip.AddrPort
 	switch kind {
 	case damageMAC:
-		at := seg.Auth.AO + 4
-		if seg.Auth.AO == 0 {
-			at = seg.Auth.MD5 + 2
+		at := seg.Auth().AO + 4
+		if seg.Auth().AO == 0 {
+			at = seg.Auth().MD5 + 2
 		}
 		h[at] ^= 0x10
 		what = fmt.Sprintf("MAC byte at TCP offset %d", at)

@@ -319,7 +319,7 @@ func corrupt(t testing.TB, b []byte, where string) ([]byte, int) {
 			continue
 		}
 		seg, err := segment.ParsePacket(b[r.ipOff : r.off+r.n])
-		if err != nil || (seg.Auth.AO == 0 && seg.Auth.MD5 == 0) || (where == "payload" && len(seg.Payload) == 0) {
+		if err != nil || (seg.Auth().AO == 0 && seg.Auth().MD5 == 0) || (where == "payload" && len(seg.Payload) == 0) {
 			continue
 		}
 		cands = append(cands, i)
@@ -334,9 +334,9 @@ func corrupt(t testing.TB, b []byte, where string) ([]byte, int) {
 	seg, _ := segment.ParsePacket(ip)
 	switch where {
 	case "mac":
-		at := seg.Auth.AO + 4
-		if seg.Auth.AO == 0 {
-			at = seg.Auth.MD5 + 2
+		at := seg.Auth().AO + 4
+		if seg.Auth().AO == 0 {
+			at = seg.Auth().MD5 + 2
 		}
 		seg.Header[at] ^= 0x10
 	case "payload":

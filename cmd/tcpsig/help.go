@@ -90,9 +90,12 @@ Example (from a clone of the repository):
 
 const benchHelp = `usage: tcpsig bench [-json] [-time D] [-alg NAME]
 
-bench measures signing and verifying per algorithm, payload size (0, 64,
-536, 1448, 8948 bytes) and pool backend (clone, rekey), on one core and on
-all cores, and prints a table.
+bench measures signing and verifying per algorithm and payload size (0,
+64, 536, 1448, 8948 bytes) under both pool backends, interleaved: clone
+(every context loads the key's prepared template, the default) and rekey
+(every context runs the key schedule again per segment, as Linux does),
+with rekey's time over clone's; an algorithm whose backends do the same
+work says why. Then each backend on all cores.
 
 Flags:
 

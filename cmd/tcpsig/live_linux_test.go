@@ -25,8 +25,8 @@ import (
 	"github.com/tcpsig/tcpsig/ao/aopacket"
 	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/harness/usertcp"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
@@ -132,9 +132,9 @@ func doIn(k *netns.Keeper, f func()) {
 
 // compareWithFile checks that verifying the -w file gives, frame by
 // frame, the verdicts the live run gave.
-func compareWithFile(t *testing.T, keys, file string, live []segmentJSON) {
+func compareWithFile(t *testing.T, keyPath, file string, live []segmentJSON) {
 	t.Helper()
-	code, out, errOut := cli(t, "verify", "-json", "-keys", keys, file)
+	code, out, errOut := cli(t, "verify", "-json", "-keys", keyPath, file)
 	segs, _ := jsonLines(t, out)
 	if code != 1 || len(segs) != len(live) {
 		t.Fatalf("verify -w file: exit %d, %d segments, live %d; %s", code, len(segs), len(live), errOut)
@@ -158,7 +158,7 @@ func TestLiveKernelMD5(t *testing.T) {
 	}
 	server, client := netip.MustParseAddrPort("192.0.2.1:1790"), netip.MustParseAddr("192.0.2.2")
 	key := []byte("veth-md5-secret")
-	keys := writeFile(t, "keys.json", []byte(fmt.Sprintf(`{"md5": [
+	keyPath := writeFile(t, "keys.json", []byte(fmt.Sprintf(`{"md5": [
 		{"name": "server", "peer": "%v", "key": "text:%s"},
 		{"name": "client", "peer": "%v", "key": "text:%s"}]}`, client, key, server.Addr(), key)))
 	pcapng := filepath.Join(t.TempDir(), "live.pcapng")
@@ -188,7 +188,7 @@ func TestLiveKernelMD5(t *testing.T) {
 		if berr != nil {
 			return berr
 		}
-		ln, err := linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(client, 32), Key: key}}}).
+		ln, err := linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(client, 32), Key: key}}}).
 			Listen(context.Background(), "tcp4", server.String())
 		if err != nil {
 			return err
@@ -212,7 +212,7 @@ func TestLiveKernelMD5(t *testing.T) {
 			defer close(stop)
 			var derr error
 			doIn(b, func() {
-				c, err := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(server.Addr(), 32), Key: key}}}).
+				c, err := linuxsock.Dialer(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(server.Addr(), 32), Key: key}}}).
 					Dial("tcp4", server.String())
 				if err != nil {
 					derr = err
@@ -241,7 +241,7 @@ func TestLiveKernelMD5(t *testing.T) {
 				return false
 			})
 			doIn(b, func() {
-				d := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(server.Addr(), 32), Key: []byte("wrong-key")}}})
+				d := linuxsock.Dialer(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(server.Addr(), 32), Key: []byte("wrong-key")}}})
 				d.Timeout = 1500 * time.Millisecond
 				if c, err := d.Dial("tcp4", server.String()); err == nil {
 					c.Close()
@@ -252,7 +252,7 @@ func TestLiveKernelMD5(t *testing.T) {
 				return segs[len(segs)-1].Verdict == "bad"
 			})
 		}
-		code = runLiveCLI([]string{"verify", "-json", "-every", "100ms", "-i", "clvA", "-port", "1790", "-w", pcapng, "-keys", keys}, sink, errOut, traffic, stop)
+		code = runLiveCLI([]string{"verify", "-json", "-every", "100ms", "-i", "clvA", "-port", "1790", "-w", pcapng, "-keys", keyPath}, sink, errOut, traffic, stop)
 		return nil
 	})
 	if err != nil {
@@ -274,7 +274,7 @@ func TestLiveKernelMD5(t *testing.T) {
 			t.Errorf("bad segment %+v, want the wrong-key client's SYN judged with the server's key", s)
 		}
 	}
-	compareWithFile(t, keys, pcapng, segs)
+	compareWithFile(t, keyPath, pcapng, segs)
 }
 
 // TCP-AO from the project's userspace endpoint (usertcp with aopacket):
@@ -290,7 +290,7 @@ func TestLiveUserspaceAO(t *testing.T) {
 	}
 	client, server := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("198.51.100.1:179")
 	key := []byte("userspace-ao-key")
-	keys := writeFile(t, "keys.json", []byte(fmt.Sprintf(`{"ao": [
+	keyPath := writeFile(t, "keys.json", []byte(fmt.Sprintf(`{"ao": [
 		{"name": "client", "alg": "hmac(sha256)", "key": "text:%s", "sndid": 1, "rcvid": 2, "peer": "%v"},
 		{"name": "server", "alg": "hmac(sha256)", "key": "text:%s", "sndid": 2, "rcvid": 1, "peer": "%v"}]}`,
 		key, server.Addr(), key, client.Addr())))
@@ -319,10 +319,10 @@ func TestLiveUserspaceAO(t *testing.T) {
 		stop := make(chan struct{})
 		exchange := func(port uint16, clientKey []byte, limit time.Duration) (usertcp.Stats, usertcp.Stats, error) {
 			cring, sring := ao.NewKeyring(nil), ao.NewKeyring(nil)
-			if _, err := cring.Add(ao.Config{Peer: netip.PrefixFrom(server.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: clientKey}); err != nil {
+			if _, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(server.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: "hmac(sha256)", Key: clientKey}); err != nil {
 				return usertcp.Stats{}, usertcp.Stats{}, err
 			}
-			if _, err := sring.Add(ao.Config{Peer: netip.PrefixFrom(client.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: key}); err != nil {
+			if _, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(client.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: "hmac(sha256)", Key: key}); err != nil {
 				return usertcp.Stats{}, usertcp.Stats{}, err
 			}
 			c := netip.AddrPortFrom(client.Addr(), port)
@@ -362,7 +362,7 @@ func TestLiveUserspaceAO(t *testing.T) {
 				return strings.Count(sink.out.String(), "[S] seq 4096 ao keyid 1 rnext 2 sne 0 BAD (server") >= 2
 			})
 		}
-		code = runLiveCLI([]string{"verify", "-v", "-every", "50ms", "-i", "cltunA", "-w", pcapng, "-keys", keys}, sink, errOut, traffic, stop)
+		code = runLiveCLI([]string{"verify", "-v", "-every", "50ms", "-i", "cltunA", "-w", pcapng, "-keys", keyPath}, sink, errOut, traffic, stop)
 		return nil
 	})
 	if err != nil {
@@ -385,7 +385,7 @@ func TestLiveUserspaceAO(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	_, fileOut, _ := cli(t, "verify", "-json", "-keys", keys, pcapng)
+	_, fileOut, _ := cli(t, "verify", "-json", "-keys", keyPath, pcapng)
 	fileSegs, _ := jsonLines(t, fileOut)
 	n := verdictsOf(fileSegs)
 	if n["bad"] < 2 || n["good"] < 10 || strings.Count(out, " GOOD (") != n["good"] || strings.Count(out, " BAD (") != n["bad"] {
@@ -396,7 +396,7 @@ func TestLiveUserspaceAO(t *testing.T) {
 // Without CAP_NET_RAW, one clear line and exit 2. The capability is
 // dropped on one locked thread, which then ends with its goroutine.
 func TestLiveWithoutCapNetRaw(t *testing.T) {
-	keys := writeFile(t, "k.json", demoKeys(t))
+	keyPath := writeFile(t, "k.json", demoKeys(t))
 	type res struct {
 		code   int
 		stderr string
@@ -418,7 +418,7 @@ func TestLiveWithoutCapNetRaw(t *testing.T) {
 				return
 			}
 		}
-		code, _, errOut := cli(t, "verify", "-i", "lo", "-keys", keys)
+		code, _, errOut := cli(t, "verify", "-i", "lo", "-keys", keyPath)
 		done <- res{code: code, stderr: errOut}
 	}()
 	r := <-done
@@ -433,14 +433,14 @@ func TestLiveWithoutCapNetRaw(t *testing.T) {
 // SIGTERM (and Ctrl-C) end a live run with the final table and summary.
 func TestLiveSIGTERM(t *testing.T) {
 	needNetns(t)
-	keys := writeFile(t, "k.json", demoKeys(t))
+	keyPath := writeFile(t, "k.json", demoKeys(t))
 	var code int
 	var out, errOut bytes.Buffer
 	err := netns.Run(func() error {
 		old := liveReady
 		defer func() { liveReady = old }()
 		liveReady = func() { _ = syscall.Kill(os.Getpid(), syscall.SIGTERM) }
-		code = run([]string{"verify", "-i", "lo", "-keys", keys}, &out, &errOut)
+		code = run([]string{"verify", "-i", "lo", "-keys", keyPath}, &out, &errOut)
 		return nil
 	})
 	if err != nil {
@@ -453,16 +453,16 @@ func TestLiveSIGTERM(t *testing.T) {
 
 // Live mode's flag mistakes.
 func TestLiveFlags(t *testing.T) {
-	keys := writeFile(t, "k.json", demoKeys(t))
+	keyPath := writeFile(t, "k.json", demoKeys(t))
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"verify", "-i", "lo"}, "-keys FILE is required to verify live packets"},
-		{[]string{"verify", "-i", "lo", "-keys", keys, "c.pcap"}, "no CAPTURE file with it"},
-		{[]string{"verify", "-port", "179", "-keys", keys, "c.pcap"}, "-port, -w and -every go with -i IFACE"},
-		{[]string{"verify", "-i", "lo", "-port", "70000", "-keys", keys}, "-port 70000 is not a TCP port"},
-		{[]string{"verify", "-i", "no-such-if9", "-keys", keys}, "-i no-such-if9: no such interface (have: "},
+		{[]string{"verify", "-i", "lo", "-keys", keyPath, "c.pcap"}, "no CAPTURE file with it"},
+		{[]string{"verify", "-port", "179", "-keys", keyPath, "c.pcap"}, "-port, -w and -every go with -i IFACE"},
+		{[]string{"verify", "-i", "lo", "-port", "70000", "-keys", keyPath}, "-port 70000 is not a TCP port"},
+		{[]string{"verify", "-i", "no-such-if9", "-keys", keyPath}, "-i no-such-if9: no such interface (have: "},
 	} {
 		code, _, errOut := cli(t, tc.args...)
 		if code != 2 || !strings.Contains(errOut, tc.want) {

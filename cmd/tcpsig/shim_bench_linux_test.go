@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 var shimBenchMiB = flag.Int("shimbench.mib", 32, "MiB each BenchmarkShimMD5 transfer moves")
@@ -52,11 +52,11 @@ func BenchmarkShimMD5(b *testing.B) {
 		}
 	}
 	dir := shortDir(b)
-	keys := writeKeys(b, dir, "keys.json", fmtKeysMD5(addrA4, secret))
-	shimProc, _ := startShim(b, nsB, dir, "-keys", keys, "-queue", "44")
+	keyPath := writeKeys(b, dir, "keys.json", fmtKeysMD5(addrA4, secret))
+	shimProc, _ := startShim(b, nsB, dir, "-keys", keyPath, "-queue", "44")
 	pid := shimProc.cmd.Process.Pid
 
-	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
+	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
 	var lnShim, lnKernel, lnPlain net.Listener
 	if err := nsA.Do(func() (err error) {
 		if lnShim, err = lc.Listen(b.Context(), "tcp4", netip.AddrPortFrom(addrA4, 0).String()); err != nil {
@@ -74,7 +74,7 @@ func BenchmarkShimMD5(b *testing.B) {
 		defer ln.Close()
 		go serveBench(ln)
 	}
-	kernelDialer := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(kernelA, 32), Key: []byte(secret)}}})
+	kernelDialer := linuxsock.Dialer(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(kernelA, 32), Key: []byte(secret)}}})
 	type leg struct {
 		name string
 		ln   net.Listener

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/shim"
 )
 
@@ -118,11 +118,11 @@ func TestShimKillMD5(t *testing.T) {
 	const secret = "tcpsig-fault-secret"
 	nsA, nsB := newPair(t)
 	dir := shortDir(t)
-	keys := writeKeys(t, dir, "keys.json", fmtKeysMD5(addrA4, secret))
-	sh, sock := startShim(t, nsB, dir, "-keys", keys, "-queue", "42")
+	keyPath := writeKeys(t, dir, "keys.json", fmtKeysMD5(addrA4, secret))
+	sh, sock := startShim(t, nsB, dir, "-keys", keyPath, "-queue", "42")
 	before := md5Counters(t, nsA)
 	const size = 16 << 20
-	tr := startTransfer(t, nsA, nsB, linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}}), size)
+	tr := startTransfer(t, nsA, nsB, linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}}), size)
 	waitErr(t, tr.send(0, size/2), "first half")
 
 	// Killed with the second half in flight: its rules stay, and with no
@@ -136,7 +136,7 @@ func TestShimKillMD5(t *testing.T) {
 	if !rulesExist(t, nsB, "tcpsig-shim-42") {
 		t.Fatal("no rules left by the killed shim: the test shows nothing")
 	}
-	shim2, sock2 := startShim(t, nsB, dir, "-keys", keys, "-queue", "42")
+	shim2, sock2 := startShim(t, nsB, dir, "-keys", keyPath, "-queue", "42")
 	_ = sock
 	waitErr(t, second, "second half after the restart")
 	tr.finish(t)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // TestShimReloadMD5: SIGHUP mid-transfer with a keys file that gained a
@@ -25,11 +25,11 @@ func TestShimReloadMD5(t *testing.T) {
 	const secret = "tcpsig-reload-secret"
 	nsA, nsB := newPair(t)
 	dir := shortDir(t)
-	keys := writeKeys(t, dir, "keys.json", fmtKeysMD5(addrA4, secret))
-	sh, sock := startShim(t, nsB, dir, "-keys", keys, "-queue", "45")
+	keyPath := writeKeys(t, dir, "keys.json", fmtKeysMD5(addrA4, secret))
+	sh, sock := startShim(t, nsB, dir, "-keys", keyPath, "-queue", "45")
 	before := md5Counters(t, nsA)
 	const size = 16 << 20
-	tr := startTransfer(t, nsA, nsB, linuxsock.ListenConfig(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}}), size)
+	tr := startTransfer(t, nsA, nsB, linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}}), size)
 	waitErr(t, tr.send(0, size/2), "first half")
 	writeKeys(t, dir, "keys.json", fmt.Sprintf(`{"md5": [{"peer": "%v/32", "key": "text:%s"}, {"peer": "198.51.100.7/32", "key": "text:other"}]}`, addrA4, secret))
 	second := tr.send(size/2, size)

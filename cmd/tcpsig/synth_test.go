@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -67,7 +68,7 @@ func newConvo(t testing.TB, cfg convoConfig) *convo {
 		for _, e := range []*end{cv.c, cv.s} {
 			peer := cv.other(e).ap.Addr()
 			e.md5 = md5sig.NewKeyring(nil)
-			if _, err := e.md5.Add(md5sig.Config{Peer: host(peer), Key: cfg.md5Key}); err != nil {
+			if _, err := e.md5.Add(keys.MD5{Peer: host(peer), Key: cfg.md5Key}); err != nil {
 				t.Fatal(err)
 			}
 			e.entries = append(e.entries, map[string]any{"peer": host(peer).String(), "key": "hex:" + hex.EncodeToString(cfg.md5Key)})
@@ -82,7 +83,7 @@ func newConvo(t testing.TB, cfg convoConfig) *convo {
 			if e == cv.s {
 				snd, rcv = rcv, snd
 			}
-			if _, err := ring.Add(ao.Config{Peer: host(peer), SendID: snd, RecvID: rcv, Algorithm: m.alg, Key: m.key,
+			if _, err := ring.Add(keys.AO{Peer: host(peer), SendID: snd, RecvID: rcv, Algorithm: m.alg, Key: m.key,
 				MACLen: m.maclen, ExcludeOptions: m.exclude}); err != nil {
 				t.Fatal(err)
 			}
@@ -102,8 +103,8 @@ func newConvo(t testing.TB, cfg convoConfig) *convo {
 		if e == cv.s {
 			cur, next = next, cur
 		}
-		if err := e.conn.Import(ring, ao.Endpoint{Local: e.ap, Remote: o.ap}, ao.Policy{}, ao.RepairState{
-			LocalISN: e.seq, RemoteISN: o.seq, SendSeq: e.seq, RecvSeq: o.seq, CurrentSendID: cur, RNextRecvID: next}); err != nil {
+		if err := e.conn.Init(ring, ao.Endpoint{Local: e.ap, Remote: o.ap, LocalISN: e.seq, Established: true,
+			RemoteISN: o.seq, CurrentSendID: cur, RNextRecvID: next}, ao.Policy{}); err != nil {
 			t.Fatal(err)
 		}
 	}

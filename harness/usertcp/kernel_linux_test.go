@@ -24,8 +24,8 @@ import (
 
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 const (
@@ -128,7 +128,7 @@ func (a *countingAuth) Verify(pkt []byte) error {
 	return err
 }
 
-func listen(k kernelNet, keys ...md5sig.Config) (*net.TCPListener, error) {
+func listen(k kernelNet, keys ...keys.MD5) (*net.TCPListener, error) {
 	lc := net.ListenConfig{Control: linuxsock.Control(linuxsock.Keys{MD5: keys}), KeepAlive: -1}
 	ln, err := lc.Listen(context.Background(), "tcp", netip.AddrPortFrom(k.kaddr, kernelPort).String())
 	if err != nil {
@@ -165,7 +165,7 @@ func kernelServer(ln *net.TCPListener) error {
 
 // activeOpen: the endpoint connects to a kernel listener, sends the
 // request, reads the reply and closes.
-func activeOpen(k kernelNet, auth Auth, keys ...md5sig.Config) (Stats, error) {
+func activeOpen(k kernelNet, auth Auth, keys ...keys.MD5) (Stats, error) {
 	ln, err := listen(k, keys...)
 	if err != nil {
 		return Stats{}, err
@@ -204,7 +204,7 @@ func activeOpen(k kernelNet, auth Auth, keys ...md5sig.Config) (Stats, error) {
 // passiveOpen: the kernel connects to the endpoint, which greets in its
 // SYN-ACK; the kernel reads the greeting, sends the request, reads the
 // reply and closes.
-func passiveOpen(k kernelNet, auth Auth, keys ...md5sig.Config) (Stats, error) {
+func passiveOpen(k kernelNet, auth Auth, keys ...keys.MD5) (Stats, error) {
 	type result struct {
 		st  Stats
 		err error
@@ -325,7 +325,7 @@ func TestKernelMD5(t *testing.T) {
 			name := map[bool]string{false: "v4", true: "v6"}[v6] + map[bool]string{false: "-active", true: "-passive"}[passive]
 			t.Run(name, func(t *testing.T) {
 				inKernelNet(t, v6, func(k kernelNet) error {
-					kkey := md5sig.Config{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)}
+					kkey := keys.MD5{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)}
 					auth := &countingAuth{Auth: newMD5Auth(k.kaddr, md5Key)}
 					before, err := kstat.ReadMD5()
 					if err != nil {
@@ -391,7 +391,7 @@ func TestKernelMD5WrongKey(t *testing.T) {
 // wrongKeyHandshake: the endpoint's SYNs carry a bad signature (or none);
 // each is dropped and counted, no connection is accepted.
 func wrongKeyHandshake(t *testing.T, k kernelNet, auth Auth, moved func(b, a kstat.MD5) uint64) error {
-	ln, err := listen(k, md5sig.Config{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)})
+	ln, err := listen(k, keys.MD5{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)})
 	if err != nil {
 		return err
 	}
@@ -429,7 +429,7 @@ func wrongKeyHandshake(t *testing.T, k kernelNet, auth Auth, moved func(b, a kst
 // wrong key: the kernel drops every data segment, counts it, and the
 // application reads nothing.
 func wrongKeyData(t *testing.T, k kernelNet) error {
-	ln, err := listen(k, md5sig.Config{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)})
+	ln, err := listen(k, keys.MD5{Peer: netip.PrefixFrom(k.uaddr, k.uaddr.BitLen()), Key: []byte(md5Key)})
 	if err != nil {
 		return err
 	}

@@ -9,13 +9,14 @@ import (
 	"errors"
 	"net/netip"
 
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 func newMD5Auth(peer netip.Addr, key string) Auth {
 	ring := md5sig.NewKeyring(nil)
 	p := peer.Unmap()
-	if _, err := ring.Add(md5sig.Config{Peer: netip.PrefixFrom(p, p.BitLen()), Key: []byte(key)}); err != nil {
+	if _, err := ring.Add(keys.MD5{Peer: netip.PrefixFrom(p, p.BitLen()), Key: []byte(key)}); err != nil {
 		panic(err) // test setup: a fixed, valid key
 	}
 	a, err := md5sig.NewPacketAuth(ring, 0)

@@ -21,8 +21,8 @@ import (
 
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // The layout: soveth0 (192.0.2.1/24) enslaved to the VRF sovrf0 (table
@@ -48,16 +48,16 @@ func Run(logf func(format string, a ...any)) error {
 		return err
 	}
 	key, wrong := []byte("vrf-key"), []byte("not-the-key")
-	cli := linuxsock.Dialer(linuxsock.Keys{MD5: []md5sig.Config{{Peer: netip.PrefixFrom(srvAddr, 32), Key: key}}})
+	cli := linuxsock.Dialer(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(srvAddr, 32), Key: key}}})
 	cli.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(cliAddr, 0))
 	for _, tc := range []struct {
 		name string
-		keys []md5sig.Config
+		keys []keys.MD5
 		ok   bool
 	}{
-		{"key bound to the VRF", []md5sig.Config{{Peer: netip.MustParsePrefix("192.0.2.0/24"), Key: key, HasIfIndex: true, IfIndex: vrf.Index}}, true},
-		{"key bound to the default domain", []md5sig.Config{{Peer: netip.MustParsePrefix("192.0.2.0/24"), Key: key, HasIfIndex: true}}, false},
-		{"VRF-bound /24 over an unbound /32", []md5sig.Config{
+		{"key bound to the VRF", []keys.MD5{{Peer: netip.MustParsePrefix("192.0.2.0/24"), Key: key, HasIfIndex: true, IfIndex: vrf.Index}}, true},
+		{"key bound to the default domain", []keys.MD5{{Peer: netip.MustParsePrefix("192.0.2.0/24"), Key: key, HasIfIndex: true}}, false},
+		{"VRF-bound /24 over an unbound /32", []keys.MD5{
 			{Peer: netip.MustParsePrefix("192.0.2.2/32"), Key: wrong},
 			{Peer: netip.MustParsePrefix("192.0.2.0/24"), Key: key, HasIfIndex: true, IfIndex: vrf.Index}}, true},
 	} {
@@ -114,7 +114,7 @@ func setup() error {
 
 // connect listens in the VRF with keys and dials it with d; it reports
 // whether a byte came across.
-func connect(keys []md5sig.Config, d *net.Dialer, want bool) (bool, error) {
+func connect(keys []keys.MD5, d *net.Dialer, want bool) (bool, error) {
 	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: keys})
 	install := lc.Control
 	lc.Control = func(network, address string, c syscall.RawConn) error {

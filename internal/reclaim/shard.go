@@ -4,6 +4,8 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 )
 
 // The reader counts are laid out like Linux's per-CPU allocations rather than
@@ -25,7 +27,7 @@ import (
 // once its Guards are, so a late Acquire on a retired Guard can never touch
 // another Guard's count.
 const (
-	lineBytes    = 128           // two 64-byte lines: adjacent-line prefetch pairs them
+	lineBytes    = cacheline.Size
 	cellsPerLine = lineBytes / 4 // int32 counts per row
 	maxShards    = 1 << 10       // bound on n for absurd GOMAXPROCS values
 )

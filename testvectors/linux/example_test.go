@@ -16,7 +16,7 @@ func ExampleListenResets() {
 	for _, r := range rsts {
 		ack, _ := segment.ParsePacket(r.ACK)
 		rst, _ := segment.ParsePacket(r.RST)
-		o := rst.Header[rst.Auth.AO:]
+		o := rst.Header[rst.Auth().AO:]
 		fmt.Printf("%s: RST seq = ACK ack: %v, KeyID %d RNextKeyID %d\n", r.Alg, rst.Header.Seq() == ack.Header.Ack(), o[2], o[3])
 	}
 	// Output:

@@ -30,8 +30,8 @@ import (
 	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
-	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 var update = flag.Bool("update", false, "rewrite the pcap files and manifest.json from the running kernel (needs root)")
@@ -57,14 +57,14 @@ const (
 // endpoint is one connection of a scenario.
 type endpoint struct {
 	client, server netip.Addr
-	clientKey      md5sig.Config
+	clientKey      keys.MD5
 	close          closeKind
 }
 
 type scenario struct {
 	name       string
 	listen     netip.Addr // the listener's address (possibly unspecified)
-	serverKeys []md5sig.Config
+	serverKeys []keys.MD5
 	conns      []endpoint
 	notes      string
 	// keys are the manifest's spellings of the keys, by secret.
@@ -120,8 +120,8 @@ func scenarios() []scenario {
 			return scenario{
 				name:       fam.v + "-" + name,
 				listen:     fam.srv,
-				serverKeys: []md5sig.Config{{Peer: fam.net, Key: k}},
-				conns:      []endpoint{{client: fam.cli, server: fam.srv, clientKey: md5sig.Config{Peer: host(fam.srv), Key: k}, close: ck}},
+				serverKeys: []keys.MD5{{Peer: fam.net, Key: k}},
+				conns:      []endpoint{{client: fam.cli, server: fam.srv, clientKey: keys.MD5{Peer: host(fam.srv), Key: k}, close: ck}},
 				notes: fmt.Sprintf("%s; one connection %v -> %v:%d, %s; listener key TCP_MD5SIG_EXT prefix %v, client key TCP_MD5SIG %v; "+
 					"client writes %v bytes in turn, server echoes each; MSS %d, so 1448-byte segments are full; TCP_NODELAY; %s",
 					what, fam.cli, fam.srv, port, fam.v, fam.net, fam.srv, sizes, mss, closeNote(ck)),
@@ -135,14 +135,14 @@ func scenarios() []scenario {
 			scenario{
 				name:   fam.v + "-two-peers",
 				listen: fam.any,
-				serverKeys: []md5sig.Config{
+				serverKeys: []keys.MD5{
 					{Peer: fam.net, Key: decoy},
 					{Peer: host(fam.cli), Key: peerA},
 					{Peer: host(fam.cli2), Key: peerB},
 				},
 				conns: []endpoint{
-					{client: fam.cli, server: fam.srv, clientKey: md5sig.Config{Peer: host(fam.srv), Key: peerA}, close: closeFIN},
-					{client: fam.cli2, server: fam.s2, clientKey: md5sig.Config{Peer: host(fam.s2), Key: peerB}, close: closeServerRST},
+					{client: fam.cli, server: fam.srv, clientKey: keys.MD5{Peer: host(fam.srv), Key: peerA}, close: closeFIN},
+					{client: fam.cli2, server: fam.s2, clientKey: keys.MD5{Peer: host(fam.s2), Key: peerB}, close: closeServerRST},
 				},
 				notes: fmt.Sprintf("two concurrent connections, different keys, one listener on %v with per-peer keys "+
 					"(TCP_MD5SIG_EXT %v and %v) and a decoy key for %v that only a longest-prefix match avoids; "+
@@ -173,7 +173,7 @@ func closeNote(c closeKind) string {
 func (s scenario) manifestKeys() []Key {
 	var ks []Key
 	seen := map[Key]bool{}
-	add := func(k md5sig.Config) {
+	add := func(k keys.MD5) {
 		e := Key{Peer: k.Peer.String(), Key: s.spell[string(k.Key)]}
 		if !seen[e] {
 			seen[e] = true
@@ -253,7 +253,7 @@ func (s scenario) run() (capture.LinkType, []capture.Packet, error) {
 	for i, e := range s.conns {
 		d := net.Dialer{
 			LocalAddr: &net.TCPAddr{IP: e.client.AsSlice()},
-			Control:   both(linuxsock.Control(linuxsock.Keys{MD5: []md5sig.Config{e.clientKey}}), setMSS),
+			Control:   both(linuxsock.Control(linuxsock.Keys{MD5: []keys.MD5{e.clientKey}}), setMSS),
 			KeepAlive: -1,
 			Timeout:   10 * time.Second,
 		}

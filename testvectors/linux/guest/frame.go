@@ -60,8 +60,8 @@ func parseFrame(frame []byte) (seg, error) {
 	h := p.Header
 	s := seg{src: p.Src, dst: p.Dst, sport: h.SrcPort(), dport: h.DstPort(),
 		seq: h.Seq(), ack: h.Ack(), flags: h.Flags(), payload: len(p.Payload)}
-	if p.Auth.AO > 0 {
-		s.hasAO, s.aoLen, s.keyID, s.rnextID = true, p.Auth.AOLen, h[p.Auth.AO+2], h[p.Auth.AO+3]
+	if p.Auth().AO > 0 {
+		s.hasAO, s.aoLen, s.keyID, s.rnextID = true, p.Auth().AOLen, h[p.Auth().AO+2], h[p.Auth().AO+3]
 	}
 	var tcp layers.TCP
 	if err := tcp.DecodeFromBytes(h, gopacket.NilDecodeFeedback); err != nil {

@@ -18,10 +18,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/tcprepair"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -251,7 +251,7 @@ func (c aoCase) sockKeys(server bool, peer netip.Addr, setCurrent bool) []aoKey 
 		if server {
 			snd, rcv = rcv, snd
 		}
-		k := aoKey{Config: ao.Config{Peer: hostPrefix(peer), Algorithm: c.alg.alg, SendID: snd, RecvID: rcv,
+		k := aoKey{AO: keys.AO{Peer: hostPrefix(peer), Algorithm: c.alg.alg, SendID: snd, RecvID: rcv,
 			MACLen: int(c.maclen), ExcludeOptions: c.exclude, Key: m.key}}
 		if setCurrent && i == 0 {
 			k.sel = linuxsock.Current | linuxsock.RNext
@@ -309,7 +309,7 @@ func newSocket(local netip.AddrPort, keys []aoKey, repair bool) (int, error) {
 		return fail(fmt.Errorf("bind %v: %w", local, err))
 	}
 	for _, k := range keys {
-		if err := linuxsock.AddAOKey(fdSock(fd), k.Config, k.sel); err != nil {
+		if err := linuxsock.AddAOKey(fdSock(fd), k.AO, k.sel); err != nil {
 			return fail(fmt.Errorf("maclen %d keylen %d: %w", k.MACLen, len(k.Key), err))
 		}
 	}
@@ -391,7 +391,7 @@ func aoInfo(c linuxsock.Socket) (linuxsock.AOInfo, error) { return linuxsock.Rea
 // aoKey is one TCP_AO_ADD_KEY: an MKT, and whether it becomes the
 // current and RNext key.
 type aoKey struct {
-	ao.Config
+	keys.AO
 	sel linuxsock.Select
 }
 

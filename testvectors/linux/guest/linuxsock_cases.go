@@ -15,12 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/harness/vrfproof"
 	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/mac"
 )
@@ -140,7 +140,7 @@ func lsConns() []lsConn {
 // before them, so that A, added last, is where each connection starts.
 func (c lsConn) entries() []keyfile.AO {
 	mk := func(side, label string, peer netip.Addr, snd, rcv uint8) keyfile.AO {
-		return keyfile.AO{Name: c.name + "-" + side + "-" + label, Config: ao.Config{
+		return keyfile.AO{Name: c.name + "-" + side + "-" + label, Config: keys.AO{
 			Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: snd, RecvID: rcv, Algorithm: c.alg,
 			Key: keyMaterial(c.name, label, c.keyLen, false), MACLen: c.maclen, ExcludeOptions: c.exclude}}
 	}
@@ -388,7 +388,7 @@ func lsBad(t *T, c lsConn, ln *net.TCPListener) {
 	t.check(err, "netstat")
 	li0, err := linuxsock.ReadAOInfo(ln)
 	t.check(err, "listener TCP_AO_INFO")
-	d := linuxsock.Dialer(linuxsock.Keys{AO: []ao.Config{wrong}})
+	d := linuxsock.Dialer(linuxsock.Keys{AO: []keys.AO{wrong}})
 	d.LocalAddr = net.TCPAddrFromAddrPort(netip.AddrPortFrom(c.cli, 0))
 	d.Timeout = 2500 * time.Millisecond
 	if nc, err := d.Dial("tcp", ln.Addr().String()); err == nil {

@@ -33,7 +33,7 @@ package main
 //	                        takes it as 0xFFFF, what segment.TCPChecksum writes
 //	listen-rst              a signed ACK for no connection to a kernel listener:
 //	                        its RST (SendID == RecvID) reproduced byte for byte
-//	                        by Listener.SignListenReset, none with SendID ≠ RecvID
+//	                        by a TrafficKey as a Linux listener derives it (listenerReset), none with SendID ≠ RecvID
 
 import (
 	"bytes"
@@ -56,6 +56,7 @@ import (
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/harness/usertcp"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -370,8 +371,8 @@ func (t *tap) segments(since int) []liveSeg {
 			continue
 		}
 		ls := liveSeg{out: p.out, flags: s.Header.Flags(), seq: s.Header.Seq(), payload: s.Payload}
-		if s.Auth.AO > 0 {
-			ls.ao, ls.keyID, ls.rnext = true, s.Header[s.Auth.AO+2], s.Header[s.Auth.AO+3]
+		if s.Auth().AO > 0 {
+			ls.ao, ls.keyID, ls.rnext = true, s.Header[s.Auth().AO+2], s.Header[s.Auth().AO+3]
 		}
 		out = append(out, ls)
 	}
@@ -433,7 +434,7 @@ func (c liveCase) wrongMKTs() []liveMKT {
 func (c liveCase) kernelKeys(n *liveNet, ms []liveMKT) []aoKey {
 	var ks []aoKey
 	for _, m := range ms {
-		ks = append(ks, aoKey{Config: ao.Config{Peer: m.peer(n.uaddr), Algorithm: c.alg.alg, SendID: m.recv, RecvID: m.send,
+		ks = append(ks, aoKey{AO: keys.AO{Peer: m.peer(n.uaddr), Algorithm: c.alg.alg, SendID: m.recv, RecvID: m.send,
 			MACLen: c.maclen, Key: m.key, ExcludeOptions: c.exclude}})
 	}
 	return ks
@@ -442,7 +443,7 @@ func (c liveCase) kernelKeys(n *liveNet, ms []liveMKT) []aoKey {
 func (c liveCase) engineRing(n *liveNet, ms []liveMKT) (*ao.Keyring, error) {
 	ring := ao.NewKeyring(nil)
 	for _, m := range ms {
-		if _, err := ring.Add(ao.Config{Peer: m.peer(n.kaddr), SendID: m.send, RecvID: m.recv, Algorithm: c.alg.alg,
+		if _, err := ring.Add(keys.AO{Peer: m.peer(n.kaddr), SendID: m.send, RecvID: m.recv, Algorithm: c.alg.alg,
 			Key: m.key, MACLen: c.maclen, ExcludeOptions: c.exclude}); err != nil {
 			return nil, fmt.Errorf("engine MKT %d/%d: %w", m.send, m.recv, err)
 		}
@@ -455,7 +456,7 @@ func (c liveCase) engineRing(n *liveNet, ms []liveMKT) (*ao.Keyring, error) {
 func keyControl(keys []aoKey) func(network, address string, rc syscall.RawConn) error {
 	return func(network, address string, rc syscall.RawConn) error {
 		for _, k := range keys {
-			if err := linuxsock.AddAOKey(linuxsock.Raw(rc), k.Config, k.sel); err != nil {
+			if err := linuxsock.AddAOKey(linuxsock.Raw(rc), k.AO, k.sel); err != nil {
 				return fmt.Errorf("maclen %d: %w", k.MACLen, err)
 			}
 		}
@@ -954,7 +955,9 @@ func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 	}
 	var bad ao.Conn
 	defer bad.Close()
-	if err := bad.Import(wrongRing, ao.Endpoint{Local: n.engineAP(), Remote: n.kernelAP()}, ao.Policy{}, auth.Conn().Export()); err != nil {
+	ep := auth.Conn().Endpoint()
+	ep.Local, ep.Remote = n.engineAP(), n.kernelAP()
+	if err := bad.Init(wrongRing, ep, ao.Policy{}); err != nil {
 		return fmt.Errorf("import onto the wrong key: %w", err)
 	}
 	badAuth, err := aopacket.NewEstablished(&bad, c.maclen)

@@ -24,9 +24,9 @@ import (
 // socket signs (tcp_ao_prepare_reset, TCP_LISTEN): the key of the ACK's own
 // direction with ISNs (its seq, 0), the MKT whose RecvID is the ACK's
 // RNextKeyID. With SendID == RecvID (7/7) such an MKT exists: the RST is on
-// the wire, and ao.Listener.SignListenReset, given the listener's MKTs,
+// the wire, and listenerReset, given the listener's MKTs,
 // reproduces its MAC byte for byte. With SendID ≠ RecvID (100/200) none
-// does: the kernel verifies the ACK and sends nothing, and SignListenReset
+// does: the kernel verifies the ACK and sends nothing, and listenerReset
 // returns ao.ErrKeyNotFound.
 func (c liveCase) runListenReset(r *liveReport, n *liveNet) error {
 	for _, m := range []liveMKT{
@@ -54,7 +54,7 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 	// The kernel listener's MKTs, for reproducing its RST.
 	mirror := ao.NewKeyring(nil)
 	for _, k := range c.kernelKeys(n, ms) {
-		if _, err := mirror.Add(k.Config); err != nil {
+		if _, err := mirror.Add(k.AO); err != nil {
 			return err
 		}
 	}
@@ -63,8 +63,8 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 	seq, ack := rand.Uint32N(1<<30)+1<<20, rand.Uint32N(1<<30)+1<<20
 	var conn ao.Conn
 	defer conn.Close()
-	err = conn.Import(ring, ao.Endpoint{Local: n.engineAP(), Remote: n.kernelAP()}, ao.Policy{},
-		ao.RepairState{LocalISN: seq - 1, RemoteISN: ack - 1, SendSeq: seq, RecvSeq: ack, CurrentSendID: m.send, RNextRecvID: m.recv})
+	err = conn.Init(ring, ao.Endpoint{Local: n.engineAP(), Remote: n.kernelAP(), LocalISN: seq - 1, Established: true,
+		RemoteISN: ack - 1, SendSeq: seq, RecvSeq: ack, CurrentSendID: m.send, RNextRecvID: m.recv}, ao.Policy{})
 	if err != nil {
 		return err
 	}
@@ -113,10 +113,10 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 		if err != nil {
 			return err
 		}
-		if err := ao.NewListener(mirror, ao.Policy{}, 0).SignListenReset(&in, &out); !errors.Is(err, ao.ErrKeyNotFound) {
-			r.errorf("MKT %d/%d: SignListenReset = %v, want ErrKeyNotFound (the kernel sent nothing)", m.send, m.recv, err)
+		if err := listenerReset(mirror, &in, &out); !errors.Is(err, ao.ErrKeyNotFound) {
+			r.errorf("MKT %d/%d: listenerReset = %v, want ErrKeyNotFound (the kernel sent nothing)", m.send, m.recv, err)
 		}
-		r.logf("MKT %d/%d: the kernel verified the ACK and sent no RST; SignListenReset: key not found", m.send, m.recv)
+		r.logf("MKT %d/%d: the kernel verified the ACK and sent no RST; listenerReset: key not found", m.send, m.recv)
 		return nil
 	}
 	if rst == nil {
@@ -126,25 +126,25 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 	if err != nil {
 		return err
 	}
-	if want.Auth.AO == 0 {
+	if want.Auth().AO == 0 {
 		return fmt.Errorf("the kernel's RST is not signed: %x", rst)
 	}
-	o := want.Header[want.Auth.AO:]
+	o := want.Header[want.Auth().AO:]
 	got := bytes.Clone(rst)
 	mine, _ := segment.ParsePacket(got)
-	clear(mine.Header[mine.Auth.AO+4 : mine.Auth.AO+int(o[1])])
-	mine.Header[mine.Auth.AO+2], mine.Header[mine.Auth.AO+3] = 0, 0
-	if err := ao.NewListener(mirror, ao.Policy{}, 0).SignListenReset(&in, &mine); err != nil {
-		return fmt.Errorf("SignListenReset: %w", err)
+	clear(mine.Header[mine.Auth().AO+4 : mine.Auth().AO+int(o[1])])
+	mine.Header[mine.Auth().AO+2], mine.Header[mine.Auth().AO+3] = 0, 0
+	if err := listenerReset(mirror, &in, &mine); err != nil {
+		return fmt.Errorf("listenerReset: %w", err)
 	}
 	if !bytes.Equal(got, rst) {
-		r.errorf("SignListenReset reproduced the RST as\n%x\nthe kernel sent\n%x", got, rst)
+		r.errorf("listenerReset reproduced the RST as\n%x\nthe kernel sent\n%x", got, rst)
 	}
 	// A connection with the engine's real view of it cannot verify that RST.
 	if err := conn.Verify(&want); err == nil {
 		r.errorf("the engine's connection verified the listener's RST")
 	}
-	r.logf("MKT %d/%d: kernel RST seq %d KeyID %d RNextKeyID %d MAC %x reproduced by SignListenReset\n  ack %x\n  rst %x",
+	r.logf("MKT %d/%d: kernel RST seq %d KeyID %d RNextKeyID %d MAC %x reproduced by listenerReset\n  ack %x\n  rst %x",
 		m.send, m.recv, want.Header.Seq(), o[2], o[3], o[4:o[1]], pkt, rst)
 	return nil
 }
@@ -188,5 +188,31 @@ func aoPacket(src, dst netip.AddrPort, seq, ack uint32, maclen int, sign func(*s
 	}
 	// Again with the signed option, for the checksum (the MAC leaves the
 	// checksum out, so it does not change).
-	return build(bytes.Clone(s.Header[s.Auth.AO+2 : s.Auth.AO+4+maclen]))
+	return build(bytes.Clone(s.Header[s.Auth().AO+2 : s.Auth().AO+4+maclen]))
+}
+
+// listenerReset signs rst as a Linux listening socket answers in, a
+// segment it has no connection for (tcp_ao_prepare_reset, TCP_LISTEN):
+// the MKT whose RecvID is in's RNextKeyID, the traffic key of in's own
+// direction with ISNs (in's sequence number, 0), SNE 0, KeyID the MKT's
+// SendID and RNextKeyID its RecvID. Without such an MKT Linux sends
+// nothing: ao.ErrKeyNotFound.
+func listenerReset(ring *ao.Keyring, in, rst *segment.Segment) error {
+	if in.Auth().AO == 0 {
+		return ao.ErrNoOption
+	}
+	opt, err := ao.ParseOption(in.Header[in.Auth().AO:])
+	if err != nil {
+		return err
+	}
+	m := ring.LookupRecv(in.Src, opt.RNextKeyID, 0)
+	if m == nil {
+		return ao.ErrKeyNotFound
+	}
+	var k ao.TrafficKey
+	defer k.Wipe()
+	if err := k.Derive(m, ao.ISNs{Src: in.Header.Seq()}, in); err != nil {
+		return err
+	}
+	return k.Sign(rst, 0, m.RecvID())
 }

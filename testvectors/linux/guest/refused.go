@@ -80,7 +80,13 @@ func refusedSegments(pkts []capture.Packet, lt capture.LinkType, src, dst netip.
 		if int32(r.s.seq-basis) > 0 {
 			sne, basis = seqSNE, r.s.seq
 		}
-		if err := ao.VerifySegment(m, ao.ISNs{Src: srcISN, Dst: dstISN}, seqSNE, &p); err != nil {
+		var k ao.TrafficKey
+		err = k.Derive(m, ao.ISNs{Src: srcISN, Dst: dstISN}, &p)
+		if err == nil {
+			err = k.Verify(&p, seqSNE)
+		}
+		k.Wipe()
+		if err != nil {
 			r.why = err.Error()
 			if errors.Is(err, ao.ErrBadMAC) {
 				r.why = fmt.Sprintf("%v (SNE %d)", err, seqSNE)

@@ -36,6 +36,7 @@ import (
 	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/shim"
 )
@@ -89,12 +90,12 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	if v6 {
 		kA, sA, network = k6, s6, "tcp6"
 	}
-	mkt := func(id uint8, peer netip.Addr) ao.Config {
+	mkt := func(id uint8, peer netip.Addr) keys.AO {
 		key := make([]byte, 16)
 		for i := range key {
 			key[i] = byte(0x40 + int(id)*16 + i)
 		}
-		return ao.Config{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: id, RecvID: id, Algorithm: alg, Key: key, MACLen: 12}
+		return keys.AO{Peer: netip.PrefixFrom(peer, peer.BitLen()), SendID: id, RecvID: id, Algorithm: alg, Key: key, MACLen: 12}
 	}
 	nsK, nsS := newShimNS(t), newShimNS(t)
 	defer nsK.Close()
@@ -138,7 +139,7 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	var sh *shim.Shim
 	skeys := linuxsock.Keys{}
 	if kernelOnly {
-		skeys.AO = []ao.Config{mkt(1, kA)}
+		skeys.AO = []keys.AO{mkt(1, kA)}
 	} else {
 		sh, err = shim.New(shim.Config{Keys: keysPath, Queue: 9, Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		t.check(err, "shim")
@@ -158,7 +159,7 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	// The kernel's MKTs: 2 added first, then 1, which a dialling socket
 	// then uses (Linux takes the key added last) and a listener answers
 	// with (the SYN asks for 1).
-	kkeys := linuxsock.Keys{AO: []ao.Config{mkt(2, sA), mkt(1, sA)}}
+	kkeys := linuxsock.Keys{AO: []keys.AO{mkt(2, sA), mkt(1, sA)}}
 	var before map[string]uint64
 	t.check(nsK.Do(func() (err error) { before, err = kstat.TCPExt(); return err }), "TcpExt")
 
