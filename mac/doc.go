@@ -11,8 +11,7 @@
 //   - a [Key] is a keyed template: the state of the MAC right after the key
 //     was absorbed (HMAC inner and outer midstates, the AES key schedule
 //     and CMAC subkeys, or KMAC's cSHAKE256 state). It is immutable once
-//     built, so any number of
-//     goroutines may read it.
+//     built, so any number of goroutines may read it.
 //   - a [Context] computes one message's MAC at a time, and is not a
 //     hash.Hash: [Context.Start] begins a message under a Key, Write
 //     absorbs it, [Context.Finish] ends it and appends the MAC. A finished
