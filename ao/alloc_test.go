@@ -12,7 +12,7 @@ import (
 // signing and verifying a segment allocate nothing, for every algorithm
 // whose key schedule is allocation-free (HMAC; CMAC's crypto/aes schedule
 // allocates only when a traffic key is derived).
-var allocAlgs = []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)", "hmac(rmd160)"}
+var allocAlgs = []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)", "hmac(rmd160)", "hmac-sha256-128", "kmac256-128"}
 
 func TestSteadyStateAllocs(t *testing.T) {
 	if raceEnabled {
@@ -21,10 +21,12 @@ func TestSteadyStateAllocs(t *testing.T) {
 	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	for _, alg := range allocAlgs {
 		cring, sring := NewKeyring(nil), NewKeyring(nil)
-		if _, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: []byte("k")}); err != nil {
+		key := allocKey(alg)
+		m, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: alg, Key: []byte("k")}); err != nil {
+		if _, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(cli.Addr(), 32), SendID: 2, RecvID: 1, Algorithm: alg, Key: key}); err != nil {
 			t.Fatal(err)
 		}
 		var c, s Conn
@@ -36,7 +38,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		if err := restore(&s, sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
-		opts := testOption(nil, 0, 0, keys.DefaultMACLen)
+		opts := testOption(nil, 0, 0, m.MACLen())
 		hdr := make([]byte, 20+len(opts))
 		copy(hdr[20:], opts)
 		hdr[12] = byte(len(hdr) / 4 << 4)
@@ -73,11 +75,11 @@ func TestTrafficKeyAllocs(t *testing.T) {
 	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	for _, alg := range allocAlgs {
 		ring := NewKeyring(nil)
-		m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: []byte("k")})
+		m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: allocKey(alg)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := testOption(nil, 0, 0, keys.DefaultMACLen)
+		opts := testOption(nil, 0, 0, m.MACLen())
 		hdr := make([]byte, 20+len(opts))
 		copy(hdr[20:], opts)
 		hdr[12] = byte(len(hdr) / 4 << 4)
@@ -105,4 +107,13 @@ func TestTrafficKeyAllocs(t *testing.T) {
 		}
 		k.Wipe()
 	}
+}
+
+// allocKey is a master key alg takes: one byte, or 32 for the draft's
+// algorithms.
+func allocKey(alg string) []byte {
+	if alg == "hmac-sha256-128" || alg == "kmac256-128" {
+		return []byte("a master key of 32 bytes or more")
+	}
+	return []byte("k")
 }

@@ -14,9 +14,9 @@ import (
 // TestDraftVectors signs and verifies the 64 segments of the
 // draft-ietf-tcpm-tcp-ao-algs-07 vectors (RFC 9235's packets re-signed
 // with HMAC-SHA256-128 and KMAC256-128, expected values from OpenSSL):
-// through a Conn (a SYN the receiver verifies through a Listener) and
-// through the connection-less calls, the signed packet byte-exact; then a
-// flipped byte, SNE or KeyID fails.
+// through a Conn (a SYN the receiver verifies through a Listener), through
+// the connection-less calls and through a TrafficKey, the signed packet
+// byte-exact; then a flipped byte or SNE fails.
 func TestDraftVectors(t *testing.T) {
 	set, err := testvectors.DraftAlgs()
 	if err != nil {
@@ -88,6 +88,18 @@ func TestDraftVectors(t *testing.T) {
 			if err := signSegment(m, isns, 0, rnext, &seg); err != nil || !bytes.Equal(pkt, v.Packet) {
 				t.Fatalf("signSegment: %v, MAC %x, OpenSSL's %x", err, h[off:off+16], v.MAC)
 			}
+			var k TrafficKey
+			if err := k.Derive(m, isns, &seg); err != nil {
+				t.Fatalf("TrafficKey.Derive: %v", err)
+			}
+			clear(h[aoOff+2 : off+16])
+			if err := k.Sign(&seg, 0, rnext); err != nil || !bytes.Equal(pkt, v.Packet) {
+				t.Fatalf("TrafficKey.Sign: %v, MAC %x, OpenSSL's %x", err, h[off:off+16], v.MAC)
+			}
+			if err := k.Verify(&seg, 0); err != nil {
+				t.Fatalf("TrafficKey.Verify: %v", err)
+			}
+			k.Wipe()
 			for _, at := range []int{off, off + 15, len(h) + len(seg.Payload) - 1} {
 				bad := bytes.Clone(v.Packet)
 				bs, _ := segment.ParsePacket(bad)

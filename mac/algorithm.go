@@ -215,6 +215,8 @@ func (a *Algorithm) CheckMasterKey(n int) error {
 	switch {
 	case !a.valid():
 		return ErrNoKey
+	case n < 1:
+		return fmt.Errorf("%w: %s needs a master key, got an empty one", ErrMasterKeyLen, a.name)
 	case n < a.MinMasterKey():
 		return fmt.Errorf("%w: %s needs a master key of at least %d bytes (%d bits), got %d", ErrMasterKeyLen, a.name, a.MinMasterKey(), 8*a.MinMasterKey(), n)
 	}

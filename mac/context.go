@@ -308,8 +308,10 @@ func (c *Context) Wipe() {
 		c.inner.Reset()
 		c.outer.Reset()
 	}
-	c.xof.Reset()
-	c.kx.Reset()
+	if c.alg != nil && c.alg.kind == kindKMAC {
+		c.xof.Reset()
+		c.kx.Reset()
+	}
 	c.kxGen = 0
 }
 

@@ -1,14 +1,17 @@
 // Package mac is tcpsig's algorithm registry and its keyed, clonable MAC
-// contexts: the MACs of TCP-AO (RFC 5925, with the algorithms of RFC 5926
-// and the others Linux accepts) and the keyed MD5 of TCP-MD5 (RFC 2385).
+// contexts: the MACs of TCP-AO (RFC 5925, with the algorithms of RFC 5926,
+// the others Linux accepts, and draft-ietf-tcpm-tcp-ao-algs-07's
+// HMAC-SHA256-128 and KMAC256-128) and the keyed MD5 of TCP-MD5 (RFC 2385).
 //
 // Algorithms are named as Linux names them ("hmac(sha1)", "cmac(aes128)",
-// ...). Keying is split in two, the way tcpsig's pool uses it:
+// ...), the draft's in lower case ("kmac256-128"); an [Algorithm] also
+// says which KDF, MAC length and master key length TCP-AO uses with it.
+// Keying is split in two, the way tcpsig's pool uses it:
 //
 //   - a [Key] is a keyed template: the state of the MAC right after the key
-//     was absorbed (HMAC inner and outer midstates, or the AES key schedule
-//     and CMAC subkeys). It is immutable once built, so any number of
-//     goroutines may read it.
+//     was absorbed (HMAC inner and outer midstates, the AES key schedule
+//     and CMAC subkeys, or KMAC's cSHAKE256 state). It is immutable once
+//     built, so any number of goroutines may read it.
 //   - a [Context] computes one message's MAC at a time, and is not a
 //     hash.Hash: [Context.Start] begins a message under a Key, Write
 //     absorbs it, [Context.Finish] ends it and appends the MAC. A finished
@@ -21,9 +24,9 @@
 //     that differs.
 //
 // After warm-up none of Start, Restart, Write, Finish and Compute allocate
-// on a cloning context; neither does [Key.Init] for the HMAC algorithms
-// (the AES key schedule of crypto/aes allocates once per key, so a
-// re-keying CMAC context allocates per message).
+// on a cloning context; neither does [Key.Init] for the HMAC and KMAC
+// algorithms (the AES key schedule of crypto/aes allocates once per key,
+// so a re-keying CMAC context allocates per message).
 //
 // In order: [Lookup] an algorithm by name; [Key.Init] a template per key;
 // per message, [Context.Load] (or Reset, after the first), Write, Sum;

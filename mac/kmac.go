@@ -23,6 +23,11 @@ const kmacRate = 136
 // kmacMACLen is KMAC256-128's output: L = 128 bits.
 const kmacMACLen = 16
 
+// maxCustom is the longest customization string InitKMAC takes: the
+// marshalled state and cSHAKE's initialisation block must fit the
+// scheduler's buffer.
+const maxCustom = 32
+
 // kmacBase is the marshalled cSHAKE256 state for N = "KMAC", S = "" right
 // after its initialisation block, and kmacStateLen its length (the
 // sponge alone; crypto/sha3 appends the initialisation block, which a
@@ -49,7 +54,7 @@ func newCSHAKE() sha3.SHAKE { return *sha3.NewCSHAKE256([]byte("KMAC"), nil) }
 
 type kmacScheduler struct {
 	x   sha3.SHAKE
-	buf [2 * kmacRate]byte
+	buf [2 * kmacRate]byte // the padded key; then the marshalled state
 }
 
 // appendLeftEncode appends left_encode(x) (SP 800-185 §2.3.1).
@@ -91,8 +96,8 @@ func (k *Key) InitKMAC(a *Algorithm, key []byte, s string, outLen int, prefix []
 	if !a.KeySizeOK(len(key)) {
 		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, a.name, len(key))
 	}
-	if outLen < 1 || outLen > MaxSize {
-		return fmt.Errorf("%w: KMAC output of %d bytes", ErrKeySize, outLen)
+	if outLen < 1 || outLen > MaxSize || len(s) > maxCustom {
+		return fmt.Errorf("%w: KMAC output of %d bytes, customization of %d (at most %d and %d)", ErrKeySize, outLen, len(s), MaxSize, maxCustom)
 	}
 	k.Wipe()
 	sc := kmacSchedulers.Get().(*kmacScheduler)
@@ -117,12 +122,13 @@ func (k *Key) InitKMAC(a *Algorithm, key []byte, s string, outLen int, prefix []
 	}
 	x.Write(b)
 	x.Write(prefix)
-	st, err := x.AppendBinary(k.state[0][:0])
-	if err != nil || len(st) < kmacStateLen {
-		clear(k.state[0][:])
-		return fmt.Errorf("mac: cSHAKE256 state: %v", err)
+	// The sponge, then (with a customization) cSHAKE's initialisation
+	// block, which the template does not keep.
+	st, err := x.AppendBinary(sc.buf[:0])
+	if err != nil || len(st) < kmacStateLen || &st[0] != &sc.buf[0] {
+		return fmt.Errorf("%w: cSHAKE256 state of %d bytes: %v", ErrKeySize, len(st), err)
 	}
-	clear(k.state[0][kmacStateLen:])
+	copy(k.state[0][:], st[:kmacStateLen])
 	k.alg, k.gen = a, keyGen.Add(1)
 	k.slen, k.outLen = uint16(kmacStateLen), uint8(outLen)
 	k.fixed = s != "" || len(prefix) > 0 || outLen != kmacMACLen

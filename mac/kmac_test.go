@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
+	"crypto/sha3"
 	"encoding/hex"
 	"errors"
 	"math/rand/v2"
@@ -158,8 +159,21 @@ func TestKMACOpenSSL(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := c.Compute(&k, nil, msg)
-			if want := opensslKMAC(t, openssl, key, "", 16, file); !bytes.Equal(got, want) {
+			want := opensslKMAC(t, openssl, key, "", 16, file)
+			if !bytes.Equal(got, want) {
 				t.Fatalf("KMAC256-128 key %d msg %d: got %x, openssl %x", len(key), l, got, want)
+			}
+			// The same message written in random pieces.
+			if err := c.Start(&k); err != nil {
+				t.Fatal(err)
+			}
+			for rest := msg; len(rest) > 0; {
+				m := min(len(rest), 1+rng.IntN(200))
+				c.Write(rest[:m])
+				rest = rest[m:]
+			}
+			if got := c.Finish(nil); !bytes.Equal(got, want) {
+				t.Fatalf("KMAC256-128 key %d msg %d in pieces: got %x, openssl %x", len(key), l, got, want)
 			}
 			split := rng.IntN(l + 1)
 			if err := kdf.InitKMAC(a, key, "KDF", 32, msg[:split]); err != nil {
@@ -209,4 +223,70 @@ func opensslKMAC(t *testing.T, openssl string, key []byte, s string, size int, f
 		t.Fatalf("openssl output %q: %v", out, err)
 	}
 	return b
+}
+
+// TestInitKMACRefuses: a KMAC template of another algorithm, an output or
+// customization out of range, or an over-long key is refused, typed.
+func TestInitKMACRefuses(t *testing.T) {
+	a, _ := Lookup("kmac256-128")
+	h, _ := Lookup("hmac(sha256)")
+	var k Key
+	for _, c := range []struct {
+		alg    *Algorithm
+		key    []byte
+		s      string
+		outLen int
+		want   error
+	}{
+		{h, make([]byte, 32), "", 16, ErrNoKey},
+		{nil, make([]byte, 32), "", 16, ErrNoKey},
+		{a, make([]byte, 145), "", 16, ErrKeySize},
+		{a, make([]byte, 32), "", 0, ErrKeySize},
+		{a, make([]byte, 32), "", 65, ErrKeySize},
+		{a, make([]byte, 32), strings.Repeat("S", 33), 16, ErrKeySize},
+	} {
+		if err := k.InitKMAC(c.alg, c.key, c.s, c.outLen, nil); !errors.Is(err, c.want) {
+			t.Errorf("%v key %d s %d outLen %d: %v, want %v", c.alg, len(c.key), len(c.s), c.outLen, err, c.want)
+		}
+	}
+	if err := k.InitKMAC(a, make([]byte, 132), strings.Repeat("S", 32), 64, make([]byte, 300)); err != nil {
+		t.Fatalf("the longest customization: %v", err)
+	}
+	if testing.AllocsPerRun(20, func() { _ = k.InitKMAC(a, make([]byte, 32), "", 16, nil) }) != 0 && !raceEnabled {
+		t.Error("InitKMAC of a traffic key allocates")
+	}
+}
+
+// TestKMACWipe: Wipe leaves no keyed sponge in a KMAC context, and
+// Key.Wipe clears the template; the context is then keyed again.
+func TestKMACWipe(t *testing.T) {
+	a, _ := Lookup("kmac256-128")
+	var k Key
+	if err := k.Init(a, bytes.Repeat([]byte{0xaa}, 32)); err != nil {
+		t.Fatal(err)
+	}
+	c := a.NewContext()
+	if _, err := c.Compute(&k, nil, []byte("m")); err != nil {
+		t.Fatal(err)
+	}
+	c.Wipe()
+	for _, x := range []*sha3.SHAKE{&c.xof, &c.kx} {
+		// magic (4) and rate (1), then the 200-byte sponge: zero, or the
+		// unkeyed state after cSHAKE's initialisation block.
+		st, _ := x.MarshalBinary()
+		if a := st[5:205]; !bytes.Equal(a, make([]byte, 200)) && !bytes.Equal(a, kmacBase[5:205]) {
+			t.Fatal("a wiped context keeps a keyed sponge")
+		}
+	}
+	want, _ := c.Compute(&k, nil, []byte("m"))
+	k.Wipe()
+	if k.state != [2][maxStateSize]byte{} || k.alg != nil || k.outLen != 0 {
+		t.Fatal("Wipe left the KMAC template")
+	}
+	if err := k.Init(a, bytes.Repeat([]byte{0xaa}, 32)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Compute(&k, nil, []byte("m")); err != nil || !bytes.Equal(got, want) || len(got) != 16 {
+		t.Fatalf("after Wipe and Init: %x, %v, want %x", got, err, want)
+	}
 }

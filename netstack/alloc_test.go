@@ -17,7 +17,7 @@ func (c *counter) DeliverNetworkPacket(tcpip.NetworkProtocolNumber, *stack.Packe
 func (c *counter) DeliverLinkPacket(tcpip.NetworkProtocolNumber, *stack.PacketBuffer)    {}
 
 // pathSetup returns an endpoint whose layer tracks an established
-// connection (the client seed of the fuzz target, kind: 0 TCP-AO, 1 MD5),
+// connection (the client seed of the fuzz target, kind: see fuzzLayer),
 // a data segment the stack sends on it and one the peer sent, signed.
 func pathSetup(tb testing.TB, kind byte) (*Endpoint, *channel.Endpoint, *counter, []byte, []byte) {
 	tb.Helper()
@@ -83,7 +83,7 @@ func TestEndpointAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector's instrumentation allocates")
 	}
-	for _, kind := range []byte{0, 1} {
+	for _, kind := range fuzzKinds {
 		ep, child, c, out, in := pathSetup(t, kind)
 		// The baseline: building and freeing the caller's packet alone.
 		base := testing.AllocsPerRun(1000, func() {
@@ -110,8 +110,8 @@ func TestEndpointAllocs(t *testing.T) {
 // wrapper each way (written: signed; delivered: verified), per kind of
 // key: the wrapper's fixed cost per packet.
 func BenchmarkEndpoint(b *testing.B) {
-	for _, kind := range []byte{0, 1} {
-		name := []string{"hmac(sha1)", "md5"}[kind]
+	for _, kind := range fuzzKinds {
+		name := []string{"hmac(sha1)", "md5", "kmac256-128"}[kind]
 		for _, dir := range []string{"write", "deliver"} {
 			b.Run(name+"/"+dir, func(b *testing.B) {
 				ep, child, _, out, in := pathSetup(b, kind)

@@ -23,7 +23,7 @@ import (
 
 // benchAlgs are the wrappers measured: "" is no wrapper, "none" a wrapper
 // whose layer covers no peer.
-var benchAlgs = []string{"", "none", "md5", "hmac(sha1)", "cmac(aes128)", "hmac(sha256)"}
+var benchAlgs = []string{"", "none", "md5", "hmac(sha1)", "cmac(aes128)", "hmac(sha256)", "hmac-sha256-128", "kmac256-128"}
 
 func algName(alg string) string {
 	if alg == "" {

@@ -30,9 +30,13 @@ var (
 	fuzzPeer6  = netip.MustParseAddr("2001:db8::9")
 )
 
+// fuzzKinds are the kinds of key of fuzzLayer.
+var fuzzKinds = []byte{0, 1, 2}
+
 // fuzzLayer is the layer of a fuzz run: kind 0 covers the two peers with
-// TCP-AO hmac(sha1) (KeyIDs 1 and 2), kind 1 with TCP-MD5. forPeer builds
-// the peer's side (keys for the local addresses).
+// TCP-AO hmac(sha1) (KeyIDs 1 and 2), kind 1 with TCP-MD5, kind 2 with
+// TCP-AO kmac256-128 (the draft's: a 20-byte option, a 32-byte master
+// key). forPeer builds the peer's side (keys for the local addresses).
 func fuzzLayer(kind byte, forPeer bool) (*packetauth.Layer, error) {
 	peers := []netip.Addr{fuzzPeer4, fuzzPeer6}
 	if forPeer {
@@ -41,7 +45,7 @@ func fuzzLayer(kind byte, forPeer bool) (*packetauth.Layer, error) {
 	var cfg packetauth.Config
 	for _, a := range peers {
 		p := netip.PrefixFrom(a, a.BitLen())
-		if kind%2 == 1 {
+		if kind == 1 {
 			if cfg.MD5 == nil {
 				cfg.MD5 = md5sig.NewKeyring(nil)
 			}
@@ -53,8 +57,13 @@ func fuzzLayer(kind byte, forPeer bool) (*packetauth.Layer, error) {
 		if cfg.AO == nil {
 			cfg.AO = ao.NewKeyring(nil)
 		}
+		alg, key := "hmac(sha1)", []byte{0, 1, 2, 3}
+		if kind == 2 {
+			alg, key = "kmac256-128", []byte("tcpsig netstack fuzz, 32 bytes..")
+		}
 		for _, id := range []uint8{2, 1} {
-			if _, err := cfg.AO.Add(keys.AO{Peer: p, SendID: id, RecvID: id, Algorithm: "hmac(sha1)", Key: []byte{id, 1, 2, 3}}); err != nil {
+			key[0] = id
+			if _, err := cfg.AO.Add(keys.AO{Peer: p, SendID: id, RecvID: id, Algorithm: alg, Key: key}); err != nil {
 				return nil, err
 			}
 		}
@@ -205,7 +214,7 @@ func tcpFrom(pkt []byte, inbound bool) bool {
 }
 
 func FuzzEndpoint(f *testing.F) {
-	for _, kind := range []byte{0, 1} {
+	for _, kind := range fuzzKinds {
 		for _, server := range []bool{false, true} {
 			for _, v6 := range []bool{false, true} {
 				seed, err := fuzzSeed(kind, server, v6)
@@ -242,7 +251,7 @@ func fuzzRun(t testing.TB, md5Check *md5sig.PacketAuth, in []byte) (delivered, w
 	if len(in) == 0 {
 		return
 	}
-	kind := in[0] % 2
+	kind := in[0] % byte(len(fuzzKinds))
 	layer, err := fuzzLayer(kind, false)
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +322,7 @@ func fuzzRun(t testing.TB, md5Check *md5sig.PacketAuth, in []byte) (delivered, w
 				t.Fatalf("a signed segment does not parse (%v): %x", err, b)
 			case kind == 1 && md5Check.Verify(b) != nil:
 				t.Fatalf("an MD5 segment to a covered peer does not verify (%v): %x", md5Check.Verify(b), b)
-			case kind == 0 && seg.Auth().AO == 0:
+			case kind != 1 && seg.Auth().AO == 0:
 				t.Fatalf("a TCP-AO segment without the option: %x", b)
 			}
 		}
@@ -329,7 +338,7 @@ func TestFuzzSeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, kind := range []byte{0, 1} {
+	for _, kind := range fuzzKinds {
 		for _, server := range []bool{false, true} {
 			for _, v6 := range []bool{false, true} {
 				seed, err := fuzzSeed(kind, server, v6)

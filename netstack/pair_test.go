@@ -53,10 +53,11 @@ func pairLayers(alg string) (la, lb *packetauth.Layer, err error) {
 			}
 		default:
 			// Two MKTs, KeyIDs 1 and 2, for rotations; 1 is added last,
-			// so it starts as the current key.
+			// so it starts as the current key. 32 bytes or more: the
+			// draft's algorithms refuse shorter master keys.
 			cfg.AO = ao.NewKeyring(nil)
 			for _, id := range []uint8{2, 1} {
-				key := fmt.Sprintf("tcpsig netstack ao key %d", id)
+				key := fmt.Sprintf("tcpsig netstack ao key %d, of 32 bytes", id)
 				if _, err := cfg.AO.Add(keys.AO{Peer: p, SendID: id, RecvID: id, Algorithm: alg, Key: []byte(key)}); err != nil {
 					return nil, err
 				}

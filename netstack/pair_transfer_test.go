@@ -96,7 +96,7 @@ func (p *pair) allVerified(ca, cb packetauth.Counters, moved uint64) error {
 // kind of key: a stream each way, every packet the link carried verified
 // by the receiving layer, none refused.
 func TestPair(t *testing.T) {
-	for _, alg := range []string{"none", "md5", "hmac(sha1)", "cmac(aes128)", "hmac(sha256)"} {
+	for _, alg := range []string{"none", "md5", "hmac(sha1)", "cmac(aes128)", "hmac(sha256)", "hmac-sha256-128", "kmac256-128"} {
 		t.Run(alg, func(t *testing.T) {
 			p, err := newPair(alg, 1500)
 			if err != nil {

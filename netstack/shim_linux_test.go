@@ -229,10 +229,12 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 			return fmt.Errorf("refused: gVisor's layer %+v, the shim %+v", c.Dropped, st.Counters.Dropped)
 		case out.Signed != out.Packets-out.Dropped || in.Signed != in.Packets-in.Dropped:
 			return fmt.Errorf("unsigned segments on the wire: to kernel %+v, from kernel %+v", out, in)
-		case out.Dropped == 0 || out.SACKBlocks == 0:
-			// (The kernel's SACK blocks, trimmed by the shim, are fewer:
+		case out.Dropped == 0 || in.Dropped == 0 || !raceEnabled && out.SACKBlocks == 0:
+			// Some 25 of the kernel's packets lost make gVisor SACK; under
+			// the race detector's 2 MiB, a few, perhaps ACKs only. (The
+			// kernel's SACK blocks, trimmed by the shim, are fewer:
 			// counted, not required.)
-			return fmt.Errorf("no loss, or no SACK block to the kernel: %+v", out)
+			return fmt.Errorf("no loss, or no SACK block to the kernel: to kernel %+v, from kernel %+v", out, in)
 		case len(sc.Conns) != 1:
 			return fmt.Errorf("the shim tracked %d connections mid-transfer, want 1", len(sc.Conns))
 		case gv.CurrentKeyID != 2 || gv.RNextKeyID != 2 || sconn.CurrentKeyID != 2 || sconn.RNextKeyID != 2:
