@@ -516,27 +516,8 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if m == nil {
 		return ErrNoCurrentKey
 	}
-	err := c.signWith(m, seg)
-	// ErrKeyNotFound: m was deleted between the load and the derivation.
-	// A delete moves the connection to its replacement before it retires
-	// the key, so the next load sees another MKT.
-	for err != nil && errors.Is(err, ErrKeyNotFound) {
-		n := c.current.Load()
-		if n == m {
-			return err
-		}
-		if m = n; m == nil {
-			return ErrNoCurrentKey
-		}
-		err = c.signWith(m, seg)
-	}
-	return err
-}
-
-// signWith signs seg with m under the send lane's lock. The option is
-// labelled before the lock is taken, which makes these byte stores land
-// before the header is read back as whole words.
-func (c *Conn) signWith(m *MKT, seg *segment.Segment) error {
+	// The option is labelled before the lock is taken, which makes these
+	// byte stores land before the header is read back as whole words.
 	off, err := labelOption(m, seg, c.rnextID(m))
 	if err != nil {
 		return err
@@ -545,6 +526,34 @@ func (c *Conn) signWith(m *MKT, seg *segment.Segment) error {
 	l.mu.Lock()
 	err = c.signLocked(l, m, seg, off)
 	l.mu.Unlock()
+	if err != nil && errors.Is(err, ErrKeyNotFound) {
+		return c.signAgain(m, seg, err)
+	}
+	return err
+}
+
+// signAgain signs seg after m, the current key Sign loaded, was deleted
+// between the load and the derivation (err). A delete moves the
+// connection to its replacement before it retires the key, so each load
+// sees another MKT, until one derives or none is left.
+func (c *Conn) signAgain(m *MKT, seg *segment.Segment, err error) error {
+	l := &c.send
+	for errors.Is(err, ErrKeyNotFound) {
+		n := c.current.Load()
+		if n == m {
+			return err
+		}
+		if m = n; m == nil {
+			return ErrNoCurrentKey
+		}
+		off, lerr := labelOption(m, seg, c.rnextID(m))
+		if lerr != nil {
+			return lerr
+		}
+		l.mu.Lock()
+		err = c.signLocked(l, m, seg, off)
+		l.mu.Unlock()
+	}
 	return err
 }
 
