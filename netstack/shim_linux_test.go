@@ -139,6 +139,9 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 	layer, ring := gvisorLayer(t, shimKeys(alg, secret, kaddr, 1))
 	shimFile := filepath.Join(dir, "shim.json")
 	writeFile(t, shimFile, shimKeys(alg, secret, naddr, 1))
+	// tcpsig verify reads both ends' MKTs.
+	both := filepath.Join(dir, "verify.json")
+	writeFile(t, both, mergeKeys(t, shimKeys(alg, secret, kaddr, 1, 2), shimKeys(alg, secret, naddr, 1, 2)))
 	var ep *Endpoint
 	inKernelNet(t, v6, wrapWith(t, layer, &ep), func(k *kernelNet) error {
 		capt, err := capture.Start(capture.Options{Interface: tunName, Filter: capture.TCPPorts(kPort, gonetPrt)})
@@ -250,8 +253,6 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 		if err := capt.WriteFile(pcap); err != nil {
 			return err
 		}
-		both := filepath.Join(dir, "verify.json")
-		writeFile(t, both, mergeKeys(t, shimKeys(alg, secret, kaddr, 1, 2), shimKeys(alg, secret, naddr, 1, 2)))
 		return verifyCapture(t, bin, both, pcap, capt.Len(), kaddr, naddr)
 	})
 }
