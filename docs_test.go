@@ -109,6 +109,7 @@ func TestReadmeExampleOutputs(t *testing.T) {
 	readme := string(b)
 	for _, c := range []struct{ anchor, dir, example string }{
 		{"`ExampleTrafficKey` (`go test ./ao -run ExampleTrafficKey -v`)", "ao", "ExampleTrafficKey"},
+		{"From the package's `Example` (`go\ntest ./keys -run Example -v`)", "keys", "Example"},
 		{"`ExampleTrafficKey_reset` (`go test ./ao -run ExampleTrafficKey_reset -v`)", "ao", "ExampleTrafficKey_reset"},
 		{"`ExampleConn_Init_established` (`go test ./ao -run ExampleConn_Init_established -v`)", "ao", "ExampleConn_Init_established"},
 		{"Real output of the package's `Example` (a client's SYN", "packetauth", "Example"},

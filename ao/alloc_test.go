@@ -21,10 +21,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	for _, alg := range allocAlgs {
 		cring, sring := NewKeyring(nil), NewKeyring(nil)
-		key := []byte("k")
-		if alg == "hmac-sha256-128" || alg == "kmac256-128" {
-			key = []byte("a master key of 32 bytes or more")
-		}
+		key := allocKey(alg)
 		m, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
 		if err != nil {
 			t.Fatal(err)
@@ -67,4 +64,56 @@ func TestSteadyStateAllocs(t *testing.T) {
 			t.Errorf("%s: %v allocs per Sign+Verify", alg, n)
 		}
 	}
+}
+
+// TestTrafficKeyAllocs: the way in without a connection derives once and
+// then signs and verifies without allocating, a RST included.
+func TestTrafficKeyAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
+	for _, alg := range allocAlgs {
+		ring := NewKeyring(nil)
+		m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: allocKey(alg)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts := testOption(nil, 0, 0, m.MACLen())
+		hdr := make([]byte, 20+len(opts))
+		copy(hdr[20:], opts)
+		hdr[12] = byte(len(hdr) / 4 << 4)
+		hdr[13] = byte(segment.ACK | segment.RST)
+		tcp := append(hdr, make([]byte, 100)...)
+		seg, err := segment.FromTCP(cli.Addr(), srv.Addr(), tcp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k TrafficKey
+		if err := k.Derive(m, ISNs{Src: 100, Dst: 200}, &seg); err != nil {
+			t.Fatal(err)
+		}
+		round := func() {
+			if err := k.Sign(&seg, 0, 2); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.Verify(&seg, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		round()
+		if n := testing.AllocsPerRun(100, round); n != 0 {
+			t.Errorf("%s: %v allocs per TrafficKey Sign+Verify", alg, n)
+		}
+		k.Wipe()
+	}
+}
+
+// allocKey is a master key alg takes: one byte, or 32 for the draft's
+// algorithms.
+func allocKey(alg string) []byte {
+	if alg == "hmac-sha256-128" || alg == "kmac256-128" {
+		return []byte("a master key of 32 bytes or more")
+	}
+	return []byte("k")
 }

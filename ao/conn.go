@@ -70,9 +70,10 @@ type lane struct {
 	// mu serialises the calls of one direction (a Sign waits for another
 	// Sign on the same Conn, never for a Verify) and guards every field
 	// below: while a call holds it, the lane's context, scratch, keys and
-	// SNE are that call's alone. Under it a call may take an MKT's lmu,
-	// pin an MKT (reclaim), or lease from the pool; never the keyring's
-	// lock, which Sign and Verify take only after releasing it.
+	// SNE are that call's alone. Under it a call may pin an MKT
+	// (reclaim), lease from the pool, or take the keyring's lock to list
+	// or unlist an entry; no one holding the keyring's lock takes a lane's
+	// (Sign's retry and Verify's rotation run after the lane is released).
 	mu      sync.Mutex
 	ctx     *mac.Context         // leased from pool (entry pid) for alg, the algorithm of the last key used; nil: none
 	alg     *mac.Algorithm       // ctx's algorithm
@@ -95,13 +96,13 @@ type laneKey struct {
 	ready, synOK bool
 	key          mac.Key
 	syn          *mac.Key
-	// good counts the segments this entry verified for mkt, under the
-	// lane's lock: mkt's share of its good counter, summed by
-	// MKT.Counters and folded into it when the entry is wiped, so that
-	// a verified segment writes no line shared with other connections.
-	good uint64
-	lane *lane // the entry's lane, whose lock guards good
-	idx  int   // the entry's place in mkt.lanes, under mkt.lmu
+	// good counts the segments this entry verified for mkt: mkt's share
+	// of its good counter, so that a verified segment writes no line
+	// shared with other connections. Its lane adds to it under the lane's
+	// lock (one writer); MKT.Counters reads it, and unlist folds it into
+	// mkt's own, under the keyring's lock.
+	good atomic.Uint64
+	idx  int // the entry's place in mkt.lanes, under the keyring's lock
 }
 
 func (k *laneKey) wipe() {
@@ -164,7 +165,7 @@ func (l *lane) add(m *MKT) *laneKey {
 		}
 	}
 	if free == nil {
-		free = &laneKey{lane: l}
+		free = new(laneKey)
 		l.keys = append(l.keys, free)
 	}
 	free.mkt = m
@@ -662,7 +663,7 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) (
 	if err := c.check(l, j, seg, got); err != nil {
 		return err
 	}
-	e.good++
+	e.good.Add(1)
 	if flags&segment.SYN == 0 {
 		l.sne.advance(seq)
 	}

@@ -245,8 +245,8 @@ type TrafficKey struct {
 
 // Derive makes k m's traffic key for seg: Send_SYN of seg's direction for
 // a SYN without ACK, Send_other for every other segment, of a connection
-// whose ISNs are isns (Src: seg's sender's). Errors: [ErrNoOption] (no TCP
-// header), [ErrKeyNotFound] (m nil or deleted), segment.ErrAddrFamily.
+// whose ISNs are isns (Src: seg's sender's). Errors: segment.ErrUnparsed
+// (seg not made by package segment), [ErrKeyNotFound] (m nil or deleted).
 func (k *TrafficKey) Derive(m *MKT, isns ISNs, seg *segment.Segment) error {
 	if k == nil {
 		return ErrNotInitialized
@@ -308,7 +308,7 @@ func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) er
 // Verify checks seg's MAC under k in constant time, sne as for Sign. It
 // does not look at the option's KeyID: the caller picks the MKT, usually
 // by it. Errors: [ErrNoOption], [ErrMACLength], [ErrBadMAC] (a key that
-// does not cover seg gives it too), [ErrKeyNotFound] for a k without a key.
+// does not cover seg gives it too), [ErrNotInitialized] for a k without a key.
 func (k *TrafficKey) Verify(seg *segment.Segment, sne uint32) error {
 	if k == nil || k.m == nil {
 		return ErrNotInitialized

@@ -16,8 +16,8 @@ func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, maclen
 }
 
 // A client and a server stack sign and verify the first segments of a
-// connection: SYN, SYN-ACK carrying a greeting, and data. The server's
-// stack chooses its ISN after Accept: its SYN-ACK carries it.
+// connection: SYN, SYN-ACK carrying a greeting, data, and a RST. The
+// server's stack chooses its ISN after Accept: its SYN-ACK carries it.
 func Example() {
 	client, server := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	mkt := func(peer netip.Addr, send, recv uint8) keys.AO {
@@ -53,6 +53,10 @@ func Example() {
 	data.Frags[0][0] ^= 1 // tampered in flight
 	fmt.Println("tampered:", s.Verify(&data))
 	fmt.Printf("server counters: %+v\n", s.Counters())
+
+	// A RST is signed like any other segment of the connection.
+	rst, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5012, 1005, segment.RST|segment.ACK, 12))
+	fmt.Println("sign RST:", s.Sign(&rst), "verify:", c.Verify(&rst))
 	// Output:
 	// sign SYN: <nil>
 	// accept SYN: true <nil>
@@ -61,6 +65,7 @@ func Example() {
 	// sign data: <nil> verify: <nil>
 	// tampered: ao: MAC mismatch
 	// server counters: {Good:1 Bad:1 KeyNotFound:0 AORequired:0 DroppedICMP:0}
+	// sign RST: <nil> verify: <nil>
 }
 
 // pair sets up the two ends of an established connection on two keyrings

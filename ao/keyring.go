@@ -104,7 +104,7 @@ func (r *Keyring) Add(cfg keys.AO) (*MKT, error) {
 	}
 	r.added++
 	m.added = r.added // before the inserts publish m
-	m.ring = r
+	m.ring, m.owner = r, r
 	// newMKT validated the prefix, so the insert cannot fail.
 	_ = r.byPeer.Insert(m.peer, 0, m)
 	return m, nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/internal/cacheline"
@@ -42,15 +41,12 @@ type MKT struct {
 	// delete that would leave them without one is refused, and a forced
 	// delete moves them to the replacement.
 	users [2]*Conn
-	// lmu guards lanes, the connections' lane entries that count good
-	// segments for the MKT, and lgen, which changes with every change of
-	// the list; a fold of an entry's count into good happens under it
-	// too. It is taken under a lane's lock (list, unlist), and MKT.Counters
-	// never holds it while it takes a lane's: it reads each entry under
-	// its lane's lock and starts again if lgen moved meanwhile.
-	lmu   sync.Mutex
+	// lanes lists the connections' lane entries that count good
+	// segments for the MKT, under owner's lock, which also covers every
+	// fold of an entry's count into good: under it, good plus the listed
+	// entries' counts is the MKT's total, each segment in exactly one.
+	owner *Keyring // the keyring the MKT was added to; never changes
 	lanes []*laneKey
-	lgen  uint64
 	// guard pins master while a derivation reads it: a delete retires
 	// the MKT, and master is wiped once no pin is left (reclaim's RCU).
 	guard reclaim.Guard
@@ -161,63 +157,40 @@ func (m *MKT) Counters() (good, bad uint64) {
 	if m == nil {
 		return 0, 0
 	}
-	// Each entry's count is read under its lane's lock, which is never
-	// taken under lmu: if the list changed meanwhile (an entry folded
-	// into m.good, or one added), the sum starts again.
-	for {
-		m.lmu.Lock()
-		gen, n := m.lgen, len(m.lanes)
-		m.lmu.Unlock()
-		var sum uint64
-		ok := true
-		for i := 0; i < n && ok; i++ {
-			m.lmu.Lock()
-			var k *laneKey
-			if ok = m.lgen == gen; ok {
-				k = m.lanes[i]
-			}
-			m.lmu.Unlock()
-			if ok {
-				k.lane.mu.Lock()
-				if k.mkt == m {
-					sum += k.good
-				}
-				k.lane.mu.Unlock()
-			}
-		}
-		m.lmu.Lock()
-		if ok && m.lgen == gen {
-			good = m.good.Load() + sum
-			m.lmu.Unlock()
-			return good, m.bad.Load()
-		}
-		m.lmu.Unlock()
+	if m.owner == nil {
+		return m.good.Load(), m.bad.Load()
 	}
+	m.owner.mu.Lock()
+	defer m.owner.mu.Unlock()
+	good = m.good.Load()
+	for _, k := range m.lanes {
+		good += k.good.Load()
+	}
+	return good, m.bad.Load()
 }
 
 // list enters k, a lane's new entry for m, in m.lanes; k's lane is
-// locked.
+// locked (a lane's lock may be held when the keyring's is taken, never
+// the other way).
 func (m *MKT) list(k *laneKey) {
-	m.lmu.Lock()
-	k.good, k.idx = 0, len(m.lanes)
+	m.owner.mu.Lock()
+	k.good.Store(0)
+	k.idx = len(m.lanes)
 	m.lanes = append(m.lanes, k)
-	m.lgen++
-	m.lmu.Unlock()
+	m.owner.mu.Unlock()
 }
 
 // unlist removes k from m.lanes and adds its count to m.good; k's lane
 // is locked.
 func (m *MKT) unlist(k *laneKey) {
-	m.lmu.Lock()
-	m.good.Add(k.good)
-	k.good = 0
+	m.owner.mu.Lock()
+	m.good.Add(k.good.Swap(0))
 	last := len(m.lanes) - 1
 	m.lanes[k.idx] = m.lanes[last]
 	m.lanes[k.idx].idx = k.idx
 	m.lanes[last] = nil
 	m.lanes = m.lanes[:last]
-	m.lgen++
-	m.lmu.Unlock()
+	m.owner.mu.Unlock()
 }
 
 // String describes the MKT without key material.

@@ -53,6 +53,9 @@ func FuzzParsePacket(f *testing.F) {
 		if a, err := h.AuthOptions(); err != nil || a != s.Auth() {
 			t.Fatalf("AuthOptions on the header = %+v, %v; Segment has %+v", a, err, s.Auth())
 		}
+		if err := s.Check(); err != nil {
+			t.Fatalf("a parsed segment fails Check: %v", err)
+		}
 	})
 }
 

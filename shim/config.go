@@ -11,7 +11,8 @@ import (
 // Config configures a shim.
 type Config struct {
 	Keys   string       // path of the keys file (package keyfile); its peers are those covered
-	Queue  uint16       // netfilter queue number; the rules are the tables "tcpsig-shim-<Queue>"
+	Queue  uint16       // first netfilter queue number; the rules are the tables "tcpsig-shim-<Queue>"
+	Queues int          // queues Queue, Queue+1, ... (one reader each, a connection on one); 0: one per CPU, at most 8
 	Status string       // path of a unix socket serving the status as JSON over HTTP; "" for none
 	State  string       // path of the TCP-AO sessions' state file; "" for none
 	Log    *slog.Logger // nil: discard

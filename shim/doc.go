@@ -3,9 +3,10 @@
 // CONFIG_TCP_MD5SIG): it is `tcpsig shim` without the command line.
 //
 // Rules of its own (package nfrules) send the host's TCP with the peers of
-// a keys file to a netfilter queue (package nfqueue); each packet is
-// answered with a verdict after package packetauth: outgoing ones get the
-// option inserted and signed, incoming ones are verified, stripped and
+// a keys file to netfilter queues (package nfqueue), one per CPU by
+// default, each connection to one of them; each queue's reader answers
+// every packet with a verdict after package packetauth: outgoing ones get
+// the option inserted and signed, incoming ones are verified, stripped and
 // their MSS clamped, and what fails is dropped and counted. The rules are
 // replaced at start (a killed shim's included) and removed when Run
 // returns.

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -34,7 +35,8 @@ type Shim struct {
 	stopped chan struct{} // closed when Run returns
 	log     *slog.Logger
 	table   string
-	q       *nfqueue.Queue
+	queues  []*nfqueue.Queue // Queue, Queue+1, ...: one reader each
+	drops   []nfqueue.Stats  // each queue's counters at the last reportDrops
 	layer   *packetauth.Layer
 
 	mu      sync.Mutex // guards what follows: reload against status and the packet loop's reports
@@ -89,26 +91,52 @@ func New(cfg Config) (*Shim, error) {
 	return s, nil
 }
 
-// Run binds the queue, installs the rules and answers packets until ctx
+// Run binds the queues, installs the rules and answers packets until ctx
 // is done; the rules are removed on the way out. It must be called from
 // the goroutine (OS thread) whose network namespace is to be covered, and
-// only once.
+// only once. It raises GOMAXPROCS by one per queue (see the readers).
 func (s *Shim) Run(ctx context.Context) error {
 	defer close(s.stopped)
-	// The queue first: if another shim holds it, its rules stay.
-	q, err := nfqueue.Open(nfqueue.Config{Num: s.cfg.Queue, MaxLen: 4096})
-	if err != nil {
-		if errors.Is(err, syscall.EPERM) {
-			return fmt.Errorf("%w (is another tcpsig shim using queue %d? are we root?)", err, s.cfg.Queue)
-		}
-		return err
+	// The queues first: if another shim holds one, its rules stay.
+	n := s.cfg.Queues
+	if n <= 0 {
+		n = min(runtime.NumCPU(), maxQueues)
 	}
-	s.q = q
-	defer q.Close()
+	n = min(n, maxQueues, 1<<16-int(s.cfg.Queue))
+	for i := range n {
+		num := s.cfg.Queue + uint16(i)
+		q, err := nfqueue.Open(nfqueue.Config{Num: num, MaxLen: queueLen})
+		if err != nil {
+			for _, q := range s.queues {
+				q.Close()
+			}
+			if errors.Is(err, syscall.EPERM) {
+				return fmt.Errorf("%w (is another tcpsig shim using queue %d? are we root?)", err, num)
+			}
+			return err
+		}
+		s.queues = append(s.queues, q)
+	}
+	defer func() {
+		for _, q := range s.queues {
+			q.Close()
+		}
+	}()
 	if stale, err := nfrules.Exists(s.table); err == nil && stale {
 		s.log.Warn("replacing rules left by an earlier run", "table", s.table)
 	}
-	if err := s.installRules(); err != nil {
+	err := s.installRules()
+	if err != nil && len(s.queues) > 1 {
+		// A kernel without nft_hash cannot spread the connections: one
+		// queue answers them all.
+		s.log.Warn("one queue: the rules cannot hash connections over several", "err", err)
+		for _, q := range s.queues[1:] {
+			q.Close()
+		}
+		s.queues = s.queues[:1]
+		err = s.installRules()
+	}
+	if err != nil {
 		return err
 	}
 	defer func() {
@@ -127,9 +155,18 @@ func (s *Shim) Run(ctx context.Context) error {
 		}
 		defer ln.Close()
 	}
-	loopErr := make(chan error, 1)
-	go func() { loopErr <- s.loop() }()
-	s.log.Info("shim running", "queue", s.cfg.Queue, "rules", s.method, "peers", len(s.keys.Peers),
+	// A reader sleeps in poll(2) holding its P. One more P per reader
+	// than the CPUs keeps a P idle for the rest of the process, so the
+	// runtime does not take a sleeping reader's P away (and, when the
+	// reader wakes, hand it to another thread to run).
+	if want := runtime.NumCPU() + len(s.queues); runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
+	}
+	loopErr := make(chan error, len(s.queues))
+	for _, q := range s.queues {
+		go func() { loopErr <- s.loop(q) }()
+	}
+	s.log.Info("shim running", "queue", s.cfg.Queue, "queues", len(s.queues), "rules", s.method, "peers", len(s.keys.Peers),
 		"ao_keys", len(s.keys.AO), "md5_keys", len(s.keys.MD5), "overhead", s.layer.Overhead())
 
 	tick := time.NewTicker(2 * time.Second)
@@ -145,6 +182,7 @@ func (s *Shim) Run(ctx context.Context) error {
 		case now := <-tick.C:
 			s.layer.Expire(now)
 			s.saveState()
+			s.reportDrops()
 		case err := <-loopErr:
 			return err
 		}
@@ -173,7 +211,7 @@ func (s *Shim) Reload() error {
 var ErrStopped = errors.New("shim: not running")
 
 func (s *Shim) installRules() error {
-	m, err := nfrules.Install(nfrules.Spec{Table: s.table, Queue: uint16(s.cfg.Queue), Peers: s.keys.Peers})
+	m, err := nfrules.Install(nfrules.Spec{Table: s.table, Queue: s.cfg.Queue, Queues: uint16(len(s.queues)), Peers: s.keys.Peers})
 	if err != nil {
 		return err
 	}
@@ -181,42 +219,88 @@ func (s *Shim) installRules() error {
 	return nil
 }
 
-// loop answers queued packets until the queue closes.
-func (s *Shim) loop() error {
-	var p nfqueue.Packet
+// Queue sizes: up to maxQueues queues (one per CPU), each holding up to
+// queueLen packets waiting for a verdict (the kernel drops, and counts,
+// what finds it full: never accepted unanswered), read batch packets per
+// wake-up.
+const (
+	maxQueues = 8
+	queueLen  = 1024
+	batch     = 64
+)
+
+// loop answers the packets of q until it closes: each wake-up reads all
+// that are waiting (up to batch) and sends their verdicts in one message.
+func (s *Shim) loop(q *nfqueue.Queue) error {
+	// A thread of its own: the reader's work stays on one thread, one
+	// per queue, instead of hopping between the runtime's.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var ps [batch]nfqueue.Packet
 	buf := make([]byte, 0, nfqueue.MaxPayload+64)
 	for {
-		err := s.q.Read(&p)
+		n, err := q.ReadBatch(ps[:])
 		switch {
 		case errors.Is(err, nfqueue.ErrClosed):
 			return nil
-		case errors.Is(err, nfqueue.ErrTruncated):
-			_ = s.q.Verdict(p.ID, nfqueue.Drop, nil)
-			continue
-		case errors.Is(err, nfqueue.ErrMalformed):
-			s.log.Warn("reading the queue", "err", err)
-			continue
 		case err != nil:
 			// The socket failed: stop (Run removes the rules) rather
 			// than spin on it.
 			return fmt.Errorf("reading the queue: %w", err)
 		}
-		out, err := s.transform(buf[:0], &p)
-		if err != nil && errors.Is(err, packetauth.ErrNoConn) {
-			s.reportUnseen(&p)
+		for i := range ps[:n] {
+			if err := s.answer(q, &ps[i], buf); err != nil && !errors.Is(err, nfqueue.ErrClosed) {
+				s.log.Warn("verdict", "err", err)
+			}
 		}
-		switch {
-		case err != nil:
-			s.dropped(&p, err)
-			err = s.q.Verdict(p.ID, nfqueue.Drop, nil)
-		case len(out) == len(p.Payload) && (len(out) == 0 || &out[0] == &p.Payload[0]):
-			err = s.q.Verdict(p.ID, nfqueue.Accept, nil) // untouched
-		default:
-			err = s.q.Verdict(p.ID, nfqueue.Accept, out)
-		}
-		if err != nil && !errors.Is(err, nfqueue.ErrClosed) {
+		if err := q.Flush(); err != nil && !errors.Is(err, nfqueue.ErrClosed) {
 			s.log.Warn("verdict", "err", err)
 		}
+	}
+}
+
+// answer adds p's verdict to those q sends next: p signed or verified and
+// rewritten, passed untouched, or dropped.
+func (s *Shim) answer(q *nfqueue.Queue, p *nfqueue.Packet, buf []byte) error {
+	switch {
+	case errors.Is(p.Err, nfqueue.ErrTruncated):
+		return q.AddVerdict(p.ID, nfqueue.Drop, nil)
+	case p.Err != nil:
+		s.log.Warn("reading the queue", "err", p.Err)
+		return nil
+	}
+	out, err := s.transform(buf[:0], p)
+	if err != nil && errors.Is(err, packetauth.ErrNoConn) {
+		s.reportUnseen(p)
+	}
+	switch {
+	case err != nil:
+		s.dropped(p, err)
+		return q.AddVerdict(p.ID, nfqueue.Drop, nil)
+	case len(out) == len(p.Payload) && (len(out) == 0 || &out[0] == &p.Payload[0]):
+		return q.AddVerdict(p.ID, nfqueue.Accept, nil) // untouched
+	default:
+		return q.AddVerdict(p.ID, nfqueue.Accept, out)
+	}
+}
+
+// reportDrops logs the packets the kernel dropped since the last call
+// because a queue or its socket was full: the shim fell behind, and TCP
+// retransmits them (nothing passes unanswered).
+func (s *Shim) reportDrops() {
+	if len(s.drops) != len(s.queues) {
+		s.drops = make([]nfqueue.Stats, len(s.queues))
+	}
+	for i, q := range s.queues {
+		st, err := q.Stats()
+		if err != nil {
+			continue
+		}
+		if d, u := st.Dropped-s.drops[i].Dropped, st.UserDropped-s.drops[i].UserDropped; d+u > 0 {
+			s.log.Warn("queue full: packets dropped", "queue", s.cfg.Queue+uint16(i), "queue_full", d, "socket_full", u,
+				"total", st.Dropped+st.UserDropped)
+		}
+		s.drops[i] = st
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 // shimFlags are the parsed arguments of tcpsig shim.
 type shimFlags struct {
 	keys, status, state string
-	queue               uint
+	queue, queues       uint
 	verbose             bool
 }
 
@@ -21,6 +21,7 @@ func parseShimFlags(args []string, stdout, stderr io.Writer) (shimFlags, int, bo
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.keys, "keys", "", "keys file")
 	fs.UintVar(&f.queue, "queue", 7911, "netfilter queue number")
+	fs.UintVar(&f.queues, "queues", 0, "number of queues")
 	fs.StringVar(&f.status, "status", "", "status socket")
 	fs.StringVar(&f.state, "state", "", "state file")
 	fs.BoolVar(&f.verbose, "v", false, "debug logging")
@@ -39,6 +40,9 @@ func parseShimFlags(args []string, stdout, stderr io.Writer) (shimFlags, int, bo
 	}
 	if f.queue > 0xffff {
 		return f, failf(stderr, "shim: -queue %d: want 0..65535", f.queue), false
+	}
+	if f.queues > 8 || f.queue+max(f.queues, 1) > 0x10000 {
+		return f, failf(stderr, "shim: -queues %d: want 1..8 queues from -queue %d to at most 65535", f.queues, f.queue), false
 	}
 	return f, 0, true
 }

@@ -21,7 +21,10 @@ import (
 	"github.com/tcpsig/tcpsig/linuxsock"
 )
 
-var shimBenchMiB = flag.Int("shimbench.mib", 32, "MiB each BenchmarkShimMD5 transfer moves")
+var (
+	shimBenchMiB    = flag.Int("shimbench.mib", 32, "MiB each BenchmarkShimMD5 transfer moves")
+	shimBenchQueues = flag.Int("shimbench.queues", 0, "the shim's -queues in BenchmarkShimMD5 (0: its default)")
+)
 
 // BenchmarkShimMD5 sets tcpsig shim beside the kernel's own TCP-MD5 on the
 // same veth, in one run. A's kernel signs and serves on three addresses: one
@@ -33,11 +36,16 @@ var shimBenchMiB = flag.Int("shimbench.mib", 32, "MiB each BenchmarkShimMD5 tran
 //	MB/s-{kernel,shim,plain}   one -shimbench.mib transfer B -> A
 //	MB/s-shim-{2,8}conns       the same bytes split over 2 or 8 sessions at once
 //	us-rtt-{kernel,shim,plain} a 64-byte request and its reply, mean of 2000
-//	rtt-shim/kernel            the shim's round trip over the kernel's
+//	                           (in blocks of 100, the legs taking turns)
+//	rtt-shim/kernel            the shim's round trip over the kernel's, and
+//	tput-shim/{kernel,plain}   the shim's throughput over the others', in
+//	                           each round (whose legs ran under the same load)
 //	shim-cpu-ms/MiB[-Nconns]   the shim process's CPU time (user + system,
 //	                           its verdicts' reinjection included) per MiB
-//	shim-cores-8conns          that CPU time over the wall time: above 1,
+//	shim-cores-Nconns          that CPU time over the wall time: above 1,
 //	                           the shim's work ran on more than one core
+//	shim-top-thread-Nconns     the busiest thread's share of it: 1, all on
+//	                           one thread; 0.5, halved between two
 func BenchmarkShimMD5(b *testing.B) {
 	if testing.Short() {
 		b.Skip("-short")
@@ -53,7 +61,11 @@ func BenchmarkShimMD5(b *testing.B) {
 	}
 	dir := shortDir(b)
 	keyPath := writeKeys(b, dir, "keys.json", fmtKeysMD5(addrA4, secret))
-	shimProc, _ := startShim(b, nsB, dir, "-keys", keyPath, "-queue", "44")
+	args := []string{"-keys", keyPath, "-queue", "44"}
+	if *shimBenchQueues > 0 {
+		args = append(args, "-queues", strconv.Itoa(*shimBenchQueues))
+	}
+	shimProc, _ := startShim(b, nsB, dir, args...)
 	pid := shimProc.cmd.Process.Pid
 
 	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
@@ -95,6 +107,7 @@ func BenchmarkShimMD5(b *testing.B) {
 	const pings = 2000
 	// transfer moves size bytes over conns sessions at once and returns
 	// MB/s and the shim's CPU time over the transfer.
+	var topShare float64 // of the last transfer: the busiest thread's part of the shim's CPU time
 	transfer := func(l leg, conns int) (float64, time.Duration, time.Duration) {
 		cs := make([]net.Conn, conns)
 		for i := range cs {
@@ -104,7 +117,7 @@ func BenchmarkShimMD5(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		cpu0 := procCPU(b, pid)
+		cpu0, threads0 := procCPU(b, pid), threadCPU(pid)
 		start := time.Now()
 		var wg sync.WaitGroup
 		errs := make([]error, conns)
@@ -114,6 +127,12 @@ func BenchmarkShimMD5(b *testing.B) {
 		wg.Wait()
 		wall := time.Since(start)
 		cpu := procCPU(b, pid) - cpu0
+		var top, all time.Duration
+		for tid, c := range threadCPU(pid) {
+			d := c - threads0[tid]
+			top, all = max(top, d), all+d
+		}
+		topShare = float64(top) / float64(max(all, 1))
 		for _, err := range errs {
 			if err != nil {
 				b.Fatal(err)
@@ -121,23 +140,38 @@ func BenchmarkShimMD5(b *testing.B) {
 		}
 		return float64(size) / wall.Seconds() / 1e6, cpu, wall
 	}
-	rtt := func(l leg) float64 {
-		c := dial(l)
-		defer c.Close()
-		if _, err := c.Write([]byte{'P'}); err != nil {
-			b.Fatal(err)
+	// rtts makes pings round trips on a session of each leg, in blocks of
+	// 100 taking turns, and returns each leg's mean in µs.
+	rtts := func() []float64 {
+		cs := make([]net.Conn, len(legs))
+		for i, l := range legs {
+			cs[i] = dial(l)
+			defer cs[i].Close()
+			if _, err := cs[i].Write([]byte{'P'}); err != nil {
+				b.Fatal(err)
+			}
 		}
 		msg := make([]byte, 64)
-		start := time.Now()
-		for range pings {
-			if _, err := c.Write(msg); err != nil {
-				b.Fatal(err)
-			}
-			if _, err := io.ReadFull(c, msg); err != nil {
-				b.Fatal(err)
+		total := make([]time.Duration, len(legs))
+		for range pings / 100 {
+			for i, c := range cs {
+				start := time.Now()
+				for range 100 {
+					if _, err := c.Write(msg); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := io.ReadFull(c, msg); err != nil {
+						b.Fatal(err)
+					}
+				}
+				total[i] += time.Since(start)
 			}
 		}
-		return float64(time.Since(start).Nanoseconds()) / 1e3 / pings
+		us := make([]float64, len(legs))
+		for i := range us {
+			us[i] = total[i].Seconds() * 1e6 / pings
+		}
+		return us
 	}
 	m := map[string][]float64{}
 	mib := float64(size) / (1 << 20)
@@ -153,18 +187,24 @@ func BenchmarkShimMD5(b *testing.B) {
 					m[fmt.Sprintf("MB/s-shim-%dconns", n)] = append(m[fmt.Sprintf("MB/s-shim-%dconns", n)], tp)
 					m[fmt.Sprintf("shim-cpu-ms/MiB-%dconns", n)] = append(m[fmt.Sprintf("shim-cpu-ms/MiB-%dconns", n)], cpu.Seconds()*1e3/mib)
 					m[fmt.Sprintf("shim-cores-%dconns", n)] = append(m[fmt.Sprintf("shim-cores-%dconns", n)], cpu.Seconds()/wall.Seconds())
+					m[fmt.Sprintf("shim-top-thread-%dconns", n)] = append(m[fmt.Sprintf("shim-top-thread-%dconns", n)], topShare)
 				}
 			}
-			m["us-rtt-"+l.name] = append(m["us-rtt-"+l.name], rtt(l))
 		}
+		us := rtts()
+		for i, l := range legs {
+			m["us-rtt-"+l.name] = append(m["us-rtt-"+l.name], us[i])
+		}
+		// The ratios of each round, whose legs ran under the same load.
+		m["rtt-shim/kernel"] = append(m["rtt-shim/kernel"], us[1]/us[0])
+		n := len(m["MB/s-shim"]) - 1
+		m["tput-shim/kernel"] = append(m["tput-shim/kernel"], m["MB/s-shim"][n]/m["MB/s-kernel"][n])
+		m["tput-shim/plain"] = append(m["tput-shim/plain"], m["MB/s-shim"][n]/m["MB/s-plain"][n])
 	}
 	med := func(x []float64) float64 { x = slices.Clone(x); slices.Sort(x); return x[len(x)/2] }
 	for k, v := range m {
 		b.ReportMetric(med(v), k)
 	}
-	b.ReportMetric(med(m["us-rtt-shim"])/med(m["us-rtt-kernel"]), "rtt-shim/kernel")
-	b.ReportMetric(med(m["MB/s-shim"])/med(m["MB/s-kernel"]), "tput-shim/kernel")
-	b.ReportMetric(med(m["MB/s-shim"])/med(m["MB/s-plain"]), "tput-shim/plain")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -184,6 +224,18 @@ func sendAll(c net.Conn, n int) error {
 	return err
 }
 
+// threadCPU is the CPU time of each of process pid's threads so far.
+func threadCPU(pid int) map[string]time.Duration {
+	m := map[string]time.Duration{}
+	tids, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, e := range tids {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, e.Name())); err == nil {
+			m[e.Name()] = statCPU(b)
+		}
+	}
+	return m
+}
+
 // procCPU is process pid's user + system CPU time so far, its exited
 // threads' included (/proc/PID/stat utime and stime).
 func procCPU(t testing.TB, pid int) time.Duration {
@@ -192,17 +244,19 @@ func procCPU(t testing.TB, pid int) time.Duration {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return statCPU(b)
+}
+
+// statCPU is utime + stime of a /proc stat file; 0 if it does not parse.
+func statCPU(b []byte) time.Duration {
 	// The fields after the command name, which is in parentheses.
 	f := bytes.Fields(b[bytes.LastIndexByte(b, ')')+1:])
 	if len(f) < 13 {
-		t.Fatalf("/proc/%d/stat: %q", pid, b)
+		return 0
 	}
 	var ticks int64
 	for _, s := range f[11:13] { // utime, stime: fields 14 and 15
-		v, err := strconv.ParseInt(string(s), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
+		v, _ := strconv.ParseInt(string(s), 10, 64)
 		ticks += v
 	}
 	return time.Duration(ticks) * time.Second / 100 // USER_HZ

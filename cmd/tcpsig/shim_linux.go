@@ -26,7 +26,7 @@ func runShim(args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	s, err := shim.New(shim.Config{Keys: f.keys, Queue: uint16(f.queue), Status: f.status, State: f.state, Log: log})
+	s, err := shim.New(shim.Config{Keys: f.keys, Queue: uint16(f.queue), Queues: int(f.queues), Status: f.status, State: f.state, Log: log})
 	if err != nil {
 		return failf(stderr, "shim: %s", strings.TrimPrefix(err.Error(), "shim: "))
 	}

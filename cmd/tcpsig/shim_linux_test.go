@@ -270,6 +270,8 @@ func TestShimCommandErrors(t *testing.T) {
 		{nil, "-keys FILE is required"},
 		{[]string{"-keys", "/nonexistent/keys.json"}, "no such file"},
 		{[]string{"-keys", "k", "-queue", "70000"}, "want 0..65535"},
+		{[]string{"-keys", "k", "-queues", "9"}, "want 1..8 queues"},
+		{[]string{"-keys", "k", "-queue", "65535", "-queues", "2"}, "want 1..8 queues"},
 		{[]string{"-keys", "k", "extra"}, "unexpected argument"},
 		{[]string{"-keys", keys, "-status", notes}, "tcpsig shim: status path in use: " + notes + " is a regular file, not a socket: not removed\n"},
 	} {

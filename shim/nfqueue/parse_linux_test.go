@@ -72,3 +72,20 @@ func FuzzParsePacket(f *testing.F) {
 		}
 	})
 }
+
+// TestParseStats: the counters of the asked queue come out of
+// nfnetlink_queue's proc file; a queue not listed, or a line that does not
+// parse, is an error.
+func TestParseStats(t *testing.T) {
+	file := []byte("    7   1234     0 2 65535     0     0       12  1\n 7911   4321     3 2 65535    17     5    98765  1\n")
+	st, err := parseStats(file, 7911)
+	if err != nil || st != (Stats{Waiting: 3, Dropped: 17, UserDropped: 5}) {
+		t.Errorf("queue 7911: %+v, %v", st, err)
+	}
+	if _, err := parseStats(file, 8); err == nil {
+		t.Error("queue 8 is not listed, yet found")
+	}
+	if _, err := parseStats([]byte(" 8 1 x 2 65535 0 0 1 1\n"), 8); !errors.Is(err, ErrMalformed) {
+		t.Errorf("unparsable line: %v, want ErrMalformed", err)
+	}
+}

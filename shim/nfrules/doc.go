@@ -13,6 +13,8 @@
 // The output chain (hook output, priority 300: after the output NAT and
 // mangle chains) queues TCP to a peer; the input chain (hook input, priority
 // -150) queues TCP from a peer. Only the host's own traffic passes these
-// hooks, never forwarded packets. The queue is fail-closed: with no reader
-// the kernel drops the queued packets.
+// hooks, never forwarded packets. With several queues (Spec.Queues) each
+// rule also matches "symhash mod N": a symmetric hash of the addresses and
+// ports, so a connection's packets both ways go to one queue. The queue is
+// fail-closed: with no reader the kernel drops the queued packets.
 package nfrules

@@ -17,11 +17,15 @@ import (
 // ErrNoPeers: a rule set needs at least one peer prefix.
 var ErrNoPeers = errors.New("nfrules: no peer prefixes")
 
-// Spec is the rule set: TCP with any of Peers goes to queue Queue.
+// Spec is the rule set: TCP with any of Peers goes to queue Queue, or with
+// Queues > 1 to one of the queues Queue .. Queue+Queues-1 by a symmetric
+// hash of its addresses and ports, so that both directions of a connection
+// go to the same queue.
 type Spec struct {
-	Table string // name of the tables (ip and ip6) holding the rules
-	Queue uint16
-	Peers []netip.Prefix
+	Table  string // name of the tables (ip and ip6) holding the rules
+	Queue  uint16
+	Queues uint16 // 0 or 1: one queue
+	Peers  []netip.Prefix
 }
 
 // Method says how the installed rules queue packets.
@@ -44,6 +48,9 @@ func Install(spec Spec) (Method, error) {
 	}
 	if spec.Table == "" {
 		return "", errors.New("nfrules: empty table name")
+	}
+	if int(spec.Queue)+max(int(spec.Queues), 1) > 1<<16 {
+		return "", fmt.Errorf("nfrules: queues %d..%d: past 65535", spec.Queue, int(spec.Queue)+int(spec.Queues)-1)
 	}
 	var errs []error
 	for _, m := range []Method{NativeQueue, XTQueue} {
@@ -160,8 +167,10 @@ func install(spec Spec, m Method) error {
 				Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityMangle, Policy: &accept})
 		}
 		for _, p := range peers {
-			c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: match(p, false, queueExpr(m, spec.Queue))})
-			c.AddRule(&nftables.Rule{Table: t, Chain: in, Exprs: match(p, true, queueExpr(m, spec.Queue))})
+			for i := range max(spec.Queues, 1) {
+				c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: match(p, false, queueTo(m, spec, i)...)})
+				c.AddRule(&nftables.Rule{Table: t, Chain: in, Exprs: match(p, true, queueTo(m, spec, i)...)})
+			}
 		}
 		if err := c.Flush(); err != nil {
 			return err
@@ -204,7 +213,7 @@ func unmapBits(p netip.Prefix) int {
 }
 
 // match is "meta l4proto tcp ip[6] saddr|daddr p" followed by then.
-func match(p netip.Prefix, src bool, then expr.Any) []expr.Any {
+func match(p netip.Prefix, src bool, then ...expr.Any) []expr.Any {
 	off, n := uint32(16), uint32(4) // IPv4 daddr
 	if p.Addr().Is6() {
 		off, n = 24, 16
@@ -216,13 +225,29 @@ func match(p netip.Prefix, src bool, then expr.Any) []expr.Any {
 	for i := 0; i < p.Bits(); i++ {
 		mask[i/8] |= 0x80 >> (i % 8)
 	}
-	return []expr.Any{
+	return append([]expr.Any{
 		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
 		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n},
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: n, Mask: mask, Xor: make([]byte, n)},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: p.Masked().Addr().AsSlice()},
-		then,
+	}, then...)
+}
+
+// queueTo is the rule's end for the i-th of spec's queues: with one
+// queue, "queue"; with more, "symhash mod Queues == i queue Queue+i".
+// symhash (skb_get_hash_symmetric) hashes the addresses and ports sorted,
+// so a connection's packets both ways go to one queue, which answers them
+// in order.
+func queueTo(m Method, spec Spec, i uint16) []expr.Any {
+	q := queueExpr(m, spec.Queue+i)
+	if spec.Queues <= 1 {
+		return []expr.Any{q}
+	}
+	return []expr.Any{
+		&expr.Hash{DestRegister: 1, Modulus: uint32(spec.Queues), Type: expr.HashTypeSym},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.NativeEndian.AppendUint32(nil, uint32(i))},
+		q,
 	}
 }
 

@@ -70,6 +70,13 @@ func TestInstallReplaceRemove(t *testing.T) {
 		if ok, err := nfrules.Exists("shtest"); err != nil || !ok {
 			t.Errorf("Exists = %v, %v after install", ok, err)
 		}
+		// Three queues: a rule per queue, peer and direction.
+		if _, err := nfrules.Install(nfrules.Spec{Table: "shtest", Queue: 3, Queues: 3, Peers: peers("192.0.2.9/32", "2001:db8::9/128")}); err != nil {
+			return err
+		}
+		if got := rules(t, "shtest"); got["ip in"] != 3 || got["ip out"] != 3 || got["ip6 in"] != 3 || got["ip6 out"] != 3 {
+			t.Errorf("three queues: rules %v, want 3+3 per family", got)
+		}
 		for i := range 2 {
 			if err := nfrules.Remove("shtest"); err != nil {
 				t.Errorf("Remove #%d: %v", i+1, err)
@@ -100,5 +107,8 @@ func TestBadSpec(t *testing.T) {
 	}
 	if _, err := nfrules.Install(nfrules.Spec{Peers: peers("192.0.2.1/32")}); err == nil {
 		t.Error("empty table name accepted")
+	}
+	if _, err := nfrules.Install(nfrules.Spec{Table: "shtest", Queue: 65535, Queues: 2, Peers: peers("192.0.2.1/32")}); err == nil {
+		t.Error("queues past 65535 accepted")
 	}
 }
