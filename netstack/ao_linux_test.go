@@ -267,28 +267,9 @@ func TestKernelAOWrongKey(t *testing.T) {
 			layer, _ := aoLayer(t, kp.Addr(), "hmac(sha256)", "right")
 			var ep *Endpoint
 			inKernelNet(t, v6, wrapWith(t, layer, &ep), func(k *kernelNet) error {
-				ln, err := listenGonet(k.s, netip.AddrPortFrom(k.naddr, gonetPrt))
-				if err != nil {
-					return err
-				}
-				accepted := make(chan error, 1)
-				go func() {
-					c, err := ln.Accept()
-					if err == nil {
-						c.Close()
-						accepted <- errors.New("the gonet listener accepted a connection")
-						return
-					}
-					accepted <- nil
-				}()
 				d := linuxsock.Dialer(linuxsock.Keys{AO: aoKeys(k.naddr, "hmac(sha256)", "wrong")})
 				d.Timeout = 4 * time.Second
-				if c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt).String()); err == nil {
-					c.Close()
-					return errors.New("the kernel connected with a wrong key")
-				}
-				ln.Close()
-				if err := <-accepted; err != nil {
+				if err := k.dialRefused(d); err != nil {
 					return err
 				}
 				in, out, c := k.tap.in.stats(), k.tap.out.stats(), layer.Counters()

@@ -388,27 +388,7 @@ func shimWrongKey(t *testing.T, bin, alg string, accept bool) {
 			}
 			return nil
 		}
-		ln, err := listenGonet(k.s, netip.AddrPortFrom(k.naddr, gonetPrt))
-		if err != nil {
-			return err
-		}
-		accepted := make(chan error, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err == nil {
-				c.Close()
-				accepted <- errors.New("the gonet listener accepted a connection")
-				return
-			}
-			accepted <- nil
-		}()
-		d := net.Dialer{Timeout: wait}
-		if c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt).String()); err == nil {
-			c.Close()
-			return errors.New("the kernel connected with a wrong key")
-		}
-		ln.Close()
-		if err := <-accepted; err != nil {
+		if err := k.dialRefused(&net.Dialer{Timeout: wait}); err != nil {
 			return err
 		}
 		var st shim.Status
