@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/mac"
-	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
 
@@ -180,17 +179,7 @@ func TestDraftTrafficKeys(t *testing.T) {
 		if err := m.Init(alg, set.MasterKey); err != nil {
 			t.Fatal(err)
 		}
-		seg, err := segment.ParsePacket(v.Packet)
-		if err != nil {
-			t.Fatalf("%s: %v", v.Title, err)
-		}
-		in := Input{Src: seg.Src, Dst: seg.Dst, SrcPort: seg.Header.SrcPort(), DstPort: seg.Header.DstPort(), SrcISN: v.ClientISN, DstISN: v.ServerISN}
-		if seg.Header.SrcPort() == 179 {
-			in.SrcISN, in.DstISN = v.ServerISN, v.ClientISN
-		}
-		if seg.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
-			in.DstISN = 0
-		}
+		in := vectorInput(t, v)
 		got, err := m.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil)
 		if err != nil || !bytes.Equal(got, v.TrafficKey) {
 			t.Errorf("%s %s (%s): got %x, %v want %x", v.Alg, v.Section, v.TrafficKeyKind, got, err, v.TrafficKey)
