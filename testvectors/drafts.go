@@ -122,28 +122,7 @@ var draftAlgs string
 // 9235 section of the source packet.
 func DraftAlgs() (RFC9235Set, error) {
 	const file = "tcp-ao-algs-07-vectors.json"
-	var in struct {
-		Source      string `json:"source"`
-		MasterKey   string `json:"master_key_hex"`
-		ClientKeyID uint8  `json:"client_keyid"`
-		ServerKeyID uint8  `json:"server_keyid"`
-		SNE         uint32 `json:"sne"`
-		MACLen      int    `json:"maclen"`
-		Vectors     []struct {
-			Section        string `json:"rfc9235_section"`
-			Title          string `json:"title"`
-			IPVersion      int    `json:"ip_version"`
-			Algorithm      string `json:"algorithm"`
-			IncludeOptions bool   `json:"include_options"`
-			ClientISN      string `json:"client_isn"`
-			ServerISN      string `json:"server_isn"`
-			TrafficKeyKind string `json:"traffic_key_kind"`
-			Context        string `json:"kdf_context_hex"`
-			Packet         string `json:"packet_hex"`
-			TrafficKey     string `json:"traffic_key_hex"`
-			MAC            string `json:"mac_hex"`
-		} `json:"vectors"`
-	}
+	var in draftFile
 	errorf := func(format string, args ...any) (RFC9235Set, error) {
 		return RFC9235Set{}, fmt.Errorf("testvectors: %s: %s", file, fmt.Sprintf(format, args...))
 	}
@@ -191,4 +170,32 @@ func DraftAlgs() (RFC9235Set, error) {
 		return errorf("%v vectors, want 32 per algorithm", count)
 	}
 	return set, nil
+}
+
+// draftFile is the layout of rfc/tcp-ao-algs-07-vectors.json: DraftAlgs
+// reads it, TestDraftVectorsOpenSSL writes it.
+type draftFile struct {
+	Source      string        `json:"source"`
+	MasterKey   string        `json:"master_key_hex"`
+	ClientKeyID uint8         `json:"client_keyid"`
+	ServerKeyID uint8         `json:"server_keyid"`
+	SNE         uint32        `json:"sne"`
+	MACLen      int           `json:"maclen"`
+	Vectors     []draftVector `json:"vectors"`
+}
+
+// draftVector is one segment of a [draftFile], its numbers in hex.
+type draftVector struct {
+	Section        string `json:"rfc9235_section"`
+	Title          string `json:"title"`
+	IPVersion      int    `json:"ip_version"`
+	Algorithm      string `json:"algorithm"`
+	IncludeOptions bool   `json:"include_options"`
+	ClientISN      string `json:"client_isn"`
+	ServerISN      string `json:"server_isn"`
+	TrafficKeyKind string `json:"traffic_key_kind"`
+	Context        string `json:"kdf_context_hex"`
+	Packet         string `json:"packet_hex"`
+	TrafficKey     string `json:"traffic_key_hex"`
+	MAC            string `json:"mac_hex"`
 }
