@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -142,23 +141,8 @@ func DraftAlgs() (RFC9235Set, error) {
 		if (a.Alg != "hmac-sha256-128" && a.Alg != "kmac256-128") || (a.IPVersion != 4 && a.IPVersion != 6) || !slices.Contains(trafficKeyKinds, a.TrafficKeyKind) {
 			return errorf("%s: unknown algorithm, ip_version or traffic_key_kind", v.Section)
 		}
-		for _, f := range []struct {
-			s string
-			p *uint32
-		}{{v.ClientISN, &a.ClientISN}, {v.ServerISN, &a.ServerISN}} {
-			u, err := strconv.ParseUint(strings.TrimPrefix(f.s, "0x"), 16, 32)
-			if err != nil || !strings.HasPrefix(f.s, "0x") {
-				return errorf("%s: bad ISN %q", v.Section, f.s)
-			}
-			*f.p = uint32(u)
-		}
-		for _, f := range []struct {
-			s string
-			p *[]byte
-		}{{v.Packet, &a.Packet}, {v.TrafficKey, &a.TrafficKey}, {v.MAC, &a.MAC}} {
-			if *f.p, err = unhex(f.s); err != nil {
-				return errorf("%s: %v", v.Section, err)
-			}
+		if err := decodeAO(&a, v.ClientISN, v.ServerISN, v.Packet, v.TrafficKey, v.MAC); err != nil {
+			return errorf("%s: %v", v.Section, err)
 		}
 		if len(a.MAC) != 16 || len(a.TrafficKey) != 32 {
 			return errorf("%s %s: MAC of %d bytes, traffic key of %d", a.Alg, v.Section, len(a.MAC), len(a.TrafficKey))
