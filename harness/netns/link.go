@@ -27,6 +27,16 @@ func AddVRF(name string, table uint32) error {
 }
 
 func addLink(name, kind string, data []byte) error {
+	m := newLinkMsg(name, kind, data)
+	if err := m.do(); err != nil {
+		return fmt.Errorf("netns: add %s link %s: %w", kind, name, err)
+	}
+	return nil
+}
+
+// newLinkMsg is the RTM_NEWLINK request that creates the link name of
+// kind, with data (nil: none) as its IFLA_INFO_DATA.
+func newLinkMsg(name, kind string, data []byte) *msg {
 	var info msg
 	info.attr(iflaInfoKind, []byte(kind))
 	if data != nil {
@@ -37,10 +47,7 @@ func addLink(name, kind string, data []byte) error {
 	m.ifinfo(0)
 	m.attr(syscall.IFLA_IFNAME, append([]byte(name), 0))
 	m.attr(syscall.NLA_F_NESTED|iflaLinkInfo, info.b)
-	if err := m.do(); err != nil {
-		return fmt.Errorf("netns: add %s link %s: %w", kind, name, err)
-	}
-	return nil
+	return &m
 }
 
 // SetMaster enslaves the interface named name to master (a VRF, say).
