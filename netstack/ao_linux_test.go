@@ -123,10 +123,9 @@ func TestKernelAO(t *testing.T) {
 								return err
 							}
 							stage("before gVisor's rotation")
-							local, remote := nc.LocalAddr().(*net.TCPAddr).AddrPort(), nc.RemoteAddr().(*net.TCPAddr).AddrPort()
-							c, ok := ep.Layer().Conn(local, remote)
-							if !ok {
-								return fmt.Errorf("the layer tracks no %v -> %v", local, remote)
+							c, err := layerConn(ep, nc)
+							if err != nil {
+								return err
 							}
 							if err := c.SetCurrent(2); err != nil {
 								return err
@@ -201,6 +200,16 @@ func TestKernelAO(t *testing.T) {
 			}
 		}
 	}
+}
+
+// layerConn is the connection ep's layer tracks for the gonet end nc.
+func layerConn(ep *Endpoint, nc *gonet.TCPConn) (*ao.Conn, error) {
+	local, remote := nc.LocalAddr().(*net.TCPAddr).AddrPort(), nc.RemoteAddr().(*net.TCPAddr).AddrPort()
+	c, ok := ep.Layer().Conn(local, remote)
+	if !ok {
+		return nil, fmt.Errorf("the layer tracks no %v -> %v", local, remote)
+	}
+	return c, nil
 }
 
 // waitData waits until the tap has seen want payload bytes each way on

@@ -193,10 +193,9 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 			if err := waitData(k, n/2); err != nil {
 				return err
 			}
-			local, remote := nc.LocalAddr().(*net.TCPAddr).AddrPort(), nc.RemoteAddr().(*net.TCPAddr).AddrPort()
-			c, ok := ep.Layer().Conn(local, remote)
-			if !ok {
-				return fmt.Errorf("the layer tracks no %v -> %v", local, remote)
+			c, err := layerConn(ep, nc)
+			if err != nil {
+				return err
 			}
 			// gVisor asks for MKT 2 in turn: the shim follows.
 			if err := c.SetRNext(2); err != nil {
