@@ -80,13 +80,7 @@ func TestDraftVectors(t *testing.T) {
 			}
 			k.Wipe()
 			for _, at := range []int{off, off + 15, len(h) + len(seg.Payload) - 1} {
-				bad := bytes.Clone(v.Packet)
-				bs, _ := segment.ParsePacket(bad)
-				if at >= len(bs.Header) {
-					bs.Payload[at-len(bs.Header)] ^= 1
-				} else {
-					bs.Header[at] ^= 1
-				}
+				bs := flippedSegment(v, at)
 				if err := verifySegment(m, isns, 0, &bs); !errors.Is(err, ErrBadMAC) {
 					t.Errorf("flipped byte %d verified: %v", at, err)
 				}

@@ -80,6 +80,18 @@ func rfc9235SenderMKT(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.
 	return m, isns
 }
 
+// flippedSegment is v's packet, parsed afresh, with its byte at (counted
+// from the start of the TCP header, into the payload) flipped.
+func flippedSegment(v *testvectors.AO, at int) segment.Segment {
+	bs, _ := segment.ParsePacket(bytes.Clone(v.Packet))
+	if at >= len(bs.Header) {
+		bs.Payload[at-len(bs.Header)] ^= 1
+	} else {
+		bs.Header[at] ^= 1
+	}
+	return bs
+}
+
 // rfc9235Pool is the pool rfc9235Side's keyrings compute through (nil:
 // sigpool.Default).
 var rfc9235Pool *sigpool.Pool
@@ -146,13 +158,7 @@ func TestRFC9235(t *testing.T) {
 				flips = append(flips, len(seg.Header)+len(seg.Payload)-1)
 			}
 			for _, at := range flips {
-				bad := bytes.Clone(v.Packet)
-				bs, _ := segment.ParsePacket(bad)
-				if at >= len(bs.Header) {
-					bs.Payload[at-len(bs.Header)] ^= 1
-				} else {
-					bs.Header[at] ^= 1
-				}
+				bs := flippedSegment(v, at)
 				if !v.IncludeOptions && at == seg.Header.DataOffset()-1 && at > off+set.MACLen {
 					continue // an option outside the MAC
 				}
