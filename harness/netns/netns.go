@@ -76,13 +76,7 @@ func setLink(name string, up uint32, mtu int) error {
 	}
 	var m msg
 	m.header(syscall.RTM_NEWLINK, 0)
-	// struct ifinfomsg
-	m.u8(syscall.AF_UNSPEC)
-	m.u8(0)
-	m.u16(0)
-	m.u32(uint32(ifi.Index))
-	m.u32(up) // ifi_flags
-	m.u32(up) // ifi_change
+	m.ifinfo(int32(ifi.Index), up)
 	if mtu > 0 {
 		m.attr(syscall.IFLA_MTU, binary.NativeEndian.AppendUint32(nil, uint32(mtu)))
 	}
@@ -216,7 +210,7 @@ func AddVeth(name, peer string, peerNS int) error {
 	)
 	// The peer: struct ifinfomsg, then its name and namespace.
 	var p msg
-	p.ifinfo(0)
+	p.ifinfo(0, 0)
 	p.attr(syscall.IFLA_IFNAME, append([]byte(peer), 0))
 	if peerNS >= 0 {
 		p.attr(iflaNetNSFd, binary.NativeEndian.AppendUint32(nil, uint32(peerNS)))
