@@ -38,12 +38,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 		if err := restore(&s, sring, Endpoint{Local: srv, Remote: cli}, Policy{}, st); err != nil {
 			t.Fatal(err)
 		}
-		opts := testOption(nil, 0, 0, m.MACLen())
-		hdr := make([]byte, 20+len(opts))
-		copy(hdr[20:], opts)
-		hdr[12] = byte(len(hdr) / 4 << 4)
-		hdr[13] = byte(segment.ACK)
-		tcp := append(hdr, make([]byte, 1448)...) // header and payload contiguous
+		tcp := allocTCP(m.MACLen(), byte(segment.ACK), 1448)
 		seq := uint32(101)
 		round := func() {
 			tcp[4], tcp[5], tcp[6], tcp[7] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
@@ -79,12 +74,7 @@ func TestTrafficKeyAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := testOption(nil, 0, 0, m.MACLen())
-		hdr := make([]byte, 20+len(opts))
-		copy(hdr[20:], opts)
-		hdr[12] = byte(len(hdr) / 4 << 4)
-		hdr[13] = byte(segment.ACK | segment.RST)
-		tcp := append(hdr, make([]byte, 100)...)
+		tcp := allocTCP(m.MACLen(), byte(segment.ACK|segment.RST), 100)
 		seg, err := segment.FromTCP(cli.Addr(), srv.Addr(), tcp)
 		if err != nil {
 			t.Fatal(err)
@@ -116,4 +106,15 @@ func allocKey(alg string) []byte {
 		return []byte("a master key of 32 bytes or more")
 	}
 	return []byte("k")
+}
+
+// allocTCP is a TCP header with flags and one TCP-AO option for a MAC of
+// macLen bytes, and payload zero bytes after it, contiguous.
+func allocTCP(macLen int, flags byte, payload int) []byte {
+	opts := testOption(nil, 0, 0, macLen)
+	hdr := make([]byte, 20+len(opts))
+	copy(hdr[20:], opts)
+	hdr[12] = byte(len(hdr) / 4 << 4)
+	hdr[13] = flags
+	return append(hdr, make([]byte, payload)...)
 }
