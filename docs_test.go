@@ -114,6 +114,8 @@ func TestReadmeExampleOutputs(t *testing.T) {
 		{"`ExampleConn_Init_established` (`go test ./ao -run ExampleConn_Init_established -v`)", "ao", "ExampleConn_Init_established"},
 		{"Real output of the package's `Example` (a client's SYN", "packetauth", "Example"},
 		{"Real output of the package's `Example` (a gonet server", "netstack", "Example"},
+		{"The runnable example `ExampleKeyring_Add_draftAlgorithms`", "ao", "ExampleKeyring_Add_draftAlgorithms"},
+		{"checks a capture with it in a few lines (`pcapverify/example_test.go`", "pcapverify", "Example"},
 	} {
 		_, after, ok := strings.Cut(readme, c.anchor)
 		if !ok {
