@@ -158,3 +158,38 @@ func TestReadmeNetstackSnippet(t *testing.T) {
 		t.Errorf("the README's netstack snippet does not set StackChecksums: true:\n%s", code)
 	}
 }
+
+// The README's layout ("## Layers") names only paths that exist, and every
+// top-level directory holding a package of the module.
+func TestReadmeLayoutMatchesTree(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(b), "\n## Layers\n")
+	_, tree, _ := strings.Cut(sec, "```\n")
+	tree, _, _ = strings.Cut(tree, "```")
+	named := map[string]bool{}
+	for _, l := range strings.Split(tree, "\n") {
+		for _, w := range strings.Fields(l) {
+			if !strings.Contains(w, "/") && !strings.HasSuffix(w, ".go") {
+				break
+			}
+			if !strings.Contains(w, "*") {
+				if _, err := os.Stat(strings.TrimSuffix(w, "/")); err != nil {
+					t.Errorf("the README's layout names %s: %v", w, err)
+				}
+			}
+			top, _, _ := strings.Cut(w, "/")
+			named[top] = true
+		}
+	}
+	const prefix = "github.com/tcpsig/tcpsig/"
+	for _, p := range strings.Fields(goCmd(t, ".", "list", "./...")) {
+		if rel, ok := strings.CutPrefix(p, prefix); ok {
+			if top, _, _ := strings.Cut(rel, "/"); !named[top] {
+				t.Errorf("the README's layout does not name %s/ (package %s)", top, rel)
+			}
+		}
+	}
+}
