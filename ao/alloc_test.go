@@ -21,10 +21,7 @@ func TestSteadyStateAllocs(t *testing.T) {
 	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	for _, alg := range allocAlgs {
 		cring, sring := NewKeyring(nil), NewKeyring(nil)
-		key := []byte("k")
-		if alg == "hmac-sha256-128" || alg == "kmac256-128" {
-			key = []byte("a master key of 32 bytes or more")
-		}
+		key := allocKey(alg)
 		m, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: key})
 		if err != nil {
 			t.Fatal(err)
@@ -78,11 +75,11 @@ func TestTrafficKeyAllocs(t *testing.T) {
 	cli, srv := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	for _, alg := range allocAlgs {
 		ring := NewKeyring(nil)
-		m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: []byte("k")})
+		m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(srv.Addr(), 32), SendID: 1, RecvID: 2, Algorithm: alg, Key: allocKey(alg)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := testOption(nil, 0, 0, keys.DefaultMACLen)
+		opts := testOption(nil, 0, 0, m.MACLen())
 		hdr := make([]byte, 20+len(opts))
 		copy(hdr[20:], opts)
 		hdr[12] = byte(len(hdr) / 4 << 4)
@@ -110,4 +107,13 @@ func TestTrafficKeyAllocs(t *testing.T) {
 		}
 		k.Wipe()
 	}
+}
+
+// allocKey is a master key alg takes: one byte, or 32 for the draft's
+// algorithms.
+func allocKey(alg string) []byte {
+	if alg == "hmac-sha256-128" || alg == "kmac256-128" {
+		return []byte("a master key of 32 bytes or more")
+	}
+	return []byte("k")
 }

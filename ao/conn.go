@@ -76,14 +76,14 @@ type lane struct {
 	// (Sign's retry and Verify's rotation run after the lane is released).
 	mu      sync.Mutex
 	ctx     *mac.Context         // leased from pool (entry pid) for alg, the algorithm of the last key used; nil: none
-	alg     *mac.Algorithm       // ctx's algorithm
-	pool    *sigpool.Pool        // where ctx came from and goes back to
-	pid     sigpool.ID           // ctx's pool entry
 	keys    []*laneKey           // traffic keys per MKT; entries of deleted MKTs are wiped and reused
 	tmp     *mac.Key             // a handshake key for an ISN not committed yet, made on first use
 	sne     sneState             // the direction's SNE and its basis
 	good    uint64               // receive lane: segments verified
 	scratch [scratchSize]byte    // MAC input prefix and the MAC
+	alg     *mac.Algorithm       // ctx's algorithm
+	pool    *sigpool.Pool        // where ctx came from and goes back to
+	pid     sigpool.ID           // ctx's pool entry
 	_       [cacheline.Size]byte // the next lane's lock on another line
 }
 
@@ -512,29 +512,49 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if err := seg.Check(); err != nil {
 		return err
 	}
+	m := c.current.Load()
+	if m == nil {
+		return ErrNoCurrentKey
+	}
+	// The option is labelled before the lock is taken, which makes these
+	// byte stores land before the header is read back as whole words.
+	off, err := labelOption(m, seg, c.rnextID(m))
+	if err != nil {
+		return err
+	}
 	l := &c.send
-	for {
-		m := c.current.Load()
-		if m == nil {
+	l.mu.Lock()
+	err = c.signLocked(l, m, seg, off)
+	l.mu.Unlock()
+	if err != nil && errors.Is(err, ErrKeyNotFound) {
+		return c.signAgain(m, seg, err)
+	}
+	return err
+}
+
+// signAgain signs seg after m, the current key Sign loaded, was deleted
+// between the load and the derivation (err). A delete moves the
+// connection to its replacement before it retires the key, so each load
+// sees another MKT, until one derives or none is left.
+func (c *Conn) signAgain(m *MKT, seg *segment.Segment, err error) error {
+	l := &c.send
+	for errors.Is(err, ErrKeyNotFound) {
+		n := c.current.Load()
+		if n == m {
+			return err
+		}
+		if m = n; m == nil {
 			return ErrNoCurrentKey
 		}
-		// The option is labelled before the lock is taken, which makes
-		// these byte stores land before the header is read back as whole
-		// words.
-		off, err := labelOption(m, seg, c.rnextID(m))
-		if err != nil {
-			return err
+		off, lerr := labelOption(m, seg, c.rnextID(m))
+		if lerr != nil {
+			return lerr
 		}
 		l.mu.Lock()
 		err = c.signLocked(l, m, seg, off)
 		l.mu.Unlock()
-		// ErrKeyNotFound: m was deleted between the load and the
-		// derivation. A delete moves the connection to its replacement
-		// before it retires the key, so the next load sees another MKT.
-		if err == nil || !errors.Is(err, ErrKeyNotFound) || c.current.Load() == m {
-			return err
-		}
 	}
+	return err
 }
 
 // rnextID is the RNextKeyID to send with current key m: the RNext key's

@@ -49,8 +49,9 @@ var shimAlgs = []string{"HMAC-SHA256-128", "KMAC256-128"}
 const shimQueue = 7
 
 // TestShimGVisor: per algorithm, gVisor dials a plain kernel listener
-// behind tcpsig shim, then a plain kernel socket dials a gonet listener;
-// each moves 16 MiB each way (sha256 equal) while both ends rotate from
+// behind tcpsig shim (IPv4), then a plain kernel socket dials a gonet
+// listener (IPv6); each moves 16 MiB each way (sha256 equal; 2 MiB under
+// the race detector), with 1 % loss for a while, as both ends rotate from
 // MKT 1 to MKT 2 (the shim, reloaded with MKT 2 last, asks for it as its
 // RNext and gVisor switches; gVisor then asks for it and the shim
 // switches), and tcpsig verify judges the capture of the TUN device all
@@ -129,6 +130,7 @@ func gvisorLayer(t *testing.T, body string) (*packetauth.Layer, *ao.Keyring) {
 	return l, ring
 }
 
+// shimTransfer is one transfer case of TestShimGVisor.
 func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 	const secret = "tcpsig shim gvisor"
 	kp, naddr := addrs(v6)
@@ -137,6 +139,9 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 	layer, ring := gvisorLayer(t, shimKeys(alg, secret, kaddr, 1))
 	shimFile := filepath.Join(dir, "shim.json")
 	writeFile(t, shimFile, shimKeys(alg, secret, naddr, 1))
+	// tcpsig verify reads both ends' MKTs.
+	both := filepath.Join(dir, "verify.json")
+	writeFile(t, both, mergeKeys(t, shimKeys(alg, secret, kaddr, 1, 2), shimKeys(alg, secret, naddr, 1, 2)))
 	var ep *Endpoint
 	inKernelNet(t, v6, wrapWith(t, layer, &ep), func(k *kernelNet) error {
 		capt, err := capture.Start(capture.Options{Interface: tunName, Filter: capture.TCPPorts(kPort, gonetPrt)})
@@ -248,19 +253,18 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 		if err := capt.WriteFile(pcap); err != nil {
 			return err
 		}
-		both := filepath.Join(dir, "verify.json")
-		writeFile(t, both, mergeKeys(shimKeys(alg, secret, kaddr, 1, 2), shimKeys(alg, secret, naddr, 1, 2)))
 		return verifyCapture(t, bin, both, pcap, capt.Len(), kaddr, naddr)
 	})
 }
 
 // mergeKeys joins the "ao" arrays of keys files.
-func mergeKeys(files ...string) string {
+func mergeKeys(t *testing.T, files ...string) string {
+	t.Helper()
 	var all []json.RawMessage
 	for _, f := range files {
 		var v struct{ AO []json.RawMessage }
 		if err := json.Unmarshal([]byte(f), &v); err != nil {
-			panic(err)
+			t.Fatal(err)
 		}
 		all = append(all, v.AO...)
 	}
