@@ -115,17 +115,17 @@ type countingAuth struct {
 	signed, verified atomic.Int64
 }
 
-func (a *countingAuth) Sign(pkt []byte) error {
+func (a *countingAuth) Outbound(dst, pkt []byte) ([]byte, error) {
 	a.signed.Add(1)
-	return a.Auth.Sign(pkt)
+	return a.Auth.Outbound(dst, pkt)
 }
 
-func (a *countingAuth) Verify(pkt []byte) error {
-	err := a.Auth.Verify(pkt)
+func (a *countingAuth) Inbound(dst, pkt []byte) ([]byte, error) {
+	out, err := a.Auth.Inbound(dst, pkt)
 	if err == nil {
 		a.verified.Add(1)
 	}
-	return err
+	return out, err
 }
 
 func listen(k kernelNet, keys ...keys.MD5) (*net.TCPListener, error) {
