@@ -3,7 +3,7 @@ package usertcp
 // Engine → kernel: the endpoint against ordinary kernel sockets across a
 // TUN device, inside a network namespace the test creates. Plain TCP in
 // both directions and both address families proves the endpoint; TCP-MD5
-// with md5sig (md5sig.PacketAuth) proves that the kernel accepts what the
+// with md5sig through packetauth.Layer proves that the kernel accepts what the
 // engine signs and that the engine accepts what the kernel signs — and,
 // with a wrong key, that the kernel really checks (TCPMD5Failure moves,
 // nothing is delivered).
