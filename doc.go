@@ -1,12 +1,10 @@
-// Package tcpsig is the root of a pure-Go engine that signs and verifies
-// TCP segments with TCP-AO (RFC 5925, the algorithms of RFC 5926 and the
-// others Linux accepts) and TCP-MD5 (RFC 2385), byte for byte as Linux;
-// it holds the engine's benchmarks, no API. Where to start: an operator
-// runs cmd/tcpsig (tcpsig help); a program that checks captures uses
-// pcapverify; one on kernel sockets, linuxsock; a userspace or gVisor
-// stack, packetauth or the netstack module; a stack that tracks its own
-// connections, ao and md5sig; all read keys with keyfile. The packages,
-// under github.com/tcpsig/tcpsig/, by floor (layers_test.go):
+// Package tcpsig is a pure-Go engine that signs and verifies TCP segments
+// with TCP-AO (RFC 5925/5926, the algorithms Linux accepts and those of
+// draft-ietf-tcpm-tcp-ao-algs) and TCP-MD5 (RFC 2385), byte for byte as
+// Linux; this package holds benchmarks only. Start with: cmd/tcpsig
+// (operators), pcapverify (captures), linuxsock (kernel sockets),
+// packetauth or netstack (stacks without TCP-AO), ao and md5sig (stacks
+// that track connections); keyfile reads keys. By floor (layers_test.go):
 //
 //   - cmd/tcpsig: the command: verify captures, bench, shim
 //   - pcapverify: verify a capture's segments against a keys file
@@ -36,7 +34,6 @@
 //   - testvectors/linux: Linux TCP-AO captures (its guest command makes them)
 //   - testvectors/md5: Linux TCP-MD5 captures
 //
-// internal/ holds the Internet checksum, the lock-free prefix index, the
-// deferred key wipe and the one cache-line size. The README's "Using
-// tcpsig from your module" gives the go.mod lines a program needs.
+// internal/: checksum, prefix index, deferred wipe, cache-line size. The
+// go.mod lines a program needs: README, "Using tcpsig from your module".
 package tcpsig

@@ -1,8 +1,6 @@
 // Package linuxsock configures the Linux kernel's own TCP-AO (RFC 5925)
-// and TCP-MD5 (RFC 2385) on Go sockets, from the configuration types of
-// package keys, which pulls in no engine: one keys.AO or keys.MD5 drives
-// either the kernel, through this package, or the ao and md5sig engines
-// where the kernel cannot sign.
+// and TCP-MD5 (RFC 2385) on Go sockets from package keys' types, so one
+// keys.AO or keys.MD5 drives the kernel here or the engine elsewhere.
 //
 // In order: ProbeAO / ProbeMD5 say what the kernel has;
 // ListenConfig(keys).Listen or Dialer(keys).Dial install Keys (FileKeys of
@@ -35,9 +33,8 @@
 // wrapping errors.ErrUnsupported; other refusals are the kernel's errno,
 // wrapped (syscall.EEXIST for overlapping KeyIDs, for example).
 //
-// Linux picks a new connection's current and RNext TCP-AO keys as the
-// last added key matching the peer; an accepted connection takes the keys
-// the peer's SYN names. A peer may have TCP-AO or TCP-MD5 keys, not both.
-// Key bytes are passed to the kernel from a buffer that is then cleared;
-// AOKeys returns them, as the kernel does, and printing never shows them.
+// A new connection's current and RNext keys are the last added matching
+// the peer (an accepted one takes those its peer's SYN names); a peer has
+// TCP-AO or TCP-MD5 keys, not both. Key bytes go to the kernel from a
+// buffer then cleared; printing never shows them.
 package linuxsock
