@@ -532,9 +532,9 @@ func checkClean(r *liveReport, what string, d aoStats, good int) {
 
 // checkEngine: every segment the engine processed verified with ao.
 func checkEngine(r *liveReport, c *usertcp.Conn, a *engineAuth, greeted bool) {
-	conn := a.conn()
+	conn := a.connOf(c)
 	if conn == nil {
-		r.errorf("engine: the layer tracks no TCP-AO connection %v-%v", a.local, a.remote)
+		r.errorf("engine: the layer tracks no TCP-AO connection %v-%v", c.LocalAddr(), c.RemoteAddr())
 		return
 	}
 	st, ct := c.Stats(), conn.Counters()
@@ -606,10 +606,20 @@ func newEngineAuth(n *liveNet, ring *ao.Keyring) (*engineAuth, error) {
 	return &engineAuth{l, n.engineAP(), n.kernelAP()}, nil
 }
 
-// conn returns the tracked connection's TCP-AO state, nil before the
-// handshake.
+// conn returns the TCP-AO state of the connection the engine dials, nil
+// before the handshake.
 func (a *engineAuth) conn() *ao.Conn {
 	c, _ := a.Conn(a.local, a.remote)
+	return c
+}
+
+// connOf returns the TCP-AO state of uc's connection (a server's peer
+// port is the kernel's choice), nil if uc is nil or not tracked.
+func (a *engineAuth) connOf(uc *usertcp.Conn) *ao.Conn {
+	if uc == nil {
+		return nil
+	}
+	c, _ := a.Conn(uc.LocalAddr(), uc.RemoteAddr())
 	return c
 }
 
@@ -898,7 +908,7 @@ func (c liveCase) runKernelDials(r *liveReport, n *liveNet) error {
 		r.errorf("the engine did not send the greeting again as data")
 	}
 	c.checkWire(r, segs)
-	r.logf("in all: kernel %v; engine %+v, ao %+v, layer %+v", after.minus(before), res.st, auth.conn().Counters(), auth.Counters())
+	r.logf("in all: kernel %v; engine %+v, ao %+v, layer %+v", after.minus(before), res.st, auth.connOf(established.Load()).Counters(), auth.Counters())
 	return nil
 }
 
