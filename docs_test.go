@@ -114,6 +114,8 @@ func TestReadmeExampleOutputs(t *testing.T) {
 		{"`ExampleConn_Init_established` (`go test ./ao -run ExampleConn_Init_established -v`)", "ao", "ExampleConn_Init_established"},
 		{"Real output of the package's `Example` (a client's SYN", "packetauth", "Example"},
 		{"Real output of the package's `Example` (a gonet server", "netstack", "Example"},
+		{"The runnable example `ExampleKeyring_Add_draftAlgorithms`", "ao", "ExampleKeyring_Add_draftAlgorithms"},
+		{"checks a capture with it in a few lines (`pcapverify/example_test.go`", "pcapverify", "Example"},
 	} {
 		_, after, ok := strings.Cut(readme, c.anchor)
 		if !ok {
@@ -154,5 +156,40 @@ func TestReadmeNetstackSnippet(t *testing.T) {
 	code, _, _ = strings.Cut(code, "```")
 	if !strings.Contains(code, "packetauth.New(") || !strings.Contains(code, "StackChecksums: true") {
 		t.Errorf("the README's netstack snippet does not set StackChecksums: true:\n%s", code)
+	}
+}
+
+// The README's layout ("## Layers") names only paths that exist, and every
+// top-level directory holding a package of the module.
+func TestReadmeLayoutMatchesTree(t *testing.T) {
+	b, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, _ := strings.Cut(string(b), "\n## Layers\n")
+	_, tree, _ := strings.Cut(sec, "```\n")
+	tree, _, _ = strings.Cut(tree, "```")
+	named := map[string]bool{}
+	for _, l := range strings.Split(tree, "\n") {
+		for _, w := range strings.Fields(l) {
+			if !strings.Contains(w, "/") && !strings.HasSuffix(w, ".go") {
+				break
+			}
+			if !strings.Contains(w, "*") {
+				if _, err := os.Stat(strings.TrimSuffix(w, "/")); err != nil {
+					t.Errorf("the README's layout names %s: %v", w, err)
+				}
+			}
+			top, _, _ := strings.Cut(w, "/")
+			named[top] = true
+		}
+	}
+	const prefix = "github.com/tcpsig/tcpsig/"
+	for _, p := range strings.Fields(goCmd(t, ".", "list", "./...")) {
+		if rel, ok := strings.CutPrefix(p, prefix); ok {
+			if top, _, _ := strings.Cut(rel, "/"); !named[top] {
+				t.Errorf("the README's layout does not name %s/ (package %s)", top, rel)
+			}
+		}
 	}
 }

@@ -195,9 +195,11 @@ func (j *job) mac(seg *segment.Segment) ([]byte, error) {
 	// buffer the header and the payload's first bytes in its own block
 	// buffer and run its block function once more. The bytes staged are
 	// at most one block of payload, exactly what the hash would have
-	// copied itself; the payload is otherwise hashed in place.
+	// copied itself; the payload is otherwise hashed in place. KMAC's
+	// sponge has no block buffer (it absorbs in place at any offset), so
+	// staging would only add a copy.
 	pay := seg.Payload
-	if bs := m.alg.BlockSize(); bs > 16 && len(pay) > 0 {
+	if bs := m.alg.BlockSize(); bs > 16 && len(pay) > 0 && !m.alg.IsKMAC() {
 		fill := min((bs-len(b)%bs)%bs, len(pay))
 		b = append(b, pay[:fill]...)
 		pay = pay[fill:]

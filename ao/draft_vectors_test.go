@@ -3,10 +3,8 @@ package ao
 import (
 	"bytes"
 	"errors"
-	"net/netip"
 	"testing"
 
-	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/testvectors"
 )
@@ -47,32 +45,13 @@ func TestDraftVectors(t *testing.T) {
 			pkt = bytes.Clone(v.Packet)
 			seg, _ = segment.ParsePacket(pkt)
 			_, rc := rfc9235Side(t, &set, v, &seg, false)
-			verify := func(s *segment.Segment) error {
-				if s.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
-					var nc Conn
-					_, err := NewListener(rc.ring, Policy{}, 0).Accept(s, &nc)
-					return err
-				}
-				return rc.Verify(s)
-			}
-			if err := verify(&seg); err != nil {
+			if err := rfc9235Verify(rc, &seg); err != nil {
 				t.Fatalf("%s: verify: %v", v.Title, err)
 			}
 
 			// The connection-less calls, from the sender's MKT.
 			h := seg.Header
-			isns := ISNs{Src: v.ClientISN, Dst: v.ServerISN}
-			sendID, recvID := set.ClientKeyID, set.ServerKeyID
-			if h.SrcPort() == 179 {
-				isns = ISNs{Src: v.ServerISN, Dst: v.ClientISN}
-				sendID, recvID = recvID, sendID
-			}
-			ring := NewKeyring(nil)
-			m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
-				Algorithm: v.Alg, Key: set.MasterKey, ExcludeOptions: !v.IncludeOptions})
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, isns := rfc9235SenderMKT(t, &set, v, &seg, 0) // 0: the draft algorithms' default, 16
 			if m.MACLen() != 16 {
 				t.Fatalf("maclen %d", m.MACLen())
 			}
@@ -101,13 +80,7 @@ func TestDraftVectors(t *testing.T) {
 			}
 			k.Wipe()
 			for _, at := range []int{off, off + 15, len(h) + len(seg.Payload) - 1} {
-				bad := bytes.Clone(v.Packet)
-				bs, _ := segment.ParsePacket(bad)
-				if at >= len(bs.Header) {
-					bs.Payload[at-len(bs.Header)] ^= 1
-				} else {
-					bs.Header[at] ^= 1
-				}
+				bs := flippedSegment(v, at)
 				if err := verifySegment(m, isns, 0, &bs); !errors.Is(err, ErrBadMAC) {
 					t.Errorf("flipped byte %d verified: %v", at, err)
 				}

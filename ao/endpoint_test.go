@@ -20,13 +20,10 @@ func twoRings(t *testing.T) (cring, sring *Keyring) {
 	return cring, sring
 }
 
-// TestAcceptBeforeISN: Accept needs no local ISN; the server's first
-// SYN-ACK gives it, and before it nothing else is signed or verified.
-func TestAcceptBeforeISN(t *testing.T) {
-	cring, sring := twoRings(t)
-	var c, s Conn
-	defer c.Close()
-	defer s.Close()
+// acceptSYN sets c up as the client (ISN 1000) on cring and s as the
+// server whose Listener on sring accepted c's signed SYN.
+func acceptSYN(t *testing.T, cring, sring *Keyring, c, s *Conn) {
+	t.Helper()
 	if err := c.Init(cring, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1000}, Policy{}); err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +31,19 @@ func TestAcceptBeforeISN(t *testing.T) {
 	if err := c.Sign(syn); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := NewListener(sring, Policy{}, 0).Accept(syn, &s); !ok || err != nil {
+	if ok, err := NewListener(sring, Policy{}, 0).Accept(syn, s); !ok || err != nil {
 		t.Fatalf("Accept: %v %v", ok, err)
 	}
+}
+
+// TestAcceptBeforeISN: Accept needs no local ISN; the server's first
+// SYN-ACK gives it, and before it nothing else is signed or verified.
+func TestAcceptBeforeISN(t *testing.T) {
+	cring, sring := twoRings(t)
+	var c, s Conn
+	defer c.Close()
+	defer s.Close()
+	acceptSYN(t, cring, sring, &c, &s)
 	if ep := s.Endpoint(); ep.Established || ep.RemoteISN != 1000 {
 		t.Fatalf("after Accept: %+v, want the peer's ISN only", ep)
 	}
@@ -170,16 +177,7 @@ func TestServerISNRace(t *testing.T) {
 	cring, sring := twoRings(t)
 	for round := 0; round < 50; round++ {
 		var c, s, f Conn
-		if err := c.Init(cring, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1000}, Policy{}); err != nil {
-			t.Fatal(err)
-		}
-		syn := testSeg(t, cli4, srv4, 1000, 0, segment.SYN, 12, nil)
-		if err := c.Sign(syn); err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := NewListener(sring, Policy{}, 0).Accept(syn, &s); !ok || err != nil {
-			t.Fatal(ok, err)
-		}
+		acceptSYN(t, cring, sring, &c, &s)
 		if err := f.Init(cring, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1000, Established: true, RemoteISN: 7777,
 			CurrentSendID: 1, RNextRecvID: 2}, Policy{}); err != nil {
 			t.Fatal(err)

@@ -49,6 +49,49 @@ func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, s
 	return ring, c
 }
 
+// rfc9235Verify verifies s as c's receiving end does: a SYN through a
+// Listener on c's keyring, any other segment through c.
+func rfc9235Verify(c *Conn, s *segment.Segment) error {
+	if s.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
+		var nc Conn
+		_, err := NewListener(c.ring, Policy{}, 0).Accept(s, &nc)
+		return err
+	}
+	return c.Verify(s)
+}
+
+// rfc9235SenderMKT adds the MKT of seg's sender (peer: its destination) to
+// a fresh keyring, macLen 0 the algorithm's default, and returns it with
+// the ISNs named from the segment's point of view, for the connection-less
+// calls.
+func rfc9235SenderMKT(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, seg *segment.Segment, macLen int) (*MKT, ISNs) {
+	t.Helper()
+	isns := ISNs{Src: v.ClientISN, Dst: v.ServerISN}
+	sendID, recvID := set.ClientKeyID, set.ServerKeyID
+	if seg.Header.SrcPort() == 179 {
+		isns = ISNs{Src: v.ServerISN, Dst: v.ClientISN}
+		sendID, recvID = recvID, sendID
+	}
+	m, err := NewKeyring(nil).Add(keys.AO{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
+		Algorithm: v.Alg, Key: set.MasterKey, MACLen: macLen, ExcludeOptions: !v.IncludeOptions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, isns
+}
+
+// flippedSegment is v's packet, parsed afresh, with its byte at (counted
+// from the start of the TCP header, into the payload) flipped.
+func flippedSegment(v *testvectors.AO, at int) segment.Segment {
+	bs, _ := segment.ParsePacket(bytes.Clone(v.Packet))
+	if at >= len(bs.Header) {
+		bs.Payload[at-len(bs.Header)] ^= 1
+	} else {
+		bs.Header[at] ^= 1
+	}
+	return bs
+}
+
 // rfc9235Pool is the pool rfc9235Side's keyrings compute through (nil:
 // sigpool.Default).
 var rfc9235Pool *sigpool.Pool
@@ -103,16 +146,7 @@ func TestRFC9235(t *testing.T) {
 			pkt = bytes.Clone(v.Packet)
 			seg, _ = segment.ParsePacket(pkt)
 			_, rc := rfc9235Side(t, &set, v, &seg, false)
-			verify := func(s *segment.Segment) error {
-				if s.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
-					l := NewListener(rc.ring, Policy{}, 0)
-					var nc Conn
-					_, err := l.Accept(s, &nc)
-					return err
-				}
-				return rc.Verify(s)
-			}
-			if err := verify(&seg); err != nil {
+			if err := rfc9235Verify(rc, &seg); err != nil {
 				t.Fatalf("%s: verify: %v", v.Title, err)
 			}
 			verified++
@@ -124,18 +158,12 @@ func TestRFC9235(t *testing.T) {
 				flips = append(flips, len(seg.Header)+len(seg.Payload)-1)
 			}
 			for _, at := range flips {
-				bad := bytes.Clone(v.Packet)
-				bs, _ := segment.ParsePacket(bad)
-				if at >= len(bs.Header) {
-					bs.Payload[at-len(bs.Header)] ^= 1
-				} else {
-					bs.Header[at] ^= 1
-				}
+				bs := flippedSegment(v, at)
 				if !v.IncludeOptions && at == seg.Header.DataOffset()-1 && at > off+set.MACLen {
 					continue // an option outside the MAC
 				}
 				_, rc = rfc9235Side(t, &set, v, &bs, false)
-				if err := verify(&bs); !errors.Is(err, ErrBadMAC) && !errors.Is(err, ErrKeyNotFound) {
+				if err := rfc9235Verify(rc, &bs); !errors.Is(err, ErrBadMAC) && !errors.Is(err, ErrKeyNotFound) {
 					t.Errorf("%s: flipped byte %d verified: %v", v.Title, at, err)
 				}
 			}
@@ -165,19 +193,7 @@ func TestRFC9235Segment(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := seg.Header
-		fromServer := h.SrcPort() == 179
-		isns := ISNs{Src: v.ClientISN, Dst: v.ServerISN}
-		sendID, recvID := set.ClientKeyID, set.ServerKeyID
-		if fromServer {
-			isns = ISNs{Src: v.ServerISN, Dst: v.ClientISN}
-			sendID, recvID = recvID, sendID
-		}
-		ring := NewKeyring(nil)
-		m, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
-			Algorithm: v.Alg, Key: set.MasterKey, MACLen: set.MACLen, ExcludeOptions: !v.IncludeOptions})
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, isns := rfc9235SenderMKT(t, &set, v, &seg, set.MACLen)
 		if err := verifySegment(m, isns, 0, &seg); err != nil {
 			t.Fatalf("%s %s: verifySegment: %v", v.Section, v.Title, err)
 		}

@@ -30,21 +30,7 @@ func TestRFC9235TrafficKeys(t *testing.T) {
 		if err := m.Init(alg, set.MasterKey); err != nil {
 			t.Fatal(err)
 		}
-		seg, err := segment.ParsePacket(v.Packet)
-		if err != nil {
-			t.Fatalf("%s: %v", v.Title, err)
-		}
-		in := Input{Src: seg.Src, Dst: seg.Dst, SrcPort: seg.Header.SrcPort(), DstPort: seg.Header.DstPort()}
-		// RFC 9235's server listens on port 179 (BGP): the context is
-		// always (sender's ISN, receiver's ISN) of this segment.
-		if seg.Header.SrcPort() == 179 {
-			in.SrcISN, in.DstISN = v.ServerISN, v.ClientISN
-		} else {
-			in.SrcISN, in.DstISN = v.ClientISN, v.ServerISN
-		}
-		if seg.Header.Flags()&segment.SYN != 0 && seg.Header.Flags()&segment.ACK == 0 {
-			in.DstISN = 0
-		}
+		in := vectorInput(t, v)
 		w := alg.NewContext()
 		got, err := m.Derive(w, make([]byte, MaxInputLen), &in, nil)
 		if err != nil {
@@ -57,6 +43,26 @@ func TestRFC9235TrafficKeys(t *testing.T) {
 		n++
 	}
 	t.Logf("RFC 9235: %d of %d traffic keys derived and equal", n, len(set.Vectors))
+}
+
+// vectorInput is the KDF input of an RFC 9235 (or draft) vector's segment.
+// RFC 9235's server listens on port 179 (BGP): the context is always
+// (sender's ISN, receiver's ISN) of this segment, and 0 for a SYN's
+// receiver.
+func vectorInput(t *testing.T, v testvectors.AO) Input {
+	t.Helper()
+	seg, err := segment.ParsePacket(v.Packet)
+	if err != nil {
+		t.Fatalf("%s: %v", v.Title, err)
+	}
+	in := Input{Src: seg.Src, Dst: seg.Dst, SrcPort: seg.Header.SrcPort(), DstPort: seg.Header.DstPort(), SrcISN: v.ClientISN, DstISN: v.ServerISN}
+	if seg.Header.SrcPort() == 179 {
+		in.SrcISN, in.DstISN = v.ServerISN, v.ClientISN
+	}
+	if seg.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
+		in.DstISN = 0
+	}
+	return in
 }
 
 // TestRFC4615 checks the cmac(aes128) key reduction with the AES-CMAC-PRF-128
@@ -115,13 +121,22 @@ func TestDeriveNoAllocs(t *testing.T) {
 	alg, _ := mac.Lookup("hmac(sha256)")
 	var m Master
 	_ = m.Init(alg, []byte("master"))
+	in := Input{Src: netip.MustParseAddr("fd00::1"), Dst: netip.MustParseAddr("fd00::2"), SrcPort: 1, DstPort: 2, SrcISN: 3, DstISN: 4}
+	if n, _ := deriveAllocs(&m, alg, &in); n != 0 {
+		t.Fatalf("Derive allocates %v", n)
+	}
+}
+
+// deriveAllocs derives in with m, prepared for alg, once to warm up and
+// then under testing.AllocsPerRun, reusing one context, scratch and output
+// buffer; it returns the allocations per derivation and the key's length.
+func deriveAllocs(m *Master, alg *mac.Algorithm, in *Input) (allocs float64, keyLen int) {
 	w := alg.NewContext()
 	scratch := make([]byte, MaxInputLen)
 	out := make([]byte, 0, mac.MaxSize)
-	in := Input{Src: netip.MustParseAddr("fd00::1"), Dst: netip.MustParseAddr("fd00::2"), SrcPort: 1, DstPort: 2, SrcISN: 3, DstISN: 4}
-	if n := testing.AllocsPerRun(100, func() { out, _ = m.Derive(w, scratch, &in, out[:0]) }); n != 0 {
-		t.Fatalf("Derive allocates %v", n)
-	}
+	out, _ = m.Derive(w, scratch, in, out[:0])
+	allocs = testing.AllocsPerRun(100, func() { out, _ = m.Derive(w, scratch, in, out[:0]) })
+	return allocs, len(out)
 }
 
 // TestLazyTemplate: the template a Master makes on its first derivation is
@@ -138,16 +153,7 @@ func TestLazyTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seg, err := segment.ParsePacket(v.Packet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in := Input{Src: seg.Src, Dst: seg.Dst, SrcPort: seg.Header.SrcPort(), DstPort: seg.Header.DstPort(), SrcISN: v.ClientISN}
-	if seg.Header.SrcPort() == 179 {
-		in.SrcISN, in.DstISN = v.ServerISN, v.ClientISN
-	} else if seg.Header.Flags()&(segment.SYN|segment.ACK) != segment.SYN {
-		in.DstISN = v.ServerISN
-	}
+	in := vectorInput(t, v)
 	var m Master
 	if err := m.Init(alg, set.MasterKey); err != nil {
 		t.Fatal(err)

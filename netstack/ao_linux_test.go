@@ -123,10 +123,9 @@ func TestKernelAO(t *testing.T) {
 								return err
 							}
 							stage("before gVisor's rotation")
-							local, remote := nc.LocalAddr().(*net.TCPAddr).AddrPort(), nc.RemoteAddr().(*net.TCPAddr).AddrPort()
-							c, ok := ep.Layer().Conn(local, remote)
-							if !ok {
-								return fmt.Errorf("the layer tracks no %v -> %v", local, remote)
+							c, err := layerConn(ep, nc)
+							if err != nil {
+								return err
 							}
 							if err := c.SetCurrent(2); err != nil {
 								return err
@@ -203,6 +202,16 @@ func TestKernelAO(t *testing.T) {
 	}
 }
 
+// layerConn is the connection ep's layer tracks for the gonet end nc.
+func layerConn(ep *Endpoint, nc *gonet.TCPConn) (*ao.Conn, error) {
+	local, remote := nc.LocalAddr().(*net.TCPAddr).AddrPort(), nc.RemoteAddr().(*net.TCPAddr).AddrPort()
+	c, ok := ep.Layer().Conn(local, remote)
+	if !ok {
+		return nil, fmt.Errorf("the layer tracks no %v -> %v", local, remote)
+	}
+	return c, nil
+}
+
 // waitData waits until the tap has seen want payload bytes each way on
 // average (at most a minute).
 func waitData(k *kernelNet, want int64) error {
@@ -267,28 +276,9 @@ func TestKernelAOWrongKey(t *testing.T) {
 			layer, _ := aoLayer(t, kp.Addr(), "hmac(sha256)", "right")
 			var ep *Endpoint
 			inKernelNet(t, v6, wrapWith(t, layer, &ep), func(k *kernelNet) error {
-				ln, err := listenGonet(k.s, netip.AddrPortFrom(k.naddr, gonetPrt))
-				if err != nil {
-					return err
-				}
-				accepted := make(chan error, 1)
-				go func() {
-					c, err := ln.Accept()
-					if err == nil {
-						c.Close()
-						accepted <- errors.New("the gonet listener accepted a connection")
-						return
-					}
-					accepted <- nil
-				}()
 				d := linuxsock.Dialer(linuxsock.Keys{AO: aoKeys(k.naddr, "hmac(sha256)", "wrong")})
 				d.Timeout = 4 * time.Second
-				if c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt).String()); err == nil {
-					c.Close()
-					return errors.New("the kernel connected with a wrong key")
-				}
-				ln.Close()
-				if err := <-accepted; err != nil {
+				if err := k.dialRefused(d); err != nil {
 					return err
 				}
 				in, out, c := k.tap.in.stats(), k.tap.out.stats(), layer.Counters()

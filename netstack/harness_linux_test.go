@@ -52,6 +52,35 @@ type kernelNet struct {
 	tap          *tap
 }
 
+// dialRefused has the kernel dial the gonet listener with d, a dialer
+// holding a key gVisor's side does not take, and fails if either side got
+// a connection.
+func (k *kernelNet) dialRefused(d *net.Dialer) error {
+	to := netip.AddrPortFrom(k.naddr, gonetPrt)
+	ln, err := listenGonet(k.s, to)
+	if err != nil {
+		return err
+	}
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			c.Close()
+			accepted <- errors.New("the gonet listener accepted a connection")
+			return
+		}
+		accepted <- nil
+	}()
+	if c, err := d.Dial("tcp", to.String()); err == nil {
+		c.Close()
+		ln.Close()
+		<-accepted
+		return errors.New("the kernel connected with a wrong key")
+	}
+	ln.Close()
+	return <-accepted
+}
+
 // addrs returns the kernel's address on the TUN device (with the prefix
 // routed to the device) and the gVisor stack's.
 func addrs(v6 bool) (kernel netip.Prefix, gvisor netip.Addr) {

@@ -179,28 +179,9 @@ func TestKernelMD5WrongKey(t *testing.T) {
 		layer := md5Layer(t, kp.Addr(), md5Key)
 		var ep *Endpoint
 		inKernelNet(t, false, wrapWith(t, layer, &ep), func(k *kernelNet) error {
-			ln, err := listenGonet(k.s, netip.AddrPortFrom(k.naddr, gonetPrt))
-			if err != nil {
-				return err
-			}
-			accepted := make(chan error, 1)
-			go func() {
-				c, err := ln.Accept()
-				if err == nil {
-					c.Close()
-					accepted <- errors.New("the gonet listener accepted a connection")
-					return
-				}
-				accepted <- nil
-			}()
 			d := linuxsock.Dialer(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(k.naddr, 32), Key: []byte(wrongKey)}}})
 			d.Timeout = 4 * time.Second
-			if c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt).String()); err == nil {
-				c.Close()
-				return errors.New("the kernel connected with a wrong key")
-			}
-			ln.Close()
-			if err := <-accepted; err != nil {
+			if err := k.dialRefused(d); err != nil {
 				return err
 			}
 			in, out, c := k.tap.in.stats(), k.tap.out.stats(), layer.Counters()

@@ -113,21 +113,30 @@ func shimKeys(alg, secret string, peer netip.Addr, ids ...int) string {
 // as a program would, and its keyring (for the rotation).
 func gvisorLayer(t *testing.T, body string) (*packetauth.Layer, *ao.Keyring) {
 	t.Helper()
-	f, err := keyfile.Parse([]byte(body))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ring := ao.NewKeyring(nil)
-	for _, e := range f.AO {
-		if _, err := ring.Add(e.Config); err != nil {
-			t.Fatal(err)
-		}
+	if err := addKeys(ring, body); err != nil {
+		t.Fatal(err)
 	}
 	l, err := packetauth.New(packetauth.Config{AO: ring, StackChecksums: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l, ring
+}
+
+// addKeys adds the TCP-AO entries of the keys file body to ring, read as
+// a program would.
+func addKeys(ring *ao.Keyring, body string) error {
+	f, err := keyfile.Parse([]byte(body))
+	if err != nil {
+		return err
+	}
+	for _, e := range f.AO {
+		if _, err := ring.Add(e.Config); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // shimTransfer is one transfer case of TestShimGVisor.
@@ -171,14 +180,8 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 			}
 			// MKT 2 on both ends, gVisor's first; the reloaded shim asks
 			// for it (RNext 2) and gVisor's layer follows.
-			f, err := keyfile.Parse([]byte(shimKeys(alg, secret, kaddr, 2)))
-			if err != nil {
+			if err := addKeys(ring, shimKeys(alg, secret, kaddr, 2)); err != nil {
 				return err
-			}
-			for _, e := range f.AO {
-				if _, err := ring.Add(e.Config); err != nil {
-					return err
-				}
 			}
 			if err := os.WriteFile(shimFile, []byte(shimKeys(alg, secret, naddr, 1, 2)), 0o600); err != nil {
 				return err
@@ -193,10 +196,9 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 			if err := waitData(k, n/2); err != nil {
 				return err
 			}
-			local, remote := nc.LocalAddr().(*net.TCPAddr).AddrPort(), nc.RemoteAddr().(*net.TCPAddr).AddrPort()
-			c, ok := ep.Layer().Conn(local, remote)
-			if !ok {
-				return fmt.Errorf("the layer tracks no %v -> %v", local, remote)
+			c, err := layerConn(ep, nc)
+			if err != nil {
+				return err
 			}
 			// gVisor asks for MKT 2 in turn: the shim follows.
 			if err := c.SetRNext(2); err != nil {
@@ -388,27 +390,7 @@ func shimWrongKey(t *testing.T, bin, alg string, accept bool) {
 			}
 			return nil
 		}
-		ln, err := listenGonet(k.s, netip.AddrPortFrom(k.naddr, gonetPrt))
-		if err != nil {
-			return err
-		}
-		accepted := make(chan error, 1)
-		go func() {
-			c, err := ln.Accept()
-			if err == nil {
-				c.Close()
-				accepted <- errors.New("the gonet listener accepted a connection")
-				return
-			}
-			accepted <- nil
-		}()
-		d := net.Dialer{Timeout: wait}
-		if c, err := d.Dial("tcp", netip.AddrPortFrom(k.naddr, gonetPrt).String()); err == nil {
-			c.Close()
-			return errors.New("the kernel connected with a wrong key")
-		}
-		ln.Close()
-		if err := <-accepted; err != nil {
+		if err := k.dialRefused(&net.Dialer{Timeout: wait}); err != nil {
 			return err
 		}
 		var st shim.Status

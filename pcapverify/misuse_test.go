@@ -10,9 +10,10 @@ import (
 	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
-// A nil or zero value, or a nil argument, is ErrNotSetUp: never a panic,
-// never a capture that verified nothing and said nothing.
-func TestNotSetUp(t *testing.T) {
+// loadDemo reads the built-in sample capture (the one tcpsig verify checks
+// when given none) and its keys.
+func loadDemo(t *testing.T) ([]byte, *pcapverify.Keys) {
+	t.Helper()
 	demo, err := os.ReadFile("../cmd/tcpsig/testdata/demo.pcap")
 	if err != nil {
 		t.Fatal(err)
@@ -25,6 +26,13 @@ func TestNotSetUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return demo, keys
+}
+
+// A nil or zero value, or a nil argument, is ErrNotSetUp: never a panic,
+// never a capture that verified nothing and said nothing.
+func TestNotSetUp(t *testing.T) {
+	demo, keys := loadDemo(t)
 	var nilVerifier *pcapverify.Verifier
 	var nilCapture *pcapverify.Capture
 	for name, call := range map[string]func() error{
@@ -70,18 +78,7 @@ func TestNotSetUp(t *testing.T) {
 // One flipped bit in the last segment (it carries no data: its last bytes
 // are its MAC) is the one failing verdict of the built-in sample.
 func TestVerifyFlippedBit(t *testing.T) {
-	demo, err := os.ReadFile("../cmd/tcpsig/testdata/demo.pcap")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kf, err := keyfile.Load("../cmd/tcpsig/testdata/demo.keys.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := pcapverify.LoadKeys(kf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	demo, keys := loadDemo(t)
 	demo = bytes.Clone(demo)
 	demo[len(demo)-1] ^= 1
 	var bad []pcapverify.Result

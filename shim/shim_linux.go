@@ -35,7 +35,7 @@ type Shim struct {
 	stopped chan struct{} // closed when Run returns
 	log     *slog.Logger
 	table   string
-	queues  []*nfqueue.Queue // Queue, Queue+1, ...: one reader each
+	queues  []*nfqueue.Queue // Queue, Queue+1, ...: one reader each; set under mu (Status reads it)
 	drops   []nfqueue.Stats  // each queue's counters at the last reportDrops
 	layer   *packetauth.Layer
 
@@ -94,20 +94,23 @@ func New(cfg Config) (*Shim, error) {
 // Run binds the queues, installs the rules and answers packets until ctx
 // is done; the rules are removed on the way out. It must be called from
 // the goroutine (OS thread) whose network namespace is to be covered, and
-// only once. It raises GOMAXPROCS by one per queue (see the readers).
+// only once. Each queue's reader is a goroutine on a locked OS thread that
+// sleeps in poll(2) holding its P: a GOMAXPROCS above the CPUs by the
+// number of queues (see DefaultQueues) keeps the rest of the process a P.
 func (s *Shim) Run(ctx context.Context) error {
 	defer close(s.stopped)
 	// The queues first: if another shim holds one, its rules stay.
 	n := s.cfg.Queues
 	if n <= 0 {
-		n = min(runtime.NumCPU(), maxQueues)
+		n = DefaultQueues()
 	}
 	n = min(n, maxQueues, 1<<16-int(s.cfg.Queue))
+	var qs []*nfqueue.Queue
 	for i := range n {
 		num := s.cfg.Queue + uint16(i)
 		q, err := nfqueue.Open(nfqueue.Config{Num: num, MaxLen: queueLen})
 		if err != nil {
-			for _, q := range s.queues {
+			for _, q := range qs {
 				q.Close()
 			}
 			if errors.Is(err, syscall.EPERM) {
@@ -115,8 +118,9 @@ func (s *Shim) Run(ctx context.Context) error {
 			}
 			return err
 		}
-		s.queues = append(s.queues, q)
+		qs = append(qs, q)
 	}
+	s.setQueues(qs)
 	defer func() {
 		for _, q := range s.queues {
 			q.Close()
@@ -133,7 +137,7 @@ func (s *Shim) Run(ctx context.Context) error {
 		for _, q := range s.queues[1:] {
 			q.Close()
 		}
-		s.queues = s.queues[:1]
+		s.setQueues(s.queues[:1])
 		err = s.installRules()
 	}
 	if err != nil {
@@ -154,13 +158,6 @@ func (s *Shim) Run(ctx context.Context) error {
 			return err
 		}
 		defer ln.Close()
-	}
-	// A reader sleeps in poll(2) holding its P. One more P per reader
-	// than the CPUs keeps a P idle for the rest of the process, so the
-	// runtime does not take a sleeping reader's P away (and, when the
-	// reader wakes, hand it to another thread to run).
-	if want := runtime.NumCPU() + len(s.queues); runtime.GOMAXPROCS(0) < want {
-		runtime.GOMAXPROCS(want)
 	}
 	loopErr := make(chan error, len(s.queues))
 	for _, q := range s.queues {
@@ -209,6 +206,17 @@ func (s *Shim) Reload() error {
 
 // ErrStopped is Reload's error once Run has returned.
 var ErrStopped = errors.New("shim: not running")
+
+// DefaultQueues is the number of queues Run binds for Config.Queues 0:
+// one per CPU, at most 8.
+func DefaultQueues() int { return min(runtime.NumCPU(), maxQueues) }
+
+// setQueues sets the queues Status reports.
+func (s *Shim) setQueues(qs []*nfqueue.Queue) {
+	s.mu.Lock()
+	s.queues = qs
+	s.mu.Unlock()
+}
 
 func (s *Shim) installRules() error {
 	m, err := nfrules.Install(nfrules.Spec{Table: s.table, Queue: s.cfg.Queue, Queues: uint16(len(s.queues)), Peers: s.keys.Peers})

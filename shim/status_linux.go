@@ -58,10 +58,21 @@ type Status struct {
 	Rules    string         `json:"rules"`    // how the rules queue packets (nfrules.Method)
 	Overhead int            `json:"overhead"` // option bytes added at most; the MSS clamp
 	Counters Counters       `json:"counters"`
+	Queues   []QueueStatus  `json:"queues"`     // the kernel's counters of each queue
 	Conns    []ConnStatus   `json:"conns"`      // tracked sessions
 	Unseen   []UnseenConn   `json:"unseen"`     // TCP-AO sessions met without their handshake
 	Seeded   uint64         `json:"ao_resumed"` // TCP-AO sessions resumed from the state file
 	Keys     map[string]int `json:"keys"`       // entries of the keys file: "ao", "md5"
+}
+
+// QueueStatus is the kernel's count of one queue's packets
+// (nfqueue.Stats): the full queue's and full socket's drops mean the shim
+// fell behind (TCP retransmits them; none passed unanswered).
+type QueueStatus struct {
+	Num        uint16 `json:"num"`
+	Waiting    uint32 `json:"waiting"`     // waiting for a verdict now
+	QueueFull  uint32 `json:"queue_full"`  // dropped: the queue was full
+	SocketFull uint32 `json:"socket_full"` // dropped: the socket's buffer was full
 }
 
 // Counters are the layer's totals (packetauth.Counters) under the names
@@ -105,7 +116,12 @@ func (s *Shim) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{Queue: s.cfg.Queue, Rules: string(s.method), Overhead: s.layer.Overhead(),
 		Counters: counters(s.layer.Counters()), Seeded: s.seeded, Conns: []ConnStatus{}, Unseen: []UnseenConn{},
-		Keys: map[string]int{"ao": len(s.keys.AO), "md5": len(s.keys.MD5)}}
+		Keys: map[string]int{"ao": len(s.keys.AO), "md5": len(s.keys.MD5)}, Queues: []QueueStatus{}}
+	for _, q := range s.queues {
+		if qs, err := q.Stats(); err == nil {
+			st.Queues = append(st.Queues, QueueStatus{Num: q.Num(), Waiting: qs.Waiting, QueueFull: qs.Dropped, SocketFull: qs.UserDropped})
+		}
+	}
 	s.layer.Conns(func(c packetauth.ConnInfo) bool {
 		st.Conns = append(st.Conns, connStatus(c))
 		return true
@@ -122,7 +138,8 @@ func (s *Shim) LogStatus() {
 	s.log.Info("status", "rules", st.Rules, "conns", len(st.Conns), "passed", st.Counters.Passed,
 		"signed", st.Counters.Signed, "verified", st.Counters.Verified, "dropped", st.Counters.Dropped.Total(),
 		"bad_mac", st.Counters.Dropped.BadMAC, "unsigned", st.Counters.Dropped.Unsigned, "no_conn", st.Counters.Dropped.NoConn,
-		"unseen", len(st.Unseen), "ao_resumed", st.Seeded)
+		"unseen", len(st.Unseen), "ao_resumed", st.Seeded, "queue_full", qsum(st.Queues, func(q QueueStatus) uint32 { return q.QueueFull }),
+		"socket_full", qsum(st.Queues, func(q QueueStatus) uint32 { return q.SocketFull }))
 	for _, c := range st.Conns {
 		s.log.Info("conn", "local", c.Local, "remote", c.Remote, "kind", c.Kind, "state", c.State,
 			"signed", c.Signed, "verified", c.Verified, "dropped", c.Dropped, "keyid", c.CurrentKeyID, "rnext", c.RNextKeyID)
@@ -130,6 +147,13 @@ func (s *Shim) LogStatus() {
 	for _, u := range st.Unseen {
 		s.log.Info("unseen session", "local", u.Local, "remote", u.Remote, "kind", u.Kind, "dropped", u.Dropped)
 	}
+}
+
+func qsum(qs []QueueStatus, f func(QueueStatus) uint32) (n uint64) {
+	for _, q := range qs {
+		n += uint64(f(q))
+	}
+	return n
 }
 
 // serveStatus serves the status as JSON over HTTP on the unix socket

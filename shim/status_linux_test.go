@@ -18,6 +18,10 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/shim/nfqueue"
+	"github.com/tcpsig/tcpsig/shim/nfrules"
+	"golang.org/x/sys/unix"
 )
 
 // statusShim is a shim (not running: no root needed) tracking one TCP-AO
@@ -156,5 +160,66 @@ func TestStatusPath(t *testing.T) {
 	defer ln.Close()
 	if code, _ := getStatus(t, sock, "/"); code != http.StatusOK {
 		t.Errorf("after replacing the stale socket: %d", code)
+	}
+}
+
+// TestStatusQueueDrops: the status socket shows the kernel's drop counters
+// of the shim's queues. Its queue here is bound but answered by nobody and
+// holds 2 packets: of 8 connections' SYNs, the kernel drops (and counts)
+// at least 6, and the status read over HTTP from threads outside the
+// namespace shows them.
+func TestStatusQueueDrops(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces and netfilter rules")
+	}
+	dir := t.TempDir()
+	s := statusShim(t, dir, io.Discard)
+	peer := netip.MustParseAddr("192.0.2.1")
+	err := netns.Run(func() error {
+		if err := netns.AddAddr("lo", netip.MustParsePrefix("192.0.2.1/32")); err != nil {
+			return err
+		}
+		q, err := nfqueue.Open(nfqueue.Config{Num: 31, MaxLen: 2})
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+		s.setQueues([]*nfqueue.Queue{q})
+		if _, err := nfrules.Install(nfrules.Spec{Table: "shtest", Queue: 31, Peers: []netip.Prefix{netip.PrefixFrom(peer, 32)}}); err != nil {
+			return err
+		}
+		for range 8 {
+			fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			if err := unix.Connect(fd, &unix.SockaddrInet4{Port: 9, Addr: peer.As4()}); err != nil && err != unix.EINPROGRESS && err != unix.EPERM {
+				return err
+			}
+		}
+		ln, err := s.serveStatus()
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+		code, b := getStatus(t, s.cfg.Status, "/")
+		if code != http.StatusOK {
+			t.Fatalf("GET /: %d %s", code, b)
+		}
+		var st struct {
+			Queues []map[string]float64 `json:"queues"`
+		}
+		if err := json.Unmarshal(b, &st); err != nil {
+			return err
+		}
+		if len(st.Queues) != 1 || st.Queues[0]["num"] != 31 || st.Queues[0]["waiting"] != 2 || st.Queues[0]["queue_full"] < 6 {
+			t.Errorf("status queues %v: want queue 31 with 2 waiting and at least 6 dropped", st.Queues)
+		}
+		t.Logf("queues: %v", st.Queues)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -78,31 +78,6 @@ func TestDraftVectorsOpenSSL(t *testing.T) {
 	t.Logf("%d draft vectors: traffic keys and MACs equal OpenSSL's", len(out.Vectors))
 }
 
-type draftFile struct {
-	Source      string        `json:"source"`
-	MasterKey   string        `json:"master_key_hex"`
-	ClientKeyID uint8         `json:"client_keyid"`
-	ServerKeyID uint8         `json:"server_keyid"`
-	SNE         uint32        `json:"sne"`
-	MACLen      int           `json:"maclen"`
-	Vectors     []draftVector `json:"vectors"`
-}
-
-type draftVector struct {
-	Section        string `json:"rfc9235_section"`
-	Title          string `json:"title"`
-	IPVersion      int    `json:"ip_version"`
-	Algorithm      string `json:"algorithm"`
-	IncludeOptions bool   `json:"include_options"`
-	ClientISN      string `json:"client_isn"`
-	ServerISN      string `json:"server_isn"`
-	TrafficKeyKind string `json:"traffic_key_kind"`
-	Context        string `json:"kdf_context_hex"`
-	Packet         string `json:"packet_hex"`
-	TrafficKey     string `json:"traffic_key_hex"`
-	MAC            string `json:"mac_hex"`
-}
-
 type opensslRunner struct {
 	t        *testing.T
 	bin, dir string

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -122,28 +121,7 @@ var draftAlgs string
 // 9235 section of the source packet.
 func DraftAlgs() (RFC9235Set, error) {
 	const file = "tcp-ao-algs-07-vectors.json"
-	var in struct {
-		Source      string `json:"source"`
-		MasterKey   string `json:"master_key_hex"`
-		ClientKeyID uint8  `json:"client_keyid"`
-		ServerKeyID uint8  `json:"server_keyid"`
-		SNE         uint32 `json:"sne"`
-		MACLen      int    `json:"maclen"`
-		Vectors     []struct {
-			Section        string `json:"rfc9235_section"`
-			Title          string `json:"title"`
-			IPVersion      int    `json:"ip_version"`
-			Algorithm      string `json:"algorithm"`
-			IncludeOptions bool   `json:"include_options"`
-			ClientISN      string `json:"client_isn"`
-			ServerISN      string `json:"server_isn"`
-			TrafficKeyKind string `json:"traffic_key_kind"`
-			Context        string `json:"kdf_context_hex"`
-			Packet         string `json:"packet_hex"`
-			TrafficKey     string `json:"traffic_key_hex"`
-			MAC            string `json:"mac_hex"`
-		} `json:"vectors"`
-	}
+	var in draftFile
 	errorf := func(format string, args ...any) (RFC9235Set, error) {
 		return RFC9235Set{}, fmt.Errorf("testvectors: %s: %s", file, fmt.Sprintf(format, args...))
 	}
@@ -163,23 +141,8 @@ func DraftAlgs() (RFC9235Set, error) {
 		if (a.Alg != "hmac-sha256-128" && a.Alg != "kmac256-128") || (a.IPVersion != 4 && a.IPVersion != 6) || !slices.Contains(trafficKeyKinds, a.TrafficKeyKind) {
 			return errorf("%s: unknown algorithm, ip_version or traffic_key_kind", v.Section)
 		}
-		for _, f := range []struct {
-			s string
-			p *uint32
-		}{{v.ClientISN, &a.ClientISN}, {v.ServerISN, &a.ServerISN}} {
-			u, err := strconv.ParseUint(strings.TrimPrefix(f.s, "0x"), 16, 32)
-			if err != nil || !strings.HasPrefix(f.s, "0x") {
-				return errorf("%s: bad ISN %q", v.Section, f.s)
-			}
-			*f.p = uint32(u)
-		}
-		for _, f := range []struct {
-			s string
-			p *[]byte
-		}{{v.Packet, &a.Packet}, {v.TrafficKey, &a.TrafficKey}, {v.MAC, &a.MAC}} {
-			if *f.p, err = unhex(f.s); err != nil {
-				return errorf("%s: %v", v.Section, err)
-			}
+		if err := decodeAO(&a, v.ClientISN, v.ServerISN, v.Packet, v.TrafficKey, v.MAC); err != nil {
+			return errorf("%s: %v", v.Section, err)
 		}
 		if len(a.MAC) != 16 || len(a.TrafficKey) != 32 {
 			return errorf("%s %s: MAC of %d bytes, traffic key of %d", a.Alg, v.Section, len(a.MAC), len(a.TrafficKey))
@@ -191,4 +154,32 @@ func DraftAlgs() (RFC9235Set, error) {
 		return errorf("%v vectors, want 32 per algorithm", count)
 	}
 	return set, nil
+}
+
+// draftFile is the layout of rfc/tcp-ao-algs-07-vectors.json: DraftAlgs
+// reads it, TestDraftVectorsOpenSSL writes it.
+type draftFile struct {
+	Source      string        `json:"source"`
+	MasterKey   string        `json:"master_key_hex"`
+	ClientKeyID uint8         `json:"client_keyid"`
+	ServerKeyID uint8         `json:"server_keyid"`
+	SNE         uint32        `json:"sne"`
+	MACLen      int           `json:"maclen"`
+	Vectors     []draftVector `json:"vectors"`
+}
+
+// draftVector is one segment of a [draftFile], its numbers in hex.
+type draftVector struct {
+	Section        string `json:"rfc9235_section"`
+	Title          string `json:"title"`
+	IPVersion      int    `json:"ip_version"`
+	Algorithm      string `json:"algorithm"`
+	IncludeOptions bool   `json:"include_options"`
+	ClientISN      string `json:"client_isn"`
+	ServerISN      string `json:"server_isn"`
+	TrafficKeyKind string `json:"traffic_key_kind"`
+	Context        string `json:"kdf_context_hex"`
+	Packet         string `json:"packet_hex"`
+	TrafficKey     string `json:"traffic_key_hex"`
+	MAC            string `json:"mac_hex"`
 }

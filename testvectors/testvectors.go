@@ -182,6 +182,31 @@ func unhex(s string) ([]byte, error) {
 	return hex.DecodeString(s)
 }
 
+// decodeAO sets a's ISNs from 0x-prefixed hex and its packet, traffic key
+// and MAC from hex, as the RFC 9235 and draft vector files write them.
+func decodeAO(a *AO, clientISN, serverISN, packet, trafficKey, mac string) error {
+	for _, f := range []struct {
+		s string
+		p *uint32
+	}{{clientISN, &a.ClientISN}, {serverISN, &a.ServerISN}} {
+		u, err := strconv.ParseUint(strings.TrimPrefix(f.s, "0x"), 16, 32)
+		if err != nil || !strings.HasPrefix(f.s, "0x") {
+			return fmt.Errorf("bad ISN %q", f.s)
+		}
+		*f.p = uint32(u)
+	}
+	var err error
+	for _, f := range []struct {
+		s string
+		p *[]byte
+	}{{packet, &a.Packet}, {trafficKey, &a.TrafficKey}, {mac, &a.MAC}} {
+		if *f.p, err = unhex(f.s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // unhex16 decodes a 16-byte (one AES block) hex value.
 func unhex16(s string) ([]byte, error) {
 	b, err := unhex(s)
@@ -618,24 +643,8 @@ func parse9235(text string) (RFC9235Set, error) {
 		if want := fmt.Sprintf("IPv%d %s %s options: ", a.IPVersion, v.Algorithm, cover); !strings.HasPrefix(v.Title, want) {
 			return errorf("%s: title %q does not start with %q", v.Section, v.Title, want)
 		}
-		for _, f := range []struct {
-			s string
-			p *uint32
-		}{{v.ClientISN, &a.ClientISN}, {v.ServerISN, &a.ServerISN}} {
-			u, err := strconv.ParseUint(strings.TrimPrefix(f.s, "0x"), 16, 32)
-			if err != nil || !strings.HasPrefix(f.s, "0x") {
-				return errorf("%s: bad ISN %q", v.Section, f.s)
-			}
-			*f.p = uint32(u)
-		}
-		var err error
-		for _, f := range []struct {
-			s string
-			p *[]byte
-		}{{v.Packet, &a.Packet}, {v.TrafficKey, &a.TrafficKey}, {v.MAC, &a.MAC}} {
-			if *f.p, err = unhex(f.s); err != nil {
-				return errorf("%s: %v", v.Section, err)
-			}
+		if err := decodeAO(&a, v.ClientISN, v.ServerISN, v.Packet, v.TrafficKey, v.MAC); err != nil {
+			return errorf("%s: %v", v.Section, err)
 		}
 		if len(a.MAC) != set.MACLen {
 			return errorf("%s: MAC is %d bytes, want %d", v.Section, len(a.MAC), set.MACLen)

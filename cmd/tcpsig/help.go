@@ -21,7 +21,7 @@ Usage:
   tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
   tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
   tcpsig bench [-json] [-time D] [-alg NAME]
-  tcpsig shim -keys FILE [-queue N] [-status SOCK] [-state FILE] [-v]
+  tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE] [-v]
   tcpsig version
   tcpsig help [verify | bench | shim | version | keys]
 
@@ -110,7 +110,7 @@ Example:
   tcpsig bench -alg 'hmac(sha1)' -alg md5 -time 100ms
 `
 
-const shimHelp = `usage: tcpsig shim -keys FILE [-queue N] [-status SOCK] [-state FILE] [-v]
+const shimHelp = `usage: tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE] [-v]
 
 shim signs and verifies the TCP-AO / TCP-MD5 sessions of this host's own TCP
 (a BGP daemon configured without a password, say) with the peers of the
@@ -125,6 +125,9 @@ Flags:
                  are the peers covered
   -queue N       the netfilter queue number (default 7911); the rules live in
                  the nftables tables "tcpsig-shim-N" (ip and ip6)
+  -queues K      use queues N .. N+K-1, one reader thread each, a
+                 connection's packets both ways on one (default: one per
+                 CPU, at most 8)
   -status SOCK   serve the status as JSON over HTTP on this unix socket:
                  curl --unix-socket SOCK http://shim/ (a stale socket there
                  is replaced; any other file there is an error)

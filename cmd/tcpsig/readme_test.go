@@ -151,3 +151,107 @@ func TestReadmeCommands(t *testing.T) {
 		t.Errorf("exit-status example: exit %d, printed\n%s\nthe README shows (exit 3)\n%s", code, out, want)
 	}
 }
+
+// The keys-file section's example: a file with two MKTs of one peer and
+// sndid, piped to tcpsig verify -keys -, is refused (exit 2) with the
+// line the README shows on stderr.
+func TestReadmeKeysFileExample(t *testing.T) {
+	var ex string
+	for _, b := range readmeSection(t, "### The keys file") {
+		if strings.HasPrefix(b, "$ echo '") {
+			ex = b
+		}
+	}
+	if ex == "" {
+		t.Fatal(`the keys file section has no "$ echo '…' | tcpsig verify -keys - …" example`)
+	}
+	js, rest, ok := strings.Cut(strings.TrimPrefix(ex, "$ echo '"), "' |\n")
+	cmdLine, want, _ := strings.Cut(rest, "\n")
+	verify, ok2 := strings.CutPrefix(strings.TrimSpace(cmdLine), "tcpsig ")
+	if !ok || !ok2 {
+		t.Fatalf("the keys file example is not $ echo '…' |\\n  tcpsig …:\n%s", ex)
+	}
+	inClone(t)
+	withStdin(t, []byte(js+"\n"), func() {
+		code, _, errOut := cli(t, shellWords(t, verify)...)
+		if code != 2 || errOut != want {
+			t.Errorf("keys file example: exit %d, stderr\n%s\nthe README shows (exit 2)\n%s", code, errOut, want)
+		}
+	})
+}
+
+// The README's "$ tcpsig bench …" outputs: run for 1 ms a cell, the
+// table has the README's text lines and column heads, and every row the
+// README keeps (algorithm, operation, payload) comes in that order.
+func TestReadmeBenchOutputs(t *testing.T) {
+	var blocks []string
+	for _, h := range []string{"## Algorithms, and the draft's two: HMAC-SHA256-128 and KMAC256-128", "### Clone against rekey: `tcpsig bench`"} {
+		for _, b := range readmeSection(t, h) {
+			if strings.HasPrefix(b, "$ tcpsig bench ") {
+				blocks = append(blocks, b)
+			}
+		}
+	}
+	if len(blocks) != 2 {
+		t.Fatalf("found %d \"$ tcpsig bench\" outputs in the README, want 2", len(blocks))
+	}
+	for _, b := range blocks {
+		cmdLine, shown, _ := strings.Cut(strings.TrimPrefix(b, "$ tcpsig "), "\n")
+		code, out, errOut := cli(t, append(shellWords(t, cmdLine), "-time", "1ms")...)
+		if code != 0 {
+			t.Fatalf("tcpsig %s: exit %d: %s", cmdLine, code, errOut)
+		}
+		text, rows := benchLines(out)
+		wantText, wantRows := benchLines(shown)
+		if strings.Join(text, "\n") != strings.Join(wantText, "\n") {
+			t.Errorf("tcpsig %s prints\n%s\nthe README shows\n%s", cmdLine, strings.Join(text, "\n"), strings.Join(wantText, "\n"))
+		}
+		i := 0
+		for _, r := range rows {
+			if i < len(wantRows) && r == wantRows[i] {
+				i++
+			}
+		}
+		if i < len(wantRows) {
+			t.Errorf("tcpsig %s: the README's row %q is not among its rows, in order", cmdLine, wantRows[i])
+		}
+	}
+}
+
+// benchLines splits a bench table into its text lines (without those
+// that name the machine or the time) and its rows' first three columns.
+func benchLines(out string) (text, rows []string) {
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case l == "" || strings.HasPrefix(l, "CPU: ") || strings.HasPrefix(l, "SHA/AES features: ") || strings.HasPrefix(l, "Each cell ran for "):
+		case len(f) > 3 && strings.Trim(f[2], "0123456789") == "":
+			rows = append(rows, strings.Join(f[:3], " "))
+		default:
+			text = append(text, l)
+		}
+	}
+	return text, rows
+}
+
+// Every flag of the shim's usage line in the README is one tcpsig help
+// shim documents.
+func TestReadmeShimUsage(t *testing.T) {
+	usage := readmeSection(t, "## TCP-AO for a kernel without it: `tcpsig shim`")[0]
+	if !strings.HasPrefix(usage, "tcpsig shim ") {
+		t.Fatalf("the shim section's first block is not its usage: %q", usage)
+	}
+	_, help, _ := cli(t, "help", "shim")
+	if help == "" {
+		_, help, _ = cli(t, "shim", "-h")
+	}
+	for _, w := range strings.Fields(usage) {
+		flag := strings.Trim(w, "[]")
+		if !strings.HasPrefix(flag, "-") {
+			continue
+		}
+		if !strings.Contains(help, "\n  "+flag+" ") {
+			t.Errorf("the README's shim usage has %s, which tcpsig help shim does not document", flag)
+		}
+	}
+}

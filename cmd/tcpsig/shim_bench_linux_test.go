@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -24,6 +25,8 @@ import (
 var (
 	shimBenchMiB    = flag.Int("shimbench.mib", 32, "MiB each BenchmarkShimMD5 transfer moves")
 	shimBenchQueues = flag.Int("shimbench.queues", 0, "the shim's -queues in BenchmarkShimMD5 (0: its default)")
+	shimBenchMTU    = flag.Int("shimbench.mtu", 0, "the veth's MTU in BenchmarkShimMD5, both ends (0: the default, 1500)")
+	shimBenchNoGSO  = flag.Bool("shimbench.nogso", false, "BenchmarkShimMD5 with TSO and GSO off on the veth (ethtool): every leg sends MSS-sized segments")
 )
 
 // BenchmarkShimMD5 sets tcpsig shim beside the kernel's own TCP-MD5 on the
@@ -53,6 +56,40 @@ func BenchmarkShimMD5(b *testing.B) {
 	needQueue(b)
 	const secret = "tcpsig-bench"
 	nsA, nsB := newPair(b)
+	if *shimBenchNoGSO {
+		ethtool, err := exec.LookPath("ethtool")
+		if err != nil {
+			b.Skip("-shimbench.nogso needs ethtool (apt-get install ethtool)")
+		}
+		for _, x := range []struct {
+			n   *ns
+			dev string
+		}{{nsA, "shA"}, {nsB, "shB"}} {
+			if err := x.n.Do(func() error {
+				out, err := exec.Command(ethtool, "-K", x.dev, "tso", "off", "gso", "off", "gro", "off").CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("ethtool: %v: %s", err, out)
+				}
+				return nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if *shimBenchMTU > 0 {
+		// The unsigned leg's packets cross the veth as 64 KiB GSO
+		// packets whatever the MTU; the signed legs' are MSS-sized
+		// segments (TCP-MD5 turns GSO off; the shim's queue takes
+		// segments): a larger MTU makes each carry more.
+		for _, x := range []struct {
+			n   *ns
+			dev string
+		}{{nsA, "shA"}, {nsB, "shB"}} {
+			if err := x.n.Do(func() error { return netns.SetMTU(x.dev, *shimBenchMTU) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 	plainA, kernelA := netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr("192.0.2.12")
 	for _, a := range []netip.Addr{plainA, kernelA} {
 		if err := nsA.Do(func() error { return netns.AddAddr("shA", netip.PrefixFrom(a, 24)) }); err != nil {

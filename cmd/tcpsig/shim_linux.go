@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -29,6 +30,17 @@ func runShim(args []string, stdout, stderr io.Writer) int {
 	s, err := shim.New(shim.Config{Keys: f.keys, Queue: uint16(f.queue), Queues: int(f.queues), Status: f.status, State: f.state, Log: log})
 	if err != nil {
 		return failf(stderr, "shim: %s", strings.TrimPrefix(err.Error(), "shim: "))
+	}
+	// Each queue's reader sleeps in poll(2) holding a P: one more P per
+	// reader than the CPUs leaves the rest of the process its share, so
+	// the runtime does not take a sleeping reader's P away (and hand the
+	// woken reader to another thread).
+	readers := int(f.queues)
+	if readers <= 0 {
+		readers = shim.DefaultQueues()
+	}
+	if want := runtime.NumCPU() + readers; runtime.GOMAXPROCS(0) < want {
+		runtime.GOMAXPROCS(want)
 	}
 	sigc := make(chan os.Signal, 4)
 	signal.Notify(sigc, syscall.SIGHUP, syscall.SIGUSR1, syscall.SIGTERM, syscall.SIGINT)

@@ -129,10 +129,14 @@ func curlStatus(t *testing.T, sock string) {
 	}
 	t.Logf("curl --unix-socket %s http://shim/:\n%s", sock, out)
 	var raw struct {
-		Conns []map[string]any `json:"conns"`
+		Conns  []map[string]any `json:"conns"`
+		Queues []map[string]any `json:"queues"`
 	}
 	if err := json.Unmarshal(out, &raw); err != nil || len(raw.Conns) == 0 {
 		t.Fatalf("curl's output is not a status with a session: %v\n%s", err, out)
+	}
+	if len(raw.Queues) == 0 || raw.Queues[0]["queue_full"] == nil || raw.Queues[0]["socket_full"] == nil {
+		t.Errorf("status queues %v: want each queue's kernel drop counters", raw.Queues)
 	}
 	for _, c := range raw.Conns {
 		if c["kind"] != "TCP-AO" || c["state"] == nil || c["state"] == "unknown" {

@@ -27,6 +27,16 @@ func AddVRF(name string, table uint32) error {
 }
 
 func addLink(name, kind string, data []byte) error {
+	m := newLinkMsg(name, kind, data)
+	if err := m.do(); err != nil {
+		return fmt.Errorf("netns: add %s link %s: %w", kind, name, err)
+	}
+	return nil
+}
+
+// newLinkMsg is the RTM_NEWLINK request that creates the link name of
+// kind, with data (nil: none) as its IFLA_INFO_DATA.
+func newLinkMsg(name, kind string, data []byte) *msg {
 	var info msg
 	info.attr(iflaInfoKind, []byte(kind))
 	if data != nil {
@@ -34,13 +44,10 @@ func addLink(name, kind string, data []byte) error {
 	}
 	var m msg
 	m.header(syscall.RTM_NEWLINK, syscall.NLM_F_CREATE|syscall.NLM_F_EXCL)
-	m.ifinfo(0)
+	m.ifinfo(0, 0)
 	m.attr(syscall.IFLA_IFNAME, append([]byte(name), 0))
 	m.attr(syscall.NLA_F_NESTED|iflaLinkInfo, info.b)
-	if err := m.do(); err != nil {
-		return fmt.Errorf("netns: add %s link %s: %w", kind, name, err)
-	}
-	return nil
+	return &m
 }
 
 // SetMaster enslaves the interface named name to master (a VRF, say).
@@ -55,7 +62,7 @@ func SetMaster(name, master string) error {
 	}
 	var m msg
 	m.header(syscall.RTM_NEWLINK, 0)
-	m.ifinfo(int32(ifi.Index))
+	m.ifinfo(int32(ifi.Index), 0)
 	m.attr(iflaMaster, binary.NativeEndian.AppendUint32(nil, uint32(mi.Index)))
 	if err := m.do(); err != nil {
 		return fmt.Errorf("netns: set master of %s to %s: %w", name, master, err)
@@ -64,12 +71,12 @@ func SetMaster(name, master string) error {
 }
 
 // ifinfo appends a struct ifinfomsg for interface index (0: a new one)
-// that changes no flags.
-func (m *msg) ifinfo(index int32) {
+// that sets the flags set (0: changes no flags).
+func (m *msg) ifinfo(index int32, set uint32) {
 	m.u8(syscall.AF_UNSPEC)
 	m.u8(0)
 	m.u16(0)
 	m.u32(uint32(index))
-	m.u32(0) // ifi_flags
-	m.u32(0) // ifi_change
+	m.u32(set) // ifi_flags
+	m.u32(set) // ifi_change
 }

@@ -76,13 +76,7 @@ func setLink(name string, up uint32, mtu int) error {
 	}
 	var m msg
 	m.header(syscall.RTM_NEWLINK, 0)
-	// struct ifinfomsg
-	m.u8(syscall.AF_UNSPEC)
-	m.u8(0)
-	m.u16(0)
-	m.u32(uint32(ifi.Index))
-	m.u32(up) // ifi_flags
-	m.u32(up) // ifi_change
+	m.ifinfo(int32(ifi.Index), up)
 	if mtu > 0 {
 		m.attr(syscall.IFLA_MTU, binary.NativeEndian.AppendUint32(nil, uint32(mtu)))
 	}
@@ -211,40 +205,19 @@ func AddRoute(p netip.Prefix, name string) error {
 // down.
 func AddVeth(name, peer string, peerNS int) error {
 	const (
-		iflaLinkInfo = 18 // IFLA_LINKINFO
-		infoKind     = 1  // IFLA_INFO_KIND
-		infoData     = 2  // IFLA_INFO_DATA
-		vethPeer     = 1  // VETH_INFO_PEER
-		iflaNetNSFd  = 28 // IFLA_NET_NS_FD
-		nested       = 0x8000
+		vethPeer    = 1  // VETH_INFO_PEER
+		iflaNetNSFd = 28 // IFLA_NET_NS_FD
 	)
 	// The peer: struct ifinfomsg, then its name and namespace.
 	var p msg
-	p.u8(syscall.AF_UNSPEC)
-	p.u8(0)
-	p.u16(0)
-	p.u32(0)
-	p.u32(0)
-	p.u32(0)
+	p.ifinfo(0, 0)
 	p.attr(syscall.IFLA_IFNAME, append([]byte(peer), 0))
 	if peerNS >= 0 {
 		p.attr(iflaNetNSFd, binary.NativeEndian.AppendUint32(nil, uint32(peerNS)))
 	}
 	var data msg
-	data.attr(nested|vethPeer, p.b)
-	var info msg
-	info.attr(infoKind, []byte("veth"))
-	info.attr(nested|infoData, data.b)
-	var m msg
-	m.header(syscall.RTM_NEWLINK, syscall.NLM_F_CREATE|syscall.NLM_F_EXCL)
-	m.u8(syscall.AF_UNSPEC)
-	m.u8(0)
-	m.u16(0)
-	m.u32(0)
-	m.u32(0)
-	m.u32(0)
-	m.attr(syscall.IFLA_IFNAME, append([]byte(name), 0))
-	m.attr(nested|iflaLinkInfo, info.b)
+	data.attr(syscall.NLA_F_NESTED|vethPeer, p.b)
+	m := newLinkMsg(name, "veth", data.b)
 	if err := m.do(); err != nil {
 		return fmt.Errorf("netns: add veth %s/%s: %w", name, peer, err)
 	}

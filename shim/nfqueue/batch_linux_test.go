@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"testing"
@@ -145,6 +146,21 @@ func TestFullQueueDrops(t *testing.T) {
 			t.Errorf("stats %+v: want at most 4 waiting and drops counted", st)
 		}
 		t.Logf("stats: %+v", st)
+		// From a thread outside the namespace too: Stats reads the
+		// queue's namespace, not the caller's.
+		type res struct {
+			st  nfqueue.Stats
+			err error
+		}
+		c := make(chan res)
+		go func() {
+			runtime.LockOSThread() // a new thread, never moved into the namespace; exits with the goroutine
+			st, err := q.Stats()
+			c <- res{st, err}
+		}()
+		if r := <-c; r.err != nil || r.st.Dropped < st.Dropped {
+			t.Errorf("stats from another thread: %+v, %v; want those of the queue (%+v)", r.st, r.err, st)
+		}
 		return nil
 	})
 }

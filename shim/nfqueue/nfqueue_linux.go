@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -119,6 +120,7 @@ type Queue struct {
 	drained bool // the last read found the socket empty: the next waits in poll(2) first
 	one     [1]Packet
 	closed  atomic.Bool
+	stats   *os.File // the namespace's nfnetlink_queue proc file, for Stats; nil if it did not open
 }
 
 // Buffer sizes: a datagram holds one packet of up to MaxPayload bytes and
@@ -147,6 +149,9 @@ func Open(cfg Config) (*Queue, error) {
 		unix.Close(fd)
 		if q.efd >= 0 {
 			unix.Close(q.efd)
+		}
+		if q.stats != nil {
+			q.stats.Close()
 		}
 		return nil, err
 	}
@@ -180,6 +185,9 @@ func (q *Queue) setup(cfg Config) error {
 		return fmt.Errorf("nfqueue: eventfd: %w", err)
 	}
 	q.pfd = [2]unix.PollFd{{Fd: int32(q.fd), Events: unix.POLLIN}, {Fd: int32(q.efd), Events: unix.POLLIN}}
+	// Opened now, on the namespace's thread: the file keeps showing this
+	// namespace's queues whichever thread reads it later.
+	q.stats, _ = os.Open(statsPath)
 	var flags uint32
 	if cfg.FailOpen {
 		flags |= flagFailOpen
@@ -274,6 +282,9 @@ func (q *Queue) execute(attrs []netlink.Attribute) error {
 	}
 }
 
+// Num returns the queue's number.
+func (q *Queue) Num() uint16 { return q.num }
+
 func (q *Queue) nfgen() []byte {
 	return []byte{unix.AF_UNSPEC, 0, byte(q.num >> 8), byte(q.num)}
 }
@@ -293,6 +304,9 @@ func (q *Queue) Close() error {
 	defer q.mu.Unlock()
 	err := unix.Close(q.fd)
 	unix.Close(q.efd)
+	if q.stats != nil {
+		q.stats.Close()
+	}
 	return err
 }
 
@@ -583,10 +597,22 @@ type Stats struct {
 	UserDropped uint32 // packets dropped because the socket's buffer was full
 }
 
-// Stats reads the queue's counters from /proc/thread-self/net (the
-// namespace of the calling thread, which must be the queue's).
+const statsPath = "/proc/thread-self/net/netfilter/nfnetlink_queue"
+
+// Stats reads the queue's counters from the kernel's nfnetlink_queue proc
+// file of the queue's namespace, opened by Open; it may be called from any
+// goroutine, at the same time as a read.
 func (q *Queue) Stats() (Stats, error) {
-	b, err := os.ReadFile("/proc/thread-self/net/netfilter/nfnetlink_queue")
+	var b []byte
+	var err error
+	if q.stats != nil {
+		b, err = io.ReadAll(io.NewSectionReader(q.stats, 0, 1<<30))
+	} else {
+		b, err = os.ReadFile(statsPath) // the calling thread's namespace
+	}
+	if q.closed.Load() {
+		return Stats{}, ErrClosed
+	}
 	if err != nil {
 		return Stats{}, fmt.Errorf("nfqueue: %w", err)
 	}

@@ -26,6 +26,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -141,6 +142,11 @@ func shimOrKernel(t *T, alg string, kernelDials, v6, kernelOnly bool) {
 	if kernelOnly {
 		skeys.AO = []keys.AO{mkt(1, kA)}
 	} else {
+		// As tcpsig shim does: a P for each reader, which sleeps in
+		// poll(2) holding one, beside the CPUs.
+		if want := runtime.NumCPU() + shim.DefaultQueues(); runtime.GOMAXPROCS(0) < want {
+			runtime.GOMAXPROCS(want)
+		}
 		sh, err = shim.New(shim.Config{Keys: keysPath, Queue: 9, Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		t.check(err, "shim")
 		ctx, stop := context.WithCancel(context.Background())
