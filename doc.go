@@ -16,7 +16,6 @@
 //   - linuxsock: the Linux kernel's own TCP-AO and TCP-MD5 on Go sockets
 //   - packetauth: whole IP packets signed/verified for a stack without either
 //   - netstack: a module of its own (gVisor): netstack over packetauth
-//   - ao/aopacket: TCP-AO for a stack that builds whole IP packets itself
 //   - ao: TCP-AO MKTs, keyring, connections, listener, SNE, sign/verify
 //   - md5sig: TCP-MD5 keys by peer prefix, sign/verify
 //   - segment: zero-copy segments, pseudo-headers, packet building

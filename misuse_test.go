@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/ao/aopacket"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
@@ -24,7 +23,6 @@ var sentinels = []error{
 	ao.ErrBadMAC, ao.ErrMACLength, ao.ErrKeyNotFound, ao.ErrAORequired, ao.ErrUnexpected, ao.ErrNoOption,
 	ao.ErrNoRoom, ao.ErrNoCurrentKey, ao.ErrNotInitialized, md5sig.ErrNotInitialized, ao.ErrNoISN, ao.ErrNotSYN, ao.ErrOption, keys.ErrInvalid,
 	keys.ErrMACTooLong, ao.ErrKeyExists, ao.ErrNoSuchKey, ao.ErrKeyBusy,
-	aopacket.ErrNotAccepted, aopacket.ErrISN, aopacket.ErrUnsignedConn,
 	md5sig.ErrBadMAC, md5sig.ErrMissing, md5sig.ErrUnexpected, md5sig.ErrAOOption, md5sig.ErrNoOption,
 	md5sig.ErrNoKey, md5sig.ErrNoRoom, md5sig.ErrNoSuchKey,
 	sigpool.ErrPoolFull, sigpool.ErrKeyMismatch, sigpool.ErrNotAllocated, sigpool.ErrBackend,
@@ -61,8 +59,7 @@ func TestMisuse(t *testing.T) {
 	values := []any{
 		keys.AO{}, ao.Conn{}, ao.Counters{}, ao.DeleteOptions{}, ao.Endpoint{}, ao.ISNs{}, ao.Keyring{},
 		ao.Listener{}, ao.MKT{}, ao.Option{}, ao.Policy{}, ao.TrafficKey{},
-		aopacket.Auth{},
-		keys.MD5{}, md5sig.Counters{}, md5sig.DeleteOptions{}, md5sig.Key{}, md5sig.Keyring{}, md5sig.PacketAuth{},
+		keys.MD5{}, md5sig.Counters{}, md5sig.DeleteOptions{}, md5sig.Key{}, md5sig.Keyring{},
 		sigpool.Backend(0), sigpool.Config{}, sigpool.ID(0), sigpool.Pool{}, sigpool.Request{},
 		mac.Algorithm{}, mac.Context{}, mac.Key{},
 		kdf.Input{}, kdf.Master{},
@@ -72,12 +69,9 @@ func TestMisuse(t *testing.T) {
 	funcs := map[string]any{
 		"ao.AppendOption": ao.AppendOption, "ao.ComputeSNE": ao.ComputeSNE, "ao.OptionSpace": ao.OptionSpace,
 		"ao.NewKeyring": ao.NewKeyring, "ao.NewListener": ao.NewListener, "ao.ParseOption": ao.ParseOption,
-		"aopacket.NewClient": aopacket.NewClient, "aopacket.NewServer": aopacket.NewServer,
-		"aopacket.NewEstablished": aopacket.NewEstablished,
-		"md5sig.AppendOption":     md5sig.AppendOption, "md5sig.NewKeyring": md5sig.NewKeyring,
-		"md5sig.NewPacketAuth": md5sig.NewPacketAuth,
-		"sigpool.New":          sigpool.New,
-		"mac.Equal":            mac.Equal, "mac.Lookup": mac.Lookup, "mac.Names": mac.Names, "mac.Algorithms": mac.Algorithms,
+		"md5sig.AppendOption": md5sig.AppendOption, "md5sig.NewKeyring": md5sig.NewKeyring,
+		"sigpool.New": sigpool.New,
+		"mac.Equal":   mac.Equal, "mac.Lookup": mac.Lookup, "mac.Names": mac.Names, "mac.Algorithms": mac.Algorithms,
 		"kdf.ReduceCMACKey": kdf.ReduceCMACKey, "kdf.Extract": kdf.Extract,
 		"segment.AppendIP": segment.AppendIP, "segment.AppendPacket": segment.AppendPacket,
 		"segment.AppendPseudoHeader": segment.AppendPseudoHeader, "segment.AppendTCP": segment.AppendTCP,

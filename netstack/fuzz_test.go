@@ -234,20 +234,20 @@ func FuzzEndpoint(f *testing.F) {
 
 // md5Checker verifies MD5 segments as the peers would, whatever source
 // address the stack put in them: with the key for every address.
-func md5Checker() (*md5sig.PacketAuth, error) {
+func md5Checker() (*md5sig.Keyring, error) {
 	ring := md5sig.NewKeyring(nil)
 	for _, p := range []string{"0.0.0.0/0", "::/0"} {
 		if _, err := ring.Add(keys.MD5{Peer: netip.MustParsePrefix(p), Key: []byte(md5Key)}); err != nil {
 			return nil, err
 		}
 	}
-	return md5sig.NewPacketAuth(ring, 0)
+	return ring, nil
 }
 
 // fuzzRun passes the frames of in through a fresh endpoint and checks
 // every packet it lets through; it returns the packets delivered to the
 // stack and written to the wire, and the layer's counters.
-func fuzzRun(t testing.TB, md5Check *md5sig.PacketAuth, in []byte) (delivered, written int, c packetauth.Counters) {
+func fuzzRun(t testing.TB, md5Check *md5sig.Keyring, in []byte) (delivered, written int, c packetauth.Counters) {
 	if len(in) == 0 {
 		return
 	}
@@ -320,8 +320,8 @@ func fuzzRun(t testing.TB, md5Check *md5sig.PacketAuth, in []byte) (delivered, w
 			switch {
 			case err != nil:
 				t.Fatalf("a signed segment does not parse (%v): %x", err, b)
-			case kind == 1 && md5Check.Verify(b) != nil:
-				t.Fatalf("an MD5 segment to a covered peer does not verify (%v): %x", md5Check.Verify(b), b)
+			case kind == 1 && md5Check.Verify(&seg, 0) != nil:
+				t.Fatalf("an MD5 segment to a covered peer does not verify (%v): %x", md5Check.Verify(&seg, 0), b)
 			case kind != 1 && seg.Auth().AO == 0:
 				t.Fatalf("a TCP-AO segment without the option: %x", b)
 			}

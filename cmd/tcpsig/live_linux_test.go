@@ -22,11 +22,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/ao/aopacket"
 	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/harness/usertcp"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
+	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
@@ -277,7 +277,7 @@ func TestLiveKernelMD5(t *testing.T) {
 	compareWithFile(t, keyPath, pcapng, segs)
 }
 
-// TCP-AO from the project's userspace endpoint (usertcp with aopacket):
+// TCP-AO from the project's userspace endpoint (usertcp with packetauth):
 // two endpoints behind two TUN devices, the kernel forwarding between
 // them, watched live on one TUN device in text mode: a conversation with
 // the right MKT (good), then a client whose MKT has the wrong key (bad,
@@ -327,14 +327,16 @@ func TestLiveUserspaceAO(t *testing.T) {
 			}
 			c := netip.AddrPortFrom(client.Addr(), port)
 			const ciss, siss = 0x1000, 0x2000
-			cauth, err := aopacket.NewClient(cring, ao.Endpoint{Local: c, Remote: server, LocalISN: ciss}, ao.Policy{}, 12)
+			cauth, err := packetauth.New(packetauth.Config{AO: cring})
 			if err != nil {
 				return usertcp.Stats{}, usertcp.Stats{}, err
 			}
-			sauth, err := aopacket.NewServer(ao.NewListener(sring, ao.Policy{}, 0), siss, 12)
+			defer cauth.Close()
+			sauth, err := packetauth.New(packetauth.Config{AO: sring})
 			if err != nil {
 				return usertcp.Stats{}, usertcp.Stats{}, err
 			}
+			defer sauth.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), limit)
 			defer cancel()
 			return usertcp.Exchange(ctx, tuns["cltunA"], tuns["cltunB"],

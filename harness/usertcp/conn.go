@@ -58,12 +58,10 @@ type Conn struct {
 	peerMSS                int
 
 	// Receive side.
-	rcvNxt   uint32
-	rcvBuf   []byte
-	finRcvd  bool
-	lastWnd  uint16
-	authSyn  int // bytes of options reserved for the Auth on a SYN
-	authData int // and on other segments
+	rcvNxt  uint32
+	rcvBuf  []byte
+	finRcvd bool
+	lastWnd uint16
 
 	err      error // why the connection ended (ErrReset, ErrRefused)
 	deadline time.Time
@@ -71,6 +69,7 @@ type Conn struct {
 	ipID     uint16
 	rbuf     []byte
 	wbuf     []byte
+	sbuf     []byte // what Auth.Outbound returns
 	stats    Stats
 }
 
@@ -88,6 +87,7 @@ func newConn(link Link, cfg Config) (*Conn, error) {
 		local: unmap(cfg.Local),
 		rbuf:  make([]byte, maxPacket),
 		wbuf:  make([]byte, maxPacket),
+		sbuf:  make([]byte, 0, maxPacket+maxOptionLen),
 	}
 	if cfg.Remote.IsValid() {
 		c.remote = unmap(cfg.Remote)
@@ -95,14 +95,7 @@ func newConn(link Link, cfg Config) (*Conn, error) {
 			return nil, errors.New("usertcp: Local and Remote are of different address families")
 		}
 	}
-	if cfg.Auth != nil {
-		c.authSyn = roundUp4(cfg.Auth.OptionLen())
-		c.authData = roundUp4(cfg.Auth.OptionLen())
-	}
-	if c.authSyn < 0 || c.authData < 0 || c.authSyn+mssOptionLen > maxOptionLen || c.authData > maxOptionLen {
-		return nil, fmt.Errorf("usertcp: Auth wants %d/%d option bytes, more than TCP has", c.authSyn, c.authData)
-	}
-	if cfg.MSS-c.authData <= 0 || cfg.MSS > 65535 {
+	if cfg.MSS <= 0 || cfg.MSS > 65535 {
 		return nil, fmt.Errorf("usertcp: MSS %d leaves no room for data", cfg.MSS)
 	}
 	c.iss = cfg.ISS
@@ -116,8 +109,6 @@ func newConn(link Link, cfg Config) (*Conn, error) {
 func unmap(ap netip.AddrPort) netip.AddrPort {
 	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }
-
-func roundUp4(n int) int { return (n + 3) &^ 3 }
 
 // Dial opens a connection from cfg.Local to cfg.Remote: it sends a SYN,
 // retransmitting it as configured, and completes the handshake. The
@@ -289,7 +280,7 @@ func (c *Conn) maxPayload() int {
 	if c.peerMSS != 0 {
 		mss = min(mss, c.peerMSS)
 	}
-	return max(mss-c.authData, 1)
+	return max(mss, 1)
 }
 
 func (c *Conn) window() uint16 {
@@ -341,21 +332,22 @@ func (c *Conn) output(flags uint8, seq uint32, payload []byte) error {
 	h := header{
 		src: c.local, dst: c.remote,
 		seq: seq, ack: c.rcvNxt, flags: flags,
-		wnd:     c.window(),
-		authLen: c.authData,
-		ipID:    c.ipID,
+		wnd:  c.window(),
+		ipID: c.ipID,
 	}
 	if syn {
-		h.authLen, h.mss = c.authSyn, c.cfg.MSS
+		h.mss = c.cfg.MSS
 	}
 	c.ipID++
 	pkt, tcpOff := build(c.wbuf, h, payload)
-	if c.cfg.Auth != nil && h.authLen > 0 {
-		if err := c.cfg.Auth.Sign(pkt); err != nil {
+	finish(pkt, tcpOff)
+	if c.cfg.Auth != nil {
+		out, err := c.cfg.Auth.Outbound(c.sbuf[:0], pkt)
+		if err != nil {
 			return fmt.Errorf("usertcp: sign: %w", err)
 		}
+		pkt = out
 	}
-	finish(pkt, tcpOff)
 	if err := c.link.WritePacket(pkt); err != nil {
 		return fmt.Errorf("usertcp: write: %w", err)
 	}
@@ -443,7 +435,7 @@ func (c *Conn) poll(timer time.Time) (progress bool, err error) {
 }
 
 // input checks one packet from the link and, if it is of this
-// connection and passes Auth.Verify, processes it.
+// connection and passes Auth.Inbound, processes what Inbound returns.
 func (c *Conn) input(pkt []byte) (bool, error) {
 	seg, err := parse(pkt)
 	if err != nil || seg.dst != c.local || (c.remote.IsValid() && seg.src != c.remote) {
@@ -451,7 +443,11 @@ func (c *Conn) input(pkt []byte) (bool, error) {
 		return false, nil
 	}
 	if c.cfg.Auth != nil {
-		if err := c.cfg.Auth.Verify(pkt); err != nil {
+		out, err := c.cfg.Auth.Inbound(pkt[:0], pkt)
+		if err == nil {
+			seg, err = parse(out)
+		}
+		if err != nil {
 			c.stats.AuthDropped++
 			return false, nil
 		}

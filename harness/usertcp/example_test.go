@@ -2,63 +2,46 @@ package usertcp_test
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"log"
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/harness/usertcp"
+	"github.com/tcpsig/tcpsig/keys"
+	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/packetauth"
 )
 
-// toyAuth shows the shape of a signing layer: an experimental option
-// (kind 253, RFC 4727) carrying a CRC-32 of the payload and a shared
-// secret. It is not security; tcpsig's md5sig and ao packages plug in the
-// same way.
-type toyAuth struct{ secret []byte }
-
-func (a toyAuth) OptionLen() int { return 8 } // 253, 6, crc32, NOP, NOP
-
-func (a toyAuth) Sign(pkt []byte) error {
-	opts, payload := split(pkt)
-	opts[0], opts[1] = 253, 6
-	binary.BigEndian.PutUint32(opts[2:], a.sum(payload))
-	return nil
-}
-
-func (a toyAuth) Verify(pkt []byte) error {
-	opts, payload := split(pkt)
-	if len(opts) < 6 || opts[0] != 253 || binary.BigEndian.Uint32(opts[2:]) != a.sum(payload) {
-		return errors.New("bad toy signature")
+// md5Layer is the signing layer of one endpoint: a packetauth.Layer whose
+// TCP-MD5 keyring has the shared key for the peer.
+func md5Layer(peer netip.Addr) *packetauth.Layer {
+	ring := md5sig.NewKeyring(nil)
+	if _, err := ring.Add(keys.MD5{Peer: netip.PrefixFrom(peer, 32), Key: []byte("shared")}); err != nil {
+		log.Fatal(err)
 	}
-	return nil
-}
-
-func (a toyAuth) sum(payload []byte) uint32 {
-	return crc32.Update(crc32.ChecksumIEEE(payload), crc32.IEEETable, a.secret)
-}
-
-// split returns the TCP options and payload of an IPv4 packet.
-func split(pkt []byte) (opts, payload []byte) {
-	tcp := pkt[int(pkt[0]&15)*4:]
-	doff := int(tcp[12]>>4) * 4
-	return tcp[20:doff], tcp[doff:]
+	l, err := packetauth.New(packetauth.Config{MD5: ring})
+	if err != nil {
+		log.Fatal(err)
+	}
+	return l
 }
 
 // A server-first exchange between two userspace endpoints over an
-// in-memory link, every segment signed and verified by the Auth hook.
+// in-memory link, every segment signed and verified with TCP-MD5 by a
+// packetauth.Layer on each side.
 func Example() {
 	client, server := usertcp.Pipe()
 	caddr := netip.MustParseAddrPort("192.0.2.1:40000")
 	saddr := netip.MustParseAddrPort("192.0.2.2:25")
-	auth := toyAuth{secret: []byte("shared")}
+	clientAuth, serverAuth := md5Layer(saddr.Addr()), md5Layer(caddr.Addr())
+	defer clientAuth.Close()
+	defer serverAuth.Close()
 
 	done := make(chan error, 1)
 	go func() {
 		c, err := usertcp.Accept(context.Background(), server, usertcp.Config{
-			Local: saddr, Auth: auth, Greeting: []byte("220 ready\r\n"),
+			Local: saddr, Auth: serverAuth, Greeting: []byte("220 ready\r\n"),
 		})
 		if err != nil {
 			done <- err
@@ -77,7 +60,7 @@ func Example() {
 		done <- c.Close()
 	}()
 
-	c, err := usertcp.Dial(context.Background(), client, usertcp.Config{Local: caddr, Remote: saddr, Auth: auth})
+	c, err := usertcp.Dial(context.Background(), client, usertcp.Config{Local: caddr, Remote: saddr, Auth: clientAuth})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -92,6 +75,6 @@ func Example() {
 	if err := <-done; err != nil {
 		log.Fatal(err)
 	}
-	fmt.Printf("%q %q dropped=%d\n", greeting, reply, c.Stats().AuthDropped)
-	// Output: "220 ready\r\n" "250 hello\r\n" dropped=0
+	fmt.Printf("%q %q dropped=%d signed=%v\n", greeting, reply, c.Stats().AuthDropped, clientAuth.Counters().Signed > 0)
+	// Output: "220 ready\r\n" "250 hello\r\n" dropped=0 signed=true
 }

@@ -3,7 +3,7 @@ package usertcp
 // Engine → kernel: the endpoint against ordinary kernel sockets across a
 // TUN device, inside a network namespace the test creates. Plain TCP in
 // both directions and both address families proves the endpoint; TCP-MD5
-// with md5sig (md5sig.PacketAuth) proves that the kernel accepts what the
+// with md5sig through packetauth.Layer proves that the kernel accepts what the
 // engine signs and that the engine accepts what the kernel signs — and,
 // with a wrong key, that the kernel really checks (TCPMD5Failure moves,
 // nothing is delivered).
@@ -115,17 +115,17 @@ type countingAuth struct {
 	signed, verified atomic.Int64
 }
 
-func (a *countingAuth) Sign(pkt []byte) error {
+func (a *countingAuth) Outbound(dst, pkt []byte) ([]byte, error) {
 	a.signed.Add(1)
-	return a.Auth.Sign(pkt)
+	return a.Auth.Outbound(dst, pkt)
 }
 
-func (a *countingAuth) Verify(pkt []byte) error {
-	err := a.Auth.Verify(pkt)
+func (a *countingAuth) Inbound(dst, pkt []byte) ([]byte, error) {
+	out, err := a.Auth.Inbound(dst, pkt)
 	if err == nil {
 		a.verified.Add(1)
 	}
-	return err
+	return out, err
 }
 
 func listen(k kernelNet, keys ...keys.MD5) (*net.TCPListener, error) {

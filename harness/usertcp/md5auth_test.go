@@ -1,6 +1,6 @@
 package usertcp
 
-// The TCP-MD5 Auth of the tests: md5sig's PacketAuth over a keyring with
+// The TCP-MD5 Auth of the tests: a packetauth.Layer over a keyring with
 // one key for the peer, so every segment the endpoint sends to the kernel
 // is signed by md5sig and every one it receives is verified by md5sig.
 
@@ -11,6 +11,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/packetauth"
 )
 
 func newMD5Auth(peer netip.Addr, key string) Auth {
@@ -19,7 +20,7 @@ func newMD5Auth(peer netip.Addr, key string) Auth {
 	if _, err := ring.Add(keys.MD5{Peer: netip.PrefixFrom(p, p.BitLen()), Key: []byte(key)}); err != nil {
 		panic(err) // test setup: a fixed, valid key
 	}
-	a, err := md5sig.NewPacketAuth(ring, 0)
+	a, err := packetauth.New(packetauth.Config{MD5: ring})
 	if err != nil {
 		panic(err)
 	}

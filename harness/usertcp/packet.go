@@ -91,7 +91,6 @@ type header struct {
 	seq, ack uint32
 	flags    uint8
 	wnd      uint16
-	authLen  int // bytes of options reserved for the Auth, a multiple of 4
 	mss      int // MSS option value; 0 = no MSS option
 	ipID     uint16
 }
@@ -100,9 +99,9 @@ type header struct {
 // enough, and returns it; checksums are left zero. It returns the offset of
 // the TCP header too.
 func build(buf []byte, h header, payload []byte) (pkt []byte, tcpOff int) {
-	optLen := h.authLen
+	optLen := 0
 	if h.mss != 0 {
-		optLen += mssOptionLen
+		optLen = mssOptionLen
 	}
 	tcpLen := tcpHeaderLen + optLen + len(payload)
 	v4 := h.src.Addr().Is4()
@@ -144,13 +143,9 @@ func build(buf []byte, h header, payload []byte) (pkt []byte, tcpOff int) {
 	tcp[13] = h.flags
 	be.PutUint16(tcp[14:], h.wnd)
 	opts := tcp[tcpHeaderLen : tcpHeaderLen+optLen]
-	for i := range h.authLen {
-		opts[i] = 1 // NOP, for the Auth to overwrite
-	}
 	if h.mss != 0 {
-		o := opts[h.authLen:]
-		o[0], o[1] = 2, 4
-		be.PutUint16(o[2:], uint16(h.mss))
+		opts[0], opts[1] = 2, 4
+		be.PutUint16(opts[2:], uint16(h.mss))
 	}
 	copy(tcp[tcpHeaderLen+optLen:], payload)
 	return pkt, tcpOff

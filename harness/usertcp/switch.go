@@ -14,16 +14,13 @@ type SwitchAuth struct {
 // Switch makes a sign with bad from the next segment on.
 func (a *SwitchAuth) Switch(bad Auth) { a.bad.Store(&bad) }
 
-// OptionLen is Good's.
-func (a *SwitchAuth) OptionLen() int { return a.Good.OptionLen() }
+// Inbound verifies with Good.
+func (a *SwitchAuth) Inbound(dst, pkt []byte) ([]byte, error) { return a.Good.Inbound(dst, pkt) }
 
-// Verify verifies with Good.
-func (a *SwitchAuth) Verify(pkt []byte) error { return a.Good.Verify(pkt) }
-
-// Sign signs with Good, or with the Auth given to Switch.
-func (a *SwitchAuth) Sign(pkt []byte) error {
+// Outbound signs with Good, or with the Auth given to Switch.
+func (a *SwitchAuth) Outbound(dst, pkt []byte) ([]byte, error) {
 	if bad := a.bad.Load(); bad != nil {
-		return (*bad).Sign(pkt)
+		return (*bad).Outbound(dst, pkt)
 	}
-	return a.Good.Sign(pkt)
+	return a.Good.Outbound(dst, pkt)
 }

@@ -19,18 +19,16 @@
 //
 // # The Auth hook
 //
-// usertcp knows nothing of the algorithm. For each outgoing packet it
-// reserves the first Auth.OptionLen() bytes of the TCP options (rounded
-// up to a multiple of 4), fills them with NOPs, writes the rest of the
-// packet with a zero checksum, and calls Auth.Sign on the whole IP packet;
-// Sign writes its option into the reserved bytes (TCP-MD5 writes
-// NOP NOP 19 18 digest, TCP-AO writes 29 len KeyID RNextKeyID MAC and leaves
-// trailing NOPs). usertcp then computes the checksums and sends the packet.
-// Every incoming packet that belongs to the connection is passed to
-// Auth.Verify before anything else looks at it; a non-nil error drops it,
-// as the kernel drops a segment that fails its check. A layer that needs
-// the ISNs (TCP-AO) reads them from the SYN and SYN-ACK it signs and
-// verifies; retransmissions are re-signed.
+// usertcp knows nothing of the algorithm. Its hook has the method set of
+// packetauth.Layer, the one way tcpsig signs whole packets: each outgoing
+// packet is built unsigned with its checksums and handed to Auth.Outbound,
+// which returns the packet to send (the option inserted, signed, lengths
+// and checksums fixed); every incoming packet that belongs to the
+// connection goes through Auth.Inbound before anything else looks at it,
+// and what it returns (the option replaced by NOPs, a SYN's MSS reduced by
+// the option's room) is what the state machine sees. A non-nil error drops
+// the packet, as the kernel drops a segment that fails its check.
+// Retransmissions are signed again.
 package usertcp
 
 import (
@@ -39,21 +37,18 @@ import (
 	"time"
 )
 
-// Auth signs outgoing and verifies incoming segments. Its methods are
-// called from the goroutine that drives the [Conn].
+// Auth signs outgoing and verifies incoming packets: the method set of
+// packetauth.Layer. Its methods are called from the goroutine that drives
+// the [Conn].
 type Auth interface {
-	// OptionLen is the number of TCP option bytes the auth option
-	// needs in every segment, SYN or not, including any NOP padding it
-	// wants (0 = unsigned).
-	OptionLen() int
-	// Sign writes the auth option of an outgoing packet (the whole IP
-	// packet: header, TCP header with options, payload) into the first
-	// OptionLen bytes of the TCP options, which hold NOPs. The TCP
-	// checksum is zero and is computed after Sign returns.
-	Sign(pkt []byte) error
-	// Verify checks an incoming packet (the whole IP packet); a non-nil
-	// error drops it.
-	Verify(pkt []byte) error
+	// Outbound takes an outgoing packet (the whole IP packet, checksums
+	// computed) and returns the packet to send, appended to dst (which
+	// does not overlap pkt) or pkt itself; a non-nil error drops it.
+	Outbound(dst, pkt []byte) ([]byte, error)
+	// Inbound takes an incoming packet and returns what the endpoint is
+	// to process, appended to dst (here pkt[:0]) or pkt itself; a
+	// non-nil error drops it.
+	Inbound(dst, pkt []byte) ([]byte, error)
 }
 
 // Link carries whole IP packets between the endpoint and its peer.
@@ -135,10 +130,10 @@ type Stats struct {
 	// which were retransmissions.
 	Sent, Retransmits int
 	// Received is the number of packets of this connection that passed
-	// Auth.Verify and were processed.
+	// Auth.Inbound and were processed.
 	Received int
 	// AuthDropped is the number of packets of this connection dropped
-	// because Auth.Verify failed.
+	// because Auth.Inbound failed.
 	AuthDropped int
 	// Ignored is the number of packets dropped as malformed, with a bad
 	// checksum, or not of this connection.

@@ -3,7 +3,7 @@
 package main
 
 // Engine <-> kernel, live: a userspace TCP endpoint (harness/usertcp) whose
-// every segment is signed and verified by the ao engine (ao/aopacket) talks
+// every segment is signed and verified by packetauth.Layer (TCP-AO) talks
 // to kernel sockets with TCP-AO keys across a TUN device, each case in a
 // network namespace of its own. The kernel really checks: it drops what does
 // not verify and counts it (TcpExt TCPAOGood/TCPAOBad of the namespace,
@@ -52,12 +52,12 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/ao/aopacket"
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/harness/usertcp"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
+	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -531,8 +531,13 @@ func checkClean(r *liveReport, what string, d aoStats, good int) {
 }
 
 // checkEngine: every segment the engine processed verified with ao.
-func checkEngine(r *liveReport, c *usertcp.Conn, a *aopacket.Auth, greeted bool) {
-	st, ct := c.Stats(), a.Conn().Counters()
+func checkEngine(r *liveReport, c *usertcp.Conn, a *engineAuth, greeted bool) {
+	conn := a.connOf(c)
+	if conn == nil {
+		r.errorf("engine: the layer tracks no TCP-AO connection %v-%v", c.LocalAddr(), c.RemoteAddr())
+		return
+	}
+	st, ct := c.Stats(), conn.Counters()
 	want := uint64(st.Received)
 	if greeted {
 		want-- // the SYN was verified by the listener, not the connection
@@ -584,8 +589,38 @@ func (c liveCase) dialEngine(n *liveNet, auth usertcp.Auth, isn uint32, cfg user
 	return uc, nil
 }
 
-func (c liveCase) newClient(n *liveNet, ring *ao.Keyring, isn uint32) (*aopacket.Auth, error) {
-	return aopacket.NewClient(ring, ao.Endpoint{Local: n.engineAP(), Remote: n.kernelAP(), LocalISN: isn}, ao.Policy{}, c.maclen)
+// engineAuth is the engine's packet layer: a packetauth.Layer over the
+// engine's keyring, which learns the connection from the SYN it signs (a
+// client) or verifies (a server), and the connection's addresses, to find
+// its ao.Conn.
+type engineAuth struct {
+	*packetauth.Layer
+	local, remote netip.AddrPort
+}
+
+func newEngineAuth(n *liveNet, ring *ao.Keyring) (*engineAuth, error) {
+	l, err := packetauth.New(packetauth.Config{AO: ring})
+	if err != nil {
+		return nil, err
+	}
+	return &engineAuth{l, n.engineAP(), n.kernelAP()}, nil
+}
+
+// conn returns the TCP-AO state of the connection the engine dials, nil
+// before the handshake.
+func (a *engineAuth) conn() *ao.Conn {
+	c, _ := a.Conn(a.local, a.remote)
+	return c
+}
+
+// connOf returns the TCP-AO state of uc's connection (a server's peer
+// port is the kernel's choice), nil if uc is nil or not tracked.
+func (a *engineAuth) connOf(uc *usertcp.Conn) *ao.Conn {
+	if uc == nil {
+		return nil
+	}
+	c, _ := a.Conn(uc.LocalAddr(), uc.RemoteAddr())
+	return c
 }
 
 // closeKernelFirst: the kernel closes, the engine reads EOF and closes.
@@ -606,7 +641,7 @@ func closeKernelFirst(kc *net.TCPConn, uc *usertcp.Conn) error {
 type engineClient struct {
 	ln   *net.TCPListener
 	ring *ao.Keyring
-	auth *aopacket.Auth
+	auth *engineAuth
 	isn  uint32
 }
 
@@ -621,7 +656,7 @@ func (c liveCase) newEngineClient(n *liveNet, kernelMKTs, engineMKTs []liveMKT) 
 		return nil, err
 	}
 	isn := randISN()
-	auth, err := c.newClient(n, ring, isn)
+	auth, err := newEngineAuth(n, ring)
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -692,7 +727,7 @@ func (c liveCase) runEngineDials(r *liveReport, n *liveNet) error {
 	checkClean(r, "after the close", after.minus(before), -1)
 	c.checkWire(r, n.link.segments(0))
 	r.logf("engine sent %d segments, kernel %v before the close, %v in all; engine %+v, ao %+v",
-		sent, mid.minus(before), after.minus(before), uc.Stats(), auth.Conn().Counters())
+		sent, mid.minus(before), after.minus(before), uc.Stats(), auth.conn().Counters())
 	return nil
 }
 
@@ -743,9 +778,8 @@ func (c liveCase) runKernelDials(r *liveReport, n *liveNet) error {
 	if err != nil {
 		return err
 	}
-	listener := ao.NewListener(ring, ao.Policy{}, 0)
 	isn := randISN()
-	auth, err := aopacket.NewServer(listener, isn, c.maclen)
+	auth, err := newEngineAuth(n, ring)
 	if err != nil {
 		return err
 	}
@@ -842,8 +876,8 @@ func (c liveCase) runKernelDials(r *liveReport, n *liveNet) error {
 	if uc := established.Load(); uc != nil {
 		checkEngine(r, uc, auth, true)
 	}
-	if lc := listener.Counters(); lc.Good != 1 || lc.Bad != 0 {
-		r.errorf("engine listener counters %+v, want one good SYN", lc)
+	if lc := auth.Counters(); lc.Started != 1 || lc.Dropped.BadMAC != 0 {
+		r.errorf("engine layer counters %+v, want one good SYN", lc)
 	}
 
 	// The wire: one SYN, one SYN-ACK with the greeting, then the greeting
@@ -874,7 +908,7 @@ func (c liveCase) runKernelDials(r *liveReport, n *liveNet) error {
 		r.errorf("the engine did not send the greeting again as data")
 	}
 	c.checkWire(r, segs)
-	r.logf("in all: kernel %v; engine %+v, ao %+v, listener %+v", after.minus(before), res.st, auth.Conn().Counters(), listener.Counters())
+	r.logf("in all: kernel %v; engine %+v, ao %+v, layer %+v", after.minus(before), res.st, auth.connOf(established.Load()).Counters(), auth.Counters())
 	return nil
 }
 
@@ -953,16 +987,17 @@ func (c liveCase) runWrongKeyData(r *liveReport, n *liveNet) error {
 	if err := hello(uc, kc, "hello with the right key"); err != nil {
 		return err
 	}
-	var bad ao.Conn
-	defer bad.Close()
-	ep := auth.Conn().Endpoint()
-	ep.Local, ep.Remote = n.engineAP(), n.kernelAP()
-	if err := bad.Init(wrongRing, ep, ao.Policy{}); err != nil {
-		return fmt.Errorf("import onto the wrong key: %w", err)
+	ep, ok := auth.Export(auth.local, auth.remote)
+	if !ok {
+		return errors.New("the engine's layer has no established connection to export")
 	}
-	badAuth, err := aopacket.NewEstablished(&bad, c.maclen)
+	badAuth, err := newEngineAuth(n, wrongRing)
 	if err != nil {
 		return err
+	}
+	defer badAuth.Close()
+	if err := badAuth.Seed(ep); err != nil {
+		return fmt.Errorf("seed onto the wrong key: %w", err)
 	}
 	before, err := readAOStats()
 	if err != nil {
@@ -1007,12 +1042,12 @@ func (c liveCase) runWrongKeyKernel(r *liveReport, n *liveNet) error {
 	if err != nil {
 		return err
 	}
-	listener := ao.NewListener(ring, ao.Policy{}, 0)
 	isn := randISN()
-	auth, err := aopacket.NewServer(listener, isn, c.maclen)
+	auth, err := newEngineAuth(n, ring)
 	if err != nil {
 		return err
 	}
+	defer auth.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), liveIO)
 	defer cancel()
 	engine := make(chan error, 1)
@@ -1038,11 +1073,11 @@ func (c liveCase) runWrongKeyKernel(r *liveReport, n *liveNet) error {
 			syns++
 		}
 	}
-	lc := listener.Counters()
-	if syns < 1 || lc.Bad != uint64(syns) || lc.Good != 0 || sent != 0 {
-		r.errorf("%d SYNs from the kernel, engine listener %+v, engine sent %d; want every SYN bad and nothing sent", syns, lc, sent)
+	lc := auth.Counters()
+	if syns < 1 || lc.Dropped.BadMAC != uint64(syns) || lc.Started != 0 || sent != 0 {
+		r.errorf("%d SYNs from the kernel, engine layer %+v, engine sent %d; want every SYN bad and nothing sent", syns, lc, sent)
 	}
-	r.logf("kernel connect: %v; %d SYNs, engine listener %+v", err, syns, lc)
+	r.logf("kernel connect: %v; %d SYNs, engine layer %+v", err, syns, lc)
 	return nil
 }
 
@@ -1054,7 +1089,10 @@ func (c liveCase) runWrongKeyKernel(r *liveReport, n *liveNet) error {
 // the engine's segments with its MKT B.
 func (c liveCase) runRotation(r *liveReport, n *liveNet) error {
 	ms := c.mkts(true)
-	e, err := c.newEngineClient(n, ms, ms)
+	// The engine's keyring holds B, then A: the layer's connection starts
+	// on the MKT added last (as ao.Conn.Init and Linux), A, current and
+	// RNext 100/200.
+	e, err := c.newEngineClient(n, ms, []liveMKT{ms[1], ms[0]})
 	if err != nil {
 		return err
 	}
@@ -1064,15 +1102,15 @@ func (c liveCase) runRotation(r *liveReport, n *liveNet) error {
 	if err != nil {
 		return err
 	}
-	conn := auth.Conn()
-	if err := errors.Join(conn.SetCurrent(100), conn.SetRNext(200)); err != nil {
-		return err
-	}
 	uc, kc, err := e.connect(c, n, auth, liveEngine)
 	if err != nil {
 		return err
 	}
 	defer kc.Close()
+	conn := auth.conn()
+	if conn == nil {
+		return errors.New("the engine's layer tracks no connection after the handshake")
+	}
 	exchange := func(size int, tag string) error {
 		req, rep := pattern("e2k-"+tag+"|", size), pattern("k2e-"+tag+"|", size)
 		if _, err := uc.Write(req); err != nil {
@@ -1277,9 +1315,6 @@ func (c liveCase) runDefaultKey(r *liveReport, n *liveNet) error {
 		return err
 	}
 	defer e.close()
-	if cur, next := e.auth.Conn().Current(), e.auth.Conn().RNext(); cur.SendID() != newest.send || next.RecvID() != newest.recv {
-		r.errorf("engine default keys: current %v, RNext %v; want SendID %d, RecvID %d", cur, next, newest.send, newest.recv)
-	}
 	before, err := readAOStats()
 	if err != nil {
 		return err
@@ -1290,6 +1325,13 @@ func (c liveCase) runDefaultKey(r *liveReport, n *liveNet) error {
 		return err
 	}
 	defer kc.Close()
+	// The layer's connection started on the keys its SYN carried (the
+	// wire check below); after the handshake they are still those.
+	if conn := e.auth.conn(); conn == nil {
+		r.errorf("engine: no tracked connection after the handshake")
+	} else if cur, next := conn.Current(), conn.RNext(); cur.SendID() != newest.send || next.RecvID() != newest.recv {
+		r.errorf("engine default keys: current %v, RNext %v; want SendID %d, RecvID %d", cur, next, newest.send, newest.recv)
+	}
 	if err := requestReply(uc, kc); err != nil {
 		return err
 	}
@@ -1331,6 +1373,10 @@ func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
 	if err := hello(uc, kc, "hello before the zero checksum"); err != nil {
 		return err
 	}
+	conn := e.auth.conn()
+	if conn == nil {
+		return errors.New("the engine's layer tracks no connection after the handshake")
+	}
 	last, err := segment.ParsePacket(n.link.lastOut())
 	if err != nil {
 		return fmt.Errorf("the engine's last segment: %w", err)
@@ -1353,7 +1399,7 @@ func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
 		if err != nil {
 			return err
 		}
-		if err := e.auth.Conn().Sign(&s); err != nil {
+		if err := conn.Sign(&s); err != nil {
 			return fmt.Errorf("sign: %w", err)
 		}
 		off, end := segment.TCPOffset(pkt, &s)

@@ -1,4 +1,8 @@
-package aopacket_test
+package packetauth_test
+
+// Two harness/usertcp endpoints over an in-memory link, each signing and
+// verifying through its own Layer: what a userspace stack that builds
+// whole IP packets does, TCP-AO and TCP-MD5.
 
 import (
 	"bytes"
@@ -10,12 +14,13 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/ao/aopacket"
 	"github.com/tcpsig/tcpsig/harness/usertcp"
 	"github.com/tcpsig/tcpsig/keys"
+	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/packetauth"
 )
 
-var _ usertcp.Auth = (*aopacket.Auth)(nil)
+var _ usertcp.Auth = (*packetauth.Layer)(nil)
 
 var (
 	v4Client = netip.MustParseAddrPort("192.0.2.1:40000")
@@ -60,11 +65,32 @@ func rings(t *testing.T, client, server netip.AddrPort, mkts ...mkt) (cring, sri
 }
 
 // session is a client and a server endpoint over an in-memory link, each
-// with its aopacket.Auth.
+// with its Layer.
 type session struct {
 	client, server *usertcp.Conn
-	cauth, sauth   *aopacket.Auth
-	listener       *ao.Listener
+	cauth, sauth   *packetauth.Layer
+	caddr, saddr   netip.AddrPort
+}
+
+func newLayer(t testing.TB, cfg packetauth.Config) *packetauth.Layer {
+	t.Helper()
+	l, err := packetauth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	return l
+}
+
+// conns returns the client's and the server's ao.Conn.
+func (s *session) conns(t *testing.T) (c, srv *ao.Conn) {
+	t.Helper()
+	c, ok1 := s.cauth.Conn(s.caddr, s.saddr)
+	srv, ok2 := s.sauth.Conn(s.saddr, s.caddr)
+	if !ok1 || !ok2 {
+		t.Fatalf("tracked: client %v, server %v", ok1, ok2)
+	}
+	return c, srv
 }
 
 const (
@@ -72,15 +98,16 @@ const (
 	serverISN = 0xfffff000 // the server's sequence numbers wrap during the test
 )
 
-var greeting = []byte("220 aopacket ready\r\n")
+var greeting = []byte("220 packetauth ready\r\n")
 
 // open runs the handshake: the server greets in its SYN-ACK.
-func open(t *testing.T, client, server netip.AddrPort, maclen int, mkts ...mkt) *session {
+func open(t *testing.T, client, server netip.AddrPort, mkts ...mkt) *session {
 	t.Helper()
 	cring, sring := rings(t, client, server, mkts...)
 	a, b := usertcp.Pipe()
-	s := &session{listener: ao.NewListener(sring, ao.Policy{}, 0)}
-	s.sauth = mustServer(t, s.listener, serverISN, maclen)
+	s := &session{caddr: client, saddr: server}
+	s.sauth = newLayer(t, packetauth.Config{AO: sring})
+	s.cauth = newLayer(t, packetauth.Config{AO: cring})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	type result struct {
@@ -93,10 +120,6 @@ func open(t *testing.T, client, server netip.AddrPort, maclen int, mkts ...mkt) 
 		done <- result{c, err}
 	}()
 	var err error
-	s.cauth, err = aopacket.NewClient(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: clientISN}, ao.Policy{}, maclen)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s.client, err = usertcp.Dial(ctx, a, usertcp.Config{Local: client, Remote: server, Auth: s.cauth, ISS: clientISN})
 	if err != nil {
 		t.Fatalf("dial: %v", err)
@@ -152,19 +175,18 @@ func (s *session) close(t *testing.T) {
 	if err := errors.Join(s.client.Close(), <-errc); err != nil {
 		t.Fatal(err)
 	}
-	s.cauth.Close()
-	s.sauth.Close()
 }
 
 // checkCounters: every packet an endpoint processed verified, none failed.
 func (s *session) checkCounters(t *testing.T) {
 	t.Helper()
+	cc, sc := s.conns(t)
 	for _, e := range []struct {
 		name string
 		c    *usertcp.Conn
-		a    *aopacket.Auth
-	}{{"client", s.client, s.cauth}, {"server", s.server, s.sauth}} {
-		st, ct := e.c.Stats(), e.a.Conn().Counters()
+		a    *ao.Conn
+	}{{"client", s.client, cc}, {"server", s.server, sc}} {
+		st, ct := e.c.Stats(), e.a.Counters()
 		if st.AuthDropped != 0 || ct.Bad != 0 || ct.KeyNotFound != 0 || ct.AORequired != 0 {
 			t.Errorf("%s: %+v, counters %+v", e.name, st, ct)
 		}
@@ -177,34 +199,35 @@ func (s *session) checkCounters(t *testing.T) {
 			t.Errorf("%s: %d good for %d packets received", e.name, ct.Good, st.Received)
 		}
 	}
-	if lc := s.listener.Counters(); lc.Good != 1 || lc.Bad != 0 {
-		t.Errorf("listener counters %+v", lc)
+	if lc := s.sauth.Counters(); lc.Started != 1 || lc.Dropped.Total() != 0 {
+		t.Errorf("server layer counters %+v, want one connection and no drop", lc)
 	}
 }
 
 // Two endpoints over an in-memory link, each signing with its own ao.Conn:
 // the handshake with a greeting on the SYN-ACK, data both ways in segments
 // of up to the MSS, the close.
-func TestSession(t *testing.T) {
+func TestUsertcpAO(t *testing.T) {
 	for _, tc := range []struct {
 		name           string
 		client, server netip.AddrPort
 		m              mkt
-		reserve        int
 	}{
-		{"hmac-sha1-v4", v4Client, v4Server, mkt{alg: "hmac(sha1)", key: "key-one", send: 1, recv: 2}, 12},
-		{"hmac-sha256-v6-maclen16", v6Client, v6Server, mkt{alg: "hmac(sha256)", key: "key-two", send: 1, recv: 2, maclen: 16}, 16},
-		{"cmac-aes128-v4-exclopt", v4Client, v4Server, mkt{alg: "cmac(aes128)", key: "0123456789abcdef", send: 5, recv: 5, excludeOpts: true}, 0},
-		{"hmac-sha3-512-v6-maclen4", v6Client, v6Server, mkt{alg: "hmac(sha3-512)", key: "k", send: 7, recv: 9, maclen: 4}, 4},
-		{"cmac-aes-key32-v4-maclen6", v4Client, v4Server, mkt{alg: "cmac(aes)", key: "0123456789abcdef0123456789abcdef", send: 1, recv: 2, maclen: 6}, 6},
+		{"hmac-sha1-v4", v4Client, v4Server, mkt{alg: "hmac(sha1)", key: "key-one", send: 1, recv: 2}},
+		{"hmac-sha256-v6-maclen16", v6Client, v6Server, mkt{alg: "hmac(sha256)", key: "key-two", send: 1, recv: 2, maclen: 16}},
+		{"cmac-aes128-v4-exclopt", v4Client, v4Server, mkt{alg: "cmac(aes128)", key: "0123456789abcdef", send: 5, recv: 5, excludeOpts: true}},
+		{"hmac-sha3-512-v6-maclen4", v6Client, v6Server, mkt{alg: "hmac(sha3-512)", key: "k", send: 7, recv: 9, maclen: 4}},
+		{"cmac-aes-key32-v4-maclen6", v4Client, v4Server, mkt{alg: "cmac(aes)", key: "0123456789abcdef0123456789abcdef", send: 1, recv: 2, maclen: 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := open(t, tc.client, tc.server, tc.reserve, tc.m)
+			s := open(t, tc.client, tc.server, tc.m)
 			for _, n := range []int{1, 1000, 5000} {
 				s.exchange(t, n)
 			}
-			if !s.sauth.Signed() || !s.cauth.Signed() {
-				t.Error("a side is not signed")
+			for _, l := range []*packetauth.Layer{s.cauth, s.sauth} {
+				if c := l.Counters(); c.Signed == 0 || c.Verified == 0 || c.Passed != 0 {
+					t.Errorf("a side did not sign and verify everything: %+v", c)
+				}
 			}
 			s.checkCounters(t)
 			s.close(t)
@@ -214,17 +237,18 @@ func TestSession(t *testing.T) {
 
 // Rotation driven from each side: SetRNext on one side moves the other
 // side's current key once a segment carrying the new RNextKeyID verifies.
-func TestRotation(t *testing.T) {
-	s := open(t, v4Client, v4Server, 12,
+func TestUsertcpRotation(t *testing.T) {
+	s := open(t, v4Client, v4Server,
 		mkt{alg: "hmac(sha256)", key: "key-A", send: 100, recv: 200},
 		mkt{alg: "hmac(sha256)", key: "key-B", send: 101, recv: 201})
-	cur := func(a *aopacket.Auth) uint8 { return a.Conn().Current().SendID() }
+	cconn, sconn := s.conns(t)
+	cur := func(a *ao.Conn) uint8 { return a.Current().SendID() }
 	// The listener made the server's current key the one the SYN asked
 	// for, whichever the client picked.
-	if got, want := cur(s.sauth), s.cauth.Conn().RNext().RecvID(); got != want {
+	if got, want := cur(sconn), cconn.RNext().RecvID(); got != want {
 		t.Fatalf("server current %d, the client asked for %d", got, want)
 	}
-	c0, s0 := cur(s.cauth), cur(s.sauth)
+	c0, s0 := cur(cconn), cur(sconn)
 	other := func(id, a, b uint8) uint8 {
 		if id == a {
 			return b
@@ -234,42 +258,39 @@ func TestRotation(t *testing.T) {
 	c1, s1 := other(c0, 100, 101), other(s0, 200, 201)
 
 	// Client asks for the other key: the server's current key follows.
-	if err := s.cauth.Conn().SetRNext(s1); err != nil {
+	if err := s.cauth.SetRNext(v4Client, v4Server, s1); err != nil {
 		t.Fatal(err)
 	}
 	s.exchange(t, 100)
-	if cur(s.sauth) != s1 || cur(s.cauth) != c0 {
-		t.Errorf("after client SetRNext(%d): client current %d, server current %d", s1, cur(s.cauth), cur(s.sauth))
+	if cur(sconn) != s1 || cur(cconn) != c0 {
+		t.Errorf("after client SetRNext(%d): client current %d, server current %d", s1, cur(cconn), cur(sconn))
 	}
 	// Server asks for the other key: the client's follows.
-	if err := s.sauth.Conn().SetRNext(c1); err != nil {
+	if err := s.sauth.SetRNext(v4Server, v4Client, c1); err != nil {
 		t.Fatal(err)
 	}
 	s.exchange(t, 100)
-	if cur(s.cauth) != c1 || cur(s.sauth) != s1 {
-		t.Errorf("after server SetRNext(%d): client current %d, server current %d", c1, cur(s.cauth), cur(s.sauth))
+	if cur(cconn) != c1 || cur(sconn) != s1 {
+		t.Errorf("after server SetRNext(%d): client current %d, server current %d", c1, cur(cconn), cur(sconn))
 	}
 	s.checkCounters(t)
 	s.close(t)
 }
 
 // A wrong key: every SYN fails at the listener, the handshake times out.
-func TestWrongKey(t *testing.T) {
+func TestUsertcpWrongKey(t *testing.T) {
 	cring, sring := rings(t, v4Client, v4Server, mkt{alg: "hmac(sha1)", key: "right", serverKey: "wrong", send: 1, recv: 2})
 	a, b := usertcp.Pipe()
-	l := ao.NewListener(sring, ao.Policy{}, 0)
+	l := newLayer(t, packetauth.Config{AO: sring})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	acc := make(chan error, 1)
 	go func() {
-		_, err := usertcp.Accept(ctx, b, usertcp.Config{Local: v4Server, Auth: mustServer(t, l, serverISN, 12), ISS: serverISN})
+		_, err := usertcp.Accept(ctx, b, usertcp.Config{Local: v4Server, Auth: l, ISS: serverISN})
 		acc <- err
 	}()
-	cauth, err := aopacket.NewClient(cring, ao.Endpoint{Local: v4Client, Remote: v4Server, LocalISN: clientISN}, ao.Policy{}, 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = usertcp.Dial(ctx, a, usertcp.Config{Local: v4Client, Remote: v4Server, Auth: cauth, ISS: clientISN,
+	cauth := newLayer(t, packetauth.Config{AO: cring})
+	_, err := usertcp.Dial(ctx, a, usertcp.Config{Local: v4Client, Remote: v4Server, Auth: cauth, ISS: clientISN,
 		RTO: 10 * time.Millisecond, MaxRetries: 2})
 	if !errors.Is(err, usertcp.ErrTimeout) {
 		t.Errorf("dial: %v, want ErrTimeout", err)
@@ -278,20 +299,20 @@ func TestWrongKey(t *testing.T) {
 	if err := <-acc; err == nil {
 		t.Error("the server accepted a connection")
 	}
-	if c := l.Counters(); c.Bad != 3 || c.Good != 0 {
-		t.Errorf("listener counters %+v, want 3 bad", c)
+	if c := l.Counters(); c.Dropped.BadMAC != 3 || c.Started != 0 || c.Verified != 0 {
+		t.Errorf("server layer counters %+v, want 3 bad SYNs", c)
 	}
 }
 
-// A listener whose MKTs do not cover the peer accepts it unsigned, as
-// Linux does; the connection then neither signs nor accepts signatures.
-func TestUnsignedPeer(t *testing.T) {
+// A layer whose MKTs do not cover the peer lets its connection through
+// unsigned, as a Linux listener accepts it; nothing is signed or tracked.
+func TestUsertcpUnsignedPeer(t *testing.T) {
 	ring := ao.NewKeyring(nil) // covers other peers, not the client
 	if _, err := ring.Add(keys.AO{Peer: netip.MustParsePrefix("198.51.100.0/24"), SendID: 1, RecvID: 1, Algorithm: "hmac(sha1)", Key: []byte("k")}); err != nil {
 		t.Fatal(err)
 	}
 	a, b := usertcp.Pipe()
-	sauth := mustServer(t, ao.NewListener(ring, ao.Policy{}, 0), serverISN, 12)
+	sauth := newLayer(t, packetauth.Config{AO: ring})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	acc := make(chan error, 1)
@@ -313,57 +334,69 @@ func TestUnsignedPeer(t *testing.T) {
 	if err := errors.Join(c.Close(), <-acc); err != nil {
 		t.Fatal(err)
 	}
-	if sauth.Signed() {
-		t.Error("the server signs an unsigned connection")
+	if c := sauth.Counters(); c.Signed != 0 || c.Verified != 0 || c.Started != 0 || c.Passed == 0 || c.Dropped.Total() != 0 {
+		t.Errorf("server layer counters %+v, want every packet passed untouched", c)
 	}
 }
 
-// Sign refuses what it cannot do right.
-func TestSignErrors(t *testing.T) {
-	cring, sring := rings(t, v4Client, v4Server, mkt{alg: "hmac(sha1)", key: "k", send: 1, recv: 2, maclen: 16})
-	pkt := func(flags byte, seq uint32, optLen int) []byte {
-		p := make([]byte, 40+optLen)
-		p[0], p[2], p[3], p[8], p[9] = 0x45, 0, byte(len(p)), 64, 6
-		copy(p[12:], []byte{192, 0, 2, 1, 192, 0, 2, 2})
-		tcp := p[20:]
-		tcp[0], tcp[1], tcp[2], tcp[3] = 0x9c, 0x40, 0, 179
-		tcp[4], tcp[5], tcp[6], tcp[7] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
-		tcp[12], tcp[13] = byte((20+optLen)/4<<4), flags
-		for i := range optLen {
-			tcp[20+i] = 1
+// TCP-MD5 both ways: the handshake, data both ways in segments up to the
+// MSS, and the close pass with every segment verified; with the wrong key
+// the handshake fails and the server's keyring counts the bad SYNs.
+func TestUsertcpMD5(t *testing.T) {
+	host := func(a netip.Addr, bits int) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()-bits).Masked() }
+	rings := func(t *testing.T, client, server netip.AddrPort, ckey, skey string) (cring, sring *md5sig.Keyring) {
+		cring, sring = md5sig.NewKeyring(nil), md5sig.NewKeyring(nil)
+		if _, err := cring.Add(keys.MD5{Peer: host(server.Addr(), 0), Key: []byte(ckey)}); err != nil {
+			t.Fatal(err)
 		}
-		return p
+		if _, err := sring.Add(keys.MD5{Peer: host(client.Addr(), 8), Key: []byte(skey)}); err != nil {
+			t.Fatal(err)
+		}
+		return cring, sring
 	}
-	srv := mustServer(t, ao.NewListener(sring, ao.Policy{}, 0), serverISN, 0)
-	if err := srv.Sign(pkt(0x12, serverISN, srv.OptionLen())); !errors.Is(err, aopacket.ErrNotAccepted) {
-		t.Errorf("server Sign before a SYN: %v", err)
+	for _, tc := range []struct {
+		name           string
+		client, server netip.AddrPort
+	}{{"v4", v4Client, v4Server}, {"v6", v6Client, v6Server}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cring, sring := rings(t, tc.client, tc.server, "usertcp-md5-key", "usertcp-md5-key")
+			a, b := usertcp.Pipe()
+			req, rep := bytes.Repeat([]byte("q"), 5000), bytes.Repeat([]byte("r"), 7000)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			st, _, err := usertcp.Exchange(ctx, a, b,
+				usertcp.Config{Local: tc.client, Remote: tc.server, Auth: newLayer(t, packetauth.Config{MD5: cring})},
+				usertcp.Config{Local: tc.server, Auth: newLayer(t, packetauth.Config{MD5: sring})}, nil, req, rep)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cc, sc := cring.Counters(), sring.Counters()
+			if cc.Good == 0 || sc.Good == 0 || cc.Bad+sc.Bad+cc.Missing+sc.Missing+cc.Unexpected+sc.Unexpected != 0 {
+				t.Errorf("client counters %+v, server counters %+v", cc, sc)
+			}
+			if st.AuthDropped != 0 {
+				t.Errorf("client stats %+v", st)
+			}
+		})
 	}
-	cli, err := aopacket.NewClient(cring, ao.Endpoint{Local: v4Client, Remote: v4Server, LocalISN: clientISN}, ao.Policy{}, 12)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cli.Sign(pkt(0x02, clientISN, 16)); !errors.Is(err, aopacket.ErrNoRoom) {
-		t.Errorf("maclen 16 in 16 reserved bytes: %v", err)
-	}
-	cli, err = aopacket.NewClient(cring, ao.Endpoint{Local: v4Client, Remote: v4Server, LocalISN: clientISN}, ao.Policy{}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := cli.OptionLen(); got != 20 {
-		t.Errorf("OptionLen with maclen 0 = %d, want 20", got)
-	}
-	if err := cli.Sign(pkt(0x02, clientISN+1, 20)); !errors.Is(err, aopacket.ErrISN) {
-		t.Errorf("SYN with another ISN: %v", err)
-	}
-	if err := cli.Sign(pkt(0x02, clientISN, 20)); err != nil {
-		t.Errorf("SYN: %v", err)
-	}
-}
-
-func mustServer(t testing.TB, l *ao.Listener, isn uint32, maclen int) *aopacket.Auth {
-	a, err := aopacket.NewServer(l, isn, maclen)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	t.Run("wrong key", func(t *testing.T) {
+		cring, sring := rings(t, v4Client, v4Server, "wrong", "right")
+		a, b := usertcp.Pipe()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := usertcp.Accept(ctx, b, usertcp.Config{Local: v4Server, Auth: newLayer(t, packetauth.Config{MD5: sring})})
+			done <- err
+		}()
+		_, err := usertcp.Dial(context.Background(), a, usertcp.Config{Local: v4Client, Remote: v4Server,
+			Auth: newLayer(t, packetauth.Config{MD5: cring}), RTO: 5 * time.Millisecond, MaxRetries: 2})
+		if !errors.Is(err, usertcp.ErrTimeout) {
+			t.Errorf("Dial with the wrong key = %v, want ErrTimeout", err)
+		}
+		cancel()
+		<-done
+		if c := sring.Counters(); c.Bad != 3 || c.Good != 0 {
+			t.Errorf("server keyring counters %+v, want 3 bad SYNs", c)
+		}
+	})
 }
