@@ -5,6 +5,7 @@
 //   - usertcp: a small userspace TCP endpoint over TUN that signs with the
 //     engine, for talking to kernel sockets;
 //   - netns: network namespaces, links and addresses for those tests;
+//   - nfprobe: whether the kernel can queue packets for the shim;
 //   - capture: AF_PACKET capture of a test's traffic into pcap files;
 //   - kstat: the kernel's TcpExt counters and socket queues;
 //   - tcprepair: TCP_REPAIR on kernel sockets;

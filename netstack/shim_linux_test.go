@@ -30,13 +30,11 @@ import (
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/harness/kstat"
-	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/nfprobe"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/shim"
-	"github.com/tcpsig/tcpsig/shim/nfqueue"
-	"github.com/tcpsig/tcpsig/shim/nfrules"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 )
 
@@ -60,7 +58,7 @@ const shimQueue = 7
 // every SYN as a bad MAC and the listener gets nothing.
 func TestShimGVisor(t *testing.T) {
 	needRoot(t)
-	needShimQueue(t)
+	nfprobe.Need(t)
 	bin := buildTCPSig(t)
 	n := aoBulk()
 	for _, alg := range shimAlgs {
@@ -552,34 +550,4 @@ func buildTCPSig(t *testing.T) string {
 		t.Fatalf("go build ./cmd/tcpsig: %v\n%s", err, out)
 	}
 	return bin
-}
-
-var shimQueueProbe struct {
-	once sync.Once
-	err  error
-}
-
-// needShimQueue skips when this kernel cannot queue packets by rule
-// (nft_queue, or xt NFQUEUE through nft_compat) or bind a netfilter queue.
-func needShimQueue(t *testing.T) {
-	t.Helper()
-	shimQueueProbe.once.Do(func() {
-		shimQueueProbe.err = netns.Run(func() error {
-			q, err := nfqueue.Open(nfqueue.Config{Num: 1})
-			if err != nil {
-				return err
-			}
-			defer q.Close()
-			_, err = nfrules.Install(nfrules.Spec{Table: "probe", Queue: 1, Peers: []netip.Prefix{netip.MustParsePrefix("192.0.2.9/32")}})
-			return err
-		})
-	})
-	if err := shimQueueProbe.err; err != nil {
-		for _, e := range []error{syscall.ENOENT, syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.EAFNOSUPPORT} {
-			if errors.Is(err, e) {
-				t.Skipf("needs a kernel with nf_tables and a netfilter queue (nfnetlink_queue, nft_queue or xt NFQUEUE): %v", err)
-			}
-		}
-		t.Fatalf("probing the netfilter queue: %v", err)
-	}
 }

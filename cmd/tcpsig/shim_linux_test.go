@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,8 +21,8 @@ import (
 
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/nfprobe"
 	"github.com/tcpsig/tcpsig/shim"
-	"github.com/tcpsig/tcpsig/shim/nfqueue"
 	"github.com/tcpsig/tcpsig/shim/nfrules"
 )
 
@@ -289,34 +288,10 @@ func fmtKeysMD5(peer netip.Addr, secret string) string {
 
 func writeConf(path, body string) error { return os.WriteFile(path, []byte(body), 0o644) }
 
-var queueProbe struct {
-	once sync.Once
-	err  error
-}
-
-// needQueue skips when this kernel cannot queue packets by rule (neither
-// nft_queue nor xt NFQUEUE through nft_compat) or bind a netfilter queue;
-// it probes once, in a namespace of its own.
+// needQueue skips without root, or when this kernel cannot queue
+// packets by rule or bind a netfilter queue.
 func needQueue(t testing.TB) {
 	t.Helper()
 	needRoot(t)
-	queueProbe.once.Do(func() {
-		queueProbe.err = netns.Run(func() error {
-			q, err := nfqueue.Open(nfqueue.Config{Num: 1})
-			if err != nil {
-				return err
-			}
-			defer q.Close()
-			_, err = nfrules.Install(nfrules.Spec{Table: "shprobe", Queue: 1, Peers: []netip.Prefix{netip.MustParsePrefix("192.0.2.9/32")}})
-			return err
-		})
-	})
-	if err := queueProbe.err; err != nil {
-		for _, e := range []error{syscall.ENOENT, syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.EAFNOSUPPORT} {
-			if errors.Is(err, e) {
-				t.Skipf("needs a kernel with nf_tables and a netfilter queue (nfnetlink_queue, nft_queue or xt NFQUEUE): %v", err)
-			}
-		}
-		t.Fatalf("probing the netfilter queue: %v", err)
-	}
+	nfprobe.Need(t)
 }
