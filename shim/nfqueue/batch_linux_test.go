@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"runtime"
 	"sync"
 	"syscall"
@@ -257,13 +256,11 @@ func TestSpread(t *testing.T) {
 // message allocates nothing.
 func TestBatchNoAllocs(t *testing.T) {
 	inNS(t, 1500, func(q *nfqueue.Queue) error {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTraffic$")
-		cmd.Env = append(os.Environ(), "NFQUEUE_HELPER=1")
-		if err := cmd.Start(); err != nil {
+		stop, err := startTraffic()
+		if err != nil {
 			return err
 		}
-		defer cmd.Wait()
-		defer cmd.Process.Kill()
+		defer stop()
 		var ps [16]nfqueue.Packet
 		buf := make([]byte, 0, nfqueue.MaxPayload)
 		var stepErr error

@@ -279,12 +279,27 @@ func fixTCPChecksum4(b []byte) {
 	binary.BigEndian.PutUint16(tcp[16:], ^uint16(sum))
 }
 
+// startTraffic runs TestHelperTraffic in a child process of the test
+// binary, so that only the queue's work is counted in this one; stop kills
+// it and waits for it.
+func startTraffic() (stop func(), err error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTraffic$")
+	cmd.Env = append(os.Environ(), "NFQUEUE_HELPER=1")
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}, nil
+}
+
 // TestHelperTraffic is, when the tests re-execute the test binary, a TCP
 // sender and receiver (peer -> local) that runs until killed; otherwise it
 // does nothing.
 func TestHelperTraffic(t *testing.T) {
 	if os.Getenv("NFQUEUE_HELPER") != "1" {
-		t.Skip("helper process for TestNoAllocs")
+		t.Skip("helper process for TestNoAllocs and TestBatchNoAllocs")
 	}
 	ln, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
 	if err != nil {
@@ -317,13 +332,11 @@ func TestHelperTraffic(t *testing.T) {
 // process, so only the queue's work is counted).
 func TestNoAllocs(t *testing.T) {
 	inNS(t, 1500, func(q *nfqueue.Queue) error {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTraffic$")
-		cmd.Env = append(os.Environ(), "NFQUEUE_HELPER=1")
-		if err := cmd.Start(); err != nil {
+		stop, err := startTraffic()
+		if err != nil {
 			return err
 		}
-		defer cmd.Wait()
-		defer cmd.Process.Kill()
+		defer stop()
 		var p nfqueue.Packet
 		buf := make([]byte, 0, nfqueue.MaxPayload)
 		var stepErr error
