@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -474,23 +473,11 @@ func (p *shimProc) stop(t *testing.T) {
 	}
 }
 
-// shimStatus reads the shim's status (JSON over HTTP on its unix socket).
+// shimStatus reads the shim's status from its socket.
 func shimStatus(sock string) (shim.Status, error) {
-	var st shim.Status
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}}
-	resp, err := c.Get("http://shim/")
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("status socket: %s", resp.Status)
-	}
-	err = json.NewDecoder(resp.Body).Decode(&st)
-	return st, err
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return shim.ReadStatus(ctx, sock)
 }
 
 type lockedBuffer struct {

@@ -186,6 +186,31 @@ func (s *Shim) serveStatusHTTP(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// ReadStatus reads a running shim's status from its status socket, as
+// curl --unix-socket does: GET / over HTTP, the answer decoded as JSON.
+func ReadStatus(ctx context.Context, sock string) (Status, error) {
+	var st Status
+	c := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}}}
+	defer c.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://shim/", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("shim status: %s", resp.Status)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
 // ErrStatusPath is serveStatus's error when the -status path holds
 // something other than a stale socket.
 var ErrStatusPath = errors.New("shim: status path in use")

@@ -102,6 +102,16 @@ func TestStatusHTTP(t *testing.T) {
 	if code, _ := getStatus(t, s.cfg.Status, "/nothing"); code != http.StatusNotFound {
 		t.Errorf("GET /nothing: %d, want 404", code)
 	}
+	st, err := ReadStatus(context.Background(), s.cfg.Status)
+	if err != nil {
+		t.Fatalf("ReadStatus: %v", err)
+	}
+	if len(st.Conns) != 1 || st.Conns[0].Kind != "TCP-AO" || st.Conns[0].State != "established" || st.Conns[0].RNextKeyID != 2 {
+		t.Errorf("ReadStatus: conns %+v, want the seeded session", st.Conns)
+	}
+	if _, err := ReadStatus(context.Background(), filepath.Join(dir, "nothing.sock")); err == nil {
+		t.Error("ReadStatus of a path with no socket: no error")
+	}
 	s.LogStatus()
 	if !strings.Contains(log.String(), "kind=TCP-AO state=established") {
 		t.Errorf("the log does not use the status's words:\n%s", log.String())

@@ -7,8 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -186,24 +184,12 @@ func startShim(t testing.TB, n *ns, dir string, args ...string) (*proc, string) 
 	}
 }
 
-// shimStatusOf reads a shim's status as the README says: HTTP GET on its
-// unix socket.
+// shimStatusOf reads a shim's status from its socket, as the README's
+// curl command does.
 func shimStatusOf(sock string) (shim.Status, error) {
-	var st shim.Status
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
-		}}}
-	resp, err := c.Get("http://shim/")
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("status socket: %s", resp.Status)
-	}
-	err = json.NewDecoder(resp.Body).Decode(&st)
-	return st, err
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return shim.ReadStatus(ctx, sock)
 }
 
 // stop sends SIGTERM and waits for the exit status.
