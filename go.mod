@@ -2,6 +2,8 @@ module github.com/tcpsig/tcpsig
 
 go 1.26.0
 
+toolchain go1.26.11
+
 require (
 	github.com/aead/cmac v0.0.0-20160719120800-7af84192f0b1
 	github.com/google/nftables v0.3.0

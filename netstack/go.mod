@@ -2,6 +2,8 @@ module github.com/tcpsig/tcpsig/netstack
 
 go 1.26.3
 
+toolchain go1.26.11
+
 require gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
 
 require (
