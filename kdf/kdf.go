@@ -60,12 +60,12 @@ var ErrAddress = errors.New("kdf: addresses of different families")
 const MaxInputLen = 53
 
 // Master is a master key prepared for the PRF: the keyed template of the
-// algorithm under the (reduced) master key. The template is made the first
-// time the key derives (an add of an MKT then runs no key schedule, and a
-// key that never derives never runs one); Init checks the key at once.
-// Safe for concurrent use after Init.
+// algorithm under the (reduced) master key. The template, and the memory
+// it takes, is made the first time the key derives (an add of an MKT then
+// runs no key schedule, and a key that never derives never runs one);
+// Init checks the key at once. Safe for concurrent use after Init.
 type Master struct {
-	key   mac.Key        // the template, once ready
+	key   *mac.Key       // the template, once ready
 	alg   *mac.Algorithm // set by Init
 	ready atomic.Bool    // key holds the template
 	mu    sync.Mutex     // makes the template once
@@ -106,7 +106,10 @@ func (m *Master) set(alg *mac.Algorithm, key []byte) error {
 	}
 	m.alg = alg
 	if len(key) > maxLazyKey {
-		if err := initPRF(&m.key, alg, key); err != nil {
+		if m.key == nil {
+			m.key = new(mac.Key)
+		}
+		if err := initPRF(m.key, alg, key); err != nil {
 			m.alg = nil
 			return fmt.Errorf("%w: %v", ErrMasterKey, err)
 		}
@@ -120,7 +123,7 @@ func (m *Master) set(alg *mac.Algorithm, key []byte) error {
 // keyed returns the template, making it on first use.
 func (m *Master) keyed() (*mac.Key, error) {
 	if m.ready.Load() {
-		return &m.key, nil
+		return m.key, nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -128,7 +131,10 @@ func (m *Master) keyed() (*mac.Key, error) {
 		if m.alg == nil {
 			return nil, ErrMasterKey
 		}
-		err := initPRF(&m.key, m.alg, m.raw[:m.n])
+		if m.key == nil {
+			m.key = new(mac.Key)
+		}
+		err := initPRF(m.key, m.alg, m.raw[:m.n])
 		clear(m.raw[:])
 		m.n = 0
 		if err != nil {
@@ -137,7 +143,7 @@ func (m *Master) keyed() (*mac.Key, error) {
 		}
 		m.ready.Store(true)
 	}
-	return &m.key, nil
+	return m.key, nil
 }
 
 // kmacSalt is the KMAC256 KDF's default salt: 132 zero bytes (SP 800-56C
@@ -215,9 +221,9 @@ func (m *Master) Wipe() {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.key.Wipe()
+	m.key.Wipe() // nil-safe: no template was made
 	clear(m.raw[:])
-	m.n, m.alg = 0, nil
+	m.key, m.n, m.alg = nil, 0, nil
 	m.ready.Store(false)
 }
 

@@ -142,7 +142,8 @@ func deriveAllocs(m *Master, alg *mac.Algorithm, in *Input) (allocs float64, key
 // TestLazyTemplate: the template a Master makes on its first derivation is
 // made once however many goroutines derive first at the same time, every
 // one of them gets the RFC 9235 traffic key, and a wiped Master derives
-// nothing (its key bytes are gone before and after the template).
+// nothing (its key bytes are gone before and after the template, the
+// template's own memory cleared).
 func TestLazyTemplate(t *testing.T) {
 	set, err := testvectors.RFC9235()
 	if err != nil {
@@ -177,7 +178,14 @@ func TestLazyTemplate(t *testing.T) {
 			t.Fatalf("goroutine %d: traffic key %x, want %x", i, g, v.TrafficKey)
 		}
 	}
+	tmpl := m.key // the template's memory, which Wipe clears and lets go
+	if tmpl == nil || *tmpl == (mac.Key{}) {
+		t.Fatal("no template after the first derivations")
+	}
 	m.Wipe()
+	if *tmpl != (mac.Key{}) || m.key != nil {
+		t.Fatal("Wipe left the template's bytes")
+	}
 	if _, err := m.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil); err == nil {
 		t.Fatal("a wiped Master derived a key")
 	}
