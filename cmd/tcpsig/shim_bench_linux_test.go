@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,17 +31,19 @@ var (
 )
 
 // BenchmarkShimMD5 sets tcpsig shim beside the kernel's own TCP-MD5 on the
-// same veth, in one run. A's kernel signs and serves on three addresses: one
+// same veth, in one run. A's kernel signs and serves on four addresses: one
 // that B's shim covers (B's socket is plain), one that B's kernel signs for
-// itself (TCP_MD5SIG on both ends), one unsigned. Each iteration is one
+// itself (TCP_MD5SIG on both ends), one unsigned, and one unsigned whose
+// packets cross a pass-through netfilter queue in B ("queue": the shim's
+// reader with no MAC, what any shim on a queue must at least add). Each iteration is one
 // round of every leg, the legs' order rotating between rounds; the metrics
 // are medians over the rounds. Run with -benchtime=Nx (N rounds).
 //
-//	MB/s-{kernel,shim,plain}   one -shimbench.mib transfer B -> A
+//	MB/s-{kernel,shim,plain,queue} one -shimbench.mib transfer B -> A
 //	MB/s-shim-{2,8}conns       the same bytes split over 2 or 8 sessions at once
-//	us-rtt-{kernel,shim,plain} a 64-byte request and its reply, mean of 2000
+//	us-rtt-{kernel,shim,plain,queue} a 64-byte request and its reply, mean of 2000
 //	                           (in blocks of 100, the legs taking turns)
-//	rtt-shim/kernel            the shim's round trip over the kernel's, and
+//	rtt-{shim,queue}/kernel    the shim's (the queue's) round trip over the kernel's, and
 //	tput-shim/{kernel,plain}   the shim's throughput over the others', in
 //	                           each round (whose legs ran under the same load)
 //	shim-cpu-ms/MiB[-Nconns]   the shim process's CPU time (user + system,
@@ -90,8 +93,8 @@ func BenchmarkShimMD5(b *testing.B) {
 			}
 		}
 	}
-	plainA, kernelA := netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr("192.0.2.12")
-	for _, a := range []netip.Addr{plainA, kernelA} {
+	plainA, kernelA, queueA := netip.MustParseAddr("192.0.2.11"), netip.MustParseAddr("192.0.2.12"), netip.MustParseAddr("192.0.2.13")
+	for _, a := range []netip.Addr{plainA, kernelA, queueA} {
 		if err := nsA.Do(func() error { return netns.AddAddr("shA", netip.PrefixFrom(a, 24)) }); err != nil {
 			b.Fatal(err)
 		}
@@ -104,9 +107,10 @@ func BenchmarkShimMD5(b *testing.B) {
 	}
 	shimProc, _ := startShim(b, nsB, dir, args...)
 	pid := shimProc.cmd.Process.Pid
+	startQueueBound(b, nsB, netip.PrefixFrom(queueA, 32))
 
 	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
-	var lnShim, lnKernel, lnPlain net.Listener
+	var lnShim, lnKernel, lnPlain, lnQueue net.Listener
 	if err := nsA.Do(func() (err error) {
 		if lnShim, err = lc.Listen(b.Context(), "tcp4", netip.AddrPortFrom(addrA4, 0).String()); err != nil {
 			return err
@@ -114,12 +118,15 @@ func BenchmarkShimMD5(b *testing.B) {
 		if lnKernel, err = lc.Listen(b.Context(), "tcp4", netip.AddrPortFrom(kernelA, 0).String()); err != nil {
 			return err
 		}
-		lnPlain, err = net.Listen("tcp4", netip.AddrPortFrom(plainA, 0).String())
+		if lnPlain, err = net.Listen("tcp4", netip.AddrPortFrom(plainA, 0).String()); err != nil {
+			return err
+		}
+		lnQueue, err = net.Listen("tcp4", netip.AddrPortFrom(queueA, 0).String())
 		return err
 	}); err != nil {
 		b.Fatal(err)
 	}
-	for _, ln := range []net.Listener{lnShim, lnKernel, lnPlain} {
+	for _, ln := range []net.Listener{lnShim, lnKernel, lnPlain, lnQueue} {
 		defer ln.Close()
 		go serveBench(ln)
 	}
@@ -129,7 +136,7 @@ func BenchmarkShimMD5(b *testing.B) {
 		ln   net.Listener
 		d    *net.Dialer
 	}
-	legs := []leg{{"kernel", lnKernel, kernelDialer}, {"shim", lnShim, &net.Dialer{}}, {"plain", lnPlain, &net.Dialer{}}}
+	legs := []leg{{"kernel", lnKernel, kernelDialer}, {"shim", lnShim, &net.Dialer{}}, {"plain", lnPlain, &net.Dialer{}}, {"queue", lnQueue, &net.Dialer{}}}
 	dial := func(l leg) net.Conn {
 		var c net.Conn
 		if err := nsB.Do(func() (err error) {
@@ -234,6 +241,7 @@ func BenchmarkShimMD5(b *testing.B) {
 		}
 		// The ratios of each round, whose legs ran under the same load.
 		m["rtt-shim/kernel"] = append(m["rtt-shim/kernel"], us[1]/us[0])
+		m["rtt-queue/kernel"] = append(m["rtt-queue/kernel"], us[3]/us[0])
 		n := len(m["MB/s-shim"]) - 1
 		m["tput-shim/kernel"] = append(m["tput-shim/kernel"], m["MB/s-shim"][n]/m["MB/s-kernel"][n])
 		m["tput-shim/plain"] = append(m["tput-shim/plain"], m["MB/s-shim"][n]/m["MB/s-plain"][n])
@@ -328,5 +336,25 @@ func serveBench(ln net.Listener) {
 				}
 			}
 		}()
+	}
+}
+
+// startQueueBound runs the pass-through queue (TestQueueBoundHelper) for
+// peer in n and waits until it is reading.
+func startQueueBound(t testing.TB, n *ns, peer netip.Prefix) {
+	t.Helper()
+	p := n.start(t, "queue bound", []string{"TCPSIG_BOUND_HELPER=1", "TCPSIG_BOUND_PEER=" + peer.String()},
+		os.Args[0], "-test.run=^TestQueueBoundHelper$", "-test.v=false")
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.log.String(), "ready") {
+		select {
+		case err := <-p.done:
+			t.Fatalf("queue bound exited: %v\n%s", err, p.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("queue bound did not start\n%s", p.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
