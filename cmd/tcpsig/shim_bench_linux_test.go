@@ -345,16 +345,5 @@ func startQueueBound(t testing.TB, n *ns, peer netip.Prefix) {
 	t.Helper()
 	p := n.start(t, "queue bound", []string{"TCPSIG_BOUND_HELPER=1", "TCPSIG_BOUND_PEER=" + peer.String()},
 		os.Args[0], "-test.run=^TestQueueBoundHelper$", "-test.v=false")
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(p.log.String(), "ready") {
-		select {
-		case err := <-p.done:
-			t.Fatalf("queue bound exited: %v\n%s", err, p.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("queue bound did not start\n%s", p.log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p.waitReady(t, "reading its queue", func() bool { return strings.Contains(p.log.String(), "ready") })
 }

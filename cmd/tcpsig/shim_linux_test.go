@@ -167,20 +167,26 @@ func startShim(t testing.TB, n *ns, dir string, args ...string) (*proc, string) 
 	j, _ := json.Marshal(args)
 	p := n.start(t, "tcpsig shim", []string{"TCPSIG_SHIM_HELPER=1", "TCPSIG_SHIM_ARGS=" + string(j)},
 		os.Args[0], "-test.run=^TestShimHelperProcess$", "-test.v=false")
+	p.waitReady(t, "serving its status", func() bool { _, err := shimStatusOf(sock); return err == nil })
+	return p, sock
+}
+
+// waitReady waits up to 20 s until ready reports true, and fails t if p
+// exits first or the time runs out without it (saying p did not start
+// doing what).
+func (p *proc) waitReady(t testing.TB, what string, ready func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := shimStatusOf(sock); err == nil {
-			return p, sock
-		}
+	for !ready() {
 		select {
 		case err := <-p.done:
-			t.Fatalf("tcpsig shim exited: %v\n%s", err, p.log.String())
+			t.Fatalf("%s exited: %v\n%s", p.name, err, p.log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("tcpsig shim did not start serving its status\n%s", p.log.String())
+			t.Fatalf("%s did not start %s\n%s", p.name, what, p.log.String())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
