@@ -27,6 +27,7 @@ var (
 	ErrNoCurrentKey = errors.New("ao: connection has no current key")
 	ErrNoISN        = errors.New("ao: the peer's ISN is not known yet")
 	ErrNotSYN       = errors.New("ao: not a SYN")
+	ErrISN          = errors.New("ao: a SYN's sequence number is not the connection's ISN")
 	// ErrNotInitialized is a call on a nil or zero Conn, Listener or
 	// TrafficKey, or on a nil Keyring: one that was never set up.
 	ErrNotInitialized = errors.New("ao: not set up (nil, or a zero value never initialized)")
@@ -578,6 +579,11 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 			return ErrNoISN
 		}
 		c.setLISN(h.Seq())
+	}
+	if flags&segment.SYN != 0 && h.Seq() != c.lisn {
+		// Its traffic keys would be derived from an ISN the peer never
+		// sees: every MAC of the connection would be wrong.
+		return fmt.Errorf("%w: %v with sequence number %d, ISN %d", ErrISN, flags, h.Seq(), c.lisn)
 	}
 	if !syn && !c.risnKnown.Load() {
 		return ErrNoISN

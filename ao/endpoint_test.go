@@ -79,10 +79,13 @@ func TestAcceptBeforeISN(t *testing.T) {
 	if err := c.Verify(synack); err != nil {
 		t.Fatalf("client Verify of the SYN-ACK: %v", err)
 	}
-	// The SYN-ACK again (a retransmission) keeps the ISN; so would one
-	// with another sequence number, which the client then refuses.
-	if err := s.Sign(testSeg(t, srv4, cli4, 9999, 1001, segment.SYN|segment.ACK, 12, nil)); err != nil || s.Endpoint().LocalISN != 7777 {
+	// The SYN-ACK again (a retransmission) keeps the ISN; one with
+	// another sequence number is refused (ErrISN) and changes nothing.
+	if err := s.Sign(testSeg(t, srv4, cli4, 7777, 1001, segment.SYN|segment.ACK, 12, nil)); err != nil || s.Endpoint().LocalISN != 7777 {
 		t.Fatalf("second SYN-ACK: %v, ISN %d", err, s.Endpoint().LocalISN)
+	}
+	if err := s.Sign(testSeg(t, srv4, cli4, 9999, 1001, segment.SYN|segment.ACK, 12, nil)); !errors.Is(err, ErrISN) || s.Endpoint().LocalISN != 7777 {
+		t.Fatalf("a SYN-ACK at another ISN: %v, ISN %d; want ErrISN and 7777", err, s.Endpoint().LocalISN)
 	}
 	data := testSeg(t, cli4, srv4, 1001, 7778, segment.ACK, 12, []byte("OPEN"))
 	if err := c.Sign(data); err != nil {
@@ -210,5 +213,32 @@ func TestServerISNRace(t *testing.T) {
 		c.Close()
 		s.Close()
 		f.Close()
+	}
+}
+
+// TestSYNNotAtISN: a SYN whose sequence number is not the connection's
+// ISN is refused with ErrISN, not signed with traffic keys of an ISN the
+// peer never sees (TestAcceptBeforeISN: the same for a SYN-ACK).
+func TestSYNNotAtISN(t *testing.T) {
+	cring, sring := twoRings(t)
+	var c, s Conn
+	defer c.Close()
+	defer s.Close()
+	if err := c.Init(cring, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1000}, Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Sign(testSeg(t, cli4, srv4, 999, 0, segment.SYN, 12, nil)); !errors.Is(err, ErrISN) {
+		t.Fatalf("Sign of a SYN at 999 for ISN 1000: %v, want ErrISN", err)
+	}
+	acceptSYN(t, cring, sring, &c, &s) // the SYN at the ISN still signs, and is accepted
+	// An established connection's SYN, too (its ISN is the Endpoint's).
+	var e Conn
+	defer e.Close()
+	if err := e.Init(cring, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1000, Established: true, RemoteISN: 7777,
+		CurrentSendID: 1, RNextRecvID: 2}, Policy{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Sign(testSeg(t, cli4, srv4, 5, 0, segment.SYN, 12, nil)); !errors.Is(err, ErrISN) {
+		t.Fatalf("Sign of a SYN at 5 on an established connection of ISN 1000: %v, want ErrISN", err)
 	}
 }
