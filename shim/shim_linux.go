@@ -533,8 +533,11 @@ func (s *Shim) rotate() {
 			if !ok {
 				break
 			}
-			err := conn.SetRNext(cfg.RecvID)
-			s.log.Info("asking the peer to rotate", "local", c.Local, "remote", c.Remote, "rnext", cfg.RecvID, "err", err)
+			if err := conn.SetRNext(cfg.RecvID); err != nil {
+				s.log.Warn("cannot ask the peer to rotate", "local", c.Local, "remote", c.Remote, "rnext", cfg.RecvID, "err", err)
+			} else {
+				s.log.Info("asking the peer to rotate", "local", c.Local, "remote", c.Remote, "rnext", cfg.RecvID)
+			}
 			break
 		}
 		return true
