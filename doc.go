@@ -5,7 +5,8 @@
 // (operators), pcapverify (captures), linuxsock (kernel sockets),
 // packetauth or netstack (stacks without TCP-AO), ao and md5sig (stacks
 // that track connections); keyfile reads keys; go.mod lines: the README's
-// "Using tcpsig from your module". By floor (layers_test.go):
+// "Using tcpsig from your module". internal/ holds the checksum, prefix
+// index, deferred wipe and cache-line size. By floor (layers_test.go):
 //
 //   - cmd/tcpsig: the command: verify captures, bench, shim
 //   - pcapverify: verify a capture's segments against a keys file
@@ -29,12 +30,11 @@
 //   - harness/kstat: the kernel's TCP-MD5/TCP-AO counters
 //   - harness/netns: run code in a fresh network namespace
 //   - harness/nfprobe: whether this kernel can run the shim's queue
+//   - harness/proc: the end-to-end tests' helper processes
 //   - harness/tcprepair: Linux's TCP_REPAIR socket options
 //   - harness/usertcp: a userspace TCP endpoint over TUN
 //   - harness/vrfproof: VRF-bound TCP-MD5 keys, proven on the kernel
 //   - testvectors: RFC test vectors, with loaders
 //   - testvectors/linux: Linux TCP-AO captures (its guest command makes them)
 //   - testvectors/md5: Linux TCP-MD5 captures
-//
-// internal/: checksum, prefix index, deferred wipe, cache-line size.
 package tcpsig

@@ -6,6 +6,8 @@
 //     engine, for talking to kernel sockets;
 //   - netns: network namespaces, links and addresses for those tests;
 //   - nfprobe: whether the kernel can queue packets for the shim;
+//   - proc: the helper processes of the end-to-end tests (the shim,
+//     BIRD), their output kept and their start awaited;
 //   - capture: AF_PACKET capture of a test's traffic into pcap files;
 //   - kstat: the kernel's TcpExt counters and socket queues;
 //   - tcprepair: TCP_REPAIR on kernel sockets;

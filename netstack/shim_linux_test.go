@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,6 +29,7 @@ import (
 	"github.com/tcpsig/tcpsig/harness/capture"
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/nfprobe"
+	"github.com/tcpsig/tcpsig/harness/proc"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/packetauth"
@@ -183,7 +183,7 @@ func shimTransfer(t *testing.T, bin, alg string, v6, accept bool, n int64) {
 			if err := os.WriteFile(shimFile, []byte(shimKeys(alg, secret, naddr, 1, 2)), 0o600); err != nil {
 				return err
 			}
-			if err := sh.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			if err := sh.Signal(syscall.SIGHUP); err != nil {
 				return err
 			}
 			if err := waitData(k, 5*n/16); err != nil {
@@ -416,60 +416,36 @@ func shimWrongKey(t *testing.T, bin, alg string, accept bool) {
 	})
 }
 
-// shimProc is a running tcpsig shim.
+// shimProc is a running tcpsig shim and its status socket.
 type shimProc struct {
-	cmd  *exec.Cmd
+	*proc.Proc
 	sock string
-	log  *lockedBuffer
-	done chan error
 }
 
 // startShimProc runs bin shim in the calling goroutine's network namespace
 // (the child is forked from its locked thread) and waits until its status
 // socket answers.
 func startShimProc(bin, dir, keys string) (*shimProc, error) {
-	p := &shimProc{sock: filepath.Join(dir, "shim.sock"), log: &lockedBuffer{}, done: make(chan error, 1)}
-	p.cmd = exec.Command(bin, "shim", "-keys", keys, "-queue", fmt.Sprint(shimQueue), "-status", p.sock)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	if err := p.cmd.Start(); err != nil {
+	sock := filepath.Join(dir, "shim.sock")
+	p, err := proc.Start("tcpsig shim", exec.Command(bin, "shim", "-keys", keys, "-queue", fmt.Sprint(shimQueue), "-status", sock))
+	if err != nil {
 		return nil, err
 	}
-	go func() { p.done <- p.cmd.Wait() }()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := shimStatus(p.sock); err == nil {
-			return p, nil
-		}
-		select {
-		case err := <-p.done:
-			return nil, fmt.Errorf("tcpsig shim exited: %v\n%s", err, p.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			p.cmd.Process.Kill()
-			<-p.done
-			return nil, fmt.Errorf("tcpsig shim did not serve its status\n%s", p.log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := p.WaitReady("serving its status", 20*time.Second, func() bool { _, err := shimStatus(sock); return err == nil }); err != nil {
+		p.Kill()
+		return nil, err
 	}
+	return &shimProc{p, sock}, nil
 }
 
 // stop ends the shim with SIGTERM (it removes its rules and exits 0); its
 // log goes to the test's if the test failed.
 func (p *shimProc) stop(t *testing.T) {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		if err != nil {
-			t.Errorf("tcpsig shim: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-		t.Error("tcpsig shim did not exit on SIGTERM")
+	if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
+		t.Errorf("tcpsig shim: %v", err)
 	}
 	if t.Failed() {
-		t.Logf("tcpsig shim's log:\n%s", p.log.String())
+		t.Logf("tcpsig shim's log:\n%s", p.Log())
 	}
 }
 
@@ -478,23 +454,6 @@ func shimStatus(sock string) (shim.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	return shim.ReadStatus(ctx, sock)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func writeFile(t *testing.T, path, body string) {

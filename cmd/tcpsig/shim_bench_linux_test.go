@@ -106,7 +106,7 @@ func BenchmarkShimMD5(b *testing.B) {
 		args = append(args, "-queues", strconv.Itoa(*shimBenchQueues))
 	}
 	shimProc, _ := startShim(b, nsB, dir, args...)
-	pid := shimProc.cmd.Process.Pid
+	pid := shimProc.Cmd.Process.Pid
 	startQueueBound(b, nsB, netip.PrefixFrom(queueA, 32))
 
 	lc := linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(secret)}}})
@@ -345,5 +345,5 @@ func startQueueBound(t testing.TB, n *ns, peer netip.Prefix) {
 	t.Helper()
 	p := n.start(t, "queue bound", []string{"TCPSIG_BOUND_HELPER=1", "TCPSIG_BOUND_PEER=" + peer.String()},
 		os.Args[0], "-test.run=^TestQueueBoundHelper$", "-test.v=false")
-	p.waitReady(t, "reading its queue", func() bool { return strings.Contains(p.log.String(), "ready") })
+	waitReady(t, p, "reading its queue", func() bool { return strings.Contains(p.Log(), "ready") })
 }

@@ -10,12 +10,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tcpsig/tcpsig/harness/proc"
 )
 
 // bird is one BIRD daemon of a test.
 type bird struct {
 	name, sock string
-	p          *proc
+	p          *proc.Proc
 }
 
 // birdSide describes one BGP speaker.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpsig/tcpsig/harness/proc"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
 	"github.com/tcpsig/tcpsig/shim"
@@ -129,10 +130,10 @@ func TestShimKillMD5(t *testing.T) {
 	// reader bound to the queue the kernel drops what they queue.
 	second := tr.send(size/2, size)
 	time.Sleep(20 * time.Millisecond)
-	if err := sh.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := sh.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-sh.done
+	<-sh.Done()
 	if !rulesExist(t, nsB, "tcpsig-shim-42") {
 		t.Fatal("no rules left by the killed shim: the test shows nothing")
 	}
@@ -151,12 +152,12 @@ func TestShimKillMD5(t *testing.T) {
 	if after.Failure != before.Failure || after.NotFound != before.NotFound {
 		t.Errorf("A's kernel: TCPMD5Failure %d -> %d, NotFound %d -> %d; want no change", before.Failure, after.Failure, before.NotFound, after.NotFound)
 	}
-	if !strings.Contains(shim2.log.String(), "replacing rules left by an earlier run") {
-		t.Errorf("the restarted shim did not report the stale rules:\n%s", shim2.log.String())
+	if !strings.Contains(shim2.Log(), "replacing rules left by an earlier run") {
+		t.Errorf("the restarted shim did not report the stale rules:\n%s", shim2.Log())
 	}
 	t.Logf("16 MiB across a SIGKILL: the restarted shim signed %d, verified %d; A's TCPMD5Failure %d",
 		st.Counters.Signed, st.Counters.Verified, after.Failure)
-	if err := shim2.stop(t); err != nil {
+	if err := stopShim(shim2); err != nil {
 		t.Errorf("shim exit on SIGTERM: %v", err)
 	}
 	if rulesExist(t, nsB, "tcpsig-shim-42") {
@@ -194,11 +195,11 @@ func TestShimKillAOState(t *testing.T) {
 	}) {
 		t.Fatal("B's shim wrote no session to its state file")
 	}
-	kill := func(p *proc) {
-		if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	kill := func(p *proc.Proc) {
+		if err := p.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
-		<-p.done
+		<-p.Done()
 	}
 	kill(shimB)
 
@@ -211,7 +212,7 @@ func TestShimKillAOState(t *testing.T) {
 		st, err = shimStatusOf(sockBlind)
 		return err == nil && len(st.Unseen) > 0
 	}) {
-		t.Fatalf("the shim restarted without -state did not report the session; status %+v\n%s", st, blind.log.String())
+		t.Fatalf("the shim restarted without -state did not report the session; status %+v\n%s", st, blind.Log())
 	}
 	t.Logf("restarted without -state: unseen %+v", st.Unseen)
 	kill(blind)

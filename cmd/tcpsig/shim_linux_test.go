@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/tcpsig/tcpsig/harness/kstat"
 	"github.com/tcpsig/tcpsig/harness/netns"
 	"github.com/tcpsig/tcpsig/harness/nfprobe"
+	"github.com/tcpsig/tcpsig/harness/proc"
 	"github.com/tcpsig/tcpsig/shim"
 	"github.com/tcpsig/tcpsig/shim/nfrules"
 )
@@ -99,94 +99,48 @@ func newPair(t testing.TB) (a, b *ns) {
 	return a, b
 }
 
-// proc is a process the test started; its output goes to log.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  *syncBuffer
-	done chan error
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // start runs a command in n; it is killed at the end of the test and its
 // output logged if the test failed.
-func (n *ns) start(t testing.TB, name string, env []string, argv ...string) *proc {
+func (n *ns) start(t testing.TB, name string, env []string, argv ...string) *proc.Proc {
 	t.Helper()
-	p := &proc{name: name, log: &syncBuffer{}, done: make(chan error, 1)}
-	err := n.Do(func() error {
-		p.cmd = exec.Command(argv[0], argv[1:]...)
-		p.cmd.Env = append(os.Environ(), env...)
-		p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-		return p.cmd.Start()
+	var p *proc.Proc
+	err := n.Do(func() (err error) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), env...)
+		p, err = proc.Start(name, cmd)
+		return err
 	})
 	if err != nil {
-		t.Fatalf("start %s: %v", name, err)
+		t.Fatal(err)
 	}
-	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
-		p.kill()
+		p.Kill()
 		if t.Failed() {
-			t.Logf("--- %s output:\n%s", name, p.log.String())
+			t.Logf("--- %s output:\n%s", name, p.Log())
 		}
 	})
 	return p
 }
 
-func (p *proc) kill() {
-	if p.cmd.ProcessState == nil {
-		_ = p.cmd.Process.Kill()
-		select {
-		case <-p.done:
-		case <-time.After(5 * time.Second):
-		}
-	}
-}
-
 // startShim runs tcpsig shim with args in n and waits until its status
 // socket answers.
-func startShim(t testing.TB, n *ns, dir string, args ...string) (*proc, string) {
+func startShim(t testing.TB, n *ns, dir string, args ...string) (*proc.Proc, string) {
 	t.Helper()
 	sock := filepath.Join(dir, "shim.sock")
 	args = append([]string{"shim", "-status", sock}, args...)
 	j, _ := json.Marshal(args)
 	p := n.start(t, "tcpsig shim", []string{"TCPSIG_SHIM_HELPER=1", "TCPSIG_SHIM_ARGS=" + string(j)},
 		os.Args[0], "-test.run=^TestShimHelperProcess$", "-test.v=false")
-	p.waitReady(t, "serving its status", func() bool { _, err := shimStatusOf(sock); return err == nil })
+	waitReady(t, p, "serving its status", func() bool { _, err := shimStatusOf(sock); return err == nil })
 	return p, sock
 }
 
 // waitReady waits up to 20 s until ready reports true, and fails t if p
-// exits first or the time runs out without it (saying p did not start
-// doing what).
-func (p *proc) waitReady(t testing.TB, what string, ready func() bool) {
+// exits first or the time runs out without it.
+func waitReady(t testing.TB, p *proc.Proc, what string, ready func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ready() {
-		select {
-		case err := <-p.done:
-			t.Fatalf("%s exited: %v\n%s", p.name, err, p.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not start %s\n%s", p.name, what, p.log.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := p.WaitReady(what, 20*time.Second, ready); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -198,18 +152,9 @@ func shimStatusOf(sock string) (shim.Status, error) {
 	return shim.ReadStatus(ctx, sock)
 }
 
-// stop sends SIGTERM and waits for the exit status.
-func (p *proc) stop(t testing.TB) error {
-	t.Helper()
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-p.done:
-		return err
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s did not exit on SIGTERM", p.name)
-		return nil
-	}
-}
+// stopShim sends SIGTERM and returns the exit status (an error wrapping
+// proc.ErrTimeout if it has not exited in 10 s).
+func stopShim(p *proc.Proc) error { return p.Stop(syscall.SIGTERM, 10*time.Second) }
 
 func writeKeys(t testing.TB, dir, name, body string) string {
 	t.Helper()

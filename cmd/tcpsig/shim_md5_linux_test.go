@@ -82,7 +82,7 @@ func TestBIRDMD5Shim(t *testing.T) {
 						}
 						t.Logf("wrong key: never Established; A's kernel TCPMD5Failure %d -> %d; shim dropped %d for a bad MAC", before.Failure, after.Failure, st.Counters.Dropped.BadMAC)
 					}
-					if err := sh.stop(t); err != nil {
+					if err := stopShim(sh); err != nil {
 						t.Errorf("shim exit on SIGTERM: %v", err)
 					}
 					if rulesExist(t, nsB, "tcpsig-shim-41") {

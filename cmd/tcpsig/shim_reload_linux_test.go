@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tcpsig/tcpsig/harness/proc"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/linuxsock"
 )
@@ -33,7 +34,7 @@ func TestShimReloadMD5(t *testing.T) {
 	waitErr(t, tr.send(0, size/2), "first half")
 	writeKeys(t, dir, "keys.json", fmt.Sprintf(`{"md5": [{"peer": "%v/32", "key": "text:%s"}, {"peer": "198.51.100.7/32", "key": "text:other"}]}`, addrA4, secret))
 	second := tr.send(size/2, size)
-	if err := sh.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := sh.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
 	waitErr(t, second, "second half")
@@ -48,8 +49,8 @@ func TestShimReloadMD5(t *testing.T) {
 	if after := md5Counters(t, nsA); after != before {
 		t.Errorf("A's kernel MD5 counters %+v -> %+v", before, after)
 	}
-	if !waitFor(5*time.Second, func() bool { return bytes.Contains([]byte(sh.log.String()), []byte("keys reloaded")) }) {
-		t.Errorf("no reload logged:\n%s", sh.log.String())
+	if !waitFor(5*time.Second, func() bool { return bytes.Contains([]byte(sh.Log()), []byte("keys reloaded")) }) {
+		t.Errorf("no reload logged:\n%s", sh.Log())
 	}
 }
 
@@ -86,8 +87,8 @@ func TestShimReloadAO(t *testing.T) {
 	writeKeys(t, dirA, "keys.json", file(addrB4, 1, 2))
 	writeKeys(t, dirB, "keys.json", file(addrA4, 1, 2))
 	second := tr.send(size/2, size)
-	for _, p := range []*proc{shA, shB} {
-		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	for _, p := range []*proc.Proc{shA, shB} {
+		if err := p.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
 	}
