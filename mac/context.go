@@ -265,6 +265,12 @@ func (c *Context) Compute(k *Key, dst, msg []byte) ([]byte, error) {
 		k = c.rekeyed(k)
 	}
 	c.key = k
+	if c.alg.kind == kindKMAC {
+		c.kmacReset(k)
+		c.n, c.done = 0, 0
+		c.xof.Write(msg)
+		return c.kmacSum(dst), nil
+	}
 	if c.alg.kind == kindCMAC {
 		c.done = inCMAC
 		return c.cmac.mac(k, &c.first, dst, msg), nil

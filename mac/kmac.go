@@ -23,6 +23,9 @@ const kmacRate = 136
 // kmacMACLen is KMAC256-128's output: L = 128 bits.
 const kmacMACLen = 16
 
+// rightEncode128 is right_encode(128), KMAC256-128's L.
+var rightEncode128 = [2]byte{128, 1}
+
 // maxCustom is the longest customization string InitKMAC takes: the
 // marshalled state and cSHAKE's initialisation block must fit the
 // scheduler's buffer.
@@ -154,7 +157,11 @@ func (c *Context) kmacReset(k *Key) {
 // and appends it to dst.
 func (c *Context) kmacSum(dst []byte) []byte {
 	n := int(c.key.outLen)
-	c.xof.Write(appendRightEncode(c.pad[:0], 8*uint64(n)))
+	if n == kmacMACLen {
+		c.xof.Write(rightEncode128[:])
+	} else {
+		c.xof.Write(appendRightEncode(c.pad[:0], 8*uint64(n)))
+	}
 	c.xof.Read(c.tmp[:n])
 	c.done = inTmp
 	return append(dst, c.tmp[:n]...)
