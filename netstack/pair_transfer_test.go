@@ -135,7 +135,7 @@ func TestPair(t *testing.T) {
 // later. Nothing is refused, and both sides end on KeyID 2 both ways with
 // the data intact.
 func TestPairRotation(t *testing.T) {
-	for _, alg := range []string{"hmac(sha1)", "cmac(aes128)", "hmac(sha256)"} {
+	for _, alg := range []string{"hmac(sha1)", "cmac(aes128)", "hmac(sha256)", "hmac-sha256-128", "kmac256-128"} {
 		for _, both := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/setcurrent=%v", alg, both), func(t *testing.T) {
 				p, err := newPair(alg, 1500)
