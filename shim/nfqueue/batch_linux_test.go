@@ -256,11 +256,11 @@ func TestSpread(t *testing.T) {
 // message allocates nothing.
 func TestBatchNoAllocs(t *testing.T) {
 	inNS(t, 1500, func(q *nfqueue.Queue) error {
-		stop, err := startTraffic()
+		tr, err := startTraffic()
 		if err != nil {
 			return err
 		}
-		defer stop()
+		defer tr.Kill()
 		var ps [16]nfqueue.Packet
 		buf := make([]byte, 0, nfqueue.MaxPayload)
 		var stepErr error
@@ -284,7 +284,7 @@ func TestBatchNoAllocs(t *testing.T) {
 			step()
 		}
 		if stepErr != nil {
-			return stepErr
+			return fmt.Errorf("%w\n%s", stepErr, tr.Log())
 		}
 		if n := testing.AllocsPerRun(300, step); n != 0 {
 			t.Errorf("ReadBatch+AddVerdict+Flush: %v allocations per batch, want 0", n)

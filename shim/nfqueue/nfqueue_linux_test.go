@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/harness/proc"
 	"github.com/tcpsig/tcpsig/shim/nfqueue"
 	"github.com/tcpsig/tcpsig/shim/nfrules"
 )
@@ -280,18 +282,12 @@ func fixTCPChecksum4(b []byte) {
 }
 
 // startTraffic runs TestHelperTraffic in a child process of the test
-// binary, so that only the queue's work is counted in this one; stop kills
-// it and waits for it.
-func startTraffic() (stop func(), err error) {
+// binary, so that only the queue's work is counted in this one; Kill stops
+// it, and its log says why it stopped if it did so on its own.
+func startTraffic() (*proc.Proc, error) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperTraffic$")
 	cmd.Env = append(os.Environ(), "NFQUEUE_HELPER=1")
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}, nil
+	return proc.Start("traffic helper", cmd)
 }
 
 // TestHelperTraffic is, when the tests re-execute the test binary, a TCP
@@ -303,6 +299,7 @@ func TestHelperTraffic(t *testing.T) {
 	}
 	ln, err := net.ListenTCP("tcp4", net.TCPAddrFromAddrPort(netip.AddrPortFrom(local, 0)))
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "listen:", err)
 		os.Exit(1)
 	}
 	go func() {
@@ -317,6 +314,7 @@ func TestHelperTraffic(t *testing.T) {
 	d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(peer, 0))}
 	c, err := d.Dial("tcp4", ln.Addr().String())
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "dial:", err)
 		os.Exit(1)
 	}
 	buf := make([]byte, 1000)
@@ -332,11 +330,11 @@ func TestHelperTraffic(t *testing.T) {
 // process, so only the queue's work is counted).
 func TestNoAllocs(t *testing.T) {
 	inNS(t, 1500, func(q *nfqueue.Queue) error {
-		stop, err := startTraffic()
+		tr, err := startTraffic()
 		if err != nil {
 			return err
 		}
-		defer stop()
+		defer tr.Kill()
 		var p nfqueue.Packet
 		buf := make([]byte, 0, nfqueue.MaxPayload)
 		var stepErr error
@@ -357,7 +355,7 @@ func TestNoAllocs(t *testing.T) {
 			step(true)
 		}
 		if stepErr != nil {
-			return stepErr
+			return fmt.Errorf("%w\n%s", stepErr, tr.Log())
 		}
 		for _, rewrite := range []bool{false, true} {
 			if n := testing.AllocsPerRun(500, func() { step(rewrite) }); n != 0 {
