@@ -284,10 +284,6 @@ func (c *Context) Compute(k *Key, dst, msg []byte) ([]byte, error) {
 		c.done = inState
 		return c.finishMD(dst, msg[full:], len(msg)), nil
 	}
-	if c.alg.kind == kindKMAC {
-		c.xof.Write(msg)
-		return c.kmacSum(dst), nil
-	}
 	c.inner.Write(msg)
 	c.n = len(msg)
 	return c.sum(dst), nil
