@@ -106,15 +106,7 @@ func (m *Master) set(alg *mac.Algorithm, key []byte) error {
 	}
 	m.alg = alg
 	if len(key) > maxLazyKey {
-		if m.key == nil {
-			m.key = new(mac.Key)
-		}
-		if err := initPRF(m.key, alg, key); err != nil {
-			m.alg = nil
-			return fmt.Errorf("%w: %v", ErrMasterKey, err)
-		}
-		m.ready.Store(true)
-		return nil
+		return m.makeTemplate(key)
 	}
 	m.n = uint8(copy(m.raw[:], key))
 	return nil
@@ -131,19 +123,29 @@ func (m *Master) keyed() (*mac.Key, error) {
 		if m.alg == nil {
 			return nil, ErrMasterKey
 		}
-		if m.key == nil {
-			m.key = new(mac.Key)
-		}
-		err := initPRF(m.key, m.alg, m.raw[:m.n])
+		err := m.makeTemplate(m.raw[:m.n])
 		clear(m.raw[:])
 		m.n = 0
 		if err != nil {
-			m.alg = nil
-			return nil, fmt.Errorf("%w: %v", ErrMasterKey, err)
+			return nil, err
 		}
-		m.ready.Store(true)
 	}
 	return m.key, nil
+}
+
+// makeTemplate makes the template from key, allocating its memory the
+// first time; on failure the Master holds no algorithm. Init, or keyed
+// under m.mu.
+func (m *Master) makeTemplate(key []byte) error {
+	if m.key == nil {
+		m.key = new(mac.Key)
+	}
+	if err := initPRF(m.key, m.alg, key); err != nil {
+		m.alg = nil
+		return fmt.Errorf("%w: %v", ErrMasterKey, err)
+	}
+	m.ready.Store(true)
+	return nil
 }
 
 // kmacSalt is the KMAC256 KDF's default salt: 132 zero bytes (SP 800-56C
