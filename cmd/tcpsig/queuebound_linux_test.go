@@ -33,7 +33,7 @@ func TestQueueBoundHelper(t *testing.T) {
 	}
 	peer, err := netip.ParsePrefix(os.Getenv("TCPSIG_BOUND_PEER"))
 	if err != nil {
-		os.Exit(2)
+		t.Fatal(err)
 	}
 	q, err := nfqueue.Open(nfqueue.Config{Num: boundQueue})
 	if err != nil {
