@@ -1,0 +1,62 @@
+package pcapverify
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+)
+
+// Options are what a capture cannot tell, given by its user: the ISNs
+// and SNEs of endpoints whose handshake is missing. The messages name
+// them as tcpsig's -isn and -sne flags. One Options may serve several
+// captures; it remembers which endpoints a segment was from or to.
+type Options struct {
+	ISN map[netip.AddrPort]uint32 // -isn
+	SNE map[netip.AddrPort]uint32 // -sne
+
+	Warn func(string) // prints a warning line; nil: none
+
+	seen   map[netip.AddrPort]bool // ISN/SNE endpoints some segment was from or to
+	warned map[string]bool         // warnings already given
+}
+
+// note records that a segment was from or to ap.
+func (o *Options) note(ap netip.AddrPort) {
+	_, a := o.ISN[ap]
+	_, b := o.SNE[ap]
+	if (a || b) && !o.seen[ap] {
+		if o.seen == nil {
+			o.seen = map[netip.AddrPort]bool{}
+		}
+		o.seen[ap] = true
+	}
+}
+
+// warnf prints a warning once.
+func (o *Options) warnf(format string, a ...any) {
+	msg := fmt.Sprintf(format, a...)
+	if o.Warn == nil || o.warned[msg] {
+		return
+	}
+	if o.warned == nil {
+		o.warned = map[string]bool{}
+	}
+	o.warned[msg] = true
+	o.Warn(msg)
+}
+
+// WarnUnseen warns about the ISN and SNE endpoints that no segment was
+// from or to: they changed nothing. Call it after the last capture.
+func (o *Options) WarnUnseen() {
+	for _, f := range []struct {
+		name string
+		m    map[netip.AddrPort]uint32
+	}{{"-isn", o.ISN}, {"-sne", o.SNE}} {
+		for _, ap := range slices.SortedFunc(maps.Keys(f.m), func(a, b netip.AddrPort) int { return a.Compare(b) }) {
+			if !o.seen[ap] {
+				o.warnf("%s %v=%d: no segment of the capture is from or to %v: ignored (check the address and port)", f.name, ap, f.m[ap], ap)
+			}
+		}
+	}
+}
