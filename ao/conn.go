@@ -31,6 +31,8 @@ var (
 	// ErrNotInitialized is a call on a nil or zero Conn, Listener or
 	// TrafficKey, or on a nil Keyring: one that was never set up.
 	ErrNotInitialized = errors.New("ao: not set up (nil, or a zero value never initialized)")
+	// ErrConnClosed: the connection was closed; Init starts it over.
+	ErrConnClosed = errors.New("ao: connection closed")
 )
 
 // Policy is what a connection or listener does with segments that are not
@@ -209,6 +211,7 @@ type Conn struct {
 	link           [2]struct{ prev, next *Conn }
 
 	send, recv lane
+	closed     atomic.Bool // by Close: Sign and Verify refuse, never pass a segment unchecked
 	counters
 }
 
@@ -309,6 +312,7 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 // unknown.
 func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.ring, c.policy, c.l3 = ring, p, ep.L3Index
+	c.closed.Store(false)
 	c.local = netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
 	c.remote = netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
 	c.lisn, c.risn = 0, 0
@@ -374,6 +378,7 @@ func (c *Conn) Close() {
 	if c == nil {
 		return
 	}
+	c.closed.Store(true)
 	if r := c.ring; r != nil {
 		r.mu.Lock()
 		r.setRole(c, roleCurrent, nil)
@@ -510,6 +515,9 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if c == nil || c.ring == nil {
 		return ErrNotInitialized
 	}
+	if c.closed.Load() {
+		return ErrConnClosed
+	}
 	if err := seg.Check(); err != nil {
 		return err
 	}
@@ -614,6 +622,9 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	if c == nil || c.ring == nil {
 		return ErrNotInitialized
 	}
+	if c.closed.Load() {
+		return ErrConnClosed
+	}
 	if err := seg.Check(); err != nil {
 		return err
 	}
@@ -629,7 +640,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		return nil
 	}
 	m := c.rnext.Load()
-	if m == nil || m.recvID != opt.KeyID {
+	if m == nil || m.recvID != opt.KeyID || !m.covers(c.remote.Addr(), c.l3) {
 		m = c.ring.LookupRecv(c.remote.Addr(), opt.KeyID, c.l3)
 	}
 	if m == nil {

@@ -148,6 +148,14 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 			r.mu.Unlock()
 			return fmt.Errorf("%w: replacement %v", ErrNoSuchKey, rep)
 		}
+		// Each user must be able to use the replacement: a key of
+		// another peer would sign with a key that peer never gave us.
+		for c := m.users[role]; c != nil; c = c.link[role].next {
+			if !rep.covers(c.remote.Addr(), c.l3) {
+				r.mu.Unlock()
+				return fmt.Errorf("%w: %v for %v (L3 domain %d)", ErrReplacement, rep, c.remote.Addr(), c.l3)
+			}
+		}
 	}
 	for role, rep := range [2]*MKT{opts.Current, opts.RNext} {
 		for m.users[role] != nil {

@@ -21,6 +21,9 @@ var (
 	ErrKeyExists = errors.New("ao: an MKT with this SendID or RecvID already covers the peer") // EEXIST
 	ErrNoSuchKey = errors.New("ao: no such MKT")                                               // ENOENT
 	ErrKeyBusy   = errors.New("ao: MKT is a connection's current or RNext key")                // EBUSY
+	// ErrReplacement: a delete's replacement MKT does not apply to the
+	// peer or L3 domain of a connection that would move to it.
+	ErrReplacement = errors.New("ao: replacement MKT does not cover a connection's peer")
 )
 
 // MKT is a Master Key Tuple (RFC 5925 §3.1). It is immutable once added
@@ -221,6 +224,12 @@ func (m *MKT) Format(f fmt.State, _ rune) {
 // matchesL3 reports whether the MKT applies in L3 domain l3 (Linux: a key
 // without TCP_AO_KEYF_IFINDEX matches every VRF).
 func (m *MKT) matchesL3(l3 int) bool { return !m.hasIfIndex || m.ifindex == l3 }
+
+// covers reports whether m applies to peer addr in L3 domain l3, as the
+// keyring's lookups decide it.
+func (m *MKT) covers(addr netip.Addr, l3 int) bool {
+	return m.peer.Contains(addr.Unmap()) && m.matchesL3(l3)
+}
 
 // acquire pins the MKT's master key for a derivation; false once the MKT
 // is deleted.
