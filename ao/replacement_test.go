@@ -119,4 +119,3 @@ func restoredOn(t *testing.T, r *Keyring, peer string, cur, next uint8) *Conn {
 	t.Cleanup(c.Close)
 	return c
 }
-
