@@ -107,4 +107,5 @@ type ConnInfo struct {
 	Signed, Verified    uint64    // this connection's packets
 	Dropped             uint64    // this connection's refused packets, both ways
 	LastSeen            time.Time // when created, or the last Expire that found packets since the one before
+	Revoked             bool      // its key went away: its packets are dropped (see Layer.Revoke)
 }

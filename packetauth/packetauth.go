@@ -32,7 +32,15 @@ var (
 	ErrOptions  = errors.New("packetauth: malformed TCP options from the local stack")
 	ErrFull     = errors.New("packetauth: too many tracked connections")
 	ErrClosed   = errors.New("packetauth: layer closed")
-	ErrConfig   = errors.New("packetauth: invalid configuration") // a negative Config field, or a nil *Layer
+	ErrConfig   = errors.New("packetauth: invalid configuration") // a negative Config field, no keyring, or a nil *Layer
+	// ErrNoKeyring: a Config with neither keyring would cover nobody and
+	// pass every packet unsigned; give an empty keyring to cover peers
+	// added later.
+	ErrNoKeyring = fmt.Errorf("%w: no keyring (AO or MD5)", ErrConfig)
+	// ErrRevoked: a tracked connection whose key was removed, or whose
+	// peer is now covered by the other kind: its packets are dropped,
+	// never passed unsigned, until it ends or expires.
+	ErrRevoked = errors.New("packetauth: the connection's key was removed")
 	// ErrICMP: an ICMP hard error for a TCP-AO connection, ignored as
 	// RFC 5925 §7.8 and Linux do unless Policy.AcceptICMP.
 	ErrICMP = errors.New("packetauth: ICMP error for a TCP-AO connection ignored")
@@ -76,6 +84,9 @@ type Layer struct {
 
 // New returns a layer for cfg.
 func New(cfg Config) (*Layer, error) {
+	if cfg.AO == nil && cfg.MD5 == nil {
+		return nil, ErrNoKeyring
+	}
 	if cfg.Idle < 0 || cfg.TimeWait < 0 || cfg.MaxConns < 0 || cfg.L3Index < 0 {
 		return nil, fmt.Errorf("%w: negative Idle, TimeWait, MaxConns or L3Index", ErrConfig)
 	}

@@ -70,6 +70,9 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 		}
 		sh.mu.RUnlock()
 		kind := l.cover(seg.Dst)
+		if c != nil && kind == 0 {
+			l.remove(&t, c) // a new connection on a revoked one's addresses, to a peer no longer covered
+		}
 		switch {
 		case kind == 0 && l.cfg.Policy.AORequired:
 			return nil, l.drop(sh, nil, ao.ErrKeyNotFound)
@@ -135,6 +138,8 @@ func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segmen
 	switch {
 	case l.closed.Load():
 		err = ErrClosed
+	case l.revoke(c):
+		err = ErrRevoked
 	case c.kind == KindMD5:
 		out, err = l.signMD5(dst, pkt, seg)
 	case c.State() == StateSynReceived:
@@ -406,6 +411,9 @@ func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
 	if l.closed.Load() {
 		return ErrClosed
 	}
+	if l.revoke(c) {
+		return ErrRevoked
+	}
 	if c.kind == KindMD5 {
 		err := unsigned(l.cfg.MD5.Verify(seg, l.cfg.L3Index))
 		if err == nil && c.State() == StateSynSent && seg.Header.Flags().Has(segment.SYN|segment.ACK) {
@@ -585,7 +593,7 @@ func (l *Layer) drop(sh *shard, c *conn, err error) error {
 	case errors.Is(err, ErrUnsigned), errors.Is(err, ao.ErrAORequired), errors.Is(err, md5sig.ErrMissing):
 		d.unsigned.Add(1)
 	case errors.Is(err, ao.ErrKeyNotFound), errors.Is(err, ao.ErrNoCurrentKey), errors.Is(err, md5sig.ErrNoKey),
-		errors.Is(err, md5sig.ErrUnexpected):
+		errors.Is(err, md5sig.ErrUnexpected), errors.Is(err, ErrRevoked):
 		d.keyNotFound.Add(1)
 	case errors.Is(err, ErrNoConn), errors.Is(err, ao.ErrNoISN):
 		d.noConn.Add(1)

@@ -50,6 +50,7 @@ type conn struct {
 	active        atomic.Bool   // a packet since the last Expire
 	closedAt      atomic.Int64  // UnixNano when FIN was seen both ways
 	lisn, risn    atomic.Uint32 // the ISNs of the SYNs seen (our ISN from our SYN or SYN-ACK)
+	revoked       atomic.Bool   // its key went away: every packet dropped (ErrRevoked)
 
 	mu sync.Mutex // handshake transitions (Import of a server's ISN)
 	ao ao.Conn    // KindAO only
@@ -224,8 +225,8 @@ func (l *Layer) Conns(yield func(ConnInfo) bool) {
 func (c *conn) info() ConnInfo {
 	ci := ConnInfo{Local: c.local, Remote: c.remote, Kind: c.kind, State: c.State(),
 		Signed: c.signed.Load(), Verified: c.verified.Load(), Dropped: c.dropped.Load(),
-		LastSeen: time.Unix(0, c.last.Load())}
-	if c.kind == KindAO {
+		LastSeen: time.Unix(0, c.last.Load()), Revoked: c.revoked.Load()}
+	if c.kind == KindAO && !ci.Revoked {
 		c.mu.Lock()
 		ep := c.ao.Endpoint()
 		c.mu.Unlock()
@@ -234,6 +235,56 @@ func (c *conn) info() ConnInfo {
 		ci.CurrentKeyID, ci.RNextKeyID = ep.CurrentSendID, ep.RNextRecvID
 	}
 	return ci
+}
+
+// Revoke drops, from now on, every packet of each tracked connection for
+// which match returns true (ErrRevoked, counted as key-not-found), and
+// releases a TCP-AO connection's keys so that its MKTs can be deleted.
+// A front end calls it before it removes the keys such connections use:
+// their packets are then never passed unsigned. A revoked connection is
+// forgotten when it expires (Config.Idle); a new SYN on its addresses
+// starts a connection afresh. match runs under the table's locks: it must
+// not call the layer. Revoke returns the number of connections revoked.
+func (l *Layer) Revoke(match func(ConnInfo) bool) int {
+	if l == nil || match == nil {
+		return 0
+	}
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock() // no packet is using a connection of the shard meanwhile
+		for _, c := range sh.conns {
+			if c.revoked.Load() || !match(c.info()) {
+				continue
+			}
+			c.revoked.Store(true)
+			c.close()
+			n++
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// revoke reports whether c's packets are to be dropped with ErrRevoked:
+// Revoke said so, or (marked here) its TCP-MD5 peer is no longer covered
+// by a TCP-MD5 key (the key was deleted, or a TCP-AO MKT now covers the
+// peer: Linux refuses MD5 there), or its TCP-AO keys are gone.
+func (l *Layer) revoke(c *conn) bool {
+	if c.revoked.Load() {
+		return true
+	}
+	var gone bool
+	switch c.kind {
+	case KindMD5:
+		gone = l.cover(c.remote.Addr()) != KindMD5
+	case KindAO:
+		gone = c.ao.Current() == nil
+	}
+	if gone {
+		c.revoked.Store(true)
+	}
+	return gone
 }
 
 // lookup returns the connection local↔remote with its shard read-locked;
@@ -299,9 +350,9 @@ func (l *Layer) Seed(ep ao.Endpoint) error {
 	return nil
 }
 
-// Export returns the state of the tracked, established TCP-AO connection
-// local↔remote (addresses, ISNs, SNEs, key IDs: what [Layer.Seed] takes
-// back, after a restart of the front end), or false.
+// Export returns the state of the tracked, established, not revoked
+// TCP-AO connection local↔remote (addresses, ISNs, SNEs, key IDs: what
+// [Layer.Seed] takes back, after a restart of the front end), or false.
 func (l *Layer) Export(local, remote netip.AddrPort) (ao.Endpoint, bool) {
 	if l == nil {
 		return ao.Endpoint{}, false
@@ -309,7 +360,7 @@ func (l *Layer) Export(local, remote netip.AddrPort) (ao.Endpoint, bool) {
 	t := tupleOf(local, remote)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
-	if c == nil || c.kind != KindAO {
+	if c == nil || c.kind != KindAO || c.revoked.Load() {
 		return ao.Endpoint{}, false
 	}
 	if s := c.State(); s != StateEstablished && s != StateClosing {
