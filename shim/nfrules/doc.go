@@ -12,9 +12,13 @@
 //
 // The output chain (hook output, priority 300: after the output NAT and
 // mangle chains) queues TCP to a peer; the input chain (hook input, priority
-// -150) queues TCP from a peer. Only the host's own traffic passes these
-// hooks, never forwarded packets. With several queues (Spec.Queues) each
-// rule also matches "symhash mod N": a symmetric hash of the addresses and
-// ports, so a connection's packets both ways go to one queue. The queue is
+// -150) queues TCP from a peer, and the ICMP hard errors of RFC 5925 §7.8
+// that quote a TCP packet to a peer (ICMPv4 destination unreachable codes
+// 2-4, ICMPv6 destination unreachable codes 1 and 4), which the packet
+// layer drops for a TCP-AO session; other ICMP is not queued. Only the
+// host's own traffic passes these hooks, never forwarded packets. With
+// several queues (Spec.Queues) each TCP rule also matches "symhash mod N":
+// a symmetric hash of the addresses and ports, so a connection's packets
+// both ways go to one queue; the ICMP rules go to the first. The queue is
 // fail-closed: with no reader the kernel drops the queued packets.
 package nfrules

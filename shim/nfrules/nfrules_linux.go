@@ -20,7 +20,8 @@ var ErrNoPeers = errors.New("nfrules: no peer prefixes")
 // Spec is the rule set: TCP with any of Peers goes to queue Queue, or with
 // Queues > 1 to one of the queues Queue .. Queue+Queues-1 by a symmetric
 // hash of its addresses and ports, so that both directions of a connection
-// go to the same queue.
+// go to the same queue; the ICMP hard errors quoting a packet to one of
+// Peers (RFC 5925 §7.8) go to queue Queue.
 type Spec struct {
 	Table  string // name of the tables (ip and ip6) holding the rules
 	Queue  uint16
@@ -166,17 +167,37 @@ func install(spec Spec, m Method) error {
 			in = c.AddChain(&nftables.Chain{Name: "in", Table: t, Type: nftables.ChainTypeFilter,
 				Hooknum: nftables.ChainHookInput, Priority: nftables.ChainPriorityMangle, Policy: &accept})
 		}
-		for _, p := range peers {
-			for i := range max(spec.Queues, 1) {
-				c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: match(p, false, queueTo(m, spec, i)...)})
-				c.AddRule(&nftables.Rule{Table: t, Chain: in, Exprs: match(p, true, queueTo(m, spec, i)...)})
-			}
+		outRules, inRules := rules(spec, m, peers)
+		for _, r := range outRules {
+			c.AddRule(&nftables.Rule{Table: t, Chain: out, Exprs: r})
+		}
+		for _, r := range inRules {
+			c.AddRule(&nftables.Rule{Table: t, Chain: in, Exprs: r})
 		}
 		if err := c.Flush(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// rules returns the expressions of the output and input chains' rules for
+// one family's peers: TCP to and from each peer, by queue, and the ICMP
+// hard errors (RFC 5925 §7.8) that quote a packet to it.
+func rules(spec Spec, m Method, peers []netip.Prefix) (out, in [][]expr.Any) {
+	for _, p := range peers {
+		for i := range max(spec.Queues, 1) {
+			out = append(out, match(p, false, queueTo(m, spec, i)...))
+			in = append(in, match(p, true, queueTo(m, spec, i)...))
+		}
+		// The first queue: the layer's ICMP path only reads the
+		// connection (each queue's reader sees all), so no hash is needed
+		// to keep it in order with the connection's segments.
+		for _, r := range icmpMatches(p) {
+			in = append(in, append(r, queueExpr(m, spec.Queue)))
+		}
+	}
+	return out, in
 }
 
 // ourChains returns the table's "out" and "in" chains if they are base
@@ -221,17 +242,58 @@ func match(p netip.Prefix, src bool, then ...expr.Any) []expr.Any {
 	if src {
 		off -= n // saddr precedes daddr in both headers
 	}
+	return append(append([]expr.Any{
+		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+	}, addrIn(p, expr.PayloadBaseNetworkHeader, off)...), then...)
+}
+
+// icmpMatches are the matches of the ICMP hard errors of RFC 5925 §7.8
+// (those Linux's tcp_ao_ignore_icmp ignores) that quote a TCP packet to p:
+// "icmp type 3 code 2-4" or "icmpv6 type 1 code 1" and "... code 4", with
+// the quoted header's protocol TCP and its destination in p. The quoted
+// header starts 8 bytes into the ICMP message; an IPv4 one's destination
+// is at its offset 16 whatever its IHL.
+func icmpMatches(p netip.Prefix) [][]expr.Any {
+	th := func(off, n uint32) expr.Any {
+		return &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: off, Len: n}
+	}
+	if p.Addr().Is4() {
+		return [][]expr.Any{append([]expr.Any{
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_ICMP}},
+			th(0, 2), // type and code, compared as one big-endian number
+			&expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: []byte{3, 2}, ToData: []byte{3, 4}},
+			th(8+9, 1),
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+		}, addrIn(p, expr.PayloadBaseTransportHeader, 8+16)...)}
+	}
+	var rs [][]expr.Any
+	for _, code := range []byte{1, 4} { // administratively prohibited, port unreachable
+		rs = append(rs, append([]expr.Any{
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_ICMPV6}},
+			th(0, 2),
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1, code}},
+			th(8+6, 1), // the quoted header's next header
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+		}, addrIn(p, expr.PayloadBaseTransportHeader, 8+24)...))
+	}
+	return rs
+}
+
+// addrIn matches the address of p's family at offset off of base against p.
+func addrIn(p netip.Prefix, base expr.PayloadBase, off uint32) []expr.Any {
+	n := uint32(p.Addr().BitLen() / 8)
 	mask := make([]byte, n)
 	for i := 0; i < p.Bits(); i++ {
 		mask[i/8] |= 0x80 >> (i % 8)
 	}
-	return append([]expr.Any{
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: off, Len: n},
+	return []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: base, Offset: off, Len: n},
 		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: n, Mask: mask, Xor: make([]byte, n)},
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: p.Masked().Addr().AsSlice()},
-	}, then...)
+	}
 }
 
 // queueTo is the rule's end for the i-th of spec's queues: with one

@@ -43,9 +43,11 @@ func rules(t *testing.T, table string) map[string]int {
 	return n
 }
 
-// TestInstallReplaceRemove: Install makes one rule per peer and direction in
-// the family of the peer, a second Install replaces the first (as after a
-// crash or on reload), Remove leaves nothing, and removing twice is fine.
+// TestInstallReplaceRemove: Install makes one TCP rule per peer and
+// direction in the family of the peer, and input rules for the peer's ICMP
+// hard errors (one for IPv4, one per code for IPv6); a second Install
+// replaces the first (as after a crash or on reload), Remove leaves
+// nothing, and removing twice is fine.
 func TestInstallReplaceRemove(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: network namespaces and netfilter rules")
@@ -56,26 +58,27 @@ func TestInstallReplaceRemove(t *testing.T) {
 			unsupported = err
 			return nil
 		}
-		if got := rules(t, "shtest"); got["ip in"] != 2 || got["ip out"] != 2 || got["ip6 in"] != 1 || got["ip6 out"] != 1 {
-			t.Errorf("after install: rules %v, want ip 2+2, ip6 1+1", got)
+		if got := rules(t, "shtest"); got["ip in"] != 2+2 || got["ip out"] != 2 || got["ip6 in"] != 1+2 || got["ip6 out"] != 1 {
+			t.Errorf("after install: rules %v, want ip in 2+2 (TCP+ICMP), out 2, ip6 in 1+2, out 1", got)
 		}
 		m, err := nfrules.Install(nfrules.Spec{Table: "shtest", Queue: 3, Peers: peers("192.0.2.9/32")})
 		if err != nil {
 			return err
 		}
 		t.Logf("queueing by %s", m)
-		if got := rules(t, "shtest"); got["ip in"] != 1 || got["ip out"] != 1 || got["ip6 in"] != 0 || got["ip6 out"] != 0 {
-			t.Errorf("after reinstall: rules %v, want ip 1+1 and no ip6 table", got)
+		if got := rules(t, "shtest"); got["ip in"] != 1+1 || got["ip out"] != 1 || got["ip6 in"] != 0 || got["ip6 out"] != 0 {
+			t.Errorf("after reinstall: rules %v, want ip in 1+1, out 1 and no ip6 table", got)
 		}
 		if ok, err := nfrules.Exists("shtest"); err != nil || !ok {
 			t.Errorf("Exists = %v, %v after install", ok, err)
 		}
-		// Three queues: a rule per queue, peer and direction.
+		// Three queues: a TCP rule per queue, peer and direction; the ICMP
+		// rules go to the first queue only.
 		if _, err := nfrules.Install(nfrules.Spec{Table: "shtest", Queue: 3, Queues: 3, Peers: peers("192.0.2.9/32", "2001:db8::9/128")}); err != nil {
 			return err
 		}
-		if got := rules(t, "shtest"); got["ip in"] != 3 || got["ip out"] != 3 || got["ip6 in"] != 3 || got["ip6 out"] != 3 {
-			t.Errorf("three queues: rules %v, want 3+3 per family", got)
+		if got := rules(t, "shtest"); got["ip in"] != 3+1 || got["ip out"] != 3 || got["ip6 in"] != 3+2 || got["ip6 out"] != 3 {
+			t.Errorf("three queues: rules %v, want in 3+1 and out 3 (ip), in 3+2 and out 3 (ip6)", got)
 		}
 		for i := range 2 {
 			if err := nfrules.Remove("shtest"); err != nil {
