@@ -10,5 +10,7 @@
 // A keyring refuses what Validate refuses, and only adds what it cannot
 // see here: a KeyID clash with the MKTs it already holds.
 //
-// Printing a configuration never shows key bytes.
+// Printing a configuration never shows key bytes: not fmt of any verb,
+// not json.Marshal, not slog (its text or JSON handler), not an error of
+// Validate, which quotes no field that may hold a pasted key.
 package keys

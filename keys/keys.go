@@ -1,11 +1,14 @@
 package keys
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/netip"
 
+	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/mac"
 )
 
@@ -50,7 +53,9 @@ type AO struct {
 func (c AO) Validate() (AO, error) {
 	alg, err := mac.Lookup(c.Algorithm)
 	if err != nil {
-		return AO{}, fmt.Errorf("%w MKT: %w", ErrInvalid, err)
+		// Not mac's message: it quotes the name, which may be a key
+		// pasted into the wrong field.
+		return AO{}, fmt.Errorf("%w MKT: %w (see mac.Names)", ErrInvalid, mac.ErrUnknownAlgorithm)
 	}
 	c.Algorithm = alg.Name()
 	if len(c.Key) == 0 || len(c.Key) > MaxKeyLen {
@@ -106,10 +111,28 @@ func (c AO) String() string {
 func (c AO) GoString() string { return c.String() }
 
 // Format prints String for every verb, %x included.
-func (c AO) Format(f fmt.State, _ rune) {
-	if f != nil {
-		fmt.Fprint(f, c.String())
+func (c AO) Format(f fmt.State, _ rune) { redact.Format(f, c.String()) }
+
+// MarshalJSON writes c's fields under their Go names, the key as
+// "[redacted]" ("" for none): a configuration never leaves the process
+// with its key through JSON (slog's JSON handler included).
+func (c AO) MarshalJSON() ([]byte, error) {
+	type fields AO // c's fields without its methods
+	return json.Marshal(struct {
+		fields
+		Key string
+	}{fields(c), redact.Key(c.Key)})
+}
+
+// LogValue is c for log/slog, as a group (peer, sendid, recvid, alg,
+// maclen, exclude_options, ifindex when bound, key=[redacted]).
+func (c AO) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("peer", c.Peer.String()), slog.Int("sendid", int(c.SendID)), slog.Int("recvid", int(c.RecvID)),
+		slog.String("alg", c.Algorithm), slog.Int("maclen", c.MACLen), slog.Bool("exclude_options", c.ExcludeOptions)}
+	if c.HasIfIndex {
+		attrs = append(attrs, slog.Int("ifindex", c.IfIndex))
 	}
+	return slog.GroupValue(append(attrs, redact.Attr(c.Key))...)
 }
 
 // MD5 describes a TCP-MD5 key (RFC 2385) as Linux's TCP_MD5SIG_EXT takes
@@ -170,8 +193,24 @@ func (c MD5) String() string {
 func (c MD5) GoString() string { return c.String() }
 
 // Format prints String for every verb, %x included.
-func (c MD5) Format(f fmt.State, _ rune) {
-	if f != nil {
-		fmt.Fprint(f, c.String())
+func (c MD5) Format(f fmt.State, _ rune) { redact.Format(f, c.String()) }
+
+// MarshalJSON writes c's fields under their Go names, the key as
+// "[redacted]" ("" for none), as AO's does.
+func (c MD5) MarshalJSON() ([]byte, error) {
+	type fields MD5 // c's fields without its methods
+	return json.Marshal(struct {
+		fields
+		Key string
+	}{fields(c), redact.Key(c.Key)})
+}
+
+// LogValue is c for log/slog, as a group (peer, ifindex when bound,
+// key=[redacted]).
+func (c MD5) LogValue() slog.Value {
+	attrs := []slog.Attr{slog.String("peer", c.Peer.String())}
+	if c.HasIfIndex {
+		attrs = append(attrs, slog.Int("ifindex", c.IfIndex))
 	}
+	return slog.GroupValue(append(attrs, redact.Attr(c.Key))...)
 }
