@@ -15,7 +15,9 @@
 // whose keys an entry is, only its peer: a segment is judged with its
 // receiver's keys, else with the sender's mirrored (SendID and RecvID
 // swapped), and when both ends share an address under both readings.
-// Memory grows with the flows that keys concern, not with the packets.
+// Memory grows with the flows that keys cover, up to [Options].MaxFlows
+// of them (the segments of later flows are Untracked), not with the
+// packets.
 //
 // cmd/tcpsig's verify command prints a Report as text or JSON lines.
 package pcapverify

@@ -38,7 +38,7 @@ func Example() {
 		fmt.Printf("%s (ISN from its %s): %v KeyIDs %v\n", d.From, d.ISNFrom, d.Algs, d.KeyIDs)
 	}
 	// Output:
-	// 49 packets, {Good:49 Bad:0 NoKey:0 Unsigned:0 Malformed:0 UnknownISN:0}
+	// 49 packets, {Good:49 Bad:0 NoKey:0 Unsigned:0 Malformed:0 UnknownISN:0 Untracked:0}
 	// 127.0.0.2:40001 (ISN from its SYN): [hmac(sha1)] KeyIDs [100 101]
 	// 127.0.0.1:40002 (ISN from its SYN-ACK): [hmac(sha1)] KeyIDs [200 201]
 }

@@ -1,6 +1,9 @@
 package pcapverify
 
 import (
+	"encoding/binary"
+	"fmt"
+	"hash/maphash"
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/ao"
@@ -56,29 +59,44 @@ type endState struct {
 	lastSet bool
 	// Traffic keys of the endpoint's send direction derived so far (two
 	// MKTs across a rotation, SYN and other), reused while they cover its
-	// segments; next is the slot the next derivation overwrites.
-	keys [4]ao.TrafficKey
+	// segments; next is the slot the next derivation overwrites. A slot
+	// is allocated by its first derivation (some 700 bytes each): a flow
+	// that derives none costs a tenth of one that fills them.
+	keys [4]*ao.TrafficKey
 	next uint8
 }
 
 // trafficKey returns a traffic key of m for seg, which e sent under isns:
 // one already derived if it covers seg, else a new one in the oldest slot.
 func (e *endState) trafficKey(m *ao.MKT, isns ao.ISNs, seg *segment.Segment) (*ao.TrafficKey, error) {
-	for i := range e.keys {
-		if e.keys[i].Covers(m, isns, seg) {
-			return &e.keys[i], nil
+	for _, k := range e.keys {
+		if k != nil && k.Covers(m, isns, seg) {
+			return k, nil
 		}
 	}
-	k := &e.keys[e.next]
+	if e.keys[e.next] == nil {
+		e.keys[e.next] = new(ao.TrafficKey)
+	}
+	k := e.keys[e.next]
 	e.next = (e.next + 1) % uint8(len(e.keys))
 	return k, k.Derive(m, isns, seg)
 }
 
 // wipe clears the traffic keys e derived.
 func (e *endState) wipe() {
-	for i := range e.keys {
-		e.keys[i].Wipe()
+	for _, k := range e.keys {
+		if k != nil {
+			k.Wipe()
+		}
 	}
+}
+
+// restart makes e s, an endpoint of a new connection: the traffic keys
+// of the old one are wiped, their slots kept for the new one's.
+func (e *endState) restart(s endState) {
+	e.wipe()
+	s.keys = e.keys
+	*e = s
 }
 
 func (e *endState) isnKnown() bool { return e.isnFrom != isnUnknown }
@@ -181,16 +199,30 @@ func (f *flow) readingName() string {
 	return f.ends[f.reading-1].addr.String() + "'s"
 }
 
-// flows is the flow table of one capture.
+// DefaultMaxFlows is the number of flows a Verifier tracks when
+// Options.MaxFlows is 0: some 0.7 KiB each, plus 0.7 KiB for each
+// traffic key a flow derives (at most 8), so 45 to 400 MiB.
+const DefaultMaxFlows = 1 << 16
+
+// flows is the flow table of one capture: the flows that keys cover,
+// up to max of them, kept to the end of the capture. A flow closed by a
+// FIN or RST is kept too: its retransmissions, the last ACK and the
+// segments of TIME-WAIT need its ISNs and SNE, and a new connection on
+// its ports is recognised by its SYN (learn).
 type flows struct {
 	byKey map[flowKey]*flow
 	order []*flow
+	max   int
+	over  overflow // the flows turned away once max were tracked
+	// overReason is the reason of an Untracked verdict, made once.
+	overReason string
 }
 
-func newFlows() *flows { return &flows{byKey: map[flowKey]*flow{}} }
+func newFlows(max int) *flows {
+	return &flows{byKey: map[flowKey]*flow{}, max: max, over: newOverflow(maxOverflow),
+		overReason: fmt.Sprintf("flow not tracked: a verifier tracks the first %d flows that keys cover, and this one came after them", max)}
+}
 
-// get returns the flow of a segment from src to dst and the sender's index,
-// creating it with the ISNs and SNEs given on the command line.
 // wipe clears every traffic key of every flow.
 func (t *flows) wipe() {
 	for _, f := range t.byKey {
@@ -199,15 +231,29 @@ func (t *flows) wipe() {
 	}
 }
 
-func (t *flows) get(src, dst netip.AddrPort, opts *Options) (*flow, int) {
-	k := keyOf(src, dst)
-	if f, ok := t.byKey[k]; ok {
-		if f.ends[0].addr == src {
-			return f, 0
-		}
-		return f, 1
+// find returns the flow of a segment from src to dst and the sender's
+// index; nil when the flow is not tracked.
+func (t *flows) find(src, dst netip.AddrPort) (*flow, int) {
+	f, ok := t.byKey[keyOf(src, dst)]
+	switch {
+	case !ok:
+		return nil, 0
+	case f.ends[0].addr == src:
+		return f, 0
 	}
-	// ends[0] is the sender of the first segment seen.
+	return f, 1
+}
+
+// add tracks the flow of a segment from src to dst, which find did not
+// know, with the ISNs and SNEs given on the command line; its sender is
+// ends[0]. It returns nil, and counts the flow in t.over, when t holds max
+// flows already.
+func (t *flows) add(src, dst netip.AddrPort, opts *Options) *flow {
+	k := keyOf(src, dst)
+	if len(t.byKey) >= t.max {
+		t.over.note(k)
+		return nil
+	}
 	f := &flow{id: len(t.order) + 1}
 	f.ends[0].addr, f.ends[1].addr = src, dst
 	for j := range f.ends {
@@ -218,8 +264,47 @@ func (t *flows) get(src, dst netip.AddrPort, opts *Options) (*flow, int) {
 	}
 	t.byKey[k] = f
 	t.order = append(t.order, f)
-	return f, 0
+	return f
 }
+
+// maxOverflow bounds the flows an overflow tells apart: some 1.5 MiB.
+const maxOverflow = 1 << 16
+
+// overflow counts the flows a full table turned away, each once, without
+// keeping them: a set of their hashes (seeded per capture, so a capture
+// cannot choose flows that collide), at most limit of them.
+type overflow struct {
+	seed  maphash.Seed
+	seen  map[uint64]struct{}
+	limit int
+	more  bool // a flow came when seen was full: len(seen) is a lower bound
+}
+
+func newOverflow(limit int) overflow {
+	return overflow{seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}, limit: limit}
+}
+
+// note counts flow k, if it is new.
+func (o *overflow) note(k flowKey) {
+	var b [2*16 + 2*2]byte
+	a, z := k.a.Addr().As16(), k.b.Addr().As16()
+	copy(b[:16], a[:])
+	copy(b[16:32], z[:])
+	binary.BigEndian.PutUint16(b[32:], k.a.Port())
+	binary.BigEndian.PutUint16(b[34:], k.b.Port())
+	h := maphash.Bytes(o.seed, b[:])
+	if _, ok := o.seen[h]; ok {
+		return
+	}
+	if len(o.seen) >= o.limit {
+		o.more = true
+		return
+	}
+	o.seen[h] = struct{}{}
+}
+
+// flows is the number of flows o counted, and whether there were more.
+func (o *overflow) flows() (n uint64, more bool) { return uint64(len(o.seen)), o.more }
 
 // learn takes what a segment sent by ends[i] tells about the connection,
 // before (and whatever) its verdict: a SYN or SYN-ACK gives the sender's
@@ -237,10 +322,10 @@ func (f *flow) learn(i int, h segment.TCP, opts *Options) {
 		if e.isnFrom == isnFromSYN || e.isnFrom == isnFromSYNACK {
 			// A new connection on the same ports: what was learnt
 			// about the peer belongs to the old one.
-			*o = endState{addr: o.addr}
+			o.restart(endState{addr: o.addr})
 		}
 		f.conns++
-		*e = endState{addr: e.addr, isn: seq, isnFrom: isnFromSYN, basis: seq, sneSet: true}
+		e.restart(endState{addr: e.addr, isn: seq, isnFrom: isnFromSYN, basis: seq, sneSet: true})
 		return
 	case segment.SYN | segment.ACK:
 		// A simultaneous open keeps the ISN of the endpoint's SYN.
@@ -248,7 +333,7 @@ func (f *flow) learn(i int, h segment.TCP, opts *Options) {
 			return
 		}
 		opts.contradicted(e, seq, "SYN-ACK")
-		*e = endState{addr: e.addr, isn: seq, isnFrom: isnFromSYNACK, basis: seq, sneSet: true}
+		e.restart(endState{addr: e.addr, isn: seq, isnFrom: isnFromSYNACK, basis: seq, sneSet: true})
 		return
 	}
 	if !e.sneSet {

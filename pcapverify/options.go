@@ -8,14 +8,20 @@ import (
 )
 
 // Options are what a capture cannot tell, given by its user: the ISNs
-// and SNEs of endpoints whose handshake is missing. The messages name
-// them as tcpsig's -isn and -sne flags. One Options may serve several
-// captures; it remembers which endpoints a segment was from or to.
+// and SNEs of endpoints whose handshake is missing, and how many flows
+// to track. The messages name them as tcpsig's -isn and -sne flags. One
+// Options may serve several captures; it remembers which endpoints a
+// segment was from or to.
 type Options struct {
 	ISN map[netip.AddrPort]uint32 // -isn
 	SNE map[netip.AddrPort]uint32 // -sne
 
 	Warn func(string) // prints a warning line; nil: none
+
+	// MaxFlows bounds the flows that keys cover a Verifier tracks, and
+	// so its memory (0 or less: DefaultMaxFlows). The segments of a flow
+	// that comes after that many are Untracked.
+	MaxFlows int
 
 	seen   map[netip.AddrPort]bool // ISN/SNE endpoints some segment was from or to
 	warned map[string]bool         // warnings already given

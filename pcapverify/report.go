@@ -48,13 +48,14 @@ type VerdictCounts struct {
 	Unsigned   uint64 `json:"unsigned"`
 	Malformed  uint64 `json:"malformed"`
 	UnknownISN uint64 `json:"unknown-isn"`
+	Untracked  uint64 `json:"untracked"`
 }
 
 // Verdicts are t's counts by name.
 func (t *Totals) Verdicts() VerdictCounts { return countsOf(&t.Counts) }
 
 func countsOf(c *[NumVerdicts]uint64) VerdictCounts {
-	return VerdictCounts{c[Good], c[Bad], c[NoKey], c[Unsigned], c[Malformed], c[UnknownISN]}
+	return VerdictCounts{c[Good], c[Bad], c[NoKey], c[Unsigned], c[Malformed], c[UnknownISN], c[Untracked]}
 }
 
 // A FlowSummary is a flow's table: its endpoints, and what each direction

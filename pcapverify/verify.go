@@ -22,10 +22,11 @@ const (
 	Unsigned                   // no option, though a key covers the peer
 	Malformed                  // the segment cannot be parsed as the kernel would
 	UnknownISN                 // TCP-AO, but an ISN the MAC depends on is unknown
+	Untracked                  // not judged: its flow came after the Options.MaxFlows the verifier tracks
 	NumVerdicts                // the number of verdicts
 )
 
-var verdictNames = [NumVerdicts]string{"good", "bad", "no-key", "unsigned", "malformed", "unknown-isn"}
+var verdictNames = [NumVerdicts]string{"good", "bad", "no-key", "unsigned", "malformed", "unknown-isn", "untracked"}
 
 // String is the verdict's name in reports: "good", "no-key", ...
 func (v Verdict) String() string {
@@ -36,7 +37,8 @@ func (v Verdict) String() string {
 }
 
 // Failing reports whether the verdict is a failure: every verdict but
-// Good and UnknownISN (a segment that could not be checked).
+// Good and UnknownISN (a segment that could not be checked). Untracked
+// fails: a capture cannot pass by holding more flows than are tracked.
 func (v Verdict) Failing() bool { return v != Good && v != UnknownISN }
 
 // Kind is the authentication option a segment carries.
@@ -82,6 +84,13 @@ type Totals struct {
 	Skipped uint64 // not TCP over IP, or TCP that no key concerns
 	Counts  [NumVerdicts]uint64
 	NeedISN []netip.AddrPort // endpoints whose unknown ISN made segments unknown-isn (the first few)
+
+	// UntrackedFlows counts the flows that keys cover but came after
+	// MaxFlows others (their segments are Untracked), each once up to
+	// 65536 of them; past that UntrackedMore says there were more.
+	UntrackedFlows uint64
+	UntrackedMore  bool
+	MaxFlows       int // the flows a verifier tracked at most, when UntrackedFlows > 0
 }
 
 // maxNeedISN bounds Totals.NeedISN.
@@ -97,6 +106,9 @@ func (t *Totals) Add(o *Totals) {
 	for _, ap := range o.NeedISN {
 		t.noteNeedISN(ap)
 	}
+	t.UntrackedFlows += o.UntrackedFlows
+	t.UntrackedMore = t.UntrackedMore || o.UntrackedMore
+	t.MaxFlows = max(t.MaxFlows, o.MaxFlows)
 }
 
 func (t *Totals) noteNeedISN(ap netip.AddrPort) {
@@ -125,8 +137,9 @@ func (t *Totals) Failing() bool {
 
 // A Verifier judges the packets of one capture, in order, and hands every
 // judged segment to emit, which must not keep the result. Its memory
-// grows with the number of flows that keys concern, not with the number
-// of packets.
+// grows with the number of flows that keys cover, up to Options.MaxFlows
+// of them, not with the number of packets: a segment no key covers
+// leaves nothing behind.
 type Verifier struct {
 	keys   *Keys
 	opts   *Options
@@ -153,7 +166,7 @@ func NewVerifier(keys *Keys, opts *Options, emit func(*Result)) (*Verifier, erro
 	if emit == nil {
 		emit = func(*Result) {}
 	}
-	return &Verifier{keys: keys, opts: opts, flows: newFlows(), emit: emit}, nil
+	return &Verifier{keys: keys, opts: opts, flows: newFlows(opts.maxFlows()), emit: emit}, nil
 }
 
 // Close wipes the traffic keys the verifier derived.
@@ -208,12 +221,17 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 		v.opts.note(src)
 		v.opts.note(dst)
 	}
-	signed := seg.Auth().AO > 0 || seg.Auth().MD5 > 0
-	if !signed && !v.keys.relevant(src.Addr(), dst.Addr()) {
-		v.totals.Skipped++
-		return
+	f, i := v.flows.find(src, dst)
+	if f == nil { // a new flow, tracked only if a key covers it (i is 0: its sender is ends[0])
+		if !v.keys.relevant(src.Addr(), dst.Addr()) {
+			v.uncovered(frame, &seg, src, dst)
+			return
+		}
+		if f = v.flows.add(src, dst, v.opts); f == nil {
+			v.untracked(frame, &seg, src, dst)
+			return
+		}
 	}
-	f, i := v.flows.get(src, dst, v.opts)
 	f.learn(i, h, v.opts)
 	f.ends[i].last, f.ends[i].lastSet = h.Seq(), true
 	d := v.direction(f, i)
@@ -253,8 +271,9 @@ func (v *Verifier) broken(frame int, ip []byte, truncated bool, err error) {
 	}
 	switch {
 	case ok && v.keys.relevant(src.Addr(), dst.Addr()):
-		f, i := v.flows.get(src, dst, v.opts)
-		d, r.Flow = v.direction(f, i), f.id
+		if f, i := v.track(src, dst); f != nil {
+			d, r.Flow = v.direction(f, i), f.id
+		}
 	case errors.Is(err, segment.ErrAuthOption), errors.Is(err, segment.ErrDuplicateAuth), errors.Is(err, segment.ErrBothAuth):
 		// A broken signature option is reported whoever it is for.
 	default:
@@ -474,7 +493,7 @@ func missingISNs(flags segment.Flags, e, o *endState) string {
 // aoNoKey explains a no-key verdict for a TCP-AO segment.
 func (v *Verifier) aoNoKey(d *dirState, r *Result) string {
 	if len(d.ao) == 0 {
-		return fmt.Sprintf("no TCP-AO key in the keys file for %v (as receiver's peer) or %v (as sender's)", r.Src.Addr(), r.Dst.Addr())
+		return noAOKey(r)
 	}
 	rings := make([]*ao.Keyring, len(d.ao))
 	for k, j := range d.ao {
@@ -518,7 +537,7 @@ func (v *Verifier) judgeMD5(d *dirState, seg *segment.Segment, r *Result) {
 	switch r.Verdict {
 	case Good:
 	case NoKey:
-		r.Reason = fmt.Sprintf("no TCP-MD5 key in the keys file for %v (as receiver's peer) or %v (as sender's)", r.Src.Addr(), r.Dst.Addr())
+		r.Reason = noMD5Key(r)
 		if len(d.ao) > 0 {
 			r.Reason += "; the keys for this peer are TCP-AO"
 		}

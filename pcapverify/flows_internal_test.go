@@ -1,0 +1,89 @@
+package pcapverify
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/segment"
+)
+
+// MaxFlows 0 or less is DefaultMaxFlows.
+func TestMaxFlowsDefault(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		if got := (&Options{MaxFlows: n}).maxFlows(); got != DefaultMaxFlows {
+			t.Errorf("MaxFlows %d: %d flows, want %d", n, got, DefaultMaxFlows)
+		}
+	}
+	if got := (&Options{MaxFlows: 7}).maxFlows(); got != 7 {
+		t.Errorf("MaxFlows 7: %d", got)
+	}
+}
+
+// An overflow counts each flow once, up to its limit; past it, it says
+// there were more.
+func TestOverflowLowerBound(t *testing.T) {
+	o := newOverflow(3)
+	key := func(n int) flowKey {
+		return keyOf(netip.AddrPortFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(n)}), 1), netip.MustParseAddrPort("10.0.0.200:179"))
+	}
+	for _, n := range []int{1, 2, 1, 2, 3} {
+		o.note(key(n))
+	}
+	if n, more := o.flows(); n != 3 || more {
+		t.Errorf("3 flows: %d, more %v", n, more)
+	}
+	o.note(key(1))
+	if _, more := o.flows(); more {
+		t.Error("a flow already counted made it more")
+	}
+	o.note(key(4))
+	if n, more := o.flows(); n != 3 || !more {
+		t.Errorf("4 flows, limit 3: %d, more %v", n, more)
+	}
+	// The two directions of a flow are one flow.
+	p := newOverflow(3)
+	a, b := netip.MustParseAddrPort("10.0.0.1:1"), netip.MustParseAddrPort("10.0.0.2:2")
+	p.note(keyOf(a, b))
+	p.note(keyOf(b, a))
+	if n, _ := p.flows(); n != 1 {
+		t.Errorf("both directions: %d flows", n)
+	}
+}
+
+// A new connection on a flow's ports wipes the traffic keys of the old
+// one and reuses their slots.
+func TestRestartReusesKeySlots(t *testing.T) {
+	kf, err := keyfile.Parse([]byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 1, "peer": "10.0.0.0/8"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := LoadKeys(kf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, dst := netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.2")
+	m := ks.aoRings[0].LookupRecv(src, 1, 0)
+	if m == nil {
+		t.Fatal("no MKT")
+	}
+	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: 1, DstPort: 2, Seq: 5, Flags: segment.SYN}, ao.AppendOption(nil, 12))
+	seg, err := segment.FromTCP(src, dst, tcp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e endState
+	isns := ao.ISNs{Src: 5}
+	k, err := e.trafficKey(m, isns, &seg)
+	if err != nil || k == nil || e.keys[0] != k || !k.Covers(m, isns, &seg) {
+		t.Fatalf("trafficKey: %v, slot %p of %p", err, e.keys[0], k)
+	}
+	if again, _ := e.trafficKey(m, isns, &seg); again != k {
+		t.Error("a key already derived was derived again")
+	}
+	e.restart(endState{isn: 9, isnFrom: isnFromSYN})
+	if e.keys[0] != k || k.Covers(m, isns, &seg) || e.isn != 9 || e.next != 0 {
+		t.Errorf("after restart: slot %p (was %p), still covers %v, isn %d", e.keys[0], k, k.Covers(m, isns, &seg), e.isn)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pcapverify_test
+
+const raceEnabled = false
