@@ -41,10 +41,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/mac"
 )
 
@@ -64,13 +66,26 @@ const MaxInputLen = 53
 // it takes, is made the first time the key derives (an add of an MKT then
 // runs no key schedule, and a key that never derives never runs one);
 // Init checks the key at once. Safe for concurrent use after Init.
+// Printing it (any fmt verb, slog) shows its algorithm, never key bytes.
 type Master struct {
-	key   *mac.Key       // the template, once ready
-	alg   *mac.Algorithm // set by Init
-	ready atomic.Bool    // key holds the template
-	mu    sync.Mutex     // makes the template once
-	raw   [maxLazyKey]byte
-	n     uint8 // raw's length until the template is made; then raw is cleared
+	// key is the template once ready; raw holds the master key until
+	// then, and is cleared and let go when the template is made. Both
+	// are atomic.Pointers, not arrays or plain pointers, for fmt: a
+	// Master held by value in another struct is printed field by field
+	// (no method of Master stops that), and fmt prints an array's bytes,
+	// follows a plain pointer under a verb it does not fit (%s, %q), but
+	// shows an atomic.Pointer's unsafe.Pointer as an address, always.
+	key   atomic.Pointer[mac.Key]
+	raw   atomic.Pointer[lazyKey] // written under mu
+	alg   *mac.Algorithm          // set by Init
+	ready atomic.Bool             // key holds the template
+	mu    sync.Mutex              // makes the template once
+}
+
+// lazyKey is a master key waiting for its template.
+type lazyKey struct {
+	b [maxLazyKey]byte
+	n uint8 // b's length
 }
 
 // maxLazyKey is the longest master key whose template waits for its first
@@ -108,39 +123,44 @@ func (m *Master) set(alg *mac.Algorithm, key []byte) error {
 	if len(key) > maxLazyKey {
 		return m.makeTemplate(key)
 	}
-	m.n = uint8(copy(m.raw[:], key))
+	raw := new(lazyKey)
+	raw.n = uint8(copy(raw.b[:], key))
+	m.raw.Store(raw)
 	return nil
 }
 
 // keyed returns the template, making it on first use.
 func (m *Master) keyed() (*mac.Key, error) {
 	if m.ready.Load() {
-		return m.key, nil
+		return m.key.Load(), nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.ready.Load() {
-		if m.alg == nil {
+		raw := m.raw.Load()
+		if m.alg == nil || raw == nil {
 			return nil, ErrMasterKey
 		}
-		err := m.makeTemplate(m.raw[:m.n])
-		clear(m.raw[:])
-		m.n = 0
+		err := m.makeTemplate(raw.b[:raw.n])
+		raw.wipe()
+		m.raw.Store(nil)
 		if err != nil {
 			return nil, err
 		}
 	}
-	return m.key, nil
+	return m.key.Load(), nil
 }
 
 // makeTemplate makes the template from key, allocating its memory the
 // first time; on failure the Master holds no algorithm. Init, or keyed
 // under m.mu.
 func (m *Master) makeTemplate(key []byte) error {
-	if m.key == nil {
-		m.key = new(mac.Key)
+	k := m.key.Load()
+	if k == nil {
+		k = new(mac.Key)
+		m.key.Store(k)
 	}
-	if err := initPRF(m.key, m.alg, key); err != nil {
+	if err := initPRF(k, m.alg, key); err != nil {
 		m.alg = nil
 		return fmt.Errorf("%w: %v", ErrMasterKey, err)
 	}
@@ -223,10 +243,46 @@ func (m *Master) Wipe() {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.key.Wipe() // nil-safe: no template was made
-	clear(m.raw[:])
-	m.key, m.n, m.alg = nil, 0, nil
+	m.key.Load().Wipe() // nil-safe: no template was made
+	m.raw.Load().wipe()
+	m.key.Store(nil)
+	m.raw.Store(nil)
+	m.alg = nil
 	m.ready.Store(false)
+}
+
+// wipe clears the waiting key; nil-safe.
+func (k *lazyKey) wipe() {
+	if k != nil {
+		clear(k.b[:])
+		k.n = 0
+	}
+}
+
+// String names the master key's algorithm, never its bytes:
+// "kdf.Master{hmac(sha1), key [redacted]}", or "kdf.Master{empty}"
+// before Init and after Wipe.
+func (m *Master) String() string {
+	if alg := m.Algorithm(); alg != nil {
+		return "kdf.Master{" + alg.Name() + ", key " + redact.Marker + "}"
+	}
+	return "kdf.Master{empty}"
+}
+
+// GoString is String, so %#v does not print the key either.
+func (m *Master) GoString() string { return m.String() }
+
+// Format prints String for every verb, %x and %d included.
+func (m *Master) Format(f fmt.State, _ rune) { redact.Format(f, m.String()) }
+
+// LogValue is m for log/slog: its algorithm and key=[redacted], or an
+// empty group before Init and after Wipe.
+func (m *Master) LogValue() slog.Value {
+	alg := m.Algorithm()
+	if alg == nil {
+		return slog.GroupValue()
+	}
+	return slog.GroupValue(slog.String("alg", alg.Name()), slog.String("key", redact.Marker))
 }
 
 // Input is the connection part of the PRF input (RFC 5925 §5.2): as seen

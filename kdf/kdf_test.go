@@ -178,12 +178,12 @@ func TestLazyTemplate(t *testing.T) {
 			t.Fatalf("goroutine %d: traffic key %x, want %x", i, g, v.TrafficKey)
 		}
 	}
-	tmpl := m.key // the template's memory, which Wipe clears and lets go
+	tmpl := m.key.Load() // the template's memory, which Wipe clears and lets go
 	if tmpl == nil || *tmpl == (mac.Key{}) {
 		t.Fatal("no template after the first derivations")
 	}
 	m.Wipe()
-	if *tmpl != (mac.Key{}) || m.key != nil {
+	if *tmpl != (mac.Key{}) || m.key.Load() != nil {
 		t.Fatal("Wipe left the template's bytes")
 	}
 	if _, err := m.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil); err == nil {
@@ -194,7 +194,7 @@ func TestLazyTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh.Wipe()
-	if _, err := fresh.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil); err == nil || fresh.n != 0 || fresh.raw != [maxLazyKey]byte{} {
+	if _, err := fresh.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil); err == nil || fresh.raw.Load() != nil {
 		t.Fatal("a Master wiped before its first use kept its key or derived")
 	}
 }
