@@ -40,8 +40,22 @@ type fileSummary struct {
 	Checked  uint64                   `json:"segments"`
 	Skipped  uint64                   `json:"skipped"`
 	Verdicts pcapverify.VerdictCounts `json:"verdicts"`
-	Flows    []pcapverify.FlowSummary `json:"flows"`
-	Error    string                   `json:"error,omitempty"`
+	untrackedJSON
+	Flows []pcapverify.FlowSummary `json:"flows"`
+	Error string                   `json:"error,omitempty"`
+}
+
+// untrackedJSON counts the flows past the verifier's limit (their
+// segments are "untracked"): more_untracked_flows says there were more
+// than untracked_flows, max_flows is the limit.
+type untrackedJSON struct {
+	UntrackedFlows     uint64 `json:"untracked_flows"`
+	MoreUntrackedFlows bool   `json:"more_untracked_flows,omitempty"`
+	MaxFlows           int    `json:"max_flows,omitempty"`
+}
+
+func untrackedOf(t *pcapverify.Totals) untrackedJSON {
+	return untrackedJSON{t.UntrackedFlows, t.UntrackedMore, t.MaxFlows}
 }
 
 type summaryJSON struct {
@@ -50,10 +64,11 @@ type summaryJSON struct {
 		Checked  uint64                   `json:"segments"`
 		Skipped  uint64                   `json:"skipped"`
 		Verdicts pcapverify.VerdictCounts `json:"verdicts"`
-		Files    []fileSummary            `json:"files"`
-		Errors   int                      `json:"errors"` // captures that stopped at an error
-		Exit     int                      `json:"exit"`
-		Why      string                   `json:"why,omitempty"` // for exit 3: why nothing was verified
+		untrackedJSON
+		Files  []fileSummary `json:"files"`
+		Errors int           `json:"errors"` // captures that stopped at an error
+		Exit   int           `json:"exit"`
+		Why    string        `json:"why,omitempty"` // for exit 3: why nothing was verified
 	} `json:"summary"`
 }
 
@@ -100,18 +115,21 @@ func (p *jsonReporter) table(file string, t *pcapverify.Totals, fs []pcapverify.
 		} `json:"table"`
 	}
 	j.Table.Time = now
-	j.Table.fileSummary = fileSummary{File: file, Packets: t.Packets, Checked: t.Checked(), Skipped: t.Skipped, Verdicts: t.Verdicts(), Flows: fs}
-	if j.Table.Flows == nil {
-		j.Table.Flows = []pcapverify.FlowSummary{}
-	}
+	j.Table.fileSummary = newFileSummary(file, t, fs)
 	_ = p.enc.Encode(&j)
 }
 
-func (p *jsonReporter) end(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, err error) {
-	s := fileSummary{File: file, Packets: t.Packets, Checked: t.Checked(), Skipped: t.Skipped, Verdicts: t.Verdicts(), Flows: fs}
+// newFileSummary is the summary of one capture.
+func newFileSummary(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary) fileSummary {
+	s := fileSummary{File: file, Packets: t.Packets, Checked: t.Checked(), Skipped: t.Skipped, Verdicts: t.Verdicts(), untrackedJSON: untrackedOf(t), Flows: fs}
 	if s.Flows == nil {
 		s.Flows = []pcapverify.FlowSummary{}
 	}
+	return s
+}
+
+func (p *jsonReporter) end(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, err error) {
+	s := newFileSummary(file, t, fs)
 	if err != nil {
 		s.Error = err.Error()
 	}
@@ -122,6 +140,7 @@ func (p *jsonReporter) summary(t *pcapverify.Totals, files, failed int, exit int
 	var s summaryJSON
 	s.Summary.Packets, s.Summary.Checked, s.Summary.Skipped = t.Packets, t.Checked(), t.Skipped
 	s.Summary.Verdicts, s.Summary.Files, s.Summary.Exit = t.Verdicts(), p.files, exit
+	s.Summary.untrackedJSON = untrackedOf(t)
 	s.Summary.Errors, s.Summary.Why = failed, why
 	_ = p.enc.Encode(&s)
 }

@@ -142,7 +142,11 @@ func (p *textReporter) summary(t *pcapverify.Totals, files, failed int, exit int
 			fmt.Fprintln(p.w, "result: every checked segment is good")
 		}
 	case exitFailed:
-		fmt.Fprintln(p.w, "result: FAILED (see the segments above)")
+		if n := t.Counts[pcapverify.Untracked]; n > 0 && onlyUntracked(t) {
+			fmt.Fprintf(p.w, "result: FAILED: %d segments were not checked (untracked: their flows came after the %d a verifier tracks per capture)\n", n, t.MaxFlows)
+		} else {
+			fmt.Fprintln(p.w, "result: FAILED (see the segments above)")
+		}
 	case exitError:
 		fmt.Fprintln(p.w, "result: ERROR: a capture could not be read whole (see the error above)")
 	case exitNothing:
@@ -162,8 +166,28 @@ func describe(t *pcapverify.Totals) string {
 	if len(parts) > 0 {
 		s += ": " + strings.Join(parts, ", ")
 	}
+	if t.UntrackedFlows > 0 || t.UntrackedMore {
+		n := fmt.Sprintf("%d flows", t.UntrackedFlows)
+		switch {
+		case t.UntrackedMore:
+			n = "more than " + n
+		case t.UntrackedFlows == 1:
+			n = "1 flow"
+		}
+		s += fmt.Sprintf("; %s not tracked (a verifier tracks %d flows per capture)", n, t.MaxFlows)
+	}
 	if t.Skipped > 0 {
 		s += fmt.Sprintf("; %d packets not concerned by any key", t.Skipped)
 	}
 	return s
+}
+
+// onlyUntracked reports whether every failing segment of t is untracked.
+func onlyUntracked(t *pcapverify.Totals) bool {
+	for v := range pcapverify.NumVerdicts {
+		if v.Failing() && v != pcapverify.Untracked && t.Counts[v] > 0 {
+			return false
+		}
+	}
+	return true
 }
