@@ -264,7 +264,7 @@ func icmpMatches(p netip.Prefix) [][]expr.Any {
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_ICMP}},
 			th(0, 2), // type and code, compared as one big-endian number
 			&expr.Range{Op: expr.CmpOpEq, Register: 1, FromData: []byte{3, 2}, ToData: []byte{3, 4}},
-			th(8+9, 1),
+			th(8+9, 1), // the quoted header's protocol
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
 		}, addrIn(p, expr.PayloadBaseTransportHeader, 8+16)...)}
 	}
