@@ -60,8 +60,8 @@ type endState struct {
 	// Traffic keys of the endpoint's send direction derived so far (two
 	// MKTs across a rotation, SYN and other), reused while they cover its
 	// segments; next is the slot the next derivation overwrites. A slot
-	// is allocated by its first derivation (some 700 bytes each): a flow
-	// that derives none costs a tenth of one that fills them.
+	// is allocated by its first derivation (some 0.75 KiB each): a flow
+	// that derives none is some 0.8 KiB, one that fills them 6.8.
 	keys [4]*ao.TrafficKey
 	next uint8
 }
@@ -200,8 +200,8 @@ func (f *flow) readingName() string {
 }
 
 // DefaultMaxFlows is the number of flows a Verifier tracks when
-// Options.MaxFlows is 0: some 0.7 KiB each, plus 0.7 KiB for each
-// traffic key a flow derives (at most 8), so 45 to 400 MiB.
+// Options.MaxFlows is 0: some 0.8 KiB each, plus 0.75 KiB for each
+// traffic key a flow derives (at most 8), so 50 to 420 MiB at most.
 const DefaultMaxFlows = 1 << 16
 
 // flows is the flow table of one capture: the flows that keys cover,

@@ -87,3 +87,37 @@ func TestRestartReusesKeySlots(t *testing.T) {
 		t.Errorf("after restart: slot %p (was %p), still covers %v, isn %d", e.keys[0], k, k.Covers(m, isns, &seg), e.isn)
 	}
 }
+
+// The sender's keys mirrored for a receiver are built once per set of
+// entries that cover it, not per address: 1000 receivers in one entry's
+// prefix, and as many senders, make one mirror (before: one per address
+// pair, a keyring and MKT of some 3 KiB each).
+func TestMirrorsPerEntrySet(t *testing.T) {
+	kf, err := keyfile.Parse([]byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 2, "peer": "10.0.0.0/8"},
+		{"alg": "hmac(sha1)", "key": "text:l", "sndid": 3, "rcvid": 4, "peer": "10.9.0.0/16"}],
+		"md5": [{"peer": "10.0.0.0/8", "key": "text:m"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks, err := LoadKeys(kf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		src := netip.AddrFrom4([4]byte{192, 168, byte(i >> 8), byte(i)})
+		for _, dst := range []netip.Addr{netip.AddrFrom4([4]byte{10, 1, byte(i >> 8), byte(i)}), netip.AddrFrom4([4]byte{10, 9, byte(i >> 8), byte(i)})} {
+			rings, sender := ks.aoReadings(src, dst)
+			md5, md5Sender := ks.md5Readings(src, dst)
+			if len(rings) == 0 || !sender || !md5Sender || len(md5.names(src)) != 1 {
+				t.Fatalf("%v > %v: %d rings (sender %v), md5 sender %v", src, dst, len(rings), sender, md5Sender)
+			}
+			// The sender's ao[0] signs with its sndid, 1: mirrored, the RecvID.
+			if m := rings[0].LookupRecv(src, 1, 0); m == nil || ks.aoName(m) != "ao[0]" {
+				t.Fatalf("%v > %v: the mirrored ao[0] does not take KeyID 1 from %v", src, dst, src)
+			}
+		}
+	}
+	if n := len(ks.mirrors); n != 2 {
+		t.Errorf("%d mirrors for 2 sets of entries", n)
+	}
+}

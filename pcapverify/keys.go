@@ -2,6 +2,7 @@ package pcapverify
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -38,11 +39,12 @@ type Keys struct {
 	aoEntry map[*ao.MKT]int // index in file.AO
 	aoNames []string        // entryName of each file.AO entry
 	md5     *md5Keys
-	mirrors map[[2]netip.Addr]*mirror
+	mirrors map[string]*mirror // by mirrorKey
 }
 
-// mirror holds the sender's keys of one (sender, receiver) address pair,
-// mirrored into receiver's keys.
+// mirror holds the sender's keys for segments to one receiver, mirrored
+// into keys of the receiver for a peer of any address of its family:
+// what judges a segment from any sender the entries do not cover.
 type mirror struct {
 	aoRings []*ao.Keyring
 	md5     *md5Keys
@@ -63,7 +65,7 @@ func LoadKeys(kf *keyfile.File) (*Keys, error) {
 		file:    kf,
 		pool:    pool,
 		aoEntry: map[*ao.MKT]int{},
-		mirrors: map[[2]netip.Addr]*mirror{},
+		mirrors: map[string]*mirror{},
 	}
 	for i, e := range kf.AO {
 		ks.aoNames = append(ks.aoNames, entryName("ao", i, e.Name))
@@ -150,7 +152,7 @@ func (ks *Keys) aoReadings(src, dst netip.Addr) (rings []*ao.Keyring, sender boo
 	if len(rings) > 0 {
 		return rings, false
 	}
-	m := ks.mirrorOf(src, dst)
+	m := ks.mirrorOf(dst)
 	return m.aoRings, len(m.aoRings) > 0
 }
 
@@ -159,7 +161,7 @@ func (ks *Keys) md5Readings(src, dst netip.Addr) (*md5Keys, bool) {
 	if ks.md5.covers(src) {
 		return ks.md5, false
 	}
-	m := ks.mirrorOf(src, dst)
+	m := ks.mirrorOf(dst)
 	return m.md5, m.md5.covers(src)
 }
 
@@ -177,28 +179,59 @@ func (ks *Keys) coversAny(a netip.Addr) bool {
 	return ks.md5.covers(a)
 }
 
-// mirrorOf builds (once per address pair) the sender's keys for segments
-// from src to dst: the entries whose peer contains dst, mirrored.
-func (ks *Keys) mirrorOf(src, dst netip.Addr) *mirror {
-	k := [2]netip.Addr{src, dst}
-	if m, ok := ks.mirrors[k]; ok {
+// mirrorOf returns the sender's keys for segments to dst: the entries
+// whose peer contains dst, mirrored. They are built once per set of such
+// entries, not per address: a capture of many addresses does not make
+// more of them than the keys file has sets.
+func (ks *Keys) mirrorOf(dst netip.Addr) *mirror {
+	var buf [64]byte
+	k := ks.mirrorKey(buf[:0], dst)
+	if m, ok := ks.mirrors[string(k)]; ok {
 		return m
 	}
 	m := &mirror{}
-	host := netip.PrefixFrom(src, src.BitLen())
+	anyPeer := netip.PrefixFrom(netip.IPv6Unspecified(), 0)
+	if dst.Is4() {
+		anyPeer = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
+	}
 	for i, e := range ks.file.AO {
 		if !e.Config.Peer.Contains(dst) {
 			continue
 		}
 		cfg := e.Config
-		cfg.Peer, cfg.SendID, cfg.RecvID = host, e.Config.RecvID, e.Config.SendID
+		cfg.Peer, cfg.SendID, cfg.RecvID = anyPeer, e.Config.RecvID, e.Config.SendID
 		cfg.IfIndex, cfg.HasIfIndex = 0, false
 		// The entry was added once already, so it cannot fail now.
 		m.aoRings, _ = ks.addAO(m.aoRings, cfg, i)
 	}
-	m.md5 = ks.md5.mirror(src, dst)
-	ks.mirrors[k] = m
+	m.md5 = ks.md5.mirror(anyPeer, dst)
+	ks.mirrors[string(k)] = m
 	return m
+}
+
+// mirrorKey appends to b what mirrorOf(dst) is built from: dst's family,
+// the TCP-AO entries whose peer contains dst, and the TCP-MD5 entries
+// that verify segments to it (one per reading).
+func (ks *Keys) mirrorKey(b []byte, dst netip.Addr) []byte {
+	b = append(b, byte(dst.BitLen()))
+	n := 0
+	for _, e := range ks.file.AO {
+		if e.Config.Peer.Contains(dst) {
+			n++
+		}
+	}
+	b = binary.AppendUvarint(b, uint64(n))
+	for i, e := range ks.file.AO {
+		if e.Config.Peer.Contains(dst) {
+			b = binary.AppendUvarint(b, uint64(i))
+		}
+	}
+	for _, r := range ks.md5.rings {
+		if key := r.Lookup(dst, 0); key != nil {
+			b = binary.AppendUvarint(b, uint64(ks.md5.entry[key]))
+		}
+	}
+	return b
 }
 
 // aoCovering returns the names of the entries that cover src as a

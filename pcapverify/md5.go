@@ -73,15 +73,15 @@ func (k *md5Keys) covers(addr netip.Addr) bool {
 	return false
 }
 
-// mirror returns the sender's keys for segments from src to dst (the
-// keys whose peer contains dst, the longest prefix first), as keys for
-// src: TCP-MD5 keys are the same on both ends.
-func (k *md5Keys) mirror(src, dst netip.Addr) *md5Keys {
+// mirror returns the sender's keys for segments to dst (the keys whose
+// peer contains dst, the longest prefix first), as keys for peer: TCP-MD5
+// keys are the same on both ends.
+func (k *md5Keys) mirror(peer netip.Prefix, dst netip.Addr) *md5Keys {
 	m := &md5Keys{pool: k.pool, entries: k.entries, labels: k.labels, entry: map[*md5sig.Key]int{}}
 	for _, r := range k.rings {
 		if key := r.Lookup(dst, 0); key != nil {
 			// The entry was added once already, so it cannot fail now.
-			_ = m.add(netip.PrefixFrom(src, src.BitLen()), k.entry[key])
+			_ = m.add(peer, k.entry[key])
 		}
 	}
 	return m

@@ -319,7 +319,7 @@ func (v *Verifier) direction(f *flow, i int) *dirState {
 			// The addresses cannot tell the ends apart: every entry may
 			// be the receiver's MKT or the sender's. The receiver's
 			// reading is tried first.
-			for _, r := range v.keys.mirrorOf(src, dst).aoRings {
+			for _, r := range v.keys.mirrorOf(dst).aoRings {
 				d.ao = append(d.ao, &aoJudge{ring: r, sender: true})
 			}
 			d.twoReadings = true
