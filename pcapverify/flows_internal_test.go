@@ -121,3 +121,18 @@ func TestMirrorsPerEntrySet(t *testing.T) {
 		t.Errorf("%d mirrors for 2 sets of entries", n)
 	}
 }
+
+// A capture whose every SYN contradicts -isn gives maxWarnings warnings
+// and one saying the rest are not shown; Options remembers no more.
+func TestWarningsBounded(t *testing.T) {
+	var n int
+	var last string
+	o := &Options{Warn: func(s string) { n, last = n+1, s }}
+	for i := range 3 * maxWarnings {
+		o.warnf("warning %d", i)
+	}
+	o.warnf("warning 0")
+	if n != maxWarnings+1 || len(o.warned) != maxWarnings+1 || last != "more than 1000 warnings: the rest are not shown" {
+		t.Errorf("%d warnings, %d remembered, the last %q", n, len(o.warned), last)
+	}
+}

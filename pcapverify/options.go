@@ -39,16 +39,26 @@ func (o *Options) note(ap netip.AddrPort) {
 	}
 }
 
-// warnf prints a warning once.
+// maxWarnings bounds the warnings given: a capture can contradict -isn
+// with a new ISN in every SYN, and each would be remembered.
+const maxWarnings = 1000
+
+// warnf prints a warning once, and none past maxWarnings.
 func (o *Options) warnf(format string, a ...any) {
+	if o.Warn == nil || len(o.warned) > maxWarnings {
+		return
+	}
 	msg := fmt.Sprintf(format, a...)
-	if o.Warn == nil || o.warned[msg] {
+	if o.warned[msg] {
 		return
 	}
 	if o.warned == nil {
 		o.warned = map[string]bool{}
 	}
 	o.warned[msg] = true
+	if len(o.warned) > maxWarnings {
+		msg = fmt.Sprintf("more than %d warnings: the rest are not shown", maxWarnings)
+	}
 	o.Warn(msg)
 }
 
