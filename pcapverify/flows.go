@@ -200,8 +200,8 @@ func (f *flow) readingName() string {
 }
 
 // DefaultMaxFlows is the number of flows a Verifier tracks when
-// Options.MaxFlows is 0: some 0.8 KiB each, plus 0.75 KiB for each
-// traffic key a flow derives (at most 8), so 50 to 420 MiB at most.
+// Options.MaxFlows is 0. A flow is some 0.8 KiB, plus 0.75 KiB for each
+// traffic key it derives (at most 8): 50 MiB for this many, 420 at most.
 const DefaultMaxFlows = 1 << 16
 
 // flows is the flow table of one capture: the flows that keys cover,
@@ -267,7 +267,8 @@ func (t *flows) add(src, dst netip.AddrPort, opts *Options) *flow {
 	return f
 }
 
-// maxOverflow bounds the flows an overflow tells apart: some 1.5 MiB.
+// maxOverflow bounds the flows an overflow tells apart: under 2 MiB of
+// hashes.
 const maxOverflow = 1 << 16
 
 // overflow counts the flows a full table turned away, each once, without

@@ -33,6 +33,7 @@ func (v *Verifier) track(src, dst netip.AddrPort) (*flow, int) {
 	return f, i
 }
 
+// noteOverflow copies the count of the flows turned away into the totals.
 func (v *Verifier) noteOverflow() {
 	v.totals.UntrackedFlows, v.totals.UntrackedMore = v.flows.over.flows()
 	v.totals.MaxFlows = v.flows.max
