@@ -80,6 +80,35 @@ func (a *Attacker) Inject(f Flow, k Kind) {
 	}
 }
 
+// SendOnce sends f each kind of k once, now, with the tracker's current
+// view, and counts them as Inject's rounds do.
+func (a *Attacker) SendOnce(f Flow, k Kind) error {
+	v := a.Tracker.View(f)
+	for _, x := range kinds {
+		if k&x == 0 {
+			continue
+		}
+		pkt, err := Build(nil, x, v)
+		if err == nil {
+			err = a.send(pkt, v)
+		}
+		a.mu.Lock()
+		if a.sent[f] == nil {
+			a.sent[f] = &Counts{}
+		}
+		if err != nil {
+			a.sent[f].Errors++
+		} else {
+			a.sent[f].add(x)
+		}
+		a.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("onpath: send %v to %v: %w", x, f, err)
+		}
+	}
+	return nil
+}
+
 // StopAll stops every flow's injection.
 func (a *Attacker) StopAll() {
 	a.mu.Lock()
@@ -160,7 +189,7 @@ func (a *Attacker) injectLoop() {
 	}
 	var jobs []job
 	var pkt []byte
-	for {
+	for round := 0; ; round++ {
 		select {
 		case <-a.stop:
 			return
@@ -173,8 +202,13 @@ func (a *Attacker) injectLoop() {
 		}
 		a.mu.Unlock()
 		for _, j := range jobs {
+			// One view for the round: each kind goes to the numbers as they
+			// were, and which goes first turns with the rounds, so each
+			// is, in turn, the one a stack without protection takes
+			// (after an accepted RST or data, the others miss).
 			v := a.Tracker.View(j.f)
-			for _, k := range kinds {
+			for i := range kinds {
+				k := kinds[(round+i)%len(kinds)]
 				if j.k&k == 0 {
 					continue
 				}
