@@ -8,13 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tcpsig/tcpsig/packetauth"
+	"golang.org/x/sys/unix"
 )
 
 // UnseenConn is a TCP-AO session whose handshake the shim did not see and
@@ -156,24 +161,201 @@ func qsum(qs []QueueStatus, f func(QueueStatus) uint32) (n uint64) {
 	return n
 }
 
+// statusMode is the status socket's mode whatever the umask: the status
+// shows sessions' addresses, ISNs, SNEs and KeyIDs.
+const statusMode = 0o600
+
 // serveStatus serves the status as JSON over HTTP on the unix socket
 // Config.Status (GET / or /status; curl --unix-socket SOCK http://shim/).
 // Only a socket no process answers on is replaced: anything else at the
-// path is an error, and stays.
+// path is an error, and stays. The socket is statusMode, a directory the
+// shim creates for it 0700, and only root and the shim's own user are
+// answered (see peerListener).
 func (s *Shim) serveStatus() (net.Listener, error) {
 	if err := removeStaleSocket(s.cfg.Status); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("unix", s.cfg.Status)
+	if err := mkdirPrivate(filepath.Dir(s.cfg.Status)); err != nil {
+		return nil, err
+	}
+	ln, err := listenPrivate(s.cfg.Status)
 	if err != nil {
 		return nil, err
 	}
+	pl := &peerListener{Listener: ln, uid: uint32(os.Geteuid()), refusals: refusalLog{log: s.log, now: time.Now}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.serveStatusHTTP)
 	mux.HandleFunc("GET /status", s.serveStatusHTTP)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(pl) }()
+	return pl, nil
+}
+
+// listenPrivate listens on a unix socket at path whose mode is statusMode
+// from its creation on: never more open (listenUnixMode), and chmod'ed
+// exactly only if the umask took away the owner's bits.
+func listenPrivate(path string) (net.Listener, error) {
+	ln, err := listenUnixMode(path, statusMode)
+	if err != nil {
+		return nil, err
+	}
+	if err := chmodSocket(path, statusMode); err != nil {
+		ln.Close()
+		return nil, err
+	}
 	return ln, nil
+}
+
+// listenUnixMode listens on a unix socket at path created with mode less
+// the umask: the socket is fchmod'ed before bind(2), whose new inode Linux
+// gives the socket's mode less the umask (unix_bind_bsd), so there is no
+// moment at which the path is more open than mode.
+func listenUnixMode(path string, mode fs.FileMode) (net.Listener, error) {
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var err error
+		if cerr := c.Control(func(fd uintptr) { err = unix.Fchmod(int(fd), uint32(mode)) }); cerr != nil {
+			return cerr
+		}
+		return err
+	}}
+	return lc.Listen(context.Background(), "unix", path)
+}
+
+// chmodSocket sets the mode of the socket at path if it is not mode
+// already, never through a symlink.
+func chmodSocket(path string, mode fs.FileMode) error {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Type() != fs.ModeSocket {
+		return fmt.Errorf("%w: %s is no longer the shim's socket", ErrStatusPath, path)
+	}
+	if fi.Mode().Perm() == mode {
+		return nil
+	}
+	err = unix.Fchmodat(unix.AT_FDCWD, path, uint32(mode), unix.AT_SYMLINK_NOFOLLOW)
+	if errors.Is(err, unix.EOPNOTSUPP) { // no fchmodat2 (Linux < 6.6): it was a socket just now
+		err = os.Chmod(path, mode)
+	}
+	return err
+}
+
+// mkdirPrivate makes sure dir exists: what is missing of it is created
+// with mode 0700 whatever the umask; what exists is left as it is.
+func mkdirPrivate(dir string) error {
+	fi, err := os.Stat(dir)
+	if err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%w: %s is not a directory", ErrStatusPath, dir)
+		}
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if err := mkdirPrivate(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if fi, serr := os.Stat(dir); errors.Is(err, fs.ErrExist) && serr == nil && fi.IsDir() {
+			return nil // made meanwhile by someone else: theirs
+		}
+		return err
+	}
+	if fi, err := os.Lstat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		return os.Chmod(dir, 0o700) // the umask took the owner's bits
+	}
+	return nil
+}
+
+// peerListener hands the status server only connections from root or the
+// shim's own user (uid), as SO_PEERCRED tells at connect time: the socket's
+// mode alone would trust whatever the path's directories let through.
+// Others are closed unanswered and logged by refusals.
+type peerListener struct {
+	net.Listener
+	uid      uint32
+	refusals refusalLog
+}
+
+// Accept returns the next connection of root or the shim's user, closing
+// the others it meets on the way.
+func (l *peerListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		cred, err := peerCred(c)
+		if err == nil && allowedPeer(cred.Uid, l.uid) {
+			return c, nil
+		}
+		c.Close()
+		l.refusals.refused(cred, err)
+	}
+}
+
+// allowedPeer reports whether a status client of uid peer may read the
+// status of a shim running as uid self.
+func allowedPeer(peer, self uint32) bool { return peer == 0 || peer == self }
+
+// errNoPeerCred is peerCred's error for a connection with no descriptor
+// to ask.
+var errNoPeerCred = errors.New("shim: status connection without a socket descriptor")
+
+// peerCred returns the credentials c's peer had when it connected.
+func peerCred(c net.Conn) (*unix.Ucred, error) {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil, errNoPeerCred
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var cred *unix.Ucred
+	cerr := raw.Control(func(fd uintptr) { cred, err = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) })
+	if cerr != nil {
+		return nil, cerr
+	}
+	return cred, err
+}
+
+// refusalEvery is the least time between two warnings of refused status
+// clients; the refusals in between are counted in the next one.
+const refusalEvery = 10 * time.Second
+
+// refusalLog warns of refused status clients, at most once per
+// refusalEvery, so a local user looping on connect cannot flood the log.
+type refusalLog struct {
+	log        *slog.Logger
+	now        func() time.Time
+	mu         sync.Mutex
+	last       time.Time // of the last warning
+	suppressed int       // refusals since it not warned of
+}
+
+// refused warns of one refused client (cred nil if it could not be read,
+// err then saying why), unless a warning was given less than refusalEvery
+// ago.
+func (r *refusalLog) refused(cred *unix.Ucred, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	if !r.last.IsZero() && now.Sub(r.last) < refusalEvery {
+		r.suppressed++
+		return
+	}
+	args := []any{"suppressed", r.suppressed}
+	if cred != nil {
+		args = append(args, "uid", cred.Uid, "gid", cred.Gid, "pid", cred.Pid)
+	}
+	if err != nil {
+		args = append(args, "err", err)
+	}
+	r.log.Warn("status socket: refused a client neither root nor the shim's user", args...)
+	r.last, r.suppressed = now, 0
 }
 
 func (s *Shim) serveStatusHTTP(w http.ResponseWriter, _ *http.Request) {

@@ -7,15 +7,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/harness/netns"
@@ -231,5 +236,208 @@ func TestStatusQueueDrops(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStatusSocketMode: the status socket is 0600 whatever the umask (0,
+// or one that takes the owner's own bits), and the directories the shim
+// creates for it 0700; a directory that exists keeps its mode.
+func TestStatusSocketMode(t *testing.T) {
+	for _, mask := range []int{0, 0o277} {
+		t.Run(fmt.Sprintf("umask %#o", mask), func(t *testing.T) {
+			dir := t.TempDir()
+			s := statusShim(t, dir, io.Discard)
+			if err := os.Mkdir(filepath.Join(dir, "run"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(filepath.Join(dir, "run"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			setUmask(t, mask)
+			// In a directory that exists, then in two the shim creates.
+			for _, sock := range []string{s.cfg.Status, filepath.Join(dir, "run", "tcpsig", "sub", "shim.sock")} {
+				s.cfg.Status = sock
+				ln, err := s.serveStatus()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ln.Close()
+				if fi, err := os.Lstat(sock); err != nil || fi.Mode() != os.ModeSocket|statusMode {
+					t.Errorf("%s: %v %v, want %v", sock, fi.Mode(), err, os.ModeSocket|statusMode)
+				}
+				if code, b := getStatus(t, sock, "/"); code != http.StatusOK {
+					t.Errorf("GET / on %s: %d %s", sock, code, b)
+				}
+			}
+			for path, want := range map[string]os.FileMode{
+				filepath.Join(dir, "run", "tcpsig", "sub"): os.ModeDir | 0o700,
+				filepath.Join(dir, "run", "tcpsig"):        os.ModeDir | 0o700,
+				filepath.Join(dir, "run"):                  os.ModeDir | 0o755,
+			} {
+				if fi, err := os.Lstat(path); err != nil || fi.Mode() != want {
+					t.Errorf("%s: %v %v, want %v", path, fi.Mode(), err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestStatusSocketNeverOpen: under umask 0 the socket is statusMode as
+// bind(2) creates it, before any chmod: no moment at which anyone could
+// connect.
+func TestStatusSocketNeverOpen(t *testing.T) {
+	setUmask(t, 0)
+	sock := filepath.Join(t.TempDir(), "shim.sock")
+	ln, err := listenUnixMode(sock, statusMode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode() != os.ModeSocket|statusMode {
+		t.Errorf("%s as bound: %v %v, want %v", sock, fi.Mode(), err, os.ModeSocket|statusMode)
+	}
+}
+
+// lockedWriter is an io.Writer safe for the status server's goroutines
+// and the test's at once.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// peerHelperEnv names the socket TestStatusPeerHelper reads as nobody.
+const peerHelperEnv = "TCPSIG_STATUS_PEER_SOCK"
+
+// TestStatusPeerCred: a client running as nobody (uid 65534) is closed
+// unanswered even where the socket's mode would let it in (chmod 0666
+// here), and warned of; root's client is served. The client is a child
+// process (this test binary, TestStatusPeerHelper) that drops to nobody
+// before it connects: SO_PEERCRED holds the connecting credentials.
+func TestStatusPeerCred(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the client drops to uid 65534")
+	}
+	// A directory nobody may pass through (t.TempDir's parent is 0700).
+	dir, err := os.MkdirTemp("", "tcpsig-status-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	var log lockedWriter
+	s := statusShim(t, dir, &log)
+	ln, err := s.serveStatus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := os.Chmod(s.cfg.Status, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestStatusPeerHelper$", "-test.v")
+		cmd.Env = append(os.Environ(), peerHelperEnv+"="+s.cfg.Status)
+		out, _ := cmd.CombinedOutput()
+		if !strings.Contains(string(out), "OUTCOME refused") {
+			t.Fatalf("nobody's client, want it refused:\n%s", out)
+		}
+		_, outcome, _ := strings.Cut(string(out), "OUTCOME ")
+		outcome, _, _ = strings.Cut(outcome, "\n")
+		t.Logf("nobody's client: %s", outcome)
+	}
+	if code, b := getStatus(t, s.cfg.Status, "/"); code != http.StatusOK {
+		t.Errorf("root's client: %d %s, want served", code, b)
+	}
+	if n := strings.Count(log.String(), "refused a client"); n != 1 || !strings.Contains(log.String(), "uid=65534") {
+		t.Errorf("want one warning (the second refusal within refusalEvery) naming uid 65534, got %d:\n%s", n, log.String())
+	}
+}
+
+// TestStatusPeerHelper is TestStatusPeerCred's client: as nobody, it
+// sends GET / to the socket in $TCPSIG_STATUS_PEER_SOCK and prints
+// "OUTCOME served", "OUTCOME refused" (closed unanswered) or why it
+// could not tell.
+func TestStatusPeerHelper(t *testing.T) {
+	sock := os.Getenv(peerHelperEnv)
+	if sock == "" {
+		t.Skip("the client of TestStatusPeerCred, run by it")
+	}
+	// Setgroups, Setgid and Setuid apply to every thread (Go ≥ 1.16).
+	if err := syscall.Setgroups(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setgid(65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Setuid(65534); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() != 65534 || os.Geteuid() != 65534 {
+		t.Fatalf("still uid %d euid %d", os.Getuid(), os.Geteuid())
+	}
+	c, err := net.DialTimeout("unix", sock, 5*time.Second)
+	if err != nil {
+		fmt.Println("OUTCOME cannot connect:", err)
+		return
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET / HTTP/1.0\r\nHost: shim\r\n\r\n"); err != nil {
+		fmt.Println("OUTCOME refused (write:", err, ")")
+		return
+	}
+	b, err := io.ReadAll(c)
+	switch {
+	case len(b) > 0:
+		fmt.Printf("OUTCOME served: %.40q\n", b)
+	case err == nil || errors.Is(err, syscall.ECONNRESET):
+		fmt.Println("OUTCOME refused")
+	default:
+		fmt.Println("OUTCOME unknown:", err)
+	}
+}
+
+// TestStatusPeerRules: root and the shim's user are answered, no one else.
+func TestStatusPeerRules(t *testing.T) {
+	for _, c := range []struct {
+		peer, self uint32
+		want       bool
+	}{{0, 0, true}, {0, 1000, true}, {1000, 1000, true}, {65534, 0, false}, {65534, 1000, false}, {1000, 1001, false}} {
+		if got := allowedPeer(c.peer, c.self); got != c.want {
+			t.Errorf("allowedPeer(%d, %d) = %v, want %v", c.peer, c.self, got, c.want)
+		}
+	}
+}
+
+// TestRefusalLog: one warning per refusalEvery, the next one counting the
+// refusals in between; the clock is the test's.
+func TestRefusalLog(t *testing.T) {
+	var log bytes.Buffer
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	r := refusalLog{log: slog.New(slog.NewTextHandler(&log, nil)), now: func() time.Time { return now }}
+	cred := &unix.Ucred{Pid: 7, Uid: 65534, Gid: 65534}
+	for _, step := range []time.Duration{0, time.Second, refusalEvery - 2*time.Second, time.Second, refusalEvery} {
+		now = now.Add(step)
+		r.refused(cred, nil)
+	}
+	r.refused(nil, errNoPeerCred)
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], "suppressed=0 uid=65534 gid=65534 pid=7") ||
+		!strings.Contains(lines[1], "suppressed=2") || !strings.Contains(lines[2], "suppressed=0") {
+		t.Errorf("warnings:\n%s\nwant three: at 0 (none suppressed), at 10s (2 suppressed), at 20s", log.String())
 	}
 }
