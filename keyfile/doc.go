@@ -32,8 +32,18 @@
 // same sndid or rcvid, or two "md5" entries for the same peer, is an
 // [*Error] naming the entry and field (both entries for a duplicate) and
 // wrapping one of the sentinels below. A file above [MaxSize] is refused
-// before it is read whole. Printing a File, an entry or an error never
-// shows key bytes; only [File.Marshal] writes them.
+// before it is read whole.
+//
+// Key bytes stay in the process: printing a File or an entry (any fmt
+// verb, slog's text and JSON handlers, json.Marshal, which writes
+// "[redacted]" for each key) never shows them, and only [File.Marshal]
+// writes them. An error never quotes the value of a field, which may be
+// a key pasted into the wrong one: it names the entry, the field and what
+// was expected. Read and Load wipe the bytes they read, Parse wipes the
+// copies it makes on the way and the keys of a file it refuses, and
+// [File.Wipe] zeroes a File's keys once keyrings hold their own. Go
+// cannot promise no other copy (a moved goroutine stack, a swapped page).
+// [CheckMode] refuses a keys file that group or others may read or write.
 //
 // In order: [Load] (a path), [Read] or [Parse] gives a [File]; each entry's
 // Config goes to a keyring (ao.Keyring.Add, md5sig.Keyring.Add) or, through

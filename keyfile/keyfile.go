@@ -91,29 +91,65 @@ func Label(kind string, i int, name string) string {
 }
 
 // Load reads the keys file at path. A file larger than MaxSize is refused
-// before it is read.
+// before it is read. The bytes read are wiped before Load returns.
 func Load(path string) (*File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > MaxSize {
-		return nil, &Error{Err: ErrTooLarge, msg: fmt.Sprintf("%d bytes, more than the %d a keys file may have", st.Size(), MaxSize)}
+	var size int64
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+		if st.Size() > MaxSize {
+			return nil, &Error{Err: ErrTooLarge, msg: fmt.Sprintf("%d bytes, more than the %d a keys file may have", st.Size(), MaxSize)}
+		}
+		size = st.Size()
 	}
-	return Read(f)
+	return read(f, int(size))
 }
 
-// Read reads a keys file from r, reading at most MaxSize+1 bytes.
-func Read(r io.Reader) (*File, error) {
-	b, err := io.ReadAll(io.LimitReader(r, MaxSize+1))
+// Read reads a keys file from r, reading at most MaxSize+1 bytes. The
+// bytes read are wiped before Read returns.
+func Read(r io.Reader) (*File, error) { return read(r, 0) }
+
+// read is Read with a hint of the size to expect.
+func read(r io.Reader, size int) (*File, error) {
+	b, err := readAll(r, size)
+	defer clear(b)
 	if err != nil {
 		return nil, err
 	}
 	return Parse(b)
 }
 
-// Parse parses and validates a keys file.
+// readAll reads r to its end, or to MaxSize+1 bytes, into a buffer that
+// starts at size and, when it must grow, wipes the one it outgrows (as
+// io.ReadAll does not): the caller wipes the last one.
+func readAll(r io.Reader, size int) ([]byte, error) {
+	b := make([]byte, 0, min(max(size, 0), MaxSize)+512)
+	for {
+		if len(b) == cap(b) {
+			nb := make([]byte, len(b), min(2*cap(b), MaxSize+1))
+			copy(nb, b)
+			clear(b)
+			b = nb
+		}
+		n, err := r.Read(b[len(b):min(cap(b), MaxSize+1)])
+		b = b[:len(b)+max(n, 0)]
+		if err == io.EOF || len(b) > MaxSize {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// Parse parses and validates a keys file. It keeps no reference to b and
+// does not change it (b is the caller's to wipe): each entry's key is a
+// copy of its own, and the copies Parse makes on the way are wiped. An
+// error never quotes a value that may be a key: it names the entry, the
+// field and what was expected.
 func Parse(b []byte) (*File, error) {
 	if len(b) > MaxSize {
 		return nil, &Error{Err: ErrTooLarge, msg: fmt.Sprintf("more than the %d bytes a keys file may have", MaxSize)}
@@ -121,8 +157,12 @@ func Parse(b []byte) (*File, error) {
 	if msg := notJSON(b); msg != "" {
 		return nil, &Error{Err: ErrSyntax, msg: msg}
 	}
+	if err := json.Unmarshal(b, &discard{}); err != nil {
+		return nil, syntaxError(b, err)
+	}
 	p := parser{src: b, f: &File{}, aoIDs: map[idKey][]int{}, md5Peers: map[scopeKey]int{}}
 	if err := p.file(); err != nil {
+		p.f.Wipe()
 		return nil, err
 	}
 	if len(p.f.AO) == 0 && len(p.f.MD5) == 0 {
@@ -131,99 +171,20 @@ func Parse(b []byte) (*File, error) {
 	return p.f, nil
 }
 
-// String describes the entry without its key.
-func (e AO) String() string {
-	c := e.Config
-	s := fmt.Sprintf("%s peer %v sndid %d rcvid %d maclen %d", c.Algorithm, c.Peer, c.SendID, c.RecvID, c.MACLen)
-	if c.ExcludeOptions {
-		s += " exclude_options"
+// Wipe zeroes the key of every entry of f, for a program done with f once
+// keyrings or sockets hold their own copies (both copy what they are
+// given). Go cannot promise that no other copy exists (a goroutine stack
+// that was moved, a page swapped out), only that these are gone.
+func (f *File) Wipe() {
+	if f == nil {
+		return
 	}
-	return describe(e.Name, s, c.HasIfIndex, c.IfIndex, len(c.Key))
-}
-
-// Format prints String for every verb, so no verb shows the key.
-func (e AO) Format(f fmt.State, _ rune) { fmt.Fprint(f, e.String()) }
-
-// String describes the entry without its key.
-func (e MD5) String() string {
-	c := e.Config
-	s := fmt.Sprintf("peer %v", c.Peer)
-	return describe(e.Name, s, c.HasIfIndex, c.IfIndex, len(c.Key))
-}
-
-// Format prints String for every verb, so no verb shows the key.
-func (e MD5) Format(f fmt.State, _ rune) { fmt.Fprint(f, e.String()) }
-
-// String lists the entries, one a line, without their keys.
-func (f *File) String() string {
-	var b strings.Builder
-	for i, e := range f.AO {
-		fmt.Fprintf(&b, "ao[%d] %s\n", i, e)
+	for i := range f.AO {
+		clear(f.AO[i].Config.Key)
 	}
-	for i, e := range f.MD5 {
-		fmt.Fprintf(&b, "md5[%d] %s\n", i, e)
+	for i := range f.MD5 {
+		clear(f.MD5[i].Config.Key)
 	}
-	return b.String()
-}
-
-// Format prints String for every verb, so no verb shows a key.
-func (f *File) Format(s fmt.State, _ rune) { fmt.Fprint(s, f.String()) }
-
-// Marshal returns the file as JSON, keys in hex: the one way keys leave
-// this package. It refuses a File that Parse would refuse.
-func (f *File) Marshal() ([]byte, error) {
-	type aoJSON struct {
-		Name    string `json:"name,omitempty"`
-		Alg     string `json:"alg"`
-		Key     string `json:"key"`
-		SndID   uint8  `json:"sndid"`
-		RcvID   uint8  `json:"rcvid"`
-		Peer    string `json:"peer"`
-		MACLen  int    `json:"maclen"`
-		Exclude bool   `json:"exclude_options"`
-		IfIndex *int   `json:"ifindex,omitempty"`
-	}
-	type md5JSON struct {
-		Name    string `json:"name,omitempty"`
-		Peer    string `json:"peer"`
-		Key     string `json:"key"`
-		IfIndex *int   `json:"ifindex,omitempty"`
-	}
-	var out struct {
-		AO  []aoJSON  `json:"ao,omitempty"`
-		MD5 []md5JSON `json:"md5,omitempty"`
-	}
-	ifindex := func(has bool, n int) *int {
-		if has {
-			return &n
-		}
-		return nil
-	}
-	for _, e := range f.AO {
-		c := e.Config
-		maclen := c.MACLen
-		if v, err := c.Validate(); maclen == 0 && err == nil {
-			maclen = v.MACLen
-		} else if maclen == 0 {
-			maclen = keys.DefaultMACLen
-		}
-		out.AO = append(out.AO, aoJSON{Name: e.Name, Alg: c.Algorithm, Key: "hex:" + hex.EncodeToString(c.Key),
-			SndID: c.SendID, RcvID: c.RecvID, Peer: c.Peer.String(), MACLen: maclen, Exclude: c.ExcludeOptions,
-			IfIndex: ifindex(c.HasIfIndex, c.IfIndex)})
-	}
-	for _, e := range f.MD5 {
-		c := e.Config
-		out.MD5 = append(out.MD5, md5JSON{Name: e.Name, Peer: c.Peer.String(), Key: "hex:" + hex.EncodeToString(c.Key),
-			IfIndex: ifindex(c.HasIfIndex, c.IfIndex)})
-	}
-	b, err := json.MarshalIndent(&out, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := Parse(b); err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }
 
 // idKey is what two MKTs must not share: a peer and a SendID ('s') or a
@@ -248,97 +209,77 @@ type parser struct {
 	md5Peers map[scopeKey]int
 }
 
-// file parses the top level: {"ao": [...], "md5": [...]}.
+// file parses the top level: {"ao": [...], "md5": [...]}, from bytes
+// that are valid JSON.
 func (p *parser) file() error {
-	dec := json.NewDecoder(bytes.NewReader(p.src))
-	if err := p.delim(dec, '{', "the file", nil); err != nil {
-		return err
+	start := skipSpace(p.src, 0)
+	top := p.src[start:valueEnd(p.src, start)]
+	if k := kind(top); k != "an object" {
+		line, col := position(p.src, int64(start)+1)
+		return &Error{Err: ErrSyntax, msg: fmt.Sprintf("line %d, column %d: want a JSON object, got %s", line, col, k)}
 	}
 	seen := map[string]bool{}
-	for dec.More() {
-		name, err := p.key(dec, nil)
-		if err != nil {
-			return err
+	for _, m := range members(top) {
+		if seen[m.name] {
+			return &Error{Field: m.name, Err: ErrSyntax, msg: "given twice"}
 		}
-		if seen[name] {
-			return &Error{Field: name, Err: ErrSyntax, msg: "given twice"}
-		}
-		seen[name] = true
-		var entry func(raw json.RawMessage, i int) error
-		switch name {
+		seen[m.name] = true
+		var entry func(raw []byte, i int) error
+		switch m.name {
 		case "ao":
 			entry = p.aoEntry
 		case "md5":
 			entry = p.md5Entry
 		default:
-			return unknown(nil, name, []string{"ao", "md5"}, "top-level field")
+			return unknown(nil, m.name, []string{"ao", "md5"}, "top-level field")
 		}
-		if err := p.delim(dec, '[', name, nil); err != nil {
-			return err
+		if k := kind(m.v); k != "a list" {
+			return &Error{Field: m.name, Err: ErrSyntax, msg: "want a list, got " + k}
 		}
-		for i := 0; dec.More(); i++ {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return p.syntax(err, nil)
-			}
+		for i, raw := range elements(m.v) {
 			if err := entry(raw, i); err != nil {
 				return err
 			}
 		}
-		if _, err := dec.Token(); err != nil { // ']'
-			return p.syntax(err, nil)
-		}
-	}
-	if _, err := dec.Token(); err != nil { // '}'
-		return p.syntax(err, nil)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		if err != nil {
-			return p.syntax(err, nil)
-		}
-		line, col := position(p.src, dec.InputOffset())
-		return &Error{Err: ErrSyntax, msg: fmt.Sprintf("line %d, column %d: data after the end of the keys object", line, col)}
 	}
 	return nil
 }
 
 // entryFields splits one entry's object into its fields, refusing
 // unknown and repeated ones.
-func (p *parser) entryFields(raw json.RawMessage, e *Error, known []string) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if err := p.delim(dec, '{', "an entry", e); err != nil {
-		return nil, err
+func (p *parser) entryFields(raw []byte, e *Error, known []string) (map[string][]byte, error) {
+	if k := kind(raw); k != "an object" {
+		return nil, e.with("", ErrSyntax, "want a JSON object, got "+k)
 	}
-	fields := map[string]json.RawMessage{}
-	for dec.More() {
-		name, err := p.key(dec, e)
-		if err != nil {
-			return nil, err
+	fields := map[string][]byte{}
+	for _, m := range members(raw) {
+		if _, dup := fields[m.name]; dup {
+			return nil, e.with(m.name, ErrSyntax, "given twice")
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, p.syntax(err, e)
+		if !contains(known, m.name) {
+			return nil, unknown(e, m.name, known, "field")
 		}
-		if _, dup := fields[name]; dup {
-			return nil, e.with(name, ErrSyntax, "given twice")
-		}
-		if !contains(known, name) {
-			return nil, unknown(e, name, known, "field")
-		}
-		fields[name] = v
+		fields[m.name] = m.v
 	}
 	return fields, nil
 }
 
-func (p *parser) aoEntry(raw json.RawMessage, i int) error {
+// aoEntry parses and checks entry i of "ao". On an error the key it
+// decoded is wiped.
+func (p *parser) aoEntry(raw []byte, i int) (err error) {
 	e := &Error{Entry: fmt.Sprintf("ao[%d]", i)}
 	fields, err := p.entryFields(raw, e, []string{"name", "alg", "key", "sndid", "rcvid", "peer", "maclen", "exclude_options", "ifindex"})
 	if err != nil {
 		return err
 	}
 	var out AO
+	defer func() {
+		if err != nil {
+			clear(out.Config.Key)
+		}
+	}()
 	if v, ok := fields["name"]; ok {
-		if out.Name, err = str(v); err != nil {
+		if out.Name, err = name(v); err != nil {
 			return e.wrap("name", err)
 		}
 		e.Entry = Label("ao", i, out.Name)
@@ -355,7 +296,11 @@ func (p *parser) aoEntry(raw json.RawMessage, i int) error {
 	}
 	alg, err := mac.Lookup(s)
 	if err != nil {
-		return e.with("alg", ErrValue, strings.TrimPrefix(err.Error(), "mac: "))
+		msg := "unknown algorithm" + keyHint(s)
+		if strings.Contains(strings.ToLower(s), "md5") {
+			msg += ` (a TCP-MD5 key is an "md5" entry)`
+		}
+		return e.with("alg", ErrValue, msg+" (known: "+strings.Join(mac.Names(), ", ")+")")
 	}
 	c.Algorithm = alg.Name()
 	if c.Key, err = secret(fields["key"], keys.MaxKeyLen); err != nil {
@@ -453,15 +398,22 @@ func sameAO(a, b keys.AO) bool {
 		a.HasIfIndex == b.HasIfIndex && a.IfIndex == b.IfIndex
 }
 
-func (p *parser) md5Entry(raw json.RawMessage, i int) error {
+// md5Entry parses and checks entry i of "md5". On an error the key it
+// decoded is wiped.
+func (p *parser) md5Entry(raw []byte, i int) (err error) {
 	e := &Error{Entry: fmt.Sprintf("md5[%d]", i)}
 	fields, err := p.entryFields(raw, e, []string{"name", "peer", "key", "ifindex"})
 	if err != nil {
 		return err
 	}
 	var out MD5
+	defer func() {
+		if err != nil {
+			clear(out.Config.Key)
+		}
+	}()
 	if v, ok := fields["name"]; ok {
-		if out.Name, err = str(v); err != nil {
+		if out.Name, err = name(v); err != nil {
 			return e.wrap("name", err)
 		}
 		e.Entry = Label("md5", i, out.Name)
@@ -530,7 +482,7 @@ func bad(format string, a ...any) error {
 }
 
 // kind names the JSON type of a raw value.
-func kind(v json.RawMessage) string {
+func kind(v []byte) string {
 	switch v = bytes.TrimSpace(v); {
 	case len(v) == 0:
 		return "nothing"
@@ -548,7 +500,7 @@ func kind(v json.RawMessage) string {
 	return "a number"
 }
 
-func str(v json.RawMessage) (string, error) {
+func str(v []byte) (string, error) {
 	var s string
 	if kind(v) != "a string" || json.Unmarshal(v, &s) != nil {
 		return "", bad("want a string, got %s", kind(v))
@@ -556,7 +508,32 @@ func str(v json.RawMessage) (string, error) {
 	return s, nil
 }
 
-func boolean(v json.RawMessage) (bool, error) {
+// keyHint is what an error about a string field adds when the value
+// looks like a key, "" otherwise: the error says so instead of quoting
+// it.
+func keyHint(s string) string {
+	for _, prefix := range []string{"hex:", "text:"} {
+		if strings.HasPrefix(s, prefix) {
+			return fmt.Sprintf(" (the value starts with %q, as a key does)", prefix)
+		}
+	}
+	return ""
+}
+
+// name decodes an entry's name: any string but one that looks like a
+// key, since a name is printed in every message about its entry.
+func name(v []byte) (string, error) {
+	s, err := str(v)
+	if err != nil {
+		return "", err
+	}
+	if h := keyHint(s); h != "" {
+		return "", bad("a name is printed in messages, so it may not look like a key%s", h)
+	}
+	return s, nil
+}
+
+func boolean(v []byte) (bool, error) {
 	var b bool
 	if kind(v) != "true or false" || json.Unmarshal(v, &b) != nil {
 		return false, bad("want true or false, got %s", kind(v))
@@ -565,7 +542,7 @@ func boolean(v json.RawMessage) (bool, error) {
 }
 
 // integer decodes a whole number in lo..hi; what says what it is.
-func integer(v json.RawMessage, lo, hi int64, what string) (int64, error) {
+func integer(v []byte, lo, hi int64, what string) (int64, error) {
 	if k := kind(v); k != "a number" {
 		return 0, bad("want a number, got %s", k)
 	}
@@ -577,56 +554,81 @@ func integer(v json.RawMessage, lo, hi int64, what string) (int64, error) {
 	return n, nil
 }
 
-// secret decodes "hex:…" or "text:…" of 1..maxLen bytes. Errors never
-// quote the value.
-func secret(v json.RawMessage, maxLen int) ([]byte, error) {
-	s, err := str(v)
-	if err != nil {
-		return nil, err
+// secret decodes "hex:…" or "text:…" of 1..maxLen bytes into a slice of
+// its own, unquoting the JSON string into a buffer that it wipes (a Go
+// string could not be). Errors never quote the value.
+func secret(v []byte, maxLen int) ([]byte, error) {
+	if k := kind(v); k != "a string" {
+		return nil, bad("want a string, got %s", k)
 	}
+	s := unquote(v)
+	defer clear(s)
+	b, err := decodeSecret(s, maxLen)
+	if testHook != nil {
+		testHook(s, b)
+	}
+	return b, err
+}
+
+// testHook, when a test sets it, sees each key field's unquoted buffer
+// and the key decoded from it, to check later that both were wiped.
+var testHook func(unquoted, key []byte)
+
+// decodeSecret is secret after the unquoting.
+func decodeSecret(s []byte, maxLen int) ([]byte, error) {
 	var b []byte
 	switch {
-	case strings.HasPrefix(s, "hex:"):
+	case bytes.HasPrefix(s, []byte("hex:")):
 		h := s[len("hex:"):]
-		if b, err = hex.DecodeString(h); err != nil {
+		b = make([]byte, len(h)/2)
+		if _, err := hex.Decode(b, h); err != nil {
+			clear(b)
 			var inv hex.InvalidByteError
 			if errors.As(err, &inv) {
-				return nil, bad("not hex: invalid character at offset %d", strings.IndexByte(h, byte(inv)))
+				return nil, bad("not hex: invalid character at offset %d", bytes.IndexByte(h, byte(inv)))
 			}
 			return nil, bad("not hex: odd number of digits (%d)", len(h))
 		}
-	case strings.HasPrefix(s, "text:"):
-		b = []byte(s[len("text:"):])
+	case bytes.HasPrefix(s, []byte("text:")):
+		b = bytes.Clone(s[len("text:"):])
 	default:
 		return nil, bad(`want "hex:…" or "text:…"`)
 	}
 	if len(b) == 0 || len(b) > maxLen {
+		clear(b)
 		return nil, bad("%d bytes, want 1..%d", len(b), maxLen)
 	}
 	return b, nil
 }
 
 // peer parses an address (its host prefix) or a prefix whose host bits
-// are zero, as Linux takes it; IPv4-mapped ones become IPv4.
-func peer(v json.RawMessage) (netip.Prefix, error) {
+// are zero, as Linux takes it; IPv4-mapped ones become IPv4. Its errors
+// do not quote the value: a key pasted here must not be printed.
+func peer(v []byte) (netip.Prefix, error) {
 	s, err := str(v)
 	if err != nil {
 		return netip.Prefix{}, err
 	}
+	const want = "not an address or prefix (want e.g. 192.0.2.1, 192.0.2.0/24 or 2001:db8::/32)"
 	if !strings.Contains(s, "/") {
 		a, err := netip.ParseAddr(s)
-		if err != nil || a.Zone() != "" {
-			return netip.Prefix{}, bad("%q is not an address or prefix", s)
+		if err == nil && a.Zone() != "" {
+			return netip.Prefix{}, bad("not an address or prefix (an address with a zone is not a peer)")
+		}
+		if err != nil {
+			return netip.Prefix{}, bad("%s%s", want, keyHint(s))
 		}
 		a = a.Unmap()
 		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
-		return netip.Prefix{}, bad("%q is not an address or prefix", s)
+		return netip.Prefix{}, bad("%s%s", want, keyHint(s))
 	}
 	if p.Masked() != p {
-		return netip.Prefix{}, bad("%q has host bits set (did you mean %v?)", s, p.Masked())
+		// The suggestion is the prefix the value parsed as: an address,
+		// never a key.
+		return netip.Prefix{}, bad("the prefix has host bits set (did you mean %v?)", p.Masked())
 	}
 	if p.Addr().Is4In6() && p.Bits() >= 96 {
 		p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
@@ -634,68 +636,23 @@ func peer(v json.RawMessage) (netip.Prefix, error) {
 	return p, nil
 }
 
-// delim reads the opening delimiter d of a value called what.
-func (p *parser) delim(dec *json.Decoder, d json.Delim, what string, e *Error) error {
-	start := dec.InputOffset()
-	tok, err := dec.Token()
-	if err != nil {
-		return p.syntax(err, e)
-	}
-	if tok == d {
-		return nil
-	}
-	want := "a JSON object"
-	if d == '[' {
-		want = "a list"
-	}
-	got := "a number"
-	switch t := tok.(type) {
-	case json.Delim:
-		got = map[json.Delim]string{'{': "an object", '[': "a list"}[t]
-	case string:
-		got = "a string"
-	case bool:
-		got = "true or false"
-	case nil:
-		got = "null"
-	}
-	if e != nil {
-		return e.with("", ErrSyntax, fmt.Sprintf("want %s, got %s", want, got))
-	}
-	if d == '[' {
-		return &Error{Field: what, Err: ErrSyntax, msg: fmt.Sprintf("want a list, got %s", got)}
-	}
-	line, col := position(p.src, start+1)
-	return &Error{Err: ErrSyntax, msg: fmt.Sprintf("line %d, column %d: want %s, got %s", line, col, want, got)}
-}
-
-// key reads an object member's name.
-func (p *parser) key(dec *json.Decoder, e *Error) (string, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return "", p.syntax(err, e)
-	}
-	s, _ := tok.(string) // the decoder only yields strings here
-	return s, nil
-}
-
-// syntax turns a decoding error into an *Error with a line and column of
-// the file where it has one.
-func (p *parser) syntax(err error, e *Error) error {
-	if e == nil {
-		e = &Error{}
-	}
+// syntaxError is Parse's error for bytes that are not one JSON value,
+// with the line and column encoding/json's scanner stopped at. Its
+// message names at most the one character it stopped at.
+func syntaxError(src []byte, err error) error {
 	var syn *json.SyntaxError
-	switch {
-	case errors.As(err, &syn):
-		// Offsets inside an entry are relative to the entry; entries are
-		// decoded from the file first, so syntax errors arise at file level.
-		line, col := position(p.src, syn.Offset)
-		return e.with("", ErrSyntax, fmt.Sprintf("line %d, column %d: %s", line, col, strings.TrimPrefix(syn.Error(), "json: ")))
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return e.with("", ErrSyntax, "unexpected end of the file")
+	if !errors.As(err, &syn) {
+		return &Error{Err: ErrSyntax, msg: "malformed JSON"}
 	}
-	return e.with("", ErrSyntax, strings.TrimPrefix(err.Error(), "json: "))
+	msg := syn.Error()
+	line, col := position(src, syn.Offset)
+	switch {
+	case syn.Offset >= int64(len(src)) && strings.HasPrefix(msg, "unexpected end"):
+		return &Error{Err: ErrSyntax, msg: "unexpected end of the file"}
+	case strings.HasSuffix(msg, "after top-level value"):
+		msg = "data after the end of the keys object"
+	}
+	return &Error{Err: ErrSyntax, msg: fmt.Sprintf("line %d, column %d: %s", line, col, msg)}
 }
 
 // unknown is the error for an unknown field name, with the nearest known
