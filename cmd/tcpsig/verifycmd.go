@@ -84,7 +84,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		case lo.every <= 0:
 			return failf(stderr, "verify: -every must be positive")
 		}
-		kf, err := readKeys(*keysPath, nil)
+		kf, err := readKeys(*keysPath, nil, stderr)
 		if err != nil {
 			return failf(stderr, "verify: %v", err)
 		}
@@ -130,7 +130,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		if *keysPath == "" {
 			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help verify)")
 		}
-		kf, err := readKeys(*keysPath, files)
+		kf, err := readKeys(*keysPath, files, stderr)
 		if err != nil {
 			return failf(stderr, "verify: %v", err)
 		}
@@ -271,8 +271,10 @@ func fileInput(path string) input {
 }
 
 // readKeys reads the keys file at path, standard input for "-" (which
-// the captures must then not also read).
-func readKeys(path string, captures []string) (*keyfile.File, error) {
+// the captures must then not also read). A file that group or others may
+// read or write is read, with a warning on stderr: verify only reads
+// keys, where the shim refuses such a file.
+func readKeys(path string, captures []string, stderr io.Writer) (*keyfile.File, error) {
 	if path == "-" {
 		if slices.Contains(captures, "-") {
 			return nil, errors.New(`-keys - and CAPTURE - cannot both read standard input`)
@@ -290,6 +292,9 @@ func readKeys(path string, captures []string) (*keyfile.File, error) {
 	}
 	if err != nil {
 		return nil, unwrapPath(err)
+	}
+	if err := keyfile.CheckMode(path); errors.Is(err, keyfile.ErrMode) {
+		fmt.Fprintf(stderr, "tcpsig verify: warning: %v\n", err)
 	}
 	return kf, nil
 }
