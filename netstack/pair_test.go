@@ -1,8 +1,16 @@
 package netstack
 
-// An in-memory link between two gVisor stacks: two channel endpoints and
-// a goroutine per direction moving packets from one's outbound queue into
-// the other's inbound path.
+// An in-memory link between two gVisor stacks: a queueLink per direction
+// over a channel endpoint, and a goroutine per direction moving packets
+// from one's queue into the other's inbound path.
+//
+// The link loses nothing (issue 26 item 6). A channel endpoint's own
+// queue drops what does not fit (its WritePackets returns a short count
+// and no error, and gVisor's NIC ignores the count), and a burst of such
+// losses stalled gVisor's TCP for minutes: a receiver that has shut down
+// its write side sends no SACK blocks, and its peer then recovers two
+// segments per RTO (TestGVisorHalfClosedNoSACK). These tests are about
+// signing, not loss recovery; allVerified checks that nothing was lost.
 
 import (
 	"context"
@@ -18,6 +26,7 @@ import (
 	"gvisor.dev/gvisor/pkg/tcpip"
 	"gvisor.dev/gvisor/pkg/tcpip/link/channel"
 	"gvisor.dev/gvisor/pkg/tcpip/link/ethernet"
+	"gvisor.dev/gvisor/pkg/tcpip/link/nested"
 	"gvisor.dev/gvisor/pkg/tcpip/stack"
 )
 
@@ -31,6 +40,7 @@ type pair struct {
 	a, b     *stack.Stack
 	ea, eb   *Endpoint // the wrappers, nil when unwrapped
 	la, lb   *packetauth.Layer
+	qa, qb   *queueLink   // what a and b send
 	segments atomic.Int64 // packets moved, both directions
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
@@ -83,13 +93,18 @@ func newPair(alg string, mtu uint32) (*pair, error) { return newLinkPair(alg, mt
 // with ARP, which passes the layer untouched).
 func newLinkPair(alg string, mtu uint32, ether bool) (*pair, error) {
 	p := &pair{}
-	ca, cb := channel.New(1024, mtu, ""), channel.New(1024, mtu, "")
-	var la, lb stack.LinkEndpoint = ca, cb
+	// The channel endpoints' own queues stay empty: the queueLinks take
+	// what is written.
+	ca, cb := channel.New(1, mtu, ""), channel.New(1, mtu, "")
 	if ether {
 		ca.LinkEPCapabilities, cb.LinkEPCapabilities = 0, 0
 		ca.SetLinkAddress(tcpip.LinkAddress("\x02\x00\x00\x00\x00\x01"))
 		cb.SetLinkAddress(tcpip.LinkAddress("\x02\x00\x00\x00\x00\x02"))
-		la, lb = ethernet.New(ca), ethernet.New(cb)
+	}
+	p.qa, p.qb = newQueueLink(ca), newQueueLink(cb)
+	var la, lb stack.LinkEndpoint = p.qa, p.qb
+	if ether {
+		la, lb = ethernet.New(la), ethernet.New(lb)
 	}
 	if alg != "" {
 		var err error
@@ -115,27 +130,35 @@ func newLinkPair(alg string, mtu uint32, ether bool) (*pair, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	p.wg.Add(2)
-	go p.move(ctx, ca, cb)
-	go p.move(ctx, cb, ca)
+	go p.move(ctx, p.qa, cb)
+	go p.move(ctx, p.qb, ca)
 	return p, nil
 }
 
-// move carries packets written to from into to's inbound path.
-func (p *pair) move(ctx context.Context, from, to *channel.Endpoint) {
+// move carries packets written to from into to's inbound path, in order,
+// until ctx is done; then from is closed.
+func (p *pair) move(ctx context.Context, from *queueLink, to *channel.Endpoint) {
 	defer p.wg.Done()
+	defer from.close()
 	for {
-		pkt := from.ReadContext(ctx)
-		if pkt == nil {
+		pkts := from.take(ctx)
+		if pkts == nil {
 			return
 		}
-		q := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: pkt.ToBuffer()})
-		proto := pkt.NetworkProtocolNumber
-		pkt.DecRef()
-		p.segments.Add(1)
-		to.InjectInbound(proto, q)
-		q.DecRef()
+		for _, pkt := range pkts {
+			q := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: pkt.ToBuffer()})
+			proto := pkt.NetworkProtocolNumber
+			pkt.DecRef()
+			p.segments.Add(1)
+			to.InjectInbound(proto, q)
+			q.DecRef()
+		}
 	}
 }
+
+// lost returns the packets the link did not carry: those its drop hooks
+// took and those written after it closed.
+func (p *pair) lost() uint64 { return p.qa.lost.Load() + p.qb.lost.Load() }
 
 func (p *pair) close() {
 	p.cancel()
@@ -144,6 +167,95 @@ func (p *pair) close() {
 		s.Close()
 		s.Wait()
 	}
+}
+
+// queueLink is one direction of the pair's link, between a stack (or its
+// wrapper) and a channel endpoint whose inbound path it leaves alone:
+// WritePackets appends to a queue without bound, so it neither drops nor
+// blocks, and move takes the queue whole. No writer ever waits, so
+// nothing can deadlock, though the move goroutines write too (a RST for
+// an unknown connection, an ARP reply: sent as they deliver). The queue
+// is bounded in practice by what TCP has in flight: its windows.
+type queueLink struct {
+	nested.Endpoint
+	ready chan struct{} // a token after a write, for take to look again
+	lost  atomic.Uint64
+
+	mu     sync.Mutex // guards what follows
+	queue  []*stack.PacketBuffer
+	closed bool
+	// drop, when set (setDrop), is asked about each packet written, in
+	// order; it keeps those for which it returns true off the link.
+	drop func(*stack.PacketBuffer) bool
+}
+
+func newQueueLink(child stack.LinkEndpoint) *queueLink {
+	l := &queueLink{ready: make(chan struct{}, 1)}
+	l.Init(child, l)
+	return l
+}
+
+// WritePackets queues a reference to each packet (a clone, as a channel
+// endpoint keeps, sharing the bytes) and reports them all written.
+func (l *queueLink) WritePackets(pkts stack.PacketBufferList) (int, tcpip.Error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		l.lost.Add(uint64(pkts.Len()))
+		return 0, &tcpip.ErrClosedForSend{}
+	}
+	for _, pkt := range pkts.AsSlice() {
+		if l.drop != nil && l.drop(pkt) {
+			l.lost.Add(1)
+			continue
+		}
+		l.queue = append(l.queue, pkt.Clone())
+	}
+	l.mu.Unlock()
+	select {
+	case l.ready <- struct{}{}:
+	default:
+	}
+	return pkts.Len(), nil
+}
+
+// setDrop installs drop (nil removes it).
+func (l *queueLink) setDrop(drop func(*stack.PacketBuffer) bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.drop = drop
+}
+
+// take waits until something is queued and returns all of it, oldest
+// first (the caller owns the references), or nil once ctx is done.
+func (l *queueLink) take(ctx context.Context) []*stack.PacketBuffer {
+	for {
+		l.mu.Lock()
+		q := l.queue
+		l.queue = nil
+		l.mu.Unlock()
+		if len(q) > 0 {
+			return q
+		}
+		select {
+		case <-l.ready:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// close releases what is still queued (counted as lost) and refuses
+// further writes.
+func (l *queueLink) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	for _, pkt := range l.queue {
+		pkt.DecRef()
+	}
+	l.lost.Add(uint64(len(l.queue)))
+	l.queue = nil
 }
 
 func (p *pair) String() string { return fmt.Sprintf("pair %v <-> %v", pairA, pairB) }

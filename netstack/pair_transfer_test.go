@@ -64,8 +64,7 @@ func exchange(client, server *gonet.TCPConn, n int64) error {
 // settle waits until the link has been quiet for 50 ms and the two
 // layers have verified every packet it carried (the last ones may still
 // be on their way), or two seconds have passed, and returns their
-// counters and the packets carried. A packet the link lost (a full
-// channel queue) was signed but never carried.
+// counters and the packets carried.
 func (p *pair) settle() (ca, cb packetauth.Counters, moved uint64) {
 	for i := 0; i < 40; i++ {
 		moved = uint64(p.segments.Load())
@@ -78,10 +77,16 @@ func (p *pair) settle() (ca, cb packetauth.Counters, moved uint64) {
 	return ca, cb, moved
 }
 
-// allVerified checks that every packet the link carried was verified by
-// the receiving layer, none refused, none passed unsigned.
+// allVerified checks that nothing was lost, neither on the link nor in a
+// stack (a full segment queue: past the layer, short of TCP), and that
+// every packet the link carried was verified by the receiving layer, none
+// refused, none passed unsigned.
 func (p *pair) allVerified(ca, cb packetauth.Counters, moved uint64) error {
 	switch {
+	case p.lost() != 0:
+		return fmt.Errorf("the link lost %d packets", p.lost())
+	case p.a.Stats().DroppedPackets.Value()+p.b.Stats().DroppedPackets.Value() != 0:
+		return fmt.Errorf("the stacks dropped %d and %d packets", p.a.Stats().DroppedPackets.Value(), p.b.Stats().DroppedPackets.Value())
 	case ca.Dropped.Total()+cb.Dropped.Total() != 0 || p.ea.Dropped()+p.eb.Dropped() != 0:
 		return fmt.Errorf("refused: client %+v, server %+v", ca.Dropped, cb.Dropped)
 	case ca.Verified+cb.Verified != moved || ca.Passed+cb.Passed != 0:
@@ -110,8 +115,8 @@ func TestPair(t *testing.T) {
 			ca, cb, moved := p.settle()
 			t.Logf("client layer %+v", ca)
 			t.Logf("server layer %+v", cb)
-			if ca.Dropped.Total()+cb.Dropped.Total() != 0 || p.ea.Dropped()+p.eb.Dropped() != 0 {
-				t.Fatalf("refused: client %+v, server %+v", ca.Dropped, cb.Dropped)
+			if ca.Dropped.Total()+cb.Dropped.Total() != 0 || p.ea.Dropped()+p.eb.Dropped() != 0 || p.lost() != 0 {
+				t.Fatalf("refused: client %+v, server %+v; lost on the link %d", ca.Dropped, cb.Dropped, p.lost())
 			}
 			if alg == "none" {
 				if ca.Signed+cb.Signed+ca.Verified+cb.Verified != 0 || ca.Passed == 0 {
