@@ -1,6 +1,10 @@
 package shim
 
 import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"net/netip"
 
@@ -19,15 +23,39 @@ type Config struct {
 }
 
 // keySet is a keys file as the shim uses it: the MKTs and MD5 keys in file
-// order, and the peer prefixes they cover.
+// order, and the peer prefixes they cover. Once applied its key bytes are
+// wiped (the keyrings hold their own): what tells a changed key from the
+// same one on the next reload is a fingerprint, keyed per process.
 type keySet struct {
 	AO    []keys.AO
 	MD5   []keys.MD5
+	aoFP  []fingerprint // of AO[i].Key
+	md5FP []fingerprint // of MD5[i].Key
 	Peers []netip.Prefix
 }
 
-// loadKeys reads and validates the keys file at path.
+// fingerprint is HMAC-SHA256 of a key under fpKey: equal for equal keys
+// within this process, and telling nothing of a key without fpKey.
+type fingerprint [sha256.Size]byte
+
+var fpKey = func() []byte {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k) // crypto/rand.Read never fails (it crashes the program instead)
+	return k
+}()
+
+func fingerprintOf(key []byte) fingerprint {
+	h := hmac.New(sha256.New, fpKey)
+	h.Write(key)
+	return fingerprint(h.Sum(nil))
+}
+
+// loadKeys reads and validates the keys file at path, refusing one that
+// group or others may read or write.
 func loadKeys(path string) (*keySet, error) {
+	if err := keyfile.CheckMode(path); err != nil {
+		return nil, err
+	}
 	kf, err := keyfile.Load(path)
 	if err != nil {
 		return nil, err
@@ -43,11 +71,70 @@ func loadKeys(path string) (*keySet, error) {
 	}
 	for _, e := range kf.AO {
 		k.AO = append(k.AO, e.Config)
+		k.aoFP = append(k.aoFP, fingerprintOf(e.Config.Key))
 		peer(e.Config.Peer)
 	}
 	for _, e := range kf.MD5 {
 		k.MD5 = append(k.MD5, e.Config)
+		k.md5FP = append(k.md5FP, fingerprintOf(e.Config.Key))
 		peer(e.Config.Peer)
 	}
+	if err := k.check(); err != nil {
+		k.wipe()
+		return nil, err
+	}
 	return k, nil
+}
+
+// check refuses what a keyring would refuse once part of the file is in:
+// two MKTs whose peer prefixes overlap (in overlapping L3 domains) with
+// the same SendID or RecvID (RFC 5925 §3.1), which the keys file accepts
+// for different prefixes.
+func (k *keySet) check() error {
+	type idKey struct {
+		kind byte
+		id   uint8
+	}
+	byID := map[idKey][]int{}
+	for i, c := range k.AO {
+		for _, id := range []idKey{{'s', c.SendID}, {'r', c.RecvID}} {
+			for _, j := range byID[id] {
+				o := k.AO[j]
+				if o.Peer.Overlaps(c.Peer) && (!o.HasIfIndex || !c.HasIfIndex || o.IfIndex == c.IfIndex) {
+					what := "sndid"
+					if id.kind == 'r' {
+						what = "rcvid"
+					}
+					return fmt.Errorf("%w: ao[%d] and ao[%d]: overlapping peers %v and %v with the same %s %d",
+						keyfile.ErrDuplicate, j, i, o.Peer, c.Peer, what, id.id)
+				}
+			}
+			byID[id] = append(byID[id], i)
+		}
+	}
+	return nil
+}
+
+// wipe clears the key bytes k holds.
+func (k *keySet) wipe() {
+	for i := range k.AO {
+		clear(k.AO[i].Key)
+	}
+	for i := range k.MD5 {
+		clear(k.MD5[i].Key)
+	}
+}
+
+// sameAO reports whether entry i of a and entry j of b are the same MKT.
+func sameAO(a *keySet, i int, b *keySet, j int) bool {
+	x, y := a.AO[i], b.AO[j]
+	return x.Peer.Masked() == y.Peer.Masked() && x.SendID == y.SendID && x.RecvID == y.RecvID &&
+		x.Algorithm == y.Algorithm && a.aoFP[i] == b.aoFP[j] && x.MACLen == y.MACLen &&
+		x.ExcludeOptions == y.ExcludeOptions && x.IfIndex == y.IfIndex && x.HasIfIndex == y.HasIfIndex
+}
+
+// sameMD5 reports whether entry i of a and entry j of b are the same key.
+func sameMD5(a *keySet, i int, b *keySet, j int) bool {
+	x, y := a.MD5[i], b.MD5[j]
+	return x.Peer.Masked() == y.Peer.Masked() && a.md5FP[i] == b.md5FP[j] && x.IfIndex == y.IfIndex && x.HasIfIndex == y.HasIfIndex
 }

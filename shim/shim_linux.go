@@ -3,7 +3,6 @@
 package shim
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -11,13 +10,12 @@ import (
 	"log/slog"
 	"net/netip"
 	"runtime"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
-	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
@@ -44,15 +42,19 @@ type Shim struct {
 	aoMKT   []*ao.MKT     // the MKT of each keys.AO entry
 	md5Key  []*md5sig.Key // the key of each keys.MD5 entry
 	method  nfrules.Method
+	rules   []netip.Prefix                    // the peers the installed rules queue
 	unseen  map[[2]netip.AddrPort]*UnseenConn // TCP-AO sessions met without their handshake
 	seeded  uint64                            // TCP-AO sessions resumed from -state
+
+	malformed atomic.Uint64 // queued packets dropped because their message or verdict failed
 }
 
 // maxUnseen bounds the sessions reported as unseen.
 const maxUnseen = 1024
 
 // New loads the keys file and prepares the layer; nothing is installed
-// until Run.
+// until Run. A keys file that group or others may read is refused
+// (keyfile.ErrMode), as OpenSSH refuses such a private key.
 func New(cfg Config) (*Shim, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -62,39 +64,58 @@ func New(cfg Config) (*Shim, error) {
 		return nil, err
 	}
 	if err := checkStatusPath(cfg.Status); err != nil {
+		keys.wipe()
 		return nil, err // before any rule is installed
 	}
 	pool, err := sigpool.New(sigpool.Config{})
 	if err != nil {
+		keys.wipe()
 		return nil, err
 	}
-	s := &Shim{cfg: cfg, log: cfg.Log, table: fmt.Sprintf("tcpsig-shim-%d", cfg.Queue), keys: &keySet{},
+	s := &Shim{cfg: cfg, log: cfg.Log, table: TableName(cfg.Queue), keys: &keySet{},
 		aoRing: ao.NewKeyring(pool), md5Ring: md5sig.NewKeyring(pool), unseen: map[[2]netip.AddrPort]*UnseenConn{},
 		reloads: make(chan chan error), stopped: make(chan struct{})}
-	if err := s.apply(keys); err != nil {
+	// Both keyrings, whatever the file holds now: a reload may add the
+	// kind it lacks, and the layer must enforce it from then on.
+	if s.layer, err = packetauth.New(packetauth.Config{AO: s.aoRing, MD5: s.md5Ring}); err != nil {
+		keys.wipe()
 		return nil, err
 	}
-	lc := packetauth.Config{}
-	if len(keys.AO) > 0 {
-		lc.AO = s.aoRing
-	}
-	if len(keys.MD5) > 0 {
-		lc.MD5 = s.md5Ring
-	}
-	// A key kind the file does not have at start cannot be added by a
-	// reload: the layer takes its keyrings once.
-	if s.layer, err = packetauth.New(lc); err != nil {
+	if err := s.apply(keys); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// Run binds the queues, installs the rules and answers packets until ctx
-// is done; the rules are removed on the way out. It must be called from
-// the goroutine (OS thread) whose network namespace is to be covered, and
-// only once. Each queue's reader is a goroutine on a locked OS thread that
-// sleeps in poll(2) holding its P: a GOMAXPROCS above the CPUs by the
-// number of queues (see DefaultQueues) keeps the rest of the process a P.
+// TableName is the name of the nftables tables (ip and ip6) of the shim
+// whose first queue is queue.
+func TableName(queue uint16) string { return fmt.Sprintf("tcpsig-shim-%d", queue) }
+
+// Uninstall removes the rules of the shim whose first queue is queue, in
+// the network namespace of the calling thread: afterwards the covered
+// peers' packets reach the kernel unchecked. It is the only way the rules
+// go: every exit of Run leaves them, dropping the covered peers' packets
+// until a shim takes over. It reports whether there were rules.
+func Uninstall(queue uint16) (bool, error) {
+	table := TableName(queue)
+	present, err := nfrules.Exists(table)
+	if err != nil || !present {
+		return false, err
+	}
+	return true, nfrules.Remove(table)
+}
+
+// Run binds the queues, installs the rules (taking over those an earlier
+// run left, in one batch) and answers packets until ctx is done. It must
+// be called from the goroutine (OS thread) whose network namespace is to
+// be covered, and only once. On every way out — ctx done, a queue that
+// failed, an error — the rules stay: with no reader bound, the kernel
+// drops the covered peers' packets (the rules queue without bypass) until
+// a shim takes over, so nobody can inject into a covered session while
+// none runs. [Uninstall] removes them. Each queue's reader is a goroutine
+// on a locked OS thread that sleeps in poll(2) holding its P: a GOMAXPROCS
+// above the CPUs by the number of queues (see DefaultQueues) keeps the
+// rest of the process a P.
 func (s *Shim) Run(ctx context.Context) error {
 	defer close(s.stopped)
 	// The queues first: if another shim holds one, its rules stay.
@@ -125,7 +146,7 @@ func (s *Shim) Run(ctx context.Context) error {
 		}
 	}()
 	if stale, err := nfrules.Exists(s.table); err == nil && stale {
-		s.log.Warn("replacing rules left by an earlier run", "table", s.table)
+		s.log.Info("taking over the rules an earlier run left", "table", s.table)
 	}
 	err := s.installRules()
 	if err != nil && len(s.queues) > 1 {
@@ -141,13 +162,8 @@ func (s *Shim) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err := nfrules.Remove(s.table); err != nil {
-			s.log.Error("removing rules", "err", err)
-		} else {
-			s.log.Info("rules removed", "table", s.table)
-		}
-	}()
+	defer s.log.Warn("rules left in place: the covered peers' packets are dropped until a shim takes over (tcpsig shim -uninstall removes them)",
+		"table", s.table, "peers", len(s.rules))
 	s.seedFromState()
 
 	if s.cfg.Status != "" {
@@ -161,7 +177,7 @@ func (s *Shim) Run(ctx context.Context) error {
 	for _, q := range s.queues {
 		go func() { loopErr <- s.loop(q) }()
 	}
-	s.log.Info("shim running", "queue", s.cfg.Queue, "queues", len(s.queues), "rules", s.method, "peers", len(s.keys.Peers),
+	s.log.Info("shim running", "queue", s.cfg.Queue, "queues", len(s.queues), "rules", s.method, "peers", len(s.rules),
 		"ao_keys", len(s.keys.AO), "md5_keys", len(s.keys.MD5), "overhead", s.layer.Overhead())
 
 	tick := time.NewTicker(2 * time.Second)
@@ -178,27 +194,10 @@ func (s *Shim) Run(ctx context.Context) error {
 			s.layer.Expire(now)
 			s.saveState()
 			s.reportDrops()
+			s.followRevoked()
 		case err := <-loopErr:
 			return err
 		}
-	}
-}
-
-// Reload reads the keys file again and applies it without dropping
-// sessions: new MKTs and keys are added, deleted ones removed (an MKT in
-// use is replaced on its sessions by the peer's last remaining one), the
-// peer's last TCP-AO entry in the file becomes its sessions' RNext (see
-// rotate), and the rules follow the peers. It waits for Run to do it (the
-// rules belong to Run's namespace), so it also tells when Run is serving
-// packets; on an error the keys stay as they were
-// or, for an error of one entry, as far as they got.
-func (s *Shim) Reload() error {
-	done := make(chan error, 1)
-	select {
-	case s.reloads <- done:
-		return <-done
-	case <-s.stopped:
-		return ErrStopped
 	}
 }
 
@@ -216,12 +215,15 @@ func (s *Shim) setQueues(qs []*nfqueue.Queue) {
 	s.mu.Unlock()
 }
 
+// installRules installs the rules for the peers rulePeers names; under
+// s.mu, or before the packet loops start.
 func (s *Shim) installRules() error {
-	m, err := nfrules.Install(nfrules.Spec{Table: s.table, Queue: s.cfg.Queue, Queues: uint16(len(s.queues)), Peers: s.keys.Peers})
+	peers := s.rulePeers()
+	m, err := nfrules.Install(nfrules.Spec{Table: s.table, Queue: s.cfg.Queue, Queues: uint16(len(s.queues)), Peers: peers})
 	if err != nil {
 		return err
 	}
-	s.method = m
+	s.method, s.rules = m, peers
 	return nil
 }
 
@@ -272,8 +274,14 @@ func (s *Shim) answer(q *nfqueue.Queue, p *nfqueue.Packet, buf []byte) error {
 	case errors.Is(p.Err, nfqueue.ErrTruncated):
 		return q.AddVerdict(p.ID, nfqueue.Drop, nil)
 	case p.Err != nil:
+		// A message that did not parse: drop what it names (the
+		// kernel's packet ids start at 1), so no queue slot leaks.
+		s.malformed.Add(1)
 		s.log.Warn("reading the queue", "err", p.Err)
-		return nil
+		if p.ID == 0 {
+			return nil
+		}
+		return q.AddVerdict(p.ID, nfqueue.Drop, nil)
 	}
 	out, err := s.transform(buf[:0], p)
 	if err != nil && errors.Is(err, packetauth.ErrNoConn) {
@@ -285,9 +293,17 @@ func (s *Shim) answer(q *nfqueue.Queue, p *nfqueue.Packet, buf []byte) error {
 		return q.AddVerdict(p.ID, nfqueue.Drop, nil)
 	case len(out) == len(p.Payload) && (len(out) == 0 || &out[0] == &p.Payload[0]):
 		return q.AddVerdict(p.ID, nfqueue.Accept, nil) // untouched
-	default:
-		return q.AddVerdict(p.ID, nfqueue.Accept, out)
 	}
+	if err := q.AddVerdict(p.ID, nfqueue.Accept, out); err != nil {
+		// The rewritten packet cannot be given back: drop it rather
+		// than leave it waiting.
+		s.malformed.Add(1)
+		if derr := q.AddVerdict(p.ID, nfqueue.Drop, nil); derr != nil {
+			return errors.Join(err, derr)
+		}
+		return err
+	}
+	return nil
 }
 
 // reportDrops logs the packets the kernel dropped since the last call
@@ -390,164 +406,4 @@ func (s *Shim) dropped(p *nfqueue.Packet, err error) {
 	}
 	s.log.Debug("dropped", "hook", p.Hook, "local", local, "remote", remote, "len", len(p.Payload),
 		"flags", flags, "seq", seq, "err", err)
-}
-
-func (s *Shim) reload() error {
-	keys, err := loadKeys(s.cfg.Keys)
-	if err != nil {
-		s.log.Error("reload: keeping the current keys", "err", err)
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if (len(keys.AO) > 0 && len(s.keys.AO) == 0 && s.aoRing.Len() == 0 && len(s.keys.MD5) > 0) ||
-		(len(keys.MD5) > 0 && len(s.keys.MD5) == 0 && len(s.keys.AO) > 0) {
-		s.log.Warn("reload: a key kind absent at start (TCP-AO or TCP-MD5) takes a restart to take effect")
-	}
-	samePeers := slices.Equal(s.keys.Peers, keys.Peers)
-	errs := []error{s.apply(keys)}
-	// Replacing the rules drops the packets waiting in the queue (the
-	// kernel flushes a hook's queued packets when the hook goes): only
-	// when the peers changed.
-	if !samePeers {
-		if err := s.installRules(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	s.rotate()
-	err = errors.Join(errs...)
-	if err != nil {
-		s.log.Error("reload", "err", err)
-	}
-	s.log.Info("keys reloaded", "peers", len(s.keys.Peers), "ao_keys", len(s.keys.AO), "md5_keys", len(s.keys.MD5))
-	return err
-}
-
-// apply makes the keyrings hold exactly the keys of k, changing only what
-// differs, so that live sessions keep their keys. An MKT a session uses is
-// deleted with the peer's remaining newest MKT as its replacement.
-func (s *Shim) apply(k *keySet) error {
-	var errs []error
-	// TCP-AO: keep the same entries, add new ones, delete gone ones.
-	keep := make([]*ao.MKT, len(k.AO))
-	var gone []*ao.MKT
-	for i, old := range s.keys.AO {
-		j := slices.IndexFunc(k.AO, func(c keys.AO) bool { return sameAOConfig(c, old) })
-		if j >= 0 && keep[j] == nil {
-			keep[j] = s.aoMKT[i]
-		} else {
-			gone = append(gone, s.aoMKT[i])
-		}
-	}
-	var later []int // entries that clash with a gone MKT (same IDs, new key)
-	for j, c := range k.AO {
-		if keep[j] != nil {
-			continue
-		}
-		m, err := s.aoRing.Add(c)
-		switch {
-		case errors.Is(err, ao.ErrKeyExists):
-			later = append(later, j)
-		case err != nil:
-			errs = append(errs, fmt.Errorf("ao[%d]: %w", j, err))
-		default:
-			keep[j] = m
-		}
-	}
-	for _, m := range gone {
-		rep := newestFor(k.AO, keep, m)
-		err := s.aoRing.Delete(m, ao.DeleteOptions{Current: rep, RNext: rep})
-		if errors.Is(err, ao.ErrKeyBusy) || (err != nil && rep == nil) {
-			errs = append(errs, fmt.Errorf("TCP-AO key %v is in use and no other key of its peer replaces it: kept", m))
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, j := range later {
-		m, err := s.aoRing.Add(k.AO[j])
-		if err != nil {
-			errs = append(errs, fmt.Errorf("ao[%d]: %w", j, err))
-			continue
-		}
-		keep[j] = m
-	}
-	// TCP-MD5: Add replaces a key of the same peer atomically.
-	md5Keys := make([]*md5sig.Key, len(k.MD5))
-	for j, c := range k.MD5 {
-		if i := slices.IndexFunc(s.keys.MD5, func(o keys.MD5) bool { return sameMD5Config(o, c) }); i >= 0 && s.md5Key[i] != nil {
-			md5Keys[j] = s.md5Key[i]
-			continue
-		}
-		key, err := s.md5Ring.Add(c)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("md5[%d]: %w", j, err))
-			continue
-		}
-		md5Keys[j] = key
-	}
-	for i, old := range s.keys.MD5 {
-		if !slices.ContainsFunc(k.MD5, func(c keys.MD5) bool { return c.Peer.Masked() == old.Peer.Masked() }) && s.md5Key[i] != nil {
-			if err := s.md5Ring.Delete(s.md5Key[i], md5sig.DeleteOptions{Async: true}); err != nil {
-				errs = append(errs, err)
-			}
-		}
-	}
-	s.keys, s.aoMKT, s.md5Key = k, keep, md5Keys
-	return errors.Join(errs...)
-}
-
-// newestFor returns the MKT of the last entry of cfgs (file order) whose
-// peer covers m's peer, other than m; nil if none.
-func newestFor(cfgs []keys.AO, mkts []*ao.MKT, m *ao.MKT) *ao.MKT {
-	for j := len(cfgs) - 1; j >= 0; j-- {
-		if mkts[j] != nil && mkts[j] != m && cfgs[j].Peer.Overlaps(m.Peer()) {
-			return mkts[j]
-		}
-	}
-	return nil
-}
-
-// rotate makes the last TCP-AO entry of each session's peer in the keys
-// file the session's RNext: the key the peer is asked to send with, which
-// it switches to once it has it (RFC 5925 §7.5.2). The shim's own send key
-// follows the peer's RNextKeyID the same way, so the two ends may add the
-// new key in either order without a segment being refused.
-func (s *Shim) rotate() {
-	s.layer.Conns(func(c packetauth.ConnInfo) bool {
-		if c.Kind != packetauth.KindAO {
-			return true
-		}
-		for j := len(s.keys.AO) - 1; j >= 0; j-- {
-			cfg := s.keys.AO[j]
-			if !cfg.Peer.Contains(c.Remote.Addr()) || s.aoMKT[j] == nil {
-				continue
-			}
-			if c.RNextKeyID == cfg.RecvID {
-				break
-			}
-			conn, ok := s.layer.Conn(c.Local, c.Remote)
-			if !ok {
-				break
-			}
-			if err := conn.SetRNext(cfg.RecvID); err != nil {
-				s.log.Warn("cannot ask the peer to rotate", "local", c.Local, "remote", c.Remote, "rnext", cfg.RecvID, "err", err)
-			} else {
-				s.log.Info("asking the peer to rotate", "local", c.Local, "remote", c.Remote, "rnext", cfg.RecvID)
-			}
-			break
-		}
-		return true
-	})
-}
-
-func sameAOConfig(a, b keys.AO) bool {
-	return a.Peer.Masked() == b.Peer.Masked() && a.SendID == b.SendID && a.RecvID == b.RecvID &&
-		a.Algorithm == b.Algorithm && bytes.Equal(a.Key, b.Key) && a.MACLen == b.MACLen &&
-		a.ExcludeOptions == b.ExcludeOptions && a.IfIndex == b.IfIndex && a.HasIfIndex == b.HasIfIndex
-}
-
-func sameMD5Config(a, b keys.MD5) bool {
-	return a.Peer.Masked() == b.Peer.Masked() && bytes.Equal(a.Key, b.Key) && a.IfIndex == b.IfIndex && a.HasIfIndex == b.HasIfIndex
 }

@@ -42,8 +42,10 @@ func (s *Shim) saveState() {
 	var st shimState
 	s.layer.Conns(func(c packetauth.ConnInfo) bool {
 		if c.Kind == packetauth.KindAO && c.State == packetauth.StateEstablished {
-			if conn, ok := s.layer.Conn(c.Local, c.Remote); ok {
-				st.Sessions = append(st.Sessions, conn.Endpoint())
+			// Export reads the session under the layer's locks: it
+			// cannot be freed meanwhile. A revoked one is not exported.
+			if ep, ok := s.layer.Export(c.Local, c.Remote); ok {
+				st.Sessions = append(st.Sessions, ep)
 			}
 		}
 		return true

@@ -111,6 +111,7 @@ Example:
 `
 
 const shimHelp = `usage: tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE] [-v]
+       tcpsig shim -uninstall [-queue N]
 
 shim signs and verifies the TCP-AO / TCP-MD5 sessions of this host's own TCP
 (a BGP daemon configured without a password, say) with the peers of the
@@ -122,7 +123,8 @@ Linux only; needs CAP_NET_ADMIN.
 Flags:
 
   -keys FILE     the keys file (as for verify: tcpsig help keys); its peers
-                 are the peers covered
+                 are the peers covered. Refused if group or others may read
+                 or write it (chmod 600)
   -queue N       the netfilter queue number (default 7911); the rules live in
                  the nftables tables "tcpsig-shim-N" (ip and ip6)
   -queues K      use queues N .. N+K-1, one reader thread each, a
@@ -134,12 +136,19 @@ Flags:
   -state FILE    keep the TCP-AO sessions' ISNs and SNEs here (no keys), so a
                  restarted shim resumes them; read at start
   -v             debug logging (every dropped packet)
+  -uninstall     remove the rules of queue N and exit: from then on the
+                 covered peers' packets reach the kernel unchecked
 
-Signals: SIGHUP reloads the keys file (sessions stay up; the last TCP-AO key
-of a peer in the file becomes its sessions' RNext: the peer is asked to send
-with it, and the shim sends with the key the peer asks for), SIGUSR1 logs
-the status, SIGTERM / SIGINT remove the rules and exit. Rules left by a
-killed shim are replaced at the next start.
+Signals: SIGHUP reloads the keys file, applied whole or refused whole
+(sessions stay up; a session whose key is gone moves to another key of its
+peer, or, without one, has its packets dropped until it ends; the last
+TCP-AO key of a peer in the file becomes its sessions' RNext: the peer is
+asked to send with it, and the shim sends with the key the peer asks for),
+SIGUSR1 logs the status, SIGTERM / SIGINT exit. Every exit leaves the
+rules in place: with no shim reading the queue, the kernel drops the
+covered peers' packets, so nobody can inject into a covered session while
+no shim runs. The next shim takes the rules over (and resumes TCP-AO
+sessions from -state); only -uninstall removes them.
 
 Example:
 

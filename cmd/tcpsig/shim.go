@@ -10,7 +10,7 @@ import (
 type shimFlags struct {
 	keys, status, state string
 	queue, queues       uint
-	verbose             bool
+	verbose, uninstall  bool
 }
 
 // parseShimFlags parses the arguments; it returns false after printing
@@ -25,6 +25,7 @@ func parseShimFlags(args []string, stdout, stderr io.Writer) (shimFlags, int, bo
 	fs.StringVar(&f.status, "status", "", "status socket")
 	fs.StringVar(&f.state, "state", "", "state file")
 	fs.BoolVar(&f.verbose, "v", false, "debug logging")
+	fs.BoolVar(&f.uninstall, "uninstall", false, "remove the rules and exit")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stdout, shimHelp)
@@ -35,7 +36,11 @@ func parseShimFlags(args []string, stdout, stderr io.Writer) (shimFlags, int, bo
 	if fs.NArg() > 0 {
 		return f, failf(stderr, "shim: unexpected argument %q (see tcpsig help shim)", fs.Arg(0)), false
 	}
-	if f.keys == "" {
+	if f.uninstall {
+		if f.keys != "" || f.status != "" || f.state != "" || f.queues != 0 {
+			return f, failf(stderr, "shim: -uninstall takes only -queue (see tcpsig help shim)"), false
+		}
+	} else if f.keys == "" {
 		return f, failf(stderr, "shim: -keys FILE is required (see tcpsig help shim)"), false
 	}
 	if f.queue > 0xffff {

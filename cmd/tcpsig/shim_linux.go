@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -21,6 +22,19 @@ func runShim(args []string, stdout, stderr io.Writer) int {
 	f, code, ok := parseShimFlags(args, stdout, stderr)
 	if !ok {
 		return code
+	}
+	if f.uninstall {
+		present, err := shim.Uninstall(uint16(f.queue))
+		switch {
+		case err != nil:
+			return failf(stderr, "shim: -uninstall: %v", err)
+		case !present:
+			fmt.Fprintf(stdout, "no rules of queue %d (table %s): nothing to remove\n", f.queue, shim.TableName(uint16(f.queue)))
+		default:
+			fmt.Fprintf(stdout, "removed the rules of queue %d (table %s): the covered peers' packets now reach the kernel unchecked\n",
+				f.queue, shim.TableName(uint16(f.queue)))
+		}
+		return 0
 	}
 	level := slog.LevelInfo
 	if f.verbose {

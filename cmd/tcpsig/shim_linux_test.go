@@ -232,3 +232,23 @@ func needQueue(t testing.TB) {
 	needRoot(t)
 	nfprobe.Need(t)
 }
+
+// uninstall runs tcpsig shim -uninstall -queue queue in n, as an operator
+// does, and checks that the rules are gone and that it said so.
+func uninstall(t testing.TB, n *ns, queue int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	var code int
+	if err := n.Do(func() error {
+		code = run([]string{"shim", "-uninstall", "-queue", fmt.Sprint(queue)}, &out, &errb)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || !strings.Contains(out.String(), "removed the rules of queue") {
+		t.Errorf("shim -uninstall -queue %d: exit %d, stdout %q, stderr %q", queue, code, out.String(), errb.String())
+	}
+	if rulesExist(t, n, shim.TableName(uint16(queue))) {
+		t.Errorf("rules of queue %d still there after -uninstall", queue)
+	}
+}

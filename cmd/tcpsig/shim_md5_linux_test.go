@@ -85,9 +85,10 @@ func TestBIRDMD5Shim(t *testing.T) {
 					if err := stopShim(sh); err != nil {
 						t.Errorf("shim exit on SIGTERM: %v", err)
 					}
-					if rulesExist(t, nsB, "tcpsig-shim-41") {
-						t.Error("rules left after SIGTERM")
+					if !rulesExist(t, nsB, "tcpsig-shim-41") {
+						t.Error("no rules left after SIGTERM")
 					}
+					uninstall(t, nsB, 41)
 				})
 			}
 		}
