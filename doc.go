@@ -30,6 +30,7 @@
 //   - harness/kstat: the kernel's TCP-MD5/TCP-AO counters
 //   - harness/netns: run code in a fresh network namespace
 //   - harness/nfprobe: whether this kernel can run the shim's queue
+//   - harness/onpath: an on-path attacker between two namespaces, for tests
 //   - harness/proc: the end-to-end tests' helper processes
 //   - harness/tcprepair: Linux's TCP_REPAIR socket options
 //   - harness/usertcp: a userspace TCP endpoint over TUN

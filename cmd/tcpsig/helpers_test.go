@@ -22,7 +22,7 @@ func cli(t testing.TB, args ...string) (code int, stdout, stderr string) {
 func writeFile(t testing.TB, name string, b []byte) string {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, b, 0o644); err != nil {
+	if err := os.WriteFile(p, b, 0o600); err != nil { // a keys file others may read draws a warning
 		t.Fatal(err)
 	}
 	return p
