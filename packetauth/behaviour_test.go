@@ -589,11 +589,12 @@ func TestMisuse(t *testing.T) {
 }
 
 // icmpFor returns an ICMP(v6) destination unreachable of the given code,
-// from router to the sender of quoted, quoting its first 28 or 48 bytes.
+// from router to the sender of quoted, quoting its first 64 bytes (the
+// kernel needs 8 of the quoted TCP header, past any extension header).
 func icmpFor(t *testing.T, router netip.Addr, quoted []byte, code uint8) []byte {
 	t.Helper()
 	s, _ := segment.ParsePacket(quoted)
-	q := quoted[:min(len(quoted), 48)]
+	q := quoted[:min(len(quoted), 64)]
 	body := slices.Concat([]byte{3, code, 0, 0, 0, 0, 0, 0}, q)
 	if router.Is6() {
 		body[0] = 1

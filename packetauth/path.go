@@ -1,7 +1,6 @@
 package packetauth
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -493,7 +492,7 @@ func fill(b []byte, v byte) {
 func (l *Layer) unparsed(pkt []byte, err error, inbound bool) ([]byte, error) {
 	peer, ok := peerAddr(pkt, inbound)
 	sh := &l.shards[0]
-	if inbound && errors.Is(err, segment.ErrNotTCP) {
+	if inbound && (errors.Is(err, segment.ErrNotTCP) || errors.Is(err, segment.ErrFragment)) {
 		if err := l.icmp(pkt); err != nil {
 			return nil, l.drop(sh, nil, err)
 		}
@@ -509,53 +508,34 @@ func (l *Layer) unparsed(pkt []byte, err error, inbound bool) ([]byte, error) {
 }
 
 // icmp returns ErrICMP for an inbound ICMP hard error (RFC 5925 §7.8:
-// ICMPv4 destination unreachable codes 2–4, ICMPv6 codes 1 and 4) that
-// quotes a segment of a tracked TCP-AO connection, unless the policy
-// accepts ICMP; as Linux's tcp_ao_ignore_icmp, it is counted on the
-// connection. Anything else is the stack's to judge.
+// ICMPv4 destination unreachable codes 2–4, ICMPv6 codes 1 and 4, past
+// any extension headers) that quotes a segment of a tracked TCP-AO
+// connection, unless the policy accepts ICMP; as Linux's
+// tcp_ao_ignore_icmp, it is counted on the connection. A hard error in
+// fragments (no router sends one: it fits the minimum MTU) whose first
+// fragment does not show an uncovered peer is refused too, since the
+// kernel would reassemble it past this check. Anything else is the
+// stack's to judge.
 func (l *Layer) icmp(pkt []byte) error {
-	var typ, code uint8
-	var inner []byte
-	v6 := pkt[0]>>4 == 6
-	if !v6 {
-		ihl, total := int(pkt[0]&0x0f)*4, int(binary.BigEndian.Uint16(pkt[2:]))
-		if pkt[9] != 1 || ihl < segment.IPv4HeaderLen || total > len(pkt) || ihl+8 > total {
-			return nil
-		}
-		typ, code, inner = pkt[ihl], pkt[ihl+1], pkt[ihl+8:total]
-		if typ != 3 {
-			return nil
-		}
-	} else {
-		end := segment.IPv6HeaderLen + int(binary.BigEndian.Uint16(pkt[4:]))
-		if pkt[6] != 58 || end > len(pkt) || segment.IPv6HeaderLen+8 > end {
-			return nil
-		}
-		typ, code, inner = pkt[40], pkt[41], pkt[48:end]
-		if typ != 1 {
-			return nil
-		}
-	}
-	// The quoted packet is one we sent: its source is the local end.
-	var t tuple
-	switch {
-	case !v6 && len(inner) >= segment.IPv4HeaderLen && inner[0]>>4 == 4 && inner[9] == 6:
-		ihl := int(inner[0]&0x0f) * 4
-		if ihl < segment.IPv4HeaderLen || len(inner) < ihl+4 {
-			return nil
-		}
-		t.local = netip.AddrFrom4([4]byte(inner[12:16])).As16()
-		t.remote = netip.AddrFrom4([4]byte(inner[16:20])).As16()
-		t.lport, t.rport = binary.BigEndian.Uint16(inner[ihl:]), binary.BigEndian.Uint16(inner[ihl+2:])
-	case v6 && len(inner) >= segment.IPv6HeaderLen+4 && inner[0]>>4 == 6 && inner[6] == 6:
-		t.local, t.remote = [16]byte(inner[8:24]), [16]byte(inner[24:40])
-		t.lport, t.rport = binary.BigEndian.Uint16(inner[40:]), binary.BigEndian.Uint16(inner[42:])
-	default:
+	m, err := segment.ParseICMP(pkt)
+	if err != nil || !m.HardError() {
 		return nil
 	}
+	// The quoted packet is one we sent: its source is the local end.
+	local, remote, ok := m.QuotedTCP()
+	if m.Fragment {
+		if l.cfg.Policy.AcceptICMP || ok && l.cover(remote.Addr()) == 0 {
+			return nil
+		}
+		return ErrICMP
+	}
+	if !ok {
+		return nil
+	}
+	t := tupleOf(local, remote)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
-	if c == nil || c.kind != KindAO || c.ao.ICMP(v6, typ, code) {
+	if c == nil || c.kind != KindAO || c.ao.ICMP(m.V6, m.Type, m.Code) {
 		return nil
 	}
 	c.dropped.Add(1)

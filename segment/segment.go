@@ -182,38 +182,57 @@ func parseIPv6(pkt []byte) (Segment, error) {
 		return Segment{}, ErrShortPacket
 	}
 	pkt = pkt[:end:end]
-	next, off := pkt[6], ipv6HeaderSize
-	for n := 0; next != protoTCP; n++ {
-		var size int
-		switch next {
-		case 0: // hop-by-hop options: RFC 8200 §4.3, only right after the IPv6 header
-			if n != 0 {
-				return Segment{}, ErrExtHeaderChain
-			}
-			fallthrough
-		case 43, 60: // routing, destination options: length in 8-octet units, not counting the first
-			if off+2 > end {
-				return Segment{}, ErrExtHeaderChain
-			}
-			size = (int(pkt[off+1]) + 1) * 8
-		case 51: // AH: length in 4-octet units, not counting the first two (RFC 4302 §2.2)
-			if off+2 > end {
-				return Segment{}, ErrExtHeaderChain
-			}
-			size = (int(pkt[off+1]) + 2) * 4
-		case 44:
-			return Segment{}, ErrFragment
-		default: // ESP (50), no next header (59), UDP, ...
-			return Segment{}, ErrNotTCP
-		}
-		if n == maxExtHeaders || off+size > end {
-			return Segment{}, ErrExtHeaderChain
-		}
-		next, off = pkt[off], off+size
+	next, off, _, err := ipv6Upper(pkt, false)
+	switch {
+	case err != nil:
+		return Segment{}, err
+	case next != protoTCP:
+		return Segment{}, ErrNotTCP
 	}
 	src := netip.AddrFrom16([16]byte(pkt[8:24]))
 	dst := netip.AddrFrom16([16]byte(pkt[24:40]))
 	return parseTCP(src, dst, pkt[off:], nil)
+}
+
+// ipv6Upper walks the extension headers of pkt, an IPv6 packet cut to its
+// payload length, and returns the upper-layer protocol and its offset.
+// A fragment header is ErrFragment, unless throughFirst and it is a first
+// fragment (offset 0): then the walk goes on and first reports it. ESP
+// and "no next header" end the walk as upper-layer protocols.
+func ipv6Upper(pkt []byte, throughFirst bool) (next byte, off int, first bool, err error) {
+	next, off = pkt[6], ipv6HeaderSize
+	end := len(pkt)
+	for n := 0; ; n++ {
+		var size int
+		switch next {
+		case 0: // hop-by-hop options: RFC 8200 §4.3, only right after the IPv6 header
+			if n != 0 {
+				return 0, 0, false, ErrExtHeaderChain
+			}
+			fallthrough
+		case 43, 60: // routing, destination options: length in 8-octet units, not counting the first
+			if off+2 > end {
+				return 0, 0, false, ErrExtHeaderChain
+			}
+			size = (int(pkt[off+1]) + 1) * 8
+		case 51: // AH: length in 4-octet units, not counting the first two (RFC 4302 §2.2)
+			if off+2 > end {
+				return 0, 0, false, ErrExtHeaderChain
+			}
+			size = (int(pkt[off+1]) + 2) * 4
+		case 44: // fragment: 8 bytes, the offset in the top 13 bits of bytes 2-3
+			if !throughFirst || off+8 > end || binary.BigEndian.Uint16(pkt[off+2:])&^7 != 0 {
+				return 0, 0, false, ErrFragment
+			}
+			size, first = 8, true
+		default: // TCP, ICMPv6, ESP (50), no next header (59), UDP, ...
+			return next, off, first, nil
+		}
+		if n == maxExtHeaders || off+size > end {
+			return 0, 0, false, ErrExtHeaderChain
+		}
+		next, off = pkt[off], off+size
+	}
 }
 
 // FromTCP makes a Segment of a TCP segment (header and, optionally, the

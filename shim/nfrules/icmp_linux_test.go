@@ -65,7 +65,11 @@ func TestICMPQueued(t *testing.T) {
 		{"v6 administratively prohibited, covered peer", true, 1, 1, covered6, tcp, 0, true},
 		{"v6 port unreachable, address in a covered /48", true, 1, 4, inPrefix6, tcp, 0, true},
 		{"v6 port unreachable, uncovered peer", true, 1, 4, other6, tcp, 0, false},
-		{"v6 port unreachable, quoted UDP", true, 1, 4, covered6, udp, 0, false},
+		// The quoted IPv6 header's next header may be an extension header
+		// before TCP (Linux skips them): every quoted protocol is queued,
+		// and the layer passes what is not TCP.
+		{"v6 port unreachable, quoted UDP", true, 1, 4, covered6, udp, 0, true},
+		{"v6 port unreachable, quoted destination options", true, 1, 4, covered6, 60, 0, true},
 		{"v6 no route", true, 1, 0, covered6, tcp, 0, false},
 		{"v6 beyond scope", true, 1, 2, covered6, tcp, 0, false},
 		{"v6 address unreachable", true, 1, 3, covered6, tcp, 0, false},

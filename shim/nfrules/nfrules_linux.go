@@ -250,8 +250,9 @@ func match(p netip.Prefix, src bool, then ...expr.Any) []expr.Any {
 
 // icmpMatches are the matches of the ICMP hard errors of RFC 5925 §7.8
 // (those Linux's tcp_ao_ignore_icmp ignores) that quote a TCP packet to p:
-// "icmp type 3 code 2-4" or "icmpv6 type 1 code 1" and "... code 4", with
-// the quoted header's protocol TCP and its destination in p. The quoted
+// "icmp type 3 code 2-4" with the quoted header's protocol TCP, or
+// "icmpv6 type 1 code 1" and "... code 4" with any quoted next header
+// (extension headers may precede TCP), its destination in p. The quoted
 // header starts 8 bytes into the ICMP message; an IPv4 one's destination
 // is at its offset 16 whatever its IHL.
 func icmpMatches(p netip.Prefix) [][]expr.Any {
@@ -275,8 +276,9 @@ func icmpMatches(p netip.Prefix) [][]expr.Any {
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_ICMPV6}},
 			th(0, 2),
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{1, code}},
-			th(8+6, 1), // the quoted header's next header
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+			// Any quoted next header: extension headers may come
+			// before TCP (Linux's icmpv6_notify skips them), so the
+			// layer, which skips them too, tells.
 		}, addrIn(p, expr.PayloadBaseTransportHeader, 8+24)...))
 	}
 	return rs
