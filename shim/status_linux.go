@@ -49,25 +49,29 @@ type ConnStatus struct {
 	SendSNE      uint32         `json:"send_sne"`
 	RecvSNE      uint32         `json:"recv_sne"`
 	LastSeen     time.Time      `json:"last_seen"`
+	Revoked      bool           `json:"revoked,omitempty"` // its key went away on a reload: its packets are dropped until it expires
 }
 
 func connStatus(c packetauth.ConnInfo) ConnStatus {
 	return ConnStatus{Local: c.Local, Remote: c.Remote, Kind: c.Kind.String(), State: c.State.String(),
 		Signed: c.Signed, Verified: c.Verified, Dropped: c.Dropped, CurrentKeyID: c.CurrentKeyID, RNextKeyID: c.RNextKeyID,
-		LocalISN: c.LocalISN, RemoteISN: c.RemoteISN, SendSNE: c.SendSNE, RecvSNE: c.RecvSNE, LastSeen: c.LastSeen}
+		LocalISN: c.LocalISN, RemoteISN: c.RemoteISN, SendSNE: c.SendSNE, RecvSNE: c.RecvSNE, LastSeen: c.LastSeen, Revoked: c.Revoked}
 }
 
 // Status is what the status socket serves (as JSON) and LogStatus logs.
 type Status struct {
-	Queue    uint16         `json:"queue"`
-	Rules    string         `json:"rules"`    // how the rules queue packets (nfrules.Method)
-	Overhead int            `json:"overhead"` // option bytes added at most; the MSS clamp
-	Counters Counters       `json:"counters"`
-	Queues   []QueueStatus  `json:"queues"`     // the kernel's counters of each queue
-	Conns    []ConnStatus   `json:"conns"`      // tracked sessions
-	Unseen   []UnseenConn   `json:"unseen"`     // TCP-AO sessions met without their handshake
-	Seeded   uint64         `json:"ao_resumed"` // TCP-AO sessions resumed from the state file
-	Keys     map[string]int `json:"keys"`       // entries of the keys file: "ao", "md5"
+	Queue    uint16        `json:"queue"`
+	Rules    string        `json:"rules"`    // how the rules queue packets (nfrules.Method)
+	Overhead int           `json:"overhead"` // option bytes added at most; the MSS clamp
+	Counters Counters      `json:"counters"`
+	Queues   []QueueStatus `json:"queues"`     // the kernel's counters of each queue
+	Conns    []ConnStatus  `json:"conns"`      // tracked sessions
+	Unseen   []UnseenConn  `json:"unseen"`     // TCP-AO sessions met without their handshake
+	Seeded   uint64        `json:"ao_resumed"` // TCP-AO sessions resumed from the state file
+	// QueueMalformed: queued packets dropped because the kernel's message
+	// did not parse or their verdict could not carry the rewritten packet.
+	QueueMalformed uint64         `json:"queue_malformed"`
+	Keys           map[string]int `json:"keys"` // entries of the keys file: "ao", "md5"
 }
 
 // QueueStatus is the kernel's count of one queue's packets
@@ -120,7 +124,7 @@ func (s *Shim) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{Queue: s.cfg.Queue, Rules: string(s.method), Overhead: s.layer.Overhead(),
-		Counters: counters(s.layer.Counters()), Seeded: s.seeded, Conns: []ConnStatus{}, Unseen: []UnseenConn{},
+		Counters: counters(s.layer.Counters()), Seeded: s.seeded, QueueMalformed: s.malformed.Load(), Conns: []ConnStatus{}, Unseen: []UnseenConn{},
 		Keys: map[string]int{"ao": len(s.keys.AO), "md5": len(s.keys.MD5)}, Queues: []QueueStatus{}}
 	for _, q := range s.queues {
 		if qs, err := q.Stats(); err == nil {
