@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -785,6 +786,7 @@ func birdMissing() string {
 // poller that records any sign of it leaving Established.
 type birdWatch struct {
 	a, b *bird
+	nsB  *ns
 	flow onpath.Flow // A's end (M impersonates it) to B's port 179
 	was  [2]string   // each side's "show protocols" line when established
 
@@ -831,13 +833,16 @@ protocol bgp peer {
 	if password != "" {
 		extraA = fmt.Sprintf("password %q;", password)
 	}
-	w := &birdWatch{stop: make(chan struct{}), done: make(chan struct{})}
+	w := &birdWatch{nsB: nsB, stop: make(chan struct{}), done: make(chan struct{})}
 	w.b = run(nsB, "b", conf(onpath.AddrB, onpath.AddrA, 65002, 65001, "203.0.113.128/25", "passive on;"))
 	w.a = run(nsA, "a", conf(onpath.AddrA, onpath.AddrB, 65001, 65002, "203.0.113.0/25", extraA))
 	if !waitFor(30*time.Second, func() bool { return w.a.established() && w.b.established() }) {
 		t.Fatalf("no Established BGP session:\nA: %s\nB: %s", w.a.birdc("show", "protocols", "all", "peer"), w.b.birdc("show", "protocols", "all", "peer"))
 	}
 	w.was = [2]string{w.line(w.a), w.line(w.b)}
+	if w.was[0] == "" || w.was[1] == "" {
+		t.Fatalf("birdc failed: %q, %q", w.a.birdc("show", "protocols", "peer"), w.b.birdc("show", "protocols", "peer"))
+	}
 	var err error
 	if w.flow, err = bgpFlow(nsB); err != nil {
 		t.Fatal(err)
@@ -848,7 +853,20 @@ protocol bgp peer {
 	return w
 }
 
-func (w *birdWatch) line(b *bird) string { return lastLine(b.birdc("show", "protocols", "peer")) }
+// line is b's "show protocols" line of the session without its "since"
+// time (which BIRD moves once more as the session's channels come up),
+// "" when birdc failed (no word on the session; the TCP connection and
+// M's view of its segments still tell).
+func (w *birdWatch) line(b *bird) string {
+	out := b.birdc("show", "protocols", "peer")
+	if strings.HasPrefix(out, "birdc: ") {
+		return ""
+	}
+	return birdSince.ReplaceAllString(lastLine(out), "")
+}
+
+// birdSince is a time as "timeformat protocol iso long ms" prints it.
+var birdSince = regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}\s+`)
 
 // poll compares each side's protocol line (state, since, info) with the
 // one at establishment until close.
@@ -863,7 +881,7 @@ func (w *birdWatch) poll() {
 		case <-tick.C:
 		}
 		for i, b := range []*bird{w.a, w.b} {
-			if l := w.line(b); l != w.was[i] {
+			if l := w.line(b); l != "" && l != w.was[i] {
 				w.mu.Lock()
 				if w.first == nil {
 					w.first = fmt.Errorf("BIRD %s left the established session: %q, was %q\n%s", b.name, l, w.was[i], b.birdc("show", "protocols", "all", "peer"))
@@ -875,10 +893,14 @@ func (w *birdWatch) poll() {
 }
 
 // err is the first sign of the session leaving Established, also
-// checked now.
+// checked now: BIRD's word, and B's BGP connection being the same TCP
+// connection (a session that went down and up again is a new one).
 func (w *birdWatch) err() error {
+	if f, err := bgpFlow(w.nsB); err != nil || f != w.flow {
+		return fmt.Errorf("B's BGP connection is no longer %v: %v %v", w.flow, f, err)
+	}
 	for i, b := range []*bird{w.a, w.b} {
-		if l := w.line(b); l != w.was[i] {
+		if l := w.line(b); l != "" && l != w.was[i] {
 			return fmt.Errorf("BIRD %s left the established session: %q, was %q", b.name, l, w.was[i])
 		}
 	}
