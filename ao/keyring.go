@@ -73,10 +73,10 @@ func (r *Keyring) poolID(alg *mac.Algorithm) (*sigpool.Pool, sigpool.ID, error) 
 }
 
 // Add validates cfg like Linux's TCP_AO_ADD_KEY (keys.AO.Validate) and
-// adds the MKT. An MKT
-// whose SendID or RecvID equals that of an MKT with an overlapping peer
-// prefix (in an overlapping L3 domain) is refused with [ErrKeyExists]
-// (RFC 5925 §3.1: IDs must not overlap where connection identifiers do).
+// adds the MKT. An MKT whose SendID or RecvID equals that of an MKT with
+// an overlapping peer prefix (in an overlapping L3 domain) is refused with
+// [ErrKeyExists], which names that MKT (RFC 5925 §3.1: IDs must not
+// overlap where connection identifiers do).
 func (r *Keyring) Add(cfg keys.AO) (*MKT, error) {
 	if r == nil {
 		return nil, ErrNotInitialized
@@ -85,29 +85,109 @@ func (r *Keyring) Add(cfg keys.AO) (*MKT, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	clash := false
-	r.byPeer.Overlaps(m.peer, 0, func(_ netip.Prefix, o *MKT) bool {
-		if (o.sendID == m.sendID || o.recvID == m.recvID) && (!m.hasIfIndex || !o.hasIfIndex || m.ifindex == o.ifindex) {
-			clash = true
-		}
-		return !clash
-	})
-	if clash {
-		m.guard.Retire(m.wipe)
-		return nil, fmt.Errorf("%w: %v", ErrKeyExists, m)
-	}
-	if m.pool, m.poolID, err = r.poolID(m.alg); err != nil {
-		m.guard.Retire(m.wipe)
+	ms := [1]*MKT{m}
+	if _, err := r.insert(ms[:], nil); err != nil {
 		return nil, err
 	}
-	r.added++
-	m.added = r.added // before the inserts publish m
-	m.ring, m.owner = r, r
-	// newMKT validated the prefix, so the insert cannot fail.
-	_ = r.byPeer.Insert(m.peer, 0, m)
 	return m, nil
+}
+
+// AddAll adds the MKTs of cfgs, in order, as Add would one by one, or
+// none of them: the first error, a [*keys.EntryError] naming the entry
+// (names[i], when given, names cfgs[i]), leaves the keyring as it was.
+// Lookups running meanwhile may see some of the MKTs before all are in.
+// A keys file's entries are one call: r.AddAll(f.AOConfigs()).
+func (r *Keyring) AddAll(cfgs []keys.AO, names []string) ([]*MKT, error) {
+	if r == nil {
+		return nil, ErrNotInitialized
+	}
+	ms := make([]*MKT, 0, len(cfgs))
+	for i := range cfgs {
+		m, err := newMKT(&cfgs[i])
+		if err != nil {
+			for _, m := range ms {
+				m.guard.Retire(m.wipe)
+			}
+			return nil, &keys.EntryError{Kind: "ao", Index: i, Name: nameAt(names, i), Err: err}
+		}
+		ms = append(ms, m)
+	}
+	if i, err := r.insert(ms, names); err != nil {
+		return nil, &keys.EntryError{Kind: "ao", Index: i, Name: nameAt(names, i), Err: err}
+	}
+	return ms, nil
+}
+
+// nameAt is names[i], or "" when names has none.
+func nameAt(names []string, i int) string {
+	if i < len(names) {
+		return names[i]
+	}
+	return ""
+}
+
+// insert adds ms to r, all or none. On an error it retires every MKT of
+// ms and returns the index of the one at fault; names name the entries
+// of a batch in the message of a clash between two of them.
+func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i, err := r.admit(ms, names); err != nil {
+		for _, m := range ms {
+			m.guard.Retire(m.wipe)
+		}
+		return i, err
+	}
+	for _, m := range ms {
+		r.added++
+		m.added = r.added // before the insert publishes m
+		m.ring, m.owner = r, r
+		// newMKT validated the prefix, so the insert cannot fail.
+		_ = r.byPeer.Insert(m.peer, 0, m)
+	}
+	return 0, nil
+}
+
+// admit checks that ms clash neither with r's MKTs nor among themselves
+// and gives each its pool entry; under r.mu.
+func (r *Keyring) admit(ms []*MKT, names []string) (int, error) {
+	var batch prefixmap.Map[*MKT] // ms[:i], for a batch
+	var index map[*MKT]int        // their places in ms
+	if len(ms) > 1 {
+		index = make(map[*MKT]int, len(ms))
+	}
+	for i, m := range ms {
+		if o := clash(&r.byPeer, m); o != nil {
+			return i, fmt.Errorf("%w: %v (adding %v)", ErrKeyExists, o, m)
+		}
+		if len(ms) > 1 {
+			if o := clash(&batch, m); o != nil {
+				j := index[o]
+				return i, fmt.Errorf("%w: %s of the same list, %v (adding %v)", ErrKeyExists, keys.Label("ao", j, nameAt(names, j)), o, m)
+			}
+			_ = batch.Insert(m.peer, 0, m)
+			index[m] = i
+		}
+		var err error
+		if m.pool, m.poolID, err = r.poolID(m.alg); err != nil {
+			return i, err
+		}
+	}
+	return 0, nil
+}
+
+// clash returns an MKT of in that m may not sit beside: one whose SendID
+// or RecvID is m's, for an overlapping peer prefix in an overlapping L3
+// domain (Linux's tcp_ao_add_cmd refuses it with EEXIST), or nil.
+func clash(in *prefixmap.Map[*MKT], m *MKT) *MKT {
+	var found *MKT
+	in.Overlaps(m.peer, 0, func(_ netip.Prefix, o *MKT) bool {
+		if (o.sendID == m.sendID || o.recvID == m.recvID) && (!m.hasIfIndex || !o.hasIfIndex || m.ifindex == o.ifindex) {
+			found = o
+		}
+		return found == nil
+	})
+	return found
 }
 
 // DeleteOptions says how to delete an MKT.

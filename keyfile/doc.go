@@ -45,7 +45,8 @@
 // cannot promise no other copy (a moved goroutine stack, a swapped page).
 // [CheckMode] refuses a keys file that group or others may read or write.
 //
-// In order: [Load] (a path), [Read] or [Parse] gives a [File]; each entry's
-// Config goes to a keyring (ao.Keyring.Add, md5sig.Keyring.Add) or, through
-// linuxsock.FileKeys, to kernel sockets.
+// In order: [Load] (a path), [Read] or [Parse] gives a [File]; its entries
+// go to keyrings in one call each, all or none
+// (aoRing.AddAll(f.AOConfigs()), md5Ring.AddAll(f.MD5Configs()), errors
+// naming the entry), or, through linuxsock.FileKeys, to kernel sockets.
 package keyfile

@@ -23,16 +23,13 @@ func Example() {
 	fmt.Print(f)
 
 	aoRing, md5Ring := ao.NewKeyring(nil), md5sig.NewKeyring(nil)
-	for _, e := range f.AO {
-		if _, err := aoRing.Add(e.Config); err != nil {
-			panic(err)
-		}
+	if _, err := aoRing.AddAll(f.AOConfigs()); err != nil {
+		panic(err)
 	}
-	for _, e := range f.MD5 {
-		if _, err := md5Ring.Add(e.Config); err != nil {
-			panic(err)
-		}
+	if _, err := md5Ring.AddAll(f.MD5Configs()); err != nil {
+		panic(err)
 	}
+	f.Wipe() // the keyrings hold their own copies
 	fmt.Println("MKT for KeyID 2 from 192.0.2.2:", aoRing.LookupRecv(netip.MustParseAddr("192.0.2.2"), 2, 0) != nil)
 	fmt.Println("MD5 key for 198.51.100.7:", md5Ring.Lookup(netip.MustParseAddr("198.51.100.7"), 0) != nil)
 

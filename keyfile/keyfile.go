@@ -82,12 +82,33 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 // Label returns how messages name entry i of kind ("ao" or "md5"):
-// ao[3], or ao[3] ("name") when it has a name.
-func Label(kind string, i int, name string) string {
-	if name == "" {
-		return fmt.Sprintf("%s[%d]", kind, i)
+// ao[3], or ao[3] ("name") when it has a name; it is keys.Label, which
+// the keyrings' AddAll errors use too.
+func Label(kind string, i int, name string) string { return keys.Label(kind, i, name) }
+
+// AOConfigs returns the "ao" entries' configurations and names, in file
+// order, as ao.Keyring.AddAll takes them: ring.AddAll(f.AOConfigs()).
+// The configurations share f's key bytes (a keyring copies them).
+func (f *File) AOConfigs() (cfgs []keys.AO, names []string) {
+	if f == nil {
+		return nil, nil
 	}
-	return fmt.Sprintf("%s[%d] (%q)", kind, i, name)
+	for _, e := range f.AO {
+		cfgs, names = append(cfgs, e.Config), append(names, e.Name)
+	}
+	return cfgs, names
+}
+
+// MD5Configs is AOConfigs for the "md5" entries, as md5sig.Keyring.AddAll
+// takes them.
+func (f *File) MD5Configs() (cfgs []keys.MD5, names []string) {
+	if f == nil {
+		return nil, nil
+	}
+	for _, e := range f.MD5 {
+		cfgs, names = append(cfgs, e.Config), append(names, e.Name)
+	}
+	return cfgs, names
 }
 
 // Load reads the keys file at path. A file larger than MaxSize is refused

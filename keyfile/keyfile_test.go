@@ -301,6 +301,25 @@ func TestKeyringsAccept(t *testing.T) {
 	if _, err := ring.Add(f.AO[1].Config); !errors.Is(err, ao.ErrKeyExists) {
 		t.Fatalf("second MKT beside the first: %v, want ao.ErrKeyExists", err)
 	}
+	// The file in one call: refused whole, naming the entry as the
+	// file's own errors do.
+	ring = ao.NewKeyring(nil)
+	var ee *keys.EntryError
+	if _, err := ring.AddAll(f.AOConfigs()); !errors.Is(err, ao.ErrKeyExists) || !errors.As(err, &ee) ||
+		!strings.HasPrefix(err.Error(), Label("ao", 1, "wide")+": ao: ") || ee.Index != 1 || ring.Len() != 0 {
+		t.Fatalf("AddAll of the file: %v (%+v), Len %d", err, ee, ring.Len())
+	}
+	ms, err := md5sig.NewKeyring(nil).AddAll(f.MD5Configs())
+	if err != nil || len(ms) != 2 || ms[1].Peer() != netip.MustParsePrefix("198.51.100.0/24") {
+		t.Fatalf("AddAll of the md5 entries: %v, %v", ms, err)
+	}
+	cfgs, names := f.AOConfigs()
+	if len(cfgs) != 3 || !reflect.DeepEqual(names, []string{"", "wide", ""}) || cfgs[1].Peer != f.AO[1].Config.Peer {
+		t.Fatalf("AOConfigs: %v %q", cfgs, names)
+	}
+	if c, n := (*File)(nil).AOConfigs(); c != nil || n != nil {
+		t.Fatal("AOConfigs of a nil File")
+	}
 }
 
 func FuzzParse(f *testing.F) {

@@ -106,3 +106,19 @@ func TestRedacted(t *testing.T) {
 		}
 	}
 }
+
+// EntryError is the entry's label, then its error, which errors.Is finds.
+func TestEntryError(t *testing.T) {
+	for _, c := range []struct {
+		e    EntryError
+		want string
+	}{
+		{EntryError{Kind: "ao", Index: 3, Name: "r1", Err: ErrInvalid}, `ao[3] ("r1"): keys: invalid`},
+		{EntryError{Kind: "md5", Index: 0, Err: ErrMACTooLong}, `md5[0]: keys: MAC length does not fit the SYN option space`},
+	} {
+		err := error(&c.e)
+		if err.Error() != c.want || !errors.Is(err, c.e.Err) {
+			t.Errorf("%q, want %q (Is %v)", err, c.want, errors.Is(err, c.e.Err))
+		}
+	}
+}

@@ -16,6 +16,10 @@ import (
 // ENOENT). A configuration the kernel would refuse is keys.ErrInvalid.
 var ErrNoSuchKey = errors.New("md5sig: no such key")
 
+// ErrDuplicate is AddAll's error for an entry of the same peer prefix and
+// binding as an earlier one of the list, which it would silently replace.
+var ErrDuplicate = errors.New("md5sig: another entry of the list has this peer and binding")
+
 // scratchSize is what one digest needs of the pool's scratch: the IPv6
 // pseudo-header (40) and the 20-byte TCP header at 0, the digest at sumOff.
 const (

@@ -90,35 +90,100 @@ func (r *Keyring) Add(cfg keys.MD5) (*Key, error) {
 	if err != nil {
 		return nil, err
 	}
+	ks := [1]*Key{k}
+	if err := r.insert(ks[:]); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// AddAll adds the keys of cfgs, in order, as Add would one by one (each
+// replacing a key of the same description), or none of them: the first
+// error, a [*keys.EntryError] naming the entry (names[i], when given,
+// names cfgs[i]), leaves the keyring as it was. Two entries of the same
+// description are [ErrDuplicate]. Lookups running meanwhile may see some
+// of the keys before all are in. A keys file's entries are one call:
+// r.AddAll(f.MD5Configs()).
+func (r *Keyring) AddAll(cfgs []keys.MD5, names []string) ([]*Key, error) {
+	if r == nil {
+		return nil, ErrNotInitialized
+	}
+	type desc struct {
+		peer    netip.Prefix
+		ifindex int
+		bound   bool
+	}
+	ks := make([]*Key, 0, len(cfgs))
+	seen := make(map[desc]int, len(cfgs))
+	for i := range cfgs {
+		k, err := newKey(&cfgs[i], r)
+		if err == nil {
+			if j, dup := seen[desc{k.peer, k.ifindex, k.bound}]; dup {
+				k.guard.Retire(k.wipe)
+				err = fmt.Errorf("%w: %s", ErrDuplicate, keys.Label("md5", j, nameAt(names, j)))
+			}
+		}
+		if err != nil {
+			for _, k := range ks {
+				k.guard.Retire(k.wipe)
+			}
+			return nil, &keys.EntryError{Kind: "md5", Index: i, Name: nameAt(names, i), Err: err}
+		}
+		seen[desc{k.peer, k.ifindex, k.bound}] = i
+		ks = append(ks, k)
+	}
+	if err := r.insert(ks); err != nil {
+		// Only the pool can fail, before the first key goes in.
+		return nil, &keys.EntryError{Kind: "md5", Index: 0, Name: nameAt(names, 0), Err: err}
+	}
+	return ks, nil
+}
+
+// nameAt is names[i], or "" when names has none.
+func nameAt(names []string, i int) string {
+	if i < len(names) {
+		return names[i]
+	}
+	return ""
+}
+
+// insert adds ks to r, each replacing the key of its description, or,
+// when the pool refuses the keyring an entry, none (and retires ks).
+func (r *Keyring) insert(ks []*Key) error {
 	r.mu.Lock()
 	if !r.hasID {
 		if r.pool == nil {
 			r.pool = sigpool.Default
 		}
+		var err error
 		if r.id, err = r.pool.Alloc(mac.TCPMD5, scratchSize); err != nil {
 			r.mu.Unlock()
-			k.guard.Retire(k.wipe)
-			return nil, err
+			for _, k := range ks {
+				k.guard.Retire(k.wipe)
+			}
+			return err
 		}
 		r.hasID = true
 	}
-	k.pool, k.poolID = r.pool, r.id
-	if err := r.keys.Insert(k.peer, tag(k.ifindex), k); err != nil {
-		r.mu.Unlock()
-		k.guard.Retire(k.wipe)
-		return nil, fmt.Errorf("%w TCP-MD5 key: %v", keys.ErrInvalid, err)
-	}
-	old, replaced := r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool {
-		return o != k && o.same(k.peer, k.ifindex, k.bound)
-	})
-	if replaced {
-		old.deleted = true
+	var one [1]*Key
+	olds := one[:0] // the keys replaced
+	for _, k := range ks {
+		k.pool, k.poolID = r.pool, r.id
+		// newKey validated the prefix, so the insert cannot fail.
+		_ = r.keys.Insert(k.peer, tag(k.ifindex), k)
+		old, replaced := r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool {
+			return o != k && o.same(k.peer, k.ifindex, k.bound)
+		})
+		if replaced {
+			old.deleted = true
+			olds = append(olds, old)
+		}
 	}
 	r.mu.Unlock()
-	if replaced {
+	for _, old := range olds {
 		old.guard.Retire(old.wipe)
 	}
-	return k, nil
+	return nil
 }
 
 // DeleteOptions says how to delete a key.
