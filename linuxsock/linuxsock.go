@@ -1,8 +1,10 @@
 package linuxsock
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"syscall"
 
 	"github.com/tcpsig/tcpsig/keyfile"
@@ -126,6 +128,23 @@ func (k AOKey) String() string {
 // Format prints String for every verb (the embedded keys.AO's Format
 // would otherwise print the key configuration alone).
 func (k AOKey) Format(f fmt.State, _ rune) { fmt.Fprint(f, k.String()) }
+
+// MarshalJSON is the embedded keys.AO's JSON (key redacted) with the
+// socket's view of the key, which the embedded method alone would drop.
+func (k AOKey) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		MKT            keys.AO // named: embedded, its MarshalJSON would be the whole struct's
+		Current, RNext bool
+		Good, Bad      uint64
+	}{k.AO, k.Current, k.RNext, k.Good, k.Bad})
+}
+
+// LogValue is k for log/slog: the MKT (key redacted) and the socket's
+// view of it.
+func (k AOKey) LogValue() slog.Value {
+	return slog.GroupValue(slog.Any("mkt", k.AO), slog.Bool("current", k.Current), slog.Bool("rnext", k.RNext),
+		slog.Uint64("good", k.Good), slog.Uint64("bad", k.Bad))
+}
 
 // AORepair is a connection's TCP_AO_REPAIR state: the ISNs its traffic
 // keys derive from and the sequence number extensions of snd_una and

@@ -126,3 +126,30 @@ func TestRevokeAO(t *testing.T) {
 		t.Error("the revoked connection is still tracked after a new connection replaced it")
 	}
 }
+
+// TestSeedRevoked: a revoked connection resumed after a restart drops
+// its packets both ways though nothing covers its peer.
+func TestSeedRevoked(t *testing.T) {
+	l, err := New(Config{AO: ao.NewKeyring(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, remote := netip.AddrPortFrom(addrB4, 179), netip.AddrPortFrom(addrA4, 40000)
+	if err := l.SeedRevoked(local, remote, KindMD5); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SeedRevoked(local, remote, 0); !errors.Is(err, ErrConfig) {
+		t.Errorf("SeedRevoked of kind 0: %v, want ErrConfig", err)
+	}
+	in, _ := segment.AppendPacket(nil, segment.IP{Src: addrA4, Dst: addrB4}, segment.Fields{SrcPort: 40000, DstPort: 179, Flags: segment.RST}, nil)
+	if _, err := l.Inbound(nil, in); !errors.Is(err, ErrRevoked) {
+		t.Errorf("inbound RST: %v, want ErrRevoked", err)
+	}
+	out, _ := segment.AppendPacket(nil, segment.IP{Src: addrB4, Dst: addrA4}, segment.Fields{SrcPort: 179, DstPort: 40000, Flags: segment.ACK}, []byte("x"))
+	if _, err := l.Outbound(nil, out); !errors.Is(err, ErrRevoked) {
+		t.Errorf("outbound data: %v, want ErrRevoked", err)
+	}
+	if ci, ok := info(&end{l: l, ap: local}); !ok || !ci.Revoked {
+		t.Errorf("ConnInfo %+v, %v: want a revoked connection", ci, ok)
+	}
+}

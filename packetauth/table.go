@@ -2,6 +2,7 @@ package packetauth
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -348,6 +349,28 @@ func (l *Layer) Seed(ep ao.Endpoint) error {
 		return err
 	}
 	return nil
+}
+
+// SeedRevoked tracks the connection local↔remote as revoked (see
+// [Layer.Revoke]): its packets are dropped until it expires, whatever
+// covers its peer now. A front end that restarts calls it for the
+// connections it had revoked, which would otherwise reach the stack
+// unchecked. A tracked connection with the same addresses is replaced.
+func (l *Layer) SeedRevoked(local, remote netip.AddrPort, kind Kind) error {
+	if l == nil {
+		return ErrConfig
+	}
+	if kind != KindAO && kind != KindMD5 {
+		return fmt.Errorf("%w: kind %d", ErrConfig, kind)
+	}
+	c := &conn{kind: kind, local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
+		remote: netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())}
+	c.revoked.Store(true)
+	now := time.Now()
+	c.touch(now)
+	c.state.Store(uint32(StateEstablished))
+	t := tupleOf(c.local, c.remote)
+	return l.insert(&t, c, now)
 }
 
 // Export returns the state of the tracked, established, not revoked

@@ -7,9 +7,16 @@
 // default, each connection to one of them; each queue's reader answers
 // every packet with a verdict after package packetauth: outgoing ones get
 // the option inserted and signed, incoming ones are verified, stripped and
-// their MSS clamped, and what fails is dropped and counted. The rules are
-// replaced at start (a killed shim's included) and removed when Run
-// returns.
+// their MSS clamped, and what fails is dropped and counted. The ICMP hard
+// errors of RFC 5925 §7.8 quoting a packet to a peer are queued too, and
+// dropped for TCP-AO sessions.
+//
+// Protection never lapses on its own: Run takes over the rules an earlier
+// run left in one batch, and leaves them on every way out, so while no
+// shim reads the queues the kernel drops the covered peers' packets.
+// Only [Uninstall] removes them. A reload is applied whole or refused
+// whole; a session whose key it removes is revoked (its packets dropped
+// until it expires), never passed unsigned.
 //
 // TCP-MD5 needs no per-connection state, so a restarted shim carries on
 // with sessions it never saw open. TCP-AO needs each session's ISNs and

@@ -145,6 +145,9 @@ func (s *Shim) Run(ctx context.Context) error {
 			q.Close()
 		}
 	}()
+	// Resumed sessions first: the rules then queue revoked ones' peers
+	// from the start.
+	s.seedFromState()
 	if stale, err := nfrules.Exists(s.table); err == nil && stale {
 		s.log.Info("taking over the rules an earlier run left", "table", s.table)
 	}
@@ -164,7 +167,6 @@ func (s *Shim) Run(ctx context.Context) error {
 	}
 	defer s.log.Warn("rules left in place: the covered peers' packets are dropped until a shim takes over (tcpsig shim -uninstall removes them)",
 		"table", s.table, "peers", len(s.rules))
-	s.seedFromState()
 
 	if s.cfg.Status != "" {
 		ln, err := s.serveStatus()

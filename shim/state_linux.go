@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 
@@ -18,10 +19,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// revokedSession is a revoked session in the -state file.
+type revokedSession struct {
+	Local  netip.AddrPort `json:"local"`
+	Remote netip.AddrPort `json:"remote"`
+	Kind   string         `json:"kind"` // "TCP-AO" or "TCP-MD5"
+}
+
 // shimState is the -state file: the TCP-AO sessions' state (addresses,
 // ISNs, SNEs, key IDs; no key material), as ao.Conn.Endpoint gives it.
 type shimState struct {
 	Sessions []ao.Endpoint `json:"sessions"`
+	// Revoked are the sessions whose key a reload removed: a restarted
+	// shim keeps dropping their packets until they expire.
+	Revoked []revokedSession `json:"revoked,omitempty"`
 }
 
 // stateMode is the state file's mode whatever the umask: ISNs and SNEs
@@ -47,6 +58,9 @@ func (s *Shim) saveState() {
 			if ep, ok := s.layer.Export(c.Local, c.Remote); ok {
 				st.Sessions = append(st.Sessions, ep)
 			}
+		}
+		if c.Revoked {
+			st.Revoked = append(st.Revoked, revokedSession{Local: c.Local, Remote: c.Remote, Kind: c.Kind.String()})
 		}
 		return true
 	})
@@ -179,6 +193,17 @@ func (s *Shim) seedFromState() {
 	if err != nil {
 		s.log.Warn("reading the state file: resuming no session", "err", err)
 		return
+	}
+	for _, r := range st.Revoked {
+		kind := packetauth.KindMD5
+		if r.Kind == packetauth.KindAO.String() {
+			kind = packetauth.KindAO
+		}
+		if err := s.layer.SeedRevoked(r.Local, r.Remote, kind); err != nil {
+			s.log.Warn("cannot keep a revoked session's packets dropped", "local", r.Local, "remote", r.Remote, "err", err)
+			continue
+		}
+		s.log.Info("a session revoked before the restart stays revoked: its packets are dropped", "local", r.Local, "remote", r.Remote)
 	}
 	for _, e := range st.Sessions {
 		if err := s.layer.Seed(e); err != nil {
