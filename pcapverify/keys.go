@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"net/netip"
 	"slices"
 
@@ -70,12 +69,14 @@ func LoadKeys(kf *keyfile.File) (*Keys, error) {
 	for i, e := range kf.AO {
 		ks.aoNames = append(ks.aoNames, entryName("ao", i, e.Name))
 	}
+	var entries []aoEntry
 	for i, e := range kf.AO {
 		cfg := e.Config
 		cfg.IfIndex, cfg.HasIfIndex = 0, false
-		if ks.aoRings, err = ks.addAO(ks.aoRings, cfg, i); err != nil {
-			return nil, fmt.Errorf("%s: %v", keyfile.Label("ao", i, e.Name), err)
-		}
+		entries = append(entries, aoEntry{cfg, i})
+	}
+	if ks.aoRings, err = ks.addAO(entries); err != nil {
+		return nil, err
 	}
 	if ks.md5, err = newMD5Keys(ks.pool, kf.MD5); err != nil {
 		return nil, err
@@ -83,46 +84,72 @@ func LoadKeys(kf *keyfile.File) (*Keys, error) {
 	return ks, nil
 }
 
-// addAO adds an MKT to the first of rings that takes it (a new ring when
-// none does) and returns rings. An MKT identical to one already added is
-// the same key configured on both ends and is not added twice.
-func (ks *Keys) addAO(rings []*ao.Keyring, cfg keys.AO, entry int) ([]*ao.Keyring, error) {
-	for _, r := range rings {
-		m, err := r.Add(cfg)
-		if err == nil {
-			ks.aoEntry[m] = entry
-			return rings, nil
-		}
-		if !errors.Is(err, ao.ErrKeyExists) {
-			return rings, err
-		}
-		if ks.sameAO(r, cfg) {
-			return rings, nil
-		}
-	}
-	r := ao.NewKeyring(ks.pool)
-	m, err := r.Add(cfg)
-	if err != nil {
-		return rings, err
-	}
-	ks.aoEntry[m] = entry
-	return append(rings, r), nil
+// aoEntry is an entry of the file's "ao" list as the keyrings take it.
+type aoEntry struct {
+	cfg   keys.AO
+	entry int // index in file.AO
 }
 
-// sameAO reports whether ring r holds an MKT identical to cfg.
-func (ks *Keys) sameAO(r *ao.Keyring, cfg keys.AO) bool {
-	m := r.Find(cfg.Peer, cfg.SendID, cfg.RecvID)
-	if m == nil {
-		return false
+// addAO puts entries into as few keyrings as hold them side by side,
+// each one into the first keyring whose MKTs it does not clash with by
+// ao.Keyring.Add's rule (the same SendID or RecvID on overlapping peers);
+// an entry identical to an MKT of a keyring it clashes with is the same
+// key configured on both ends and is not added twice. Each keyring takes
+// its entries in one AddAll; an error names the file's entry.
+func (ks *Keys) addAO(entries []aoEntry) ([]*ao.Keyring, error) {
+	var groups [][]aoEntry
+next:
+	for _, e := range entries {
+		v, err := e.cfg.Validate() // as a keyring holds it: peers masked and unmapped, maclen 0 the default
+		if err != nil {
+			return nil, &keys.EntryError{Kind: "ao", Index: e.entry, Name: ks.file.AO[e.entry].Name, Err: err}
+		}
+		for g, group := range groups {
+			if !slices.ContainsFunc(group, func(o aoEntry) bool { return clashAO(o.cfg, v) }) {
+				groups[g] = append(group, aoEntry{v, e.entry})
+				continue next
+			}
+			if slices.ContainsFunc(group, func(o aoEntry) bool { return sameAO(o.cfg, v) }) {
+				continue next
+			}
+		}
+		groups = append(groups, []aoEntry{{v, e.entry}})
 	}
-	v, err := cfg.Validate() // the MKT as a keyring holds it: maclen 0 made the algorithm's default
-	ifindex, bound := m.IfIndex()
-	if err != nil || m.Algorithm().Name() != v.Algorithm || m.MACLen() != v.MACLen || m.ExcludeOptions() != v.ExcludeOptions ||
-		ifindex != v.IfIndex || bound != v.HasIfIndex {
-		return false
+	var rings []*ao.Keyring
+	for _, group := range groups {
+		var cfgs []keys.AO
+		var names []string
+		for _, e := range group {
+			cfgs, names = append(cfgs, e.cfg), append(names, ks.file.AO[e.entry].Name)
+		}
+		r := ao.NewKeyring(ks.pool)
+		ms, err := r.AddAll(cfgs, names)
+		if err != nil {
+			var ee *keys.EntryError
+			if errors.As(err, &ee) {
+				ee.Index = group[ee.Index].entry // the file's index, not the group's
+			}
+			return nil, err
+		}
+		for j, m := range ms {
+			ks.aoEntry[m] = group[j].entry
+		}
+		rings = append(rings, r)
 	}
-	i, ok := ks.aoEntry[m]
-	return ok && bytes.Equal(ks.file.AO[i].Config.Key, cfg.Key)
+	return rings, nil
+}
+
+// clashAO reports whether one keyring refuses a and b side by side;
+// both are validated and bound to no L3 domain.
+func clashAO(a, b keys.AO) bool {
+	return a.Peer.Overlaps(b.Peer) && (a.SendID == b.SendID || a.RecvID == b.RecvID)
+}
+
+// sameAO reports whether a and b, both validated, are the same MKT.
+func sameAO(a, b keys.AO) bool {
+	return a.Peer == b.Peer && a.SendID == b.SendID && a.RecvID == b.RecvID && a.Algorithm == b.Algorithm &&
+		a.MACLen == b.MACLen && a.ExcludeOptions == b.ExcludeOptions && a.IfIndex == b.IfIndex &&
+		a.HasIfIndex == b.HasIfIndex && bytes.Equal(a.Key, b.Key)
 }
 
 // aoName returns the name of the entry an MKT was made from.
@@ -194,6 +221,7 @@ func (ks *Keys) mirrorOf(dst netip.Addr) *mirror {
 	if dst.Is4() {
 		anyPeer = netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 	}
+	var entries []aoEntry
 	for i, e := range ks.file.AO {
 		if !e.Config.Peer.Contains(dst) {
 			continue
@@ -201,9 +229,10 @@ func (ks *Keys) mirrorOf(dst netip.Addr) *mirror {
 		cfg := e.Config
 		cfg.Peer, cfg.SendID, cfg.RecvID = anyPeer, e.Config.RecvID, e.Config.SendID
 		cfg.IfIndex, cfg.HasIfIndex = 0, false
-		// The entry was added once already, so it cannot fail now.
-		m.aoRings, _ = ks.addAO(m.aoRings, cfg, i)
+		entries = append(entries, aoEntry{cfg, i})
 	}
+	// The entries were added once already, so they cannot fail now.
+	m.aoRings, _ = ks.addAO(entries)
 	m.md5 = ks.md5.mirror(anyPeer, dst)
 	ks.mirrors[string(k)] = m
 	return m

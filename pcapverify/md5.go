@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"net/netip"
+	"slices"
 
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/keys"
@@ -25,41 +26,66 @@ type md5Keys struct {
 
 func newMD5Keys(pool *sigpool.Pool, entries []keyfile.MD5) (*md5Keys, error) {
 	k := &md5Keys{pool: pool, entries: entries, entry: map[*md5sig.Key]int{}}
+	var all []md5Entry
 	for i, e := range entries {
 		k.labels = append(k.labels, entryName("md5", i, e.Name))
+		all = append(all, md5Entry{e.Config.Peer, i})
 	}
-	for i, e := range entries {
-		if err := k.add(e.Config.Peer, i); err != nil {
-			return nil, err
-		}
+	if err := k.add(all); err != nil {
+		return nil, err
 	}
 	return k, nil
 }
 
-// add puts entry i's key, for peer, into the first keyring that has no key
-// for that exact prefix; an identical key is not added twice.
-func (k *md5Keys) add(peer netip.Prefix, i int) error {
-	key := k.entries[i].Config.Key
-	for _, r := range k.rings {
-		old := r.Find(peer, 0, false)
-		if old == nil {
-			return k.addTo(r, peer, i)
-		}
-		if bytes.Equal(k.entries[k.entry[old]].Config.Key, key) {
-			return nil
-		}
-	}
-	r := md5sig.NewKeyring(k.pool)
-	k.rings = append(k.rings, r)
-	return k.addTo(r, peer, i)
+// md5Entry is entry i of the file's "md5" list, for peer.
+type md5Entry struct {
+	peer netip.Prefix
+	i    int
 }
 
-func (k *md5Keys) addTo(r *md5sig.Keyring, peer netip.Prefix, i int) error {
-	key, err := r.Add(keys.MD5{Peer: peer, Key: k.entries[i].Config.Key})
-	if err != nil {
-		return errors.New(keyfile.Label("md5", i, k.entries[i].Name) + ": " + err.Error())
+// add puts each entry's key, for its peer, into the first keyring that
+// has no key for that exact prefix (an identical key is not added twice),
+// each keyring's keys in one AddAll; an error names the file's entry.
+func (k *md5Keys) add(entries []md5Entry) error {
+	var groups [][]keys.MD5
+	var index [][]int // the entries of each group
+next:
+	for _, e := range entries {
+		c, err := keys.MD5{Peer: e.peer, Key: k.entries[e.i].Config.Key}.Validate() // the prefix as a keyring holds it
+		if err != nil {
+			return &keys.EntryError{Kind: "md5", Index: e.i, Name: k.entries[e.i].Name, Err: err}
+		}
+		for g, group := range groups {
+			j := slices.IndexFunc(group, func(o keys.MD5) bool { return o.Peer == c.Peer })
+			if j < 0 {
+				groups[g], index[g] = append(group, c), append(index[g], e.i)
+				continue next
+			}
+			if bytes.Equal(group[j].Key, c.Key) {
+				continue next
+			}
+		}
+		groups, index = append(groups, []keys.MD5{c}), append(index, []int{e.i})
 	}
-	k.entry[key] = i
+	for g, group := range groups {
+		var names []string
+		for _, i := range index[g] {
+			names = append(names, k.entries[i].Name)
+		}
+		r := md5sig.NewKeyring(k.pool)
+		ks, err := r.AddAll(group, names)
+		if err != nil {
+			var ee *keys.EntryError
+			if errors.As(err, &ee) {
+				ee.Index = index[g][ee.Index] // the file's index, not the group's
+			}
+			return err
+		}
+		for j, key := range ks {
+			k.entry[key] = index[g][j]
+		}
+		k.rings = append(k.rings, r)
+	}
 	return nil
 }
 
@@ -78,12 +104,14 @@ func (k *md5Keys) covers(addr netip.Addr) bool {
 // keys are the same on both ends.
 func (k *md5Keys) mirror(peer netip.Prefix, dst netip.Addr) *md5Keys {
 	m := &md5Keys{pool: k.pool, entries: k.entries, labels: k.labels, entry: map[*md5sig.Key]int{}}
+	var entries []md5Entry
 	for _, r := range k.rings {
 		if key := r.Lookup(dst, 0); key != nil {
-			// The entry was added once already, so it cannot fail now.
-			_ = m.add(peer, k.entry[key])
+			entries = append(entries, md5Entry{peer, k.entry[key]})
 		}
 	}
+	// The entries were added once already, so they cannot fail now.
+	_ = m.add(entries)
 	return m
 }
 
