@@ -5,6 +5,9 @@
 // passes every packet through a [packetauth.Layer] built from the
 // engine's keyrings (a keys file: package keyfile).
 //
+//	aoRing, md5Ring := ao.NewKeyring(nil), md5sig.NewKeyring(nil)
+//	_, err := aoRing.AddAll(f.AOConfigs()) // f from keyfile.Load; all or none
+//	_, err = md5Ring.AddAll(f.MD5Configs())
 //	layer, _ := packetauth.New(packetauth.Config{AO: aoRing, MD5: md5Ring, StackChecksums: true})
 //	ep, _ := netstack.New(child, layer)
 //	s.CreateNIC(1, ep) // gonet.DialContextTCP, gonet.ListenTCP as usual

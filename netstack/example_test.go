@@ -34,15 +34,11 @@ const keys = `{"ao": [
 // packetauth layer with the keys of the file.
 func host(f *keyfile.File, addr string, link stack.LinkEndpoint) (*stack.Stack, *netstack.Endpoint) {
 	aoRing, md5Ring := ao.NewKeyring(nil), md5sig.NewKeyring(nil)
-	for _, e := range f.AO {
-		if _, err := aoRing.Add(e.Config); err != nil {
-			log.Fatal(err)
-		}
+	if _, err := aoRing.AddAll(f.AOConfigs()); err != nil {
+		log.Fatal(err) // names the entry: ao[1] ("to-server"): …
 	}
-	for _, e := range f.MD5 {
-		if _, err := md5Ring.Add(e.Config); err != nil {
-			log.Fatal(err)
-		}
+	if _, err := md5Ring.AddAll(f.MD5Configs()); err != nil {
+		log.Fatal(err)
 	}
 	// netstack fills every checksum (the wrapper turns TX offload off):
 	// the layer updates it for the option instead of summing anew.
