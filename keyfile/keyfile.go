@@ -35,6 +35,8 @@ var (
 	ErrDuplicate    = errors.New("keyfile: duplicate entry")
 	ErrEmpty        = errors.New("keyfile: no keys")
 	ErrTooLarge     = errors.New("keyfile: file too large")
+	// ErrNilReader: Read was given a nil io.Reader.
+	ErrNilReader = errors.New("keyfile: nil reader")
 )
 
 // File is a parsed keys file.
@@ -131,7 +133,12 @@ func Load(path string) (*File, error) {
 
 // Read reads a keys file from r, reading at most MaxSize+1 bytes. The
 // bytes read are wiped before Read returns.
-func Read(r io.Reader) (*File, error) { return read(r, 0) }
+func Read(r io.Reader) (*File, error) {
+	if r == nil {
+		return nil, ErrNilReader
+	}
+	return read(r, 0)
+}
 
 // read is Read with a hint of the size to expect.
 func read(r io.Reader, size int) (*File, error) {

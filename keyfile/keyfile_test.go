@@ -372,3 +372,10 @@ func TestDraftMACLen(t *testing.T) {
 		t.Fatalf("10-byte master key for hmac-sha256-128: %v, want ErrValue at key", err)
 	}
 }
+
+// TestReadNil: Read of a nil reader is ErrNilReader, not a panic.
+func TestReadNil(t *testing.T) {
+	if f, err := Read(nil); f != nil || !errors.Is(err, ErrNilReader) {
+		t.Fatalf("Read(nil) = %v, %v; want nil, ErrNilReader", f, err)
+	}
+}

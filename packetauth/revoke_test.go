@@ -153,3 +153,11 @@ func TestSeedRevoked(t *testing.T) {
 		t.Errorf("ConnInfo %+v, %v: want a revoked connection", ci, ok)
 	}
 }
+
+// TestConnsNilYield: Conns with a nil yield on a layer that tracks
+// connections returns, it does not call nil.
+func TestConnsNilYield(t *testing.T) {
+	p := aoPair(t, false, "k", "k")
+	p.handshake()
+	p.a.l.Conns(nil)
+}

@@ -203,7 +203,7 @@ func (l *Layer) Close() {
 // yield returns false (a range-over-func iterator). yield runs without
 // the table's locks held.
 func (l *Layer) Conns(yield func(ConnInfo) bool) {
-	if l == nil {
+	if l == nil || yield == nil {
 		return
 	}
 	var batch []ConnInfo

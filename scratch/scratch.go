@@ -29,6 +29,8 @@
 package scratch
 
 import (
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -70,22 +72,34 @@ func (s *Scratch) Shards() int {
 // Reserve makes the size at least n: the size becomes max(Size(), n). It
 // only grows. Every shard whose buffer is too small gets a new one; a
 // goroutine still using an old buffer may go on using it. When Reserve
-// returns, every later Buf of every shard has len >= n. n <= 0 is a no-op.
-func (s *Scratch) Reserve(n int) {
+// returns, every later Buf of every shard has len >= n. n <= 0 is a no-op;
+// n > MaxSize is ErrTooLarge, and nothing changes.
+func (s *Scratch) Reserve(n int) error {
+	if n > MaxSize {
+		return fmt.Errorf("%w: %d bytes", ErrTooLarge, n)
+	}
 	if s == nil || int64(n) <= s.size.Load() {
-		return
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if int64(n) <= s.size.Load() {
-		return
+		return nil
 	}
 	for i := range s.bufs {
 		b := alloc(n)
 		s.bufs[i].Store(&b)
 	}
 	s.size.Store(int64(n))
+	return nil
 }
+
+// MaxSize bounds a reservation: far above what one segment's MAC input
+// needs, and far below a size whose rounding up could overflow.
+const MaxSize = 1 << 20
+
+// ErrTooLarge: Reserve of more than MaxSize bytes.
+var ErrTooLarge = errors.New("scratch: reservation too large")
 
 // alloc returns an n-byte slice whose backing lines belong to no other
 // object: n rounded up to the alignment unit, starting on a unit

@@ -1,6 +1,8 @@
 package scratch
 
 import (
+	"errors"
+	"math"
 	"sync"
 	"testing"
 
@@ -139,5 +141,23 @@ func TestBufAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { s.Reserve(60) }); n != 0 {
 		t.Fatalf("Reserve without growth: %v allocs", n)
+	}
+}
+
+// TestReserveHuge: a reservation past MaxSize (math.MaxInt once
+// overflowed the rounding and panicked) is ErrTooLarge and changes
+// nothing.
+func TestReserveHuge(t *testing.T) {
+	s := New(2)
+	if err := s.Reserve(100); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{math.MaxInt, MaxSize + 1} {
+		if err := s.Reserve(n); !errors.Is(err, ErrTooLarge) {
+			t.Errorf("Reserve(%d): %v, want ErrTooLarge", n, err)
+		}
+	}
+	if s.Size() != 100 {
+		t.Errorf("size %d after refused reservations, want 100", s.Size())
 	}
 }

@@ -84,6 +84,13 @@ var ErrPoolFull = errors.New("sigpool: table full")
 // of another algorithm than the request.
 var ErrKeyMismatch = errors.New("sigpool: key missing or of another algorithm")
 
+// ErrNotLeased: Return of a context the ID did not lease, or twice.
+var ErrNotLeased = errors.New("sigpool: context not on lease")
+
+// ErrScratchSize: Alloc of a negative scratch size or one past
+// scratch.MaxSize.
+var ErrScratchSize = errors.New("sigpool: scratch size out of range")
+
 // ErrNotAllocated is returned for an ID that is not allocated, and for a
 // Pool that was not made by [New].
 var ErrNotAllocated = errors.New("sigpool: ID not allocated")
@@ -144,7 +151,8 @@ type entry struct {
 	alg     *mac.Algorithm
 	refs    int // Alloc and Get references, and one per leased context
 	backend Backend
-	free    []*mac.Context // returned leases, wiped, for the next Lease
+	free    []*mac.Context            // returned leases, wiped, for the next Lease
+	leased  map[*mac.Context]struct{} // out on lease now: Return takes back only these, once
 }
 
 // Pool is a sharded pool of MAC requests. Its methods are safe for
@@ -220,8 +228,8 @@ func (p *Pool) Alloc(alg *mac.Algorithm, scratchSize int) (ID, error) {
 	if alg == nil || alg.Size() == 0 {
 		return -1, fmt.Errorf("%w: Alloc of no algorithm", ErrKeyMismatch)
 	}
-	if scratchSize < 0 {
-		return -1, fmt.Errorf("sigpool: negative scratch size %d", scratchSize)
+	if scratchSize < 0 || scratchSize > scratch.MaxSize {
+		return -1, fmt.Errorf("%w: scratch size %d: want 0..%d", ErrScratchSize, scratchSize, scratch.MaxSize)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -323,7 +331,7 @@ func (p *Pool) unref(id ID, e *entry) {
 	if e.refs--; e.refs > 0 {
 		return
 	}
-	e.free = nil // wiped when returned
+	e.free, e.leased = nil, nil // wiped when returned
 	var busy []*shard
 	for i := range p.shards {
 		sh := &p.shards[i]
@@ -359,25 +367,32 @@ func (p *Pool) Lease(id ID) (*mac.Context, error) {
 	if e == nil {
 		return nil, ErrNotAllocated
 	}
-	e.refs++
+	var c *mac.Context
 	if n := len(e.free); n > 0 {
-		c := e.free[n-1]
+		c = e.free[n-1]
 		e.free[n-1] = nil
 		e.free = e.free[:n-1]
-		return c, nil
+	} else {
+		c = newContext(e.alg, e.backend)
 	}
-	return newContext(e.alg, e.backend), nil
+	if e.leased == nil {
+		e.leased = map[*mac.Context]struct{}{}
+	}
+	e.leased[c] = struct{}{}
+	e.refs++
+	return c, nil
 }
 
 // Return wipes c, a context that Lease handed out for id, keeps it for
 // the next Lease and drops the lease's reference. c must not be used
 // afterwards. A context of another algorithm than id's is
-// [ErrKeyMismatch]; an ID that is not held, [ErrNotAllocated].
+// [ErrKeyMismatch]; an ID that is not held, [ErrNotAllocated]; a context
+// this ID did not lease, or already has back, [ErrNotLeased] (taking it
+// would hand one context to two holders), and it is left alone.
 func (p *Pool) Return(id ID, c *mac.Context) error {
 	if p == nil {
 		return ErrNotAllocated
 	}
-	c.Wipe()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e := p.held(id)
@@ -387,6 +402,11 @@ func (p *Pool) Return(id ID, c *mac.Context) error {
 	if c == nil || c.Algorithm() != e.alg {
 		return ErrKeyMismatch
 	}
+	if _, ok := e.leased[c]; !ok {
+		return ErrNotLeased
+	}
+	delete(e.leased, c)
+	c.Wipe()
 	if e.refs > 1 {
 		e.free = append(e.free, c)
 	}
