@@ -1,6 +1,7 @@
 package ao_test
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -73,16 +74,14 @@ func Example() {
 func pair() (cring, sring *ao.Keyring, c, s *ao.Conn) {
 	client, server := netip.MustParseAddrPort("192.0.2.1:40000"), netip.MustParseAddrPort("192.0.2.2:179")
 	cring, sring = ao.NewKeyring(nil), ao.NewKeyring(nil)
-	for _, k := range []struct {
-		send, recv uint8
-		key        string
-	}{{1, 2, "key A"}, {3, 4, "key B"}} {
-		if _, err := cring.Add(keys.AO{Peer: netip.PrefixFrom(server.Addr(), 32), SendID: k.send, RecvID: k.recv, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
-			panic(err)
-		}
-		if _, err := sring.Add(keys.AO{Peer: netip.PrefixFrom(client.Addr(), 32), SendID: k.recv, RecvID: k.send, Algorithm: "hmac(sha1)", Key: []byte(k.key)}); err != nil {
-			panic(err)
-		}
+	mkt := func(peer netip.Addr, send, recv uint8, key string) keys.AO {
+		return keys.AO{Peer: netip.PrefixFrom(peer, 32), SendID: send, RecvID: recv, Algorithm: "hmac(sha1)", Key: []byte(key)}
+	}
+	if _, err := cring.AddAll([]keys.AO{mkt(server.Addr(), 1, 2, "key A"), mkt(server.Addr(), 3, 4, "key B")}, nil); err != nil {
+		panic(err)
+	}
+	if _, err := sring.AddAll([]keys.AO{mkt(client.Addr(), 2, 1, "key A"), mkt(client.Addr(), 4, 3, "key B")}, nil); err != nil {
+		panic(err)
 	}
 	c, s = new(ao.Conn), new(ao.Conn)
 	if err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 1000}, ao.Policy{}); err != nil {
@@ -299,4 +298,24 @@ func ExampleTrafficKey_reset() {
 	// client verifies it: <nil>
 	// listener signs its RST: <nil>
 	// client verifies it: ao: MAC mismatch
+}
+
+// A router's MKTs go into its keyring in one call, all or none: a list
+// with one MKT the keyring cannot hold beside another is refused whole,
+// the error naming that entry and the MKT it clashes with.
+func ExampleKeyring_AddAll() {
+	mkt := func(peer string, send, recv uint8) keys.AO {
+		return keys.AO{Peer: netip.MustParsePrefix(peer), SendID: send, RecvID: recv, Algorithm: "hmac(sha256)", Key: []byte("bgp-session-secret")}
+	}
+	ring := ao.NewKeyring(nil)
+	mkts, err := ring.AddAll([]keys.AO{mkt("192.0.2.2/32", 1, 2), mkt("198.51.100.0/24", 5, 6)}, []string{"r2", "dynamic"})
+	fmt.Println(len(mkts), err, ring.Len())
+
+	_, err = ring.AddAll([]keys.AO{mkt("203.0.113.9/32", 1, 2), mkt("198.51.100.7/32", 5, 9)}, []string{"r9", "r7"})
+	fmt.Println(errors.Is(err, ao.ErrKeyExists), ring.Len())
+	fmt.Println(err)
+	// Output:
+	// 2 <nil> 2
+	// true 2
+	// ao[1] ("r7"): ao: an MKT with this SendID or RecvID already covers the peer: ao.MKT{peer 198.51.100.0/24, SendID 5, RecvID 6, hmac(sha256), maclen 12, key [redacted]} (adding ao.MKT{peer 198.51.100.7/32, SendID 5, RecvID 9, hmac(sha256), maclen 12, key [redacted]})
 }

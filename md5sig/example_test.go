@@ -1,6 +1,7 @@
 package md5sig_test
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 
@@ -54,4 +55,22 @@ func Example() {
 	// damaged: md5sig: signature mismatch
 	// unsigned: md5sig: unsigned segment from a peer that has a key
 	// md5sig.Key{peer 192.0.2.0/24, key [redacted]} {Good:1 Bad:1 KeyNotFound:0 Unexpected:0 Missing:1}
+}
+
+// A route server's TCP-MD5 keys go into its keyring in one call, all or
+// none: a list that names one peer twice is refused whole, the error
+// naming both entries.
+func ExampleKeyring_AddAll() {
+	md5 := func(peer, key string) keys.MD5 { return keys.MD5{Peer: netip.MustParsePrefix(peer), Key: []byte(key)} }
+	ring := md5sig.NewKeyring(nil)
+	ks, err := ring.AddAll([]keys.MD5{md5("192.0.2.1/32", "r1 secret"), md5("2001:db8::/64", "ixp secret")}, []string{"r1", "ixp"})
+	fmt.Println(len(ks), err, ring.Len())
+
+	_, err = ring.AddAll([]keys.MD5{md5("192.0.2.7/32", "r7 secret"), md5("::ffff:192.0.2.7/128", "typo")}, []string{"r7", "r7-v6"})
+	fmt.Println(errors.Is(err, md5sig.ErrDuplicate), ring.Len())
+	fmt.Println(err)
+	// Output:
+	// 2 <nil> 2
+	// true 2
+	// md5[1] ("r7-v6"): md5sig: another entry of the list has this peer and binding: md5[0] ("r7")
 }
