@@ -82,3 +82,56 @@ func TestNoImportRunsBackUp(t *testing.T) {
 		t.Fatalf("read %d files: not the whole tree", files)
 	}
 }
+
+// metricsImporters are the directories whose non-test code may import the
+// Prometheus client: the shim (an application that serves metrics) and the
+// command. The engine and the other applications stay without it, so a
+// program that imports the engine pulls in no metrics library (issue 28).
+var metricsImporters = []string{"shim", "cmd/tcpsig"}
+
+func TestOnlyTheShimImportsPrometheus(t *testing.T) {
+	fset := token.NewFileSet()
+	seen := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		allowed := false
+		for _, a := range metricsImporters {
+			if dir == a || strings.HasPrefix(dir, a+"/") && a != "shim" {
+				allowed = true
+			}
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !strings.HasPrefix(p, "github.com/prometheus/") {
+				continue
+			}
+			seen++
+			if !allowed {
+				t.Errorf("%s imports %s: only %v may import the Prometheus client", path, p, metricsImporters)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen == 0 {
+		t.Error("no file imports the Prometheus client: the shim's metrics are gone, or this test no longer finds them")
+	}
+}

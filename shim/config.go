@@ -20,6 +20,15 @@ type Config struct {
 	Status string       // path of a unix socket serving the status as JSON over HTTP; "" for none
 	State  string       // path of the TCP-AO sessions' state file; "" for none
 	Log    *slog.Logger // nil: discard
+	// Metrics is a TCP address ("127.0.0.1:9180") serving the metrics
+	// (Prometheus' text format) at /metrics; "" for none. The status
+	// socket serves them at /metrics too.
+	Metrics string
+	// Notify, if set, is told the shim's state in sd_notify(3)'s words:
+	// "READY=1…" once Run has the rules in and answers packets,
+	// "RELOADING=1…" and "READY=1…" around each reload, "STOPPING=1" as
+	// Run returns. [Notify] sends them to systemd.
+	Notify func(state string)
 }
 
 // keySet is a keys file as the shim uses it: the MKTs and MD5 keys in file

@@ -18,7 +18,6 @@ import (
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/packetauth"
-	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/shim/nfqueue"
 	"github.com/tcpsig/tcpsig/shim/nfrules"
 	"github.com/tcpsig/tcpsig/sigpool"
@@ -47,6 +46,8 @@ type Shim struct {
 	seeded  uint64                            // TCP-AO sessions resumed from -state
 
 	malformed atomic.Uint64 // queued packets dropped because their message or verdict failed
+
+	obs observer // metrics and the drop log (metrics_linux.go)
 }
 
 // maxUnseen bounds the sessions reported as unseen.
@@ -84,6 +85,7 @@ func New(cfg Config) (*Shim, error) {
 	if err := s.apply(keys); err != nil {
 		return nil, err
 	}
+	s.initObserver()
 	return s, nil
 }
 
@@ -175,12 +177,21 @@ func (s *Shim) Run(ctx context.Context) error {
 		}
 		defer ln.Close()
 	}
+	if s.cfg.Metrics != "" {
+		ln, err := s.serveMetrics()
+		if err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
 	loopErr := make(chan error, len(s.queues))
 	for _, q := range s.queues {
 		go func() { loopErr <- s.loop(q) }()
 	}
 	s.log.Info("shim running", "queue", s.cfg.Queue, "queues", len(s.queues), "rules", s.method, "peers", len(s.rules),
 		"ao_keys", len(s.keys.AO), "md5_keys", len(s.keys.MD5), "overhead", s.layer.Overhead())
+	s.notify("READY=1\nSTATUS=" + s.statusLine())
+	defer s.notify("STOPPING=1")
 
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
@@ -191,12 +202,13 @@ func (s *Shim) Run(ctx context.Context) error {
 			s.saveState()
 			return nil
 		case done := <-s.reloads:
-			done <- s.reload()
+			done <- s.reloadObserved()
 		case now := <-tick.C:
 			s.layer.Expire(now)
 			s.saveState()
 			s.reportDrops()
 			s.followRevoked()
+			s.watchSessions()
 		case err := <-loopErr:
 			return err
 		}
@@ -395,17 +407,6 @@ func (s *Shim) reportUnseen(p *nfqueue.Packet) {
 		"local", local, "remote", remote)
 }
 
-// dropped logs a refused packet at debug level (the layer counts it).
-func (s *Shim) dropped(p *nfqueue.Packet, err error) {
-	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
-		return
-	}
-	local, remote, _ := tuple(p)
-	var flags, seq string
-	if seg, perr := segment.ParsePacket(p.Payload); perr == nil && len(seg.Header) >= 20 {
-		flags = fmt.Sprintf("%#02x", seg.Header[13])
-		seq = fmt.Sprint(binary.BigEndian.Uint32(seg.Header[4:]))
-	}
-	s.log.Debug("dropped", "hook", p.Hook, "local", local, "remote", remote, "len", len(p.Payload),
-		"flags", flags, "seq", seq, "err", err)
-}
+// dropped counts a refused packet by peer and logs it (noteDrop; the
+// layer counts it too).
+func (s *Shim) dropped(p *nfqueue.Packet, err error) { s.noteDrop(p, err) }

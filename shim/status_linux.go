@@ -190,6 +190,7 @@ func (s *Shim) serveStatus() (net.Listener, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.serveStatusHTTP)
 	mux.HandleFunc("GET /status", s.serveStatusHTTP)
+	mux.Handle("GET /metrics", s.metricsHandler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(pl) }()
 	return pl, nil

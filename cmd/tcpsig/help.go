@@ -21,7 +21,7 @@ Usage:
   tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
   tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
   tcpsig bench [-json] [-time D] [-alg NAME]
-  tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE] [-v]
+  tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE] [-metrics ADDR] [-log-format F] [-v]
   tcpsig version
   tcpsig help [verify | bench | shim | version | keys]
 
@@ -110,7 +110,8 @@ Example:
   tcpsig bench -alg 'hmac(sha1)' -alg md5 -time 100ms
 `
 
-const shimHelp = `usage: tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE] [-v]
+const shimHelp = `usage: tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE]
+                   [-metrics ADDR] [-log-format text|json] [-v]
        tcpsig shim -uninstall [-queue N]
 
 shim signs and verifies the TCP-AO / TCP-MD5 sessions of this host's own TCP
@@ -132,10 +133,17 @@ Flags:
                  CPU, at most 8)
   -status SOCK   serve the status as JSON over HTTP on this unix socket:
                  curl --unix-socket SOCK http://shim/ (a stale socket there
-                 is replaced; any other file there is an error)
+                 is replaced; any other file there is an error), and the
+                 metrics at http://shim/metrics
   -state FILE    keep the TCP-AO sessions' ISNs and SNEs here (no keys), so a
                  restarted shim resumes them; read at start
-  -v             debug logging (every dropped packet)
+  -metrics ADDR  also serve the metrics (Prometheus' text format) at
+                 /metrics on this TCP address, 127.0.0.1:9180 say (default:
+                 none; the status is never served there)
+  -log-format F  text (default) or json: the log's lines, through log/slog
+  -v             debug logging (every dropped packet; without it each drop
+                 reason logs a burst of 10 lines, then one per 6 s, each
+                 with the drops it stands for)
   -uninstall     remove the rules of queue N and exit: from then on the
                  covered peers' packets reach the kernel unchecked
 
@@ -149,6 +157,10 @@ rules in place: with no shim reading the queue, the kernel drops the
 covered peers' packets, so nobody can inject into a covered session while
 no shim runs. The next shim takes the rules over (and resumes TCP-AO
 sessions from -state); only -uninstall removes them.
+
+Under systemd (NOTIFY_SOCKET set) it says READY=1 once the rules are in and
+the keys loaded, and RELOADING=1, then READY=1, around a reload: see
+contrib/systemd/tcpsig-shim.service and docs/shim-service.md.
 
 Example:
 

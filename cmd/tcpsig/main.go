@@ -6,7 +6,7 @@
 //	tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
 //	tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
 //	tcpsig bench [-json] [-time D] [-alg NAME]
-//	tcpsig shim -keys FILE [-queue N] [-status SOCK] [-state FILE] [-v]
+//	tcpsig shim -keys FILE [-queue N] [-status SOCK] [-state FILE] [-metrics ADDR] [-log-format F] [-v]
 //	tcpsig version
 //
 // Run "tcpsig help" for the details, "tcpsig help CMD" (or "tcpsig CMD -h")

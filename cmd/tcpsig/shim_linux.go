@@ -40,8 +40,24 @@ func runShim(args []string, stdout, stderr io.Writer) int {
 	if f.verbose {
 		level = slog.LevelDebug
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	s, err := shim.New(shim.Config{Keys: f.keys, Queue: uint16(f.queue), Queues: int(f.queues), Status: f.status, State: f.state, Log: log})
+	opts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler = slog.NewTextHandler(stderr, opts)
+	if f.logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, opts)
+	}
+	log := slog.New(handler)
+	cfg := shim.Config{Keys: f.keys, Queue: uint16(f.queue), Queues: int(f.queues), Status: f.status, State: f.state,
+		Metrics: f.metrics, Log: log}
+	if os.Getenv("NOTIFY_SOCKET") != "" {
+		// Started by systemd as a Type=notify service: READY=1 once the
+		// rules are in and the keys loaded, RELOADING=1 around SIGHUP.
+		cfg.Notify = func(state string) {
+			if _, err := shim.Notify(state); err != nil {
+				log.Warn("systemd notification", "err", err)
+			}
+		}
+	}
+	s, err := shim.New(cfg)
 	if err != nil {
 		return failf(stderr, "shim: %s", strings.TrimPrefix(err.Error(), "shim: "))
 	}
