@@ -41,7 +41,7 @@ type observer struct {
 	// Under Shim.mu:
 	counts  map[netip.Prefix]*peerCounts // every peer prefix configured since start
 	other   *peerCounts
-	keyBase map[keyLabels][2]uint64  // good and bad of keys gone, so a label set's counters only grow
+	keyBase map[keyLabels][2]uint64            // good and bad of keys gone, so a label set's counters only grow
 	current map[[2]netip.AddrPort]rotationSeen // TCP-AO sessions' keys at the last tick
 
 	reloadsOK, reloadsFailed atomic.Uint64

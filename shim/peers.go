@@ -22,10 +22,10 @@ type peerCounts struct {
 // peerEntry is one configured peer prefix: its label, the kinds its keys
 // name, and its counts.
 type peerEntry struct {
-	prefix      netip.Prefix
-	label       string
-	ao, md5     bool
-	counts      *peerCounts
+	prefix  netip.Prefix
+	label   string
+	ao, md5 bool
+	counts  *peerCounts
 }
 
 // peerTable finds the configured peer prefix of an address: immutable once
