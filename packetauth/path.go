@@ -349,6 +349,8 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 			if err := l.startServer(KindMD5, &t, &seg); err != nil {
 				return nil, l.drop(sh, nil, err)
 			}
+		} else if !flags.Has(segment.RST) {
+			l.adoptMD5(&t, &seg)
 		}
 	case seg.Auth().AO == 0 && seg.Auth().MD5 == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
@@ -361,6 +363,21 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	}
 	sh.verified.Add(1)
 	return l.strip(dst, pkt, &seg), nil
+}
+
+// adoptMD5 tracks a TCP-MD5 session met past its handshake (a front end
+// that restarted), on its first verified segment: TCP-MD5 needs no state
+// to sign and verify, but a tracked session is one a removed key revokes
+// (Layer.RevokeUncovered), never left to pass unsigned. A full table only
+// leaves it untracked.
+func (l *Layer) adoptMD5(t *tuple, seg *segment.Segment) {
+	now := time.Now()
+	h := seg.Header
+	c := &conn{kind: KindMD5, local: netip.AddrPortFrom(seg.Dst, h.DstPort()), remote: netip.AddrPortFrom(seg.Src, h.SrcPort())}
+	c.touch(now)
+	c.state.Store(uint32(StateEstablished))
+	c.verified.Add(1)
+	_ = l.insert(t, c, now)
 }
 
 // newServer reports whether an inbound SYN starts a new connection in

@@ -267,6 +267,32 @@ func (l *Layer) Revoke(match func(ConnInfo) bool) int {
 	return n
 }
 
+// RevokeUncovered revokes at once, as their next packet would, the
+// tracked connections whose key went away: a TCP-MD5 session whose peer
+// no TCP-MD5 key covers now (or a TCP-AO MKT does), a TCP-AO one left
+// without keys. A front end calls it after it changed the keyrings, so
+// that it knows, before it changes what it sends the layer, which peers
+// revoked sessions still need (a session whose packets stop reaching the
+// layer is never revoked by a packet). It returns how many it revoked.
+func (l *Layer) RevokeUncovered() int {
+	if l == nil {
+		return 0
+	}
+	n := 0
+	for i := range l.shards {
+		sh := &l.shards[i]
+		sh.mu.Lock()
+		for _, c := range sh.conns {
+			if !c.revoked.Load() && l.revoke(c) {
+				c.close()
+				n++
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return n
+}
+
 // revoke reports whether c's packets are to be dropped with ErrRevoked:
 // Revoke said so, or (marked here) its TCP-MD5 peer is no longer covered
 // by a TCP-MD5 key (the key was deleted, or a TCP-AO MKT now covers the

@@ -44,7 +44,7 @@ func (s *Shim) reload() error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	errs := []error{s.apply(k)}
+	errs := []error{s.update(k)}
 	if !slices.Equal(s.rules, s.rulePeers()) {
 		// Replacing the rules drops the packets waiting in the queue
 		// (the kernel flushes a hook's queued packets when the hook
@@ -58,6 +58,17 @@ func (s *Shim) reload() error {
 	}
 	s.log.Info("keys reloaded", "peers", len(s.keys.Peers), "ao_keys", len(s.keys.AO), "md5_keys", len(s.keys.MD5))
 	return nil
+}
+
+// update applies k and revokes at once the sessions whose key went, so
+// that rulePeers keeps queueing their peers (a session whose packets no
+// longer reach the layer would never be revoked by one). Under s.mu.
+func (s *Shim) update(k *keySet) error {
+	err := s.apply(k)
+	if n := s.layer.RevokeUncovered(); n > 0 {
+		s.log.Warn("sessions whose key the reload removed are revoked: their packets are dropped until they expire", "sessions", n)
+	}
+	return err
 }
 
 // apply makes the keyrings hold exactly the keys of k, changing only what
