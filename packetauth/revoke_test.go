@@ -161,3 +161,32 @@ func TestConnsNilYield(t *testing.T) {
 	p.handshake()
 	p.a.l.Conns(nil)
 }
+
+// TestAdoptAndRevokeUncovered: a TCP-MD5 session met past its handshake
+// is tracked from its first verified segment, and once its key is
+// deleted RevokeUncovered revokes it at once, before any other packet.
+func TestAdoptAndRevokeUncovered(t *testing.T) {
+	ringB := md5Ring(t, addrA4, "md5 secret")
+	p := newPair(t, false, Config{MD5: md5Ring(t, addrB4, "md5 secret")}, Config{MD5: ringB})
+	p.a.ack = 0x20000001 // as if past a handshake B's layer never saw
+	p.send(p.a, p.b, segment.ACK|segment.PSH, []byte("mid-stream"))
+	ci, ok := info(p.b)
+	if !ok || ci.Kind != KindMD5 || ci.State != StateEstablished {
+		t.Fatalf("B's layer after a verified segment of an unseen session: %+v, tracked %v", ci, ok)
+	}
+	if n := p.b.l.RevokeUncovered(); n != 0 {
+		t.Fatalf("RevokeUncovered with every key in place revoked %d", n)
+	}
+	if err := ringB.Delete(ringB.Lookup(addrA4, 0), md5sig.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.b.l.RevokeUncovered(); n != 1 {
+		t.Fatalf("RevokeUncovered after the key's delete revoked %d, want 1", n)
+	}
+	if ci, _ := info(p.b); !ci.Revoked {
+		t.Errorf("the session is not revoked: %+v", ci)
+	}
+	if err := injectUnsigned(p, segment.ACK, []byte("injected")); !errors.Is(err, ErrRevoked) {
+		t.Errorf("unsigned segment after the revocation: %v, want ErrRevoked", err)
+	}
+}
