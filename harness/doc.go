@@ -6,6 +6,8 @@
 //     engine, for talking to kernel sockets;
 //   - netns: network namespaces, links and addresses for those tests;
 //   - nfprobe: whether the kernel can queue packets for the shim;
+//   - onpath: an on-path attacker (a router namespace between two hosts)
+//     that follows a TCP flow and forges in-window segments into it;
 //   - proc: the helper processes of the end-to-end tests (the shim,
 //     BIRD), their output kept and their start awaited;
 //   - capture: AF_PACKET capture of a test's traffic into pcap files;
