@@ -194,9 +194,14 @@ func runCheck(args []string) int {
 		man.Kernel, kinds["kernel-kernel"], kinds[liveKind])
 	fmt.Printf("%-48s %-6s %-6s %5s %5s %7s  %s\n", "case", "guest", "host", "pkts", "ao", "secs", "features")
 	seen := map[string]bool{}
-	pass, total := 0, 0
+	pass, total, skipped := 0, 0, 0
 	for _, r := range res.Cases {
 		total++
+		if r.Skipped != "" {
+			skipped++
+			fmt.Printf("%-48s %-6s %-6s %5s %5s %7.2f  %s\n", r.Name, "skip", "-", "", "", r.Seconds, "skipped: "+r.Skipped)
+			continue
+		}
 		g := "pass"
 		if r.Retried {
 			g = "pass*" // passed on the retry
@@ -258,7 +263,11 @@ func runCheck(args []string) int {
 		fmt.Printf("guest setup: %s\n", s)
 		failed = true
 	}
-	fmt.Printf("\n%d/%d cases passed (pass* = passed on the one retry)\n", pass, total)
+	fmt.Printf("\n%d/%d cases passed (pass* = passed on the one retry)", pass, total)
+	if skipped > 0 {
+		fmt.Printf(", %d skipped (not passed: the reasons are in the table)", skipped)
+	}
+	fmt.Println()
 	if *kb != "" {
 		if *kb != "cached" {
 			*kb += "s"

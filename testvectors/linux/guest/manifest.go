@@ -48,9 +48,11 @@ type AOKey struct {
 
 // CaseResult is one line of results.json (the guest's verdict on a case).
 type CaseResult struct {
-	Name     string   `json:"name"`
-	Kind     string   `json:"kind"`
-	Pass     bool     `json:"pass"`
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	Pass bool   `json:"pass"`
+	// Skipped says why the case could not run here (not passed, not failed).
+	Skipped  string   `json:"skipped,omitempty"`
 	Errors   []string `json:"errors,omitempty"`
 	Seconds  float64  `json:"seconds"`
 	Captures []string `json:"captures,omitempty"`
