@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"runtime"
 	"slices"
@@ -34,20 +35,28 @@ var benchPayloads = []int{0, 64, 536, 1448, 8948}
 var benchBackends = []sigpool.Backend{sigpool.Clone, sigpool.Rekey}
 
 // benchRow is one measurement: an algorithm, backend, operation and
-// payload size, on one core and on all. A rekey row also carries its time
-// over the clone row's of the same cell, and, for an algorithm whose two
-// backends do the same work, why.
+// payload size, on one core and on all, each the median of benchRounds
+// rounds with their spread. A rekey row also carries its median time over
+// the clone row's, and, for an algorithm whose two backends do the same
+// work, why. The all-cores figure is 0 when left out, with the reason.
 type benchRow struct {
 	Alg            string  `json:"alg"`
 	Backend        string  `json:"backend"`
 	Op             string  `json:"op"`
 	Payload        int     `json:"payload"`
 	SegmentBytes   int     `json:"segment_bytes"`
-	NsPerSegment   float64 `json:"ns_per_segment"`
-	Gbps1          float64 `json:"gbit_s_one_core"`
+	Rounds         int     `json:"rounds"`
+	NsPerSegment   float64 `json:"ns_per_segment"` // median over the rounds
+	NsMin          float64 `json:"ns_min"`
+	NsMax          float64 `json:"ns_max"`
+	Gbps1          float64 `json:"gbit_s_one_core"` // from the median
 	GbpsAll        float64 `json:"gbit_s_all_cores"`
+	GbpsAllMin     float64 `json:"gbit_s_all_cores_min"`
+	GbpsAllMax     float64 `json:"gbit_s_all_cores_max"`
 	Cores          int     `json:"cores"`
-	RekeyOverClone float64 `json:"rekey_over_clone,omitempty"`
+	CoresHeld      float64 `json:"cores_held,omitempty"` // the process's CPU time over wall time on all cores, median of the rounds
+	AllCoresOut    string  `json:"all_cores_left_out,omitempty"`
+	RekeyOverClone float64 `json:"rekey_over_clone,omitempty"` // rekey's NsPerSegment over clone's
 	SameWork       string  `json:"same_work,omitempty"`
 }
 
@@ -155,37 +164,19 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 	}
 	cpu := cpuOf()
 	var emit func(benchRow)
+	done := func() {}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		_ = enc.Encode(map[string]cpuInfo{"cpu": cpu})
 		emit = func(r benchRow) { _ = enc.Encode(r) }
 	} else {
-		fmt.Fprintf(stdout, "CPU: %s, %d logical cores, GOMAXPROCS %d (%s)\n", cpu.Model, cpu.Logical, cpu.GOMAXPROCS, cpu.GOARCH)
-		fmt.Fprintf(stdout, "SHA/AES features: %s; absent: %s\n", orNone(cpu.Features), orNone(cpu.Missing))
-		fmt.Fprintf(stdout, "Each cell ran for %v; segment = TCP header (timestamps + auth option) + payload.\n", *d)
-		fmt.Fprintf(stdout, "clone: every context loads the key's prepared template (sigpool.Clone, the default);\n")
-		fmt.Fprintf(stdout, "rekey: every context runs the key schedule again per segment, as Linux does (sigpool.Rekey).\n")
-		fmt.Fprintf(stdout, "Throughput is the clone backend's.\n\n")
-		const row = "%-15s  %-6s  %7s  %8s  %8s  %11s  %13s  %14s\n"
-		fmt.Fprintf(stdout, row, "ALGORITHM", "OP", "PAYLOAD", "CLONE NS", "REKEY NS", "REKEY/CLONE", "GBIT/S 1 CORE", fmt.Sprintf("GBIT/S %d CORES", cpu.GOMAXPROCS))
-		var clone benchRow
-		emit = func(r benchRow) {
-			if r.Backend == sigpool.Clone.String() {
-				clone = r
-				return
-			}
-			fmt.Fprintf(stdout, row, r.Alg, r.Op, fmt.Sprint(r.Payload), fmt.Sprintf("%.0f", clone.NsPerSegment),
-				fmt.Sprintf("%.0f", r.NsPerSegment), fmt.Sprintf("%.2f", r.RekeyOverClone), gbps(clone.Gbps1), gbps(clone.GbpsAll))
-			if r.SameWork != "" && r.Op == "verify" && r.Payload == benchPayloads[len(benchPayloads)-1] {
-				fmt.Fprintf(stdout, "  %s: clone and rekey do the same work: %s.\n", r.Alg, r.SameWork)
-			}
-		}
+		emit, done = benchTable(stdout, cpu, *d)
 	}
 	for _, alg := range algs {
 		why := sameWork(alg)
 		for _, p := range benchPayloads {
 			for _, op := range []string{"sign", "verify"} {
-				rows, err := measure(alg, op, p, *d)
+				rows, err := measure(alg, op, p, *d, realRun)
 				if err != nil {
 					return failf(stderr, "bench: %s %s %d: %v", alg, op, p, err)
 				}
@@ -195,7 +186,71 @@ func runBench(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	done()
 	return 0
+}
+
+// benchTable returns the text table's emitter of rows (a clone row, then
+// its rekey row) and what ends the table.
+func benchTable(w io.Writer, cpu cpuInfo, d time.Duration) (emit func(benchRow), done func()) {
+	procs := cpu.GOMAXPROCS
+	_, checked := ownThreadCPU()
+	fmt.Fprintf(w, "CPU: %s, %d logical cores, GOMAXPROCS %d (%s)\n", cpu.Model, cpu.Logical, procs, cpu.GOARCH)
+	fmt.Fprintf(w, "SHA/AES features: %s; absent: %s\n", orNone(cpu.Features), orNone(cpu.Missing))
+	fmt.Fprintf(w, "Each cell ran for %v per backend on 1 core and on %d, in %d rounds; segment = TCP header (timestamps + auth option) + payload.\n", d, procs, benchRounds(d))
+	fmt.Fprintf(w, "A figure is the median of the rounds, (min-max) their spread; a round runs clone and rekey in turn.\n")
+	fmt.Fprintf(w, "clone: every context loads the key's prepared template (sigpool.Clone, the default);\n")
+	fmt.Fprintf(w, "rekey: every context runs the key schedule again per segment, as Linux does (sigpool.Rekey).\n")
+	fmt.Fprintf(w, "REKEY/CLONE is the rekey median over the clone median. Throughput is the clone backend's.\n")
+	all := fmt.Sprintf("GBIT/S %d CORES (MIN-MAX)", procs)
+	switch {
+	case procs < 2:
+		fmt.Fprintf(w, "No column for all cores: GOMAXPROCS is 1, so all cores is one.\n")
+		all = ""
+	case checked:
+		fmt.Fprintf(w, "GBIT/S %d CORES: %d goroutines at once, shown where they held %.0f%% of the %d cores or more (their threads' CPU time over wall time).\n",
+			procs, procs, coresHeldMin*100, procs)
+	default:
+		fmt.Fprintf(w, "GBIT/S %d CORES: %d goroutines at once; tcpsig reads no thread's CPU time here, so whether they had the cores is not checked.\n", procs, procs)
+	}
+	fmt.Fprintln(w)
+	line := func(cols ...any) {
+		fmt.Fprintln(w, strings.TrimRight(fmt.Sprintf("%-15s  %-6s  %7s  %-21s  %-21s  %11s  %13s  %s", cols...), " "))
+	}
+	line("ALGORITHM", "OP", "PAYLOAD", "CLONE NS (MIN-MAX)", "REKEY NS (MIN-MAX)", "REKEY/CLONE", "GBIT/S 1 CORE", all)
+	ns := func(r benchRow) string { return fmt.Sprintf("%.0f (%.0f-%.0f)", r.NsPerSegment, r.NsMin, r.NsMax) }
+	var clone benchRow
+	var out, cells int
+	held := spread{min: math.Inf(1), max: math.Inf(-1)}
+	emit = func(r benchRow) {
+		if r.Backend == sigpool.Clone.String() {
+			clone = r
+			return
+		}
+		cell := ""
+		switch {
+		case procs < 2:
+		case clone.AllCoresOut != "":
+			cell = "-"
+			out++
+			held.min, held.max = min(held.min, clone.CoresHeld), max(held.max, clone.CoresHeld)
+		default:
+			cell = fmt.Sprintf("%s (%s-%s)", gbps(clone.GbpsAll), gbps(clone.GbpsAllMin), gbps(clone.GbpsAllMax))
+		}
+		cells++
+		line(r.Alg, r.Op, fmt.Sprint(r.Payload), ns(clone), ns(r),
+			fmt.Sprintf("%.2f", r.RekeyOverClone), gbps(clone.Gbps1), cell)
+		if r.SameWork != "" && r.Op == "verify" && r.Payload == benchPayloads[len(benchPayloads)-1] {
+			fmt.Fprintf(w, "  %s: clone and rekey do the same work: %s.\n", r.Alg, r.SameWork)
+		}
+	}
+	done = func() {
+		if out > 0 {
+			fmt.Fprintf(w, "-: %d of %d cells left out: their %d goroutines held %.2f-%.2f of the %d cores (other processes had the rest), so a figure would measure that load.\n",
+				out, cells, procs, held.min, held.max, procs)
+		}
+	}
+	return emit, done
 }
 
 func orNone(s []string) string {
@@ -205,112 +260,211 @@ func orNone(s []string) string {
 	return strings.Join(s, " ")
 }
 
-// measure runs one cell under both backends: op interleaved on one
-// goroutine (rounds of benchRound calls under each backend, alternating
-// which goes first; the medians over the rounds of the ns per segment and
-// of the rekey/clone ratio), for d per backend; then each backend on
-// GOMAXPROCS goroutines (each with its own connection and segment, one
-// shared pool and keyring, as a server's connections share them) for d.
-func measure(alg, op string, payload int, d time.Duration) ([2]benchRow, error) {
+// benchRounds returns the number of rounds of a cell that runs d per
+// backend and column: rounds of about roundTime, at least 7 and at most
+// 101, an odd number. Its figure is their median, so a round slowed by the
+// machine (a preemption, another process) cannot become it; it shows in
+// the spread. Short rounds alternate the backends faster than a scheduler
+// hands a shared core back and forth, so a busy spell hits both.
+func benchRounds(d time.Duration) int {
+	const roundTime = 250 * time.Microsecond
+	return min(max(int(d/roundTime), 7), 101) | 1
+}
+
+// coresHeldMin is the share of their cores that the all-cores goroutines
+// must have held (their threads' CPU time over the round's wall time, the
+// median over the rounds) for the figure to be shown: below it, other
+// processes had the rest, and the figure would measure their load.
+const coresHeldMin = 0.9
+
+// spread is the median, minimum and maximum of a cell's rounds.
+type spread struct{ median, min, max float64 }
+
+// summarise returns the spread of v (len(v) > 0); v is sorted in place.
+func summarise(v []float64) spread {
+	slices.Sort(v)
+	m := v[len(v)/2]
+	if len(v)%2 == 0 {
+		m = (v[len(v)/2-1] + m) / 2
+	}
+	return spread{m, v[0], v[len(v)-1]}
+}
+
+// benchRun runs each of steps n times, on its own goroutine when there
+// are several, and returns the wall time of it all and, with several, the
+// CPU time their threads had meanwhile (cpuOK false where the system does
+// not say). realRun does it; tests script it.
+type benchRun func(steps []func() error, n int) (wall, cpu time.Duration, cpuOK bool, err error)
+
+var errBenchStep = errors.New("a segment failed to sign or verify")
+
+// realRun times one goroutine from the caller. Several start together:
+// each spins until all are running (so waking a thread is not timed), and
+// the wall time is from the first one's start to the last one's end.
+func realRun(steps []func() error, n int) (time.Duration, time.Duration, bool, error) {
+	if len(steps) == 1 {
+		t0 := time.Now()
+		for range n {
+			if steps[0]() != nil {
+				return 0, 0, false, errBenchStep
+			}
+		}
+		return time.Since(t0), 0, false, nil
+	}
+	type span struct {
+		t0, t1 time.Time
+		cpu    time.Duration
+		ok     bool
+		err    error
+	}
+	spans := make([]span, len(steps))
+	var ready atomic.Int32
+	var wg sync.WaitGroup
+	for k, step := range steps {
+		wg.Go(func() {
+			runtime.LockOSThread() // so that the thread's CPU time is the goroutine's
+			defer runtime.UnlockOSThread()
+			for ready.Add(1); ready.Load() < int32(len(steps)); {
+				runtime.Gosched()
+			}
+			sp := &spans[k]
+			c0, ok0 := ownThreadCPU()
+			sp.t0 = time.Now()
+			for range n {
+				if step() != nil {
+					sp.err = errBenchStep
+					break
+				}
+			}
+			sp.t1 = time.Now()
+			c1, ok1 := ownThreadCPU()
+			sp.cpu, sp.ok = c1-c0, ok0 && ok1
+		})
+	}
+	wg.Wait()
+	first, last := spans[0].t0, spans[0].t1
+	var cpu time.Duration
+	ok := true
+	for _, sp := range spans {
+		if sp.err != nil {
+			return 0, 0, false, sp.err
+		}
+		if sp.t0.Before(first) {
+			first = sp.t0
+		}
+		if sp.t1.After(last) {
+			last = sp.t1
+		}
+		cpu += sp.cpu
+		ok = ok && sp.ok
+	}
+	return last.Sub(first), cpu, ok, nil
+}
+
+// measure runs one cell under both backends: the workers of each, one
+// per GOMAXPROCS (each with its own connection and segment, one shared
+// pool and keyring, as a server's connections share them), timed by
+// timeCell.
+func measure(alg, op string, payload int, d time.Duration, run benchRun) ([2]benchRow, error) {
 	var rows [2]benchRow
-	var one [2]*benchWorker
-	var makers [2]func(string, int) (*benchWorker, error)
+	var workers [2][]*benchWorker
 	for i, b := range benchBackends {
 		pool, err := sigpool.New(sigpool.Config{Backend: b})
 		if err != nil {
 			return rows, err
 		}
-		if makers[i], err = benchSetup(alg, pool); err != nil {
-			return rows, err
-		}
-		if one[i], err = makers[i](op, payload); err != nil {
-			return rows, err
-		}
-		rows[i] = benchRow{Alg: alg, Backend: b.String(), Op: op, Payload: payload, SegmentBytes: one[i].bytes, Cores: runtime.GOMAXPROCS(0)}
-	}
-	var ns [2][]float64
-	var ratios []float64
-	for start := time.Now(); time.Since(start) < 2*d || len(ratios) < 3; {
-		var t [2]time.Duration
-		for j := range 2 {
-			i := (j + len(ratios)) % 2
-			t[i] = timeRound(one[i].step)
-		}
-		for i := range 2 {
-			ns[i] = append(ns[i], float64(t[i].Nanoseconds())/benchRound)
-		}
-		ratios = append(ratios, float64(t[1])/float64(t[0]))
-	}
-	for i := range rows {
-		rows[i].NsPerSegment = median(ns[i])
-		rows[i].Gbps1 = float64(rows[i].SegmentBytes*8) / rows[i].NsPerSegment
-		g, err := allCores(makers[i], op, payload, d)
+		newWorker, err := benchSetup(alg, pool)
 		if err != nil {
 			return rows, err
 		}
-		rows[i].GbpsAll = g * float64(rows[i].SegmentBytes*8)
-	}
-	rows[1].RekeyOverClone = median(ratios)
-	return rows, nil
-}
-
-// benchRound is the number of segments in one timed round of measure.
-const benchRound = 16
-
-// timeRound times benchRound calls of step.
-func timeRound(step func() error) time.Duration {
-	t0 := time.Now()
-	for range benchRound {
-		if step() != nil {
-			panic("tcpsig bench: a segment failed to sign or verify")
+		for range runtime.GOMAXPROCS(0) {
+			w, err := newWorker(op, payload)
+			if err != nil {
+				return rows, err
+			}
+			workers[i] = append(workers[i], w)
 		}
+		rows[i] = benchRow{Alg: alg, Backend: b.String(), Op: op, Payload: payload}
 	}
-	return time.Since(t0)
+	return rows, timeCell(&rows, workers, d, run)
 }
 
-func median(v []float64) float64 {
-	slices.Sort(v)
-	return v[len(v)/2]
-}
-
-// allCores runs op on GOMAXPROCS goroutines, each with its own worker
-// from newWorker, for d, and returns the segments per nanosecond of them
-// all.
-func allCores(newWorker func(string, int) (*benchWorker, error), op string, payload int, d time.Duration) (float64, error) {
-	workers := make([]*benchWorker, runtime.GOMAXPROCS(0))
-	for i := range workers {
-		var err error
-		if workers[i], err = newWorker(op, payload); err != nil {
-			return 0, err
-		}
-	}
-	var total atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for _, w := range workers {
-		wg.Go(func() {
-			n, _ := runFor(w.step, d)
-			total.Add(n)
-		})
-	}
-	wg.Wait()
-	return float64(total.Load()) / float64(time.Since(start).Nanoseconds()), nil
-}
-
-// runFor calls step in growing batches until d has passed.
-func runFor(step func() error, d time.Duration) (n int64, elapsed time.Duration) {
-	start := time.Now()
-	for batch := int64(1); ; batch *= 2 {
-		for range batch {
-			if step() != nil {
-				panic("tcpsig bench: a segment failed to sign or verify")
+// timeCell times the two backends' workers in rounds, each running clone
+// and rekey in turn (which goes first alternates): first each backend's
+// first worker on one goroutine, n segments per round, n chosen so that a
+// round takes about d over the rounds; then all the workers at once, n
+// segments each. So each backend runs about d on one core and d on all.
+// It fills in the rows' figures.
+func timeCell(rows *[2]benchRow, workers [2][]*benchWorker, d time.Duration, run benchRun) error {
+	procs, rounds := len(workers[0]), benchRounds(d)
+	round := d / time.Duration(rounds)
+	var n [2]int
+	for i := range n {
+		rows[i].SegmentBytes, rows[i].Rounds, rows[i].Cores = workers[i][0].bytes, rounds, procs
+		// Warm up, doubling the calls until they take a quarter of a
+		// round; that says how many make one.
+		for k := 1; ; k *= 2 {
+			wall, _, _, err := run([]func() error{workers[i][0].step}, k)
+			if err != nil {
+				return err
+			}
+			if wall >= round/4 || k >= 1<<30 {
+				n[i] = max(1, int(float64(k)*float64(round)/float64(max(wall, 1))))
+				break
 			}
 		}
-		n += batch
-		if elapsed = time.Since(start); elapsed >= d {
-			return n, elapsed
+	}
+	var ns, gbits, held [2][]float64
+	cpuOK := true
+	for r := range rounds {
+		for j := range 2 {
+			i := (j + r) % 2
+			wall, _, _, err := run([]func() error{workers[i][0].step}, n[i])
+			if err != nil {
+				return err
+			}
+			ns[i] = append(ns[i], float64(max(wall, 1).Nanoseconds())/float64(n[i]))
+		}
+		if procs < 2 {
+			continue
+		}
+		for j := range 2 {
+			i := (j + r + 1) % 2
+			steps := make([]func() error, procs)
+			for k, w := range workers[i] {
+				steps[k] = w.step
+			}
+			wall, cpu, ok, err := run(steps, n[i])
+			if err != nil {
+				return err
+			}
+			wall = max(wall, 1)
+			gbits[i] = append(gbits[i], float64(procs*n[i]*rows[i].SegmentBytes*8)/float64(wall.Nanoseconds()))
+			held[i] = append(held[i], float64(cpu)/float64(wall))
+			cpuOK = cpuOK && ok
 		}
 	}
+	var h float64
+	if procs >= 2 && cpuOK {
+		h = summarise(append(slices.Clone(held[0]), held[1]...)).median
+	}
+	for i := range rows {
+		one := summarise(ns[i])
+		rows[i].NsPerSegment, rows[i].NsMin, rows[i].NsMax = one.median, one.min, one.max
+		rows[i].Gbps1 = float64(rows[i].SegmentBytes*8) / one.median
+		rows[i].CoresHeld = h
+		switch {
+		case procs < 2:
+			rows[i].AllCoresOut = "GOMAXPROCS is 1"
+		case cpuOK && h < coresHeldMin*float64(procs):
+			rows[i].AllCoresOut = fmt.Sprintf("its %d goroutines held %.2f of %d cores (other processes had the rest)", procs, h, procs)
+		default:
+			all := summarise(gbits[i])
+			rows[i].GbpsAll, rows[i].GbpsAllMin, rows[i].GbpsAllMax = all.median, all.min, all.max
+		}
+	}
+	rows[1].RekeyOverClone = rows[1].NsPerSegment / rows[0].NsPerSegment
+	return nil
 }
 
 // benchWorker signs or verifies one segment over and over.

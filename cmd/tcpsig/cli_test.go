@@ -6,12 +6,15 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tcpsig/tcpsig/keyfile"
 )
@@ -206,7 +209,7 @@ func TestCommandHelp(t *testing.T) {
 	}
 	for _, args := range [][]string{nil, {"frobnicate"}} {
 		_, _, errOut := cli(t, args...)
-		if !strings.Contains(errOut, "verify, bench, shim, version or help") {
+		if !strings.Contains(errOut, "verify, bench, shim, keys, version or help") {
 			t.Errorf("%q: %q does not list every command", args, errOut)
 		}
 	}
@@ -290,14 +293,22 @@ func TestBench(t *testing.T) {
 		t.Fatalf("cpu line %q: %v", sc.Text(), err)
 	}
 	rows := 0
+	var clone benchRow
 	for sc.Scan() {
 		var r benchRow
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.NsPerSegment <= 0 || r.Gbps1 <= 0 || r.GbpsAll <= 0 || r.SegmentBytes < 20+r.Payload {
+		if r.NsPerSegment <= 0 || r.Gbps1 <= 0 || (r.GbpsAll > 0) == (r.AllCoresOut != "") || r.SegmentBytes < 20+r.Payload ||
+			r.NsMin > r.NsPerSegment || r.NsMax < r.NsPerSegment || r.Rounds != benchRounds(time.Millisecond) ||
+			(r.GbpsAll > 0 && (r.GbpsAllMin > r.GbpsAll || r.GbpsAllMax < r.GbpsAll)) {
 			t.Errorf("row %+v", r)
 		}
+		// The ratio follows from the two medians.
+		if r.Backend == "rekey" && math.Abs(r.RekeyOverClone-r.NsPerSegment/clone.NsPerSegment) > 1e-9 {
+			t.Errorf("row %+v: ratio, clone's median %v", r, clone.NsPerSegment)
+		}
+		clone = r
 		// The draft's algorithms: a 20-byte option (16-byte MAC) after the timestamps.
 		if (r.Alg == "kmac256-128" || r.Alg == "hmac-sha256-128") && r.SegmentBytes != 20+12+20+r.Payload {
 			t.Errorf("row %+v: segment of %d bytes", r, r.SegmentBytes)
@@ -315,9 +326,31 @@ func TestBench(t *testing.T) {
 	}
 	code, out, _ = cli(t, "bench", "-time", "1ms", "-alg", "cmac(aes128)", "-alg", "hmac(rmd160)")
 	if code != 0 || !strings.Contains(out, "CPU: ") || !strings.Contains(out, "REKEY/CLONE") ||
-		!regexp.MustCompile(`cmac\(aes128\) +verify +8948 +\d+ +\d+ +\d+\.\d\d `).MatchString(out) ||
+		!regexp.MustCompile(`cmac\(aes128\) +verify +8948 +\d+ \(\d+-\d+\) +\d+ \(\d+-\d+\) +\d+\.\d\d `).MatchString(out) ||
 		!strings.Contains(out, "hmac(rmd160): clone and rekey do the same work") || strings.Contains(out, "cmac(aes128): clone and rekey") {
 		t.Errorf("text table:\n%s", out)
+	}
+	// Every row's ratio follows from its printed medians (to their
+	// rounding), and its all-cores cell is a figure with its spread or,
+	// left out, "-" with the reason below the table.
+	row := regexp.MustCompile(`(?m)^\S+ +(sign|verify) +\d+ +(\d+) \(\d+-\d+\) +(\d+) \(\d+-\d+\) +(\d+\.\d\d) +[\d.]+ *(.*)$`)
+	matches := row.FindAllStringSubmatch(out, -1)
+	if len(matches) != 2*len(benchPayloads)*2 {
+		t.Fatalf("%d rows in\n%s", len(matches), out)
+	}
+	for _, m := range matches {
+		c, _ := strconv.ParseFloat(m[2], 64)
+		r, _ := strconv.ParseFloat(m[3], 64)
+		ratio, _ := strconv.ParseFloat(m[4], 64)
+		if q := r / c; math.Abs(ratio-q) > 0.005+q*(0.5/c+0.5/r) {
+			t.Errorf("%q: ratio %v, the medians give %.3f", m[0], ratio, q)
+		}
+		if all := m[5]; runtime.GOMAXPROCS(0) > 1 && all != "-" && !regexp.MustCompile(`^[\d.]+ \([\d.]+-[\d.]+\)$`).MatchString(all) {
+			t.Errorf("%q: all-cores cell %q", m[0], all)
+		}
+		if m[5] == "-" && !strings.Contains(out, "\n-: ") {
+			t.Errorf("a cell left out without the reason:\n%s", out)
+		}
 	}
 }
 

@@ -219,12 +219,14 @@ func TestReadmeBenchOutputs(t *testing.T) {
 }
 
 // benchLines splits a bench table into its text lines (without those
-// that name the machine or the time) and its rows' first three columns.
+// that name the machine, the time or its load) and its rows' first three
+// columns.
 func benchLines(out string) (text, rows []string) {
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		f := strings.Fields(l)
 		switch {
-		case l == "" || strings.HasPrefix(l, "CPU: ") || strings.HasPrefix(l, "SHA/AES features: ") || strings.HasPrefix(l, "Each cell ran for "):
+		case l == "" || strings.HasPrefix(l, "CPU: ") || strings.HasPrefix(l, "SHA/AES features: ") || strings.HasPrefix(l, "Each cell ran for ") ||
+			strings.HasPrefix(l, "-: "): // the cells the machine's load left out
 		case len(f) > 3 && strings.Trim(f[2], "0123456789") == "":
 			rows = append(rows, strings.Join(f[:3], " "))
 		default:
