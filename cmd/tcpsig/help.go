@@ -22,6 +22,8 @@ Usage:
   tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
   tcpsig bench [-json] [-time D] [-alg NAME]
   tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE] [-metrics ADDR] [-log-format F] [-v]
+  tcpsig keys check FILE
+  tcpsig keys gen -a ADDR -b ADDR [-alg NAME | -md5] [-o FILE] [-a-file FILE] [-b-file FILE]
   tcpsig version
   tcpsig help [verify | bench | shim | version | keys]
 
@@ -30,10 +32,12 @@ Commands:
   verify    judge every TCP-AO / TCP-MD5 segment of captures, or of an interface live
   bench     signing and verifying throughput per algorithm on this machine
   shim      sign and verify this host's own TCP with the keys file's peers (Linux)
+  keys      check a keys file as the shim and Linux would; make a key for two ends
   version   the module version, the commit and the Go version
   help      this text; tcpsig help CMD (or tcpsig CMD -h) for one command
 
-  tcpsig help keys describes the keys file (JSON) that verify and shim read.
+  tcpsig help keys describes the keys file (JSON) that verify and shim read;
+  tcpsig keys -h the keys command.
 
 Exit status: 0 success; 1 verify judged a segment not good (shim: it
 stopped on an error); 2 a usage, keys-file or capture error; 3 verify

@@ -7,6 +7,8 @@
 //	tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
 //	tcpsig bench [-json] [-time D] [-alg NAME]
 //	tcpsig shim -keys FILE [-queue N] [-status SOCK] [-state FILE] [-metrics ADDR] [-log-format F] [-v]
+//	tcpsig keys check FILE
+//	tcpsig keys gen -a ADDR -b ADDR [-alg NAME | -md5] -o FILE
 //	tcpsig version
 //
 // Run "tcpsig help" for the details, "tcpsig help CMD" (or "tcpsig CMD -h")
@@ -26,7 +28,7 @@ func main() {
 // run is the command: it returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		return failf(stderr, "needs a command: verify, bench, shim, version or help (tcpsig help for usage)")
+		return failf(stderr, "needs a command: verify, bench, shim, keys, version or help (tcpsig help for usage)")
 	}
 	switch args[0] {
 	case "verify":
@@ -37,10 +39,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runVersion(args[1:], stdout, stderr)
 	case "shim":
 		return runShim(args[1:], stdout, stderr)
+	case "keys":
+		return runKeys(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		return runHelp(args[1:], stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "tcpsig: unknown command %q: want verify, bench, shim, version or help\n", args[0])
+	fmt.Fprintf(stderr, "tcpsig: unknown command %q: want verify, bench, shim, keys, version or help\n", args[0])
 	return 2
 }
 

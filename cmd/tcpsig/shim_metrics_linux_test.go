@@ -196,13 +196,18 @@ func promtoolLint(t *testing.T, name string, b []byte) {
 	}
 }
 
-// TestShimNotify: started with NOTIFY_SOCKET (a unixgram socket of the
-// test's, as systemd's), the shim says READY=1 only once its rules are in;
-// SIGHUP brings RELOADING=1 then READY=1, SIGTERM STOPPING=1, and the
+// TestShimNotify: the systemd unit's own ExecStart (its paths moved to a
+// temporary directory), started with NOTIFY_SOCKET (a unixgram socket of
+// the test's, as systemd's), says READY=1 only once its rules are in and
+// its status and metrics answer; SIGHUP (the unit's ExecReload) brings
+// RELOADING=1 then READY=1, SIGTERM (systemctl stop) STOPPING=1, and the
 // rules stay.
 func TestShimNotify(t *testing.T) {
 	needQueue(t)
 	_, nsB := newPair(t)
+	if err := nsB.Do(func() error { return netns.LinkUp("lo") }); err != nil {
+		t.Fatal(err)
+	}
 	dir := shortDir(t)
 	notifyPath := filepath.Join(dir, "notify")
 	nc, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notifyPath, Net: "unixgram"})
@@ -211,8 +216,21 @@ func TestShimNotify(t *testing.T) {
 	}
 	defer nc.Close()
 	keyPath := writeKeys(t, dir, "keys.json", fmtKeysMD5(addrA4, "notify-secret"))
-	args, _ := json.Marshal([]string{"shim", "-keys", keyPath, "-queue", "62", "-queues", "1"})
-	p := nsB.start(t, "tcpsig shim", []string{"TCPSIG_SHIM_HELPER=1", "TCPSIG_SHIM_ARGS=" + string(args), "NOTIFY_SOCKET=" + notifyPath},
+	sock := filepath.Join(dir, "run", "shim.sock")
+	args := shimUnitArgs(t, readUnit(t, "tcpsig-shim.service"))
+	for i, a := range args {
+		switch a {
+		case "/etc/tcpsig/keys.json":
+			args[i] = keyPath
+		case "/run/tcpsig/shim.sock":
+			args[i] = sock
+		case "/var/lib/tcpsig/state.json":
+			args[i] = filepath.Join(dir, "state.json")
+		}
+	}
+	f, _, _ := parseShimFlags(args[1:], io.Discard, io.Discard)
+	j, _ := json.Marshal(args)
+	p := nsB.start(t, "tcpsig shim", []string{"TCPSIG_SHIM_HELPER=1", "TCPSIG_SHIM_ARGS=" + string(j), "NOTIFY_SOCKET=" + notifyPath},
 		os.Args[0], "-test.run=^TestShimHelperProcess$", "-test.v=false")
 	next := func(what string) string {
 		t.Helper()
@@ -228,8 +246,15 @@ func TestShimNotify(t *testing.T) {
 	if !strings.HasPrefix(ready, "READY=1\n") || !strings.Contains(ready, "STATUS=1 peers") {
 		t.Errorf("first notification %q, want READY=1 and a STATUS", ready)
 	}
-	if !rulesExist(t, nsB, shim.TableName(62)) {
+	table := shim.TableName(uint16(f.queue))
+	if !rulesExist(t, nsB, table) {
 		t.Error("READY=1 before the rules were in")
+	}
+	if _, err := shimStatusOf(sock); err != nil {
+		t.Errorf("READY=1 before the status socket answers: %v", err)
+	}
+	if status, _ := getTCP(t, nsB, f.metrics, "/metrics"); !strings.HasPrefix(status, "200") {
+		t.Errorf("READY=1 before -metrics %s answers: %s", f.metrics, status)
 	}
 	if err := p.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
@@ -249,8 +274,8 @@ func TestShimNotify(t *testing.T) {
 	if err := p.Stop(syscall.SIGTERM, 10*time.Second); err != nil {
 		t.Error(err)
 	}
-	if !rulesExist(t, nsB, shim.TableName(62)) {
+	if !rulesExist(t, nsB, table) {
 		t.Error("the rules went with the shim")
 	}
-	uninstall(t, nsB, 62)
+	uninstall(t, nsB, int(f.queue))
 }

@@ -1,0 +1,447 @@
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keyfile"
+	"github.com/tcpsig/tcpsig/keys"
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// runKeys is tcpsig keys: check or gen.
+func runKeys(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		return failf(stderr, "keys: needs check or gen (see tcpsig keys -h)")
+	}
+	switch args[0] {
+	case "check":
+		return runKeysCheck(args[1:], stdout, stderr)
+	case "gen":
+		return runKeysGen(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, keysCmdHelp)
+		return 0
+	}
+	return failf(stderr, "keys: unknown subcommand %q: want check or gen (see tcpsig keys -h)", args[0])
+}
+
+// linux72 are the TCP-AO algorithms Linux keeps once TCP-AO is built on the
+// crypto library (Eric Biggers' series, net-next 7.2 at the earliest):
+// every other name is -ENOENT there. cmac(aes) stays for 16-byte keys.
+var linux72 = map[string]bool{"cmac(aes128)": true, "hmac(sha1)": true, "hmac(sha256)": true}
+
+// runKeysCheck is tcpsig keys check FILE.
+func runKeysCheck(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("keys check", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprint(stdout, keysCmdHelp)
+			return 0
+		}
+		return failf(stderr, "keys check: %v (see tcpsig keys -h)", err)
+	}
+	if fs.NArg() != 1 {
+		return failf(stderr, "keys check: wants one FILE (see tcpsig keys -h)")
+	}
+	path := fs.Arg(0)
+	var warnings []string
+	warn := func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }
+	if err := keyfile.CheckMode(path); errors.Is(err, keyfile.ErrMode) {
+		warn("%v; tcpsig shim refuses it", err)
+	} else if err != nil {
+		return failf(stderr, "keys check: %v", err)
+	}
+	f, err := keyfile.Load(path)
+	if err != nil {
+		return failf(stderr, "keys check: %s: %v", path, err)
+	}
+	defer f.Wipe()
+	// Linux's checks: every entry into a keyring of its kind, as the shim
+	// and a kernel socket take them (the keyrings mirror tcp_ao_add_key's
+	// and tcp_md5_do_add's refusals, overlapping prefixes with one KeyID
+	// among them).
+	pool, err := sigpool.New(sigpool.Config{})
+	if err != nil {
+		return failf(stderr, "keys check: %v", err)
+	}
+	aoRing, md5Ring := ao.NewKeyring(pool), md5sig.NewKeyring(pool)
+	var errs []string
+	for i, e := range f.AO {
+		if m, err := aoRing.Add(e.Config); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", keyfile.Label("ao", i, e.Name), err))
+		} else {
+			defer aoRing.Delete(m, ao.DeleteOptions{})
+		}
+	}
+	for i, e := range f.MD5 {
+		if k, err := md5Ring.Add(e.Config); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", keyfile.Label("md5", i, e.Name), err))
+		} else {
+			defer md5Ring.Delete(k, md5sig.DeleteOptions{})
+		}
+	}
+	fmt.Fprintf(stdout, "%s: %d TCP-AO and %d TCP-MD5 entries\n", path, len(f.AO), len(f.MD5))
+	for i, e := range f.AO {
+		fmt.Fprintf(stdout, "  %s: %v\n", keyfile.Label("ao", i, e.Name), e)
+	}
+	for i, e := range f.MD5 {
+		fmt.Fprintf(stdout, "  %s: %v\n", keyfile.Label("md5", i, e.Name), e)
+	}
+	if len(errs) > 0 {
+		for _, e := range errs {
+			fmt.Fprintf(stderr, "tcpsig keys check: %s\n", e)
+		}
+		return 2
+	}
+	for i, e := range f.AO {
+		name := algName(e.Config.Algorithm)
+		alg, _ := mac.Lookup(name)
+		switch {
+		case alg != nil && !alg.Linux():
+			warn("%s: %s is draft-ietf-tcpm-tcp-ao-algs's, which no Linux kernel accepts: only tcpsig can be its peer",
+				keyfile.Label("ao", i, e.Name), name)
+		case name == "cmac(aes)" && len(e.Config.Key) == 16:
+		case !linux72[name]:
+			warn("%s: %s: Linux 7.2 (TCP-AO on the crypto library) accepts only cmac(aes128), hmac(sha1) and hmac(sha256): a peer on such a kernel refuses this key",
+				keyfile.Label("ao", i, e.Name), name)
+		}
+	}
+	warnings = append(warnings, mirrorWarnings(f)...)
+	for _, w := range warnings {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
+	if len(warnings) > 0 {
+		plural := "s"
+		if len(warnings) == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(stdout, "%d warning%s\n", len(warnings), plural)
+		return 1
+	}
+	fmt.Fprintln(stdout, "ok")
+	return 0
+}
+
+// algName is the algorithm's Linux name (or the draft's, lower case), as
+// the registry knows it; the name as given when it does not.
+func algName(name string) string {
+	if a, err := mac.Lookup(name); err == nil {
+		return a.Name()
+	}
+	return name
+}
+
+// mirrorWarnings finds the entries of a file that holds both ends of a
+// session whose other end is missing or differs. An entry's mirror is
+// configured on its peer: an entry whose peer is another prefix, with
+// sndid and rcvid swapped (TCP-AO) and the same algorithm, key, MAC length
+// and options flag. The hosts the file holds entries of are the peers of
+// the entries that have a mirror; an entry whose peer is one of them and
+// has no mirror is warned of, and so is one whose KeyIDs are mirrored but
+// not the rest (the ends would not verify each other).
+func mirrorWarnings(f *keyfile.File) []string {
+	var out []string
+	aoMirror := func(a, b keys.AO) (ids, all bool) {
+		ids = a.SendID == b.RecvID && a.RecvID == b.SendID && a.Peer.Masked() != b.Peer.Masked()
+		all = ids && algName(a.Algorithm) == algName(b.Algorithm) && bytes.Equal(a.Key, b.Key) &&
+			a.MACLen == b.MACLen && a.ExcludeOptions == b.ExcludeOptions
+		return ids, all
+	}
+	md5Mirror := func(a, b keys.MD5) bool {
+		return a.Peer.Masked() != b.Peer.Masked() && bytes.Equal(a.Key, b.Key)
+	}
+	var hosts []netip.Prefix
+	aoHas, md5Has := make([]bool, len(f.AO)), make([]bool, len(f.MD5))
+	for i, a := range f.AO {
+		for j, b := range f.AO {
+			if _, all := aoMirror(a.Config, b.Config); i != j && all {
+				aoHas[i] = true
+				hosts = append(hosts, b.Config.Peer)
+			}
+		}
+	}
+	for i, a := range f.MD5 {
+		for j, b := range f.MD5 {
+			if i != j && md5Mirror(a.Config, b.Config) {
+				md5Has[i] = true
+				hosts = append(hosts, b.Config.Peer)
+			}
+		}
+	}
+	inFile := func(p netip.Prefix) bool {
+		for _, h := range hosts {
+			if h.Overlaps(p) {
+				return true
+			}
+		}
+		return false
+	}
+	for i, a := range f.AO {
+		if aoHas[i] {
+			continue
+		}
+		label := keyfile.Label("ao", i, a.Name)
+		partial := false
+		for j, b := range f.AO {
+			if ids, _ := aoMirror(a.Config, b.Config); i != j && ids {
+				partial = true
+				out = append(out, fmt.Sprintf("%s and %s have mirrored KeyIDs (sndid %d, rcvid %d) but not the same alg, key, maclen and exclude_options: the two ends would not verify each other",
+					label, keyfile.Label("ao", j, b.Name), a.Config.SendID, a.Config.RecvID))
+				break
+			}
+		}
+		if !partial && inFile(a.Config.Peer) {
+			out = append(out, fmt.Sprintf("%s: its peer %v has entries in the file but none mirrors this one (sndid %d, rcvid %d, the same key): the peer cannot verify what this end signs with it",
+				label, a.Config.Peer, a.Config.RecvID, a.Config.SendID))
+		}
+	}
+	for i, a := range f.MD5 {
+		if !md5Has[i] && inFile(a.Config.Peer) {
+			out = append(out, fmt.Sprintf("%s: its peer %v has entries in the file but no TCP-MD5 entry with the same key: the two ends would not verify each other",
+				keyfile.Label("md5", i, a.Name), a.Config.Peer))
+		}
+	}
+	return out
+}
+
+// runKeysGen is tcpsig keys gen.
+func runKeysGen(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("keys gen", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		a, b, alg, name, out, aOut, bOut string
+		sndid, rcvid, size, maclen       uint
+		useMD5, text                     bool
+	)
+	fs.StringVar(&a, "a", "", "end A's address or prefix")
+	fs.StringVar(&b, "b", "", "end B's address or prefix")
+	fs.StringVar(&alg, "alg", "hmac(sha256)", "TCP-AO algorithm")
+	fs.BoolVar(&useMD5, "md5", false, "TCP-MD5 instead of TCP-AO")
+	fs.UintVar(&sndid, "sndid", 1, "the KeyID A sends (B's rcvid)")
+	fs.UintVar(&rcvid, "rcvid", 2, "the KeyID A receives (B's sndid)")
+	fs.UintVar(&size, "bytes", 0, "key length")
+	fs.UintVar(&maclen, "maclen", 0, "MAC length")
+	fs.BoolVar(&text, "text", false, "a printable key")
+	fs.StringVar(&name, "name", "", "the entries' name")
+	fs.StringVar(&out, "o", "", "file for both ends' entries")
+	fs.StringVar(&aOut, "a-file", "", "file for A's own entry")
+	fs.StringVar(&bOut, "b-file", "", "file for B's own entry")
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			fmt.Fprint(stdout, keysCmdHelp)
+			return 0
+		}
+		return failf(stderr, "keys gen: %v (see tcpsig keys -h)", err)
+	}
+	if fs.NArg() > 0 {
+		return failf(stderr, "keys gen: unexpected argument %q (see tcpsig keys -h)", fs.Arg(0))
+	}
+	if out == "" && aOut == "" && bOut == "" {
+		return failf(stderr, "keys gen: needs -o FILE, -a-file FILE or -b-file FILE: keys go to a file of mode 0600, never to the terminal")
+	}
+	pa, err := parsePeer(a)
+	if err != nil {
+		return failf(stderr, "keys gen: -a: %v", err)
+	}
+	pb, err := parsePeer(b)
+	if err != nil {
+		return failf(stderr, "keys gen: -b: %v", err)
+	}
+	if pa.Addr().Is4() != pb.Addr().Is4() || pa.Overlaps(pb) {
+		return failf(stderr, "keys gen: -a %v and -b %v: want two ends of one family that do not overlap", pa, pb)
+	}
+	if sndid > 255 || rcvid > 255 {
+		return failf(stderr, "keys gen: -sndid %d -rcvid %d: want 0..255", sndid, rcvid)
+	}
+	// The key: as long as the MAC's own key (the digest for HMAC, 16
+	// bytes for AES-128-CMAC, 32 for the draft's), from crypto/rand.
+	n := int(size)
+	var algo *mac.Algorithm
+	if !useMD5 {
+		if algo, err = mac.Lookup(alg); err != nil {
+			// Not the name as given: it may be a key pasted into the
+			// wrong flag.
+			return failf(stderr, "keys gen: -alg: unknown algorithm: want one of %s", strings.Join(mac.Names(), ", "))
+		}
+		if n == 0 {
+			n = max(algo.Size(), algo.MinMasterKey())
+			if algo.IsCMAC() {
+				n = 16
+			}
+		}
+	} else if n == 0 {
+		n = 32
+	}
+	if n < 1 || n > keys.MaxKeyLen {
+		return failf(stderr, "keys gen: -bytes %d: want 1..%d", n, keys.MaxKeyLen)
+	}
+	key := make([]byte, n)
+	if text {
+		// Printable, for a router's password prompt: each byte one of 64
+		// characters (6 bits of crypto/rand each).
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		_, _ = rand.Read(key)
+		for i := range key {
+			key[i] = alphabet[key[i]&63]
+		}
+	} else {
+		_, _ = rand.Read(key) // never fails (crashes the program instead)
+	}
+	defer clear(key)
+	var fa, fb keyfile.File // A's own entry (peer B) and B's (peer A)
+	if useMD5 {
+		fa.MD5 = []keyfile.MD5{{Name: name, Config: keys.MD5{Peer: pb, Key: key}}}
+		fb.MD5 = []keyfile.MD5{{Name: name, Config: keys.MD5{Peer: pa, Key: key}}}
+	} else {
+		mk := func(peer netip.Prefix, s, r uint) keyfile.AO {
+			return keyfile.AO{Name: name, Config: keys.AO{Peer: peer, SendID: uint8(s), RecvID: uint8(r), Algorithm: algo.Name(),
+				Key: key, MACLen: int(maclen)}}
+		}
+		fa.AO = []keyfile.AO{mk(pb, sndid, rcvid)}
+		fb.AO = []keyfile.AO{mk(pa, rcvid, sndid)}
+	}
+	both := keyfile.File{AO: append(fa.AO, fb.AO...), MD5: append(fa.MD5, fb.MD5...)}
+	type target struct {
+		path, what string
+		f      *keyfile.File
+	}
+	var targets []target
+	for _, t := range []target{{out, "both ends", &both}, {aOut, "end A (" + pa.String() + ")", &fa}, {bOut, "end B (" + pb.String() + ")", &fb}} {
+		if t.path != "" {
+			targets = append(targets, t)
+		}
+	}
+	for _, t := range targets {
+		body, err := t.f.Marshal()
+		if err != nil {
+			return failf(stderr, "keys gen: %v", err)
+		}
+		err = writeNew0600(t.path, body)
+		clear(body)
+		if err != nil {
+			return failf(stderr, "keys gen: %v", err)
+		}
+		fmt.Fprintf(stdout, "wrote %s (mode 0600): %s\n", t.path, t.what)
+		for i, e := range t.f.AO {
+			fmt.Fprintf(stdout, "  %s: %v\n", keyfile.Label("ao", i, e.Name), e)
+		}
+		for i, e := range t.f.MD5 {
+			fmt.Fprintf(stdout, "  %s: %v\n", keyfile.Label("md5", i, e.Name), e)
+		}
+	}
+	return 0
+}
+
+// parsePeer parses an address (a host prefix) or a prefix with host bits
+// zero.
+func parsePeer(s string) (netip.Prefix, error) {
+	if s == "" {
+		return netip.Prefix{}, errors.New("required: an address or prefix")
+	}
+	if strings.Contains(s, "/") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return p, err
+		}
+		if p != p.Masked() {
+			return p, fmt.Errorf("%v has host bits set (want %v)", p, p.Masked())
+		}
+		return p, nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}
+
+// writeNew0600 creates path with mode 0600 whatever the umask and writes
+// b to it; an existing file is an error and stays as it was.
+func writeNew0600(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("%s exists: not overwritten (keys gen writes new files only)", path)
+		}
+		return err
+	}
+	if err := f.Chmod(0o600); err != nil { // the umask may have taken bits; never more than 0600
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+const keysCmdHelp = `usage: tcpsig keys check FILE
+       tcpsig keys gen -a ADDR -b ADDR [-alg NAME | -md5] [-sndid N] [-rcvid N]
+                       [-bytes N] [-maclen N] [-text] [-name NAME]
+                       [-o FILE] [-a-file FILE] [-b-file FILE]
+
+keys check reads a keys file (tcpsig help keys) as the shim does: the file's
+own checks, then every entry into a keyring of its kind, which refuses what
+Linux's TCP_AO_ADD_KEY and TCP_MD5SIG refuse (overlapping peers with one
+KeyID among them). It prints every entry, keys redacted, and warns of a file
+that group or others may read or write (the shim refuses it), of TCP-AO
+algorithms Linux 7.2 no longer accepts (it keeps cmac(aes128), hmac(sha1) and
+hmac(sha256)) and of the draft's, which no kernel has, and, in a file that
+holds both ends of sessions, of an entry with no mirror on its peer's side
+(sndid and rcvid swapped, the same algorithm, key, maclen and
+exclude_options) or one whose KeyIDs mirror but not the rest.
+
+keys gen makes a key from crypto/rand for a session between ends A and B
+and writes the two ends' entries, mirrored: A's (peer B, sndid N, rcvid M)
+and B's (peer A, sndid M, rcvid N), to new files of mode 0600 (an existing
+file is not overwritten); it prints them redacted, never the key.
+
+Flags of gen:
+
+  -a ADDR, -b ADDR  the two ends: addresses, or prefixes with host bits zero
+  -alg NAME         the TCP-AO algorithm (default hmac(sha256)): a Linux,
+                    RFC 5926 or draft-ietf-tcpm-tcp-ao-algs name
+  -md5              a TCP-MD5 key instead (no KeyIDs)
+  -sndid N          the KeyID A sends and B receives (default 1)
+  -rcvid M          the KeyID A receives and B sends (default 2)
+  -bytes N          the key's length (default: the MAC's own key: the digest
+                    for HMAC, 16 for AES-128-CMAC, 32 for the draft's and
+                    TCP-MD5)
+  -maclen N         the MAC length (default: the algorithm's, 12 or 16)
+  -text             a printable key (6 bits of crypto/rand per character),
+                    for a router that takes a password; default raw bytes,
+                    written as hex
+  -name NAME        the entries' name
+  -o FILE           both ends' entries in one file (for tcpsig verify and
+                    keys check)
+  -a-file FILE      A's own entry: the file A's shim or daemon loads
+  -b-file FILE      B's own entry
+
+Exit status: check: 0 the file is sound, 1 warnings, 2 it does not load or a
+keyring refuses an entry (named, never the key); gen: 0, or 2 on an error.
+
+Examples (from a clone of the repository):
+
+  tcpsig keys check cmd/tcpsig/testdata/demo.keys.json
+  tcpsig keys gen -a 192.0.2.1 -b 192.0.2.2 -alg 'hmac(sha256)' -a-file a.json -b-file b.json
+`
