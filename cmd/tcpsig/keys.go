@@ -315,7 +315,7 @@ func runKeysGen(args []string, stdout, stderr io.Writer) int {
 	both := keyfile.File{AO: append(fa.AO, fb.AO...), MD5: append(fa.MD5, fb.MD5...)}
 	type target struct {
 		path, what string
-		f      *keyfile.File
+		f          *keyfile.File
 	}
 	var targets []target
 	for _, t := range []target{{out, "both ends", &both}, {aOut, "end A (" + pa.String() + ")", &fa}, {bOut, "end B (" + pb.String() + ")", &fb}} {
