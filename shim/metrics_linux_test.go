@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -401,5 +402,37 @@ func TestClassify(t *testing.T) {
 		if got := classify(c.err).String(); got != c.want {
 			t.Errorf("classify(%v) = %s, want %s", c.err, got, c.want)
 		}
+	}
+}
+
+// TestDropLogFlood: a flood of one forgery logs the verdict's burst and
+// no more (the clock stands still), and the other reasons still get their
+// lines; no line shows a key.
+func TestDropLogFlood(t *testing.T) {
+	var log bytes.Buffer
+	s, peer := metricsShim(t, &log)
+	now := time.Unix(5000, 0)
+	s.obs.drops.now = func() time.Time { return now }
+	for i := range 1000 {
+		if err := inbound(t, s, packet(t, aoPeer, segment.ACK, uint32(2000+i), 2, "forged")); err == nil {
+			t.Fatal("an unsigned segment was accepted")
+		}
+	}
+	if err := inbound(t, s, aoSegment(t, peer, 9, true, 1005)); err == nil {
+		t.Fatal("an unknown KeyID was accepted")
+	}
+	if n := strings.Count(log.String(), "verdict=unsigned"); n != dropLogBurst {
+		t.Errorf("%d lines for 1000 unsigned segments, want the burst of %d:\n%s", n, dropLogBurst, &log)
+	}
+	if !strings.Contains(log.String(), "verdict=no_key") {
+		t.Error("the flood of unsigned segments hid the unknown KeyID's line")
+	}
+	now = now.Add(dropLogEvery)
+	inbound(t, s, packet(t, aoPeer, segment.ACK, 9999, 2, "forged"))
+	if !strings.Contains(log.String(), "verdict=unsigned peer=192.0.2.1/32") || !strings.Contains(log.String(), "suppressed=990") {
+		t.Errorf("the line after the refill does not say how many it stands for:\n%s", &log)
+	}
+	if leak := redact.Leak(log.String(), []byte(metricsAOKey)); leak != "" {
+		t.Errorf("the log shows the key (%q)", leak)
 	}
 }
