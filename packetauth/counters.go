@@ -1,6 +1,7 @@
 package packetauth
 
 import (
+	"fmt"
 	"net/netip"
 	"sync/atomic"
 	"time"
@@ -108,4 +109,19 @@ type ConnInfo struct {
 	Dropped             uint64    // this connection's refused packets, both ways
 	LastSeen            time.Time // when created, or the last Expire that found packets since the one before
 	Revoked             bool      // its key went away: its packets are dropped (see Layer.Revoke)
+}
+
+// String is one line, local <-> remote first, then kind, state, TCP-AO's
+// KeyIDs, ISNs (local/remote) and SNEs (send/receive), and the counts; it
+// holds no key and leaves LastSeen out.
+func (c ConnInfo) String() string {
+	s := fmt.Sprintf("%v <-> %v %v %v", c.Local, c.Remote, c.Kind, c.State)
+	if c.Kind == KindAO {
+		s += fmt.Sprintf(" KeyID %d RNextKeyID %d ISN %d/%d SNE %d/%d", c.CurrentKeyID, c.RNextKeyID, c.LocalISN, c.RemoteISN, c.SendSNE, c.RecvSNE)
+	}
+	s += fmt.Sprintf(" signed %d verified %d dropped %d", c.Signed, c.Verified, c.Dropped)
+	if c.Revoked {
+		s += " revoked"
+	}
+	return s
 }
