@@ -59,7 +59,7 @@ func Example() {
 	c := b.Counters()
 	fmt.Printf("server: verified %d, dropped %d (bad MAC %d), tracking %d\n", c.Verified, c.Dropped.Total(), c.Dropped.BadMAC, c.Tracked)
 	for ci := range b.Conns {
-		fmt.Println(ci)
+		fmt.Println(ci.Local, "<-", ci.Remote, ci.Kind, ci.State, "remote ISN", ci.RemoteISN)
 	}
 	// Output:
 	// overhead: 20 bytes: tell the stack MTU - 20
@@ -68,7 +68,7 @@ func Example() {
 	// server stack:    01010101010101010101010101010101020405a0
 	// forged: true ao: MAC mismatch
 	// server: verified 1, dropped 1 (bad MAC 1), tracking 1
-	// 198.51.100.2:179 <-> 192.0.2.1:40000 TCP-AO syn-received KeyID 0 RNextKeyID 0 ISN 0/1000 SNE 0/0 signed 0 verified 1 dropped 1
+	// 198.51.100.2:179 <- 192.0.2.1:40000 TCP-AO syn-received remote ISN 1000
 }
 
 // A front end that restarts mid-connection has lost what it learnt from
