@@ -16,7 +16,7 @@
 // last socket.
 //
 // The configuration helpers ([LinkUp], [SetMTU], [AddAddr], [AddRoute],
-// [AddVeth])
+// [AddDefaultRoute], [AddVeth])
 // act on the namespace of the calling thread: call them from the function
 // given to Run, or to a [Keeper]'s Do (a namespace a test acts in many
 // times).
@@ -195,6 +195,32 @@ func AddRoute(p netip.Prefix, name string) error {
 	m.attr(syscall.RTA_OIF, binary.NativeEndian.AppendUint32(nil, uint32(ifi.Index)))
 	if err := m.do(); err != nil {
 		return fmt.Errorf("netns: add route %v dev %s: %w", p, name, err)
+	}
+	return nil
+}
+
+// AddDefaultRoute routes everything of gw's family through the gateway
+// gw, as "ip route add default via gw" does.
+func AddDefaultRoute(gw netip.Addr) error {
+	family := uint8(syscall.AF_INET)
+	if gw.Is6() {
+		family = syscall.AF_INET6
+	}
+	var m msg
+	m.header(syscall.RTM_NEWROUTE, syscall.NLM_F_CREATE|syscall.NLM_F_EXCL)
+	// struct rtmsg: a universe-scope unicast route of prefix length 0
+	m.u8(family)
+	m.u8(0) // dst_len
+	m.u8(0) // src_len
+	m.u8(0) // tos
+	m.u8(syscall.RT_TABLE_MAIN)
+	m.u8(syscall.RTPROT_BOOT)
+	m.u8(syscall.RT_SCOPE_UNIVERSE)
+	m.u8(syscall.RTN_UNICAST)
+	m.u32(0) // flags
+	m.attr(syscall.RTA_GATEWAY, gw.AsSlice())
+	if err := m.do(); err != nil {
+		return fmt.Errorf("netns: add default route via %v: %w", gw, err)
 	}
 	return nil
 }

@@ -3,12 +3,9 @@
 package onpath
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
-	"syscall"
 
 	"github.com/tcpsig/tcpsig/harness/netns"
 )
@@ -68,7 +65,7 @@ func (n *Net) setup() error {
 			if err := netns.AddAddr(ifname, netip.PrefixFrom(addr, 24)); err != nil {
 				return err
 			}
-			return addDefaultRoute(gw)
+			return netns.AddDefaultRoute(gw)
 		}
 	}
 	if err := n.A.Do(host(IfA, AddrA, AddrMA)); err != nil {
@@ -103,57 +100,3 @@ func (n *Net) Close() {
 	}
 }
 
-// addDefaultRoute adds "default via gw" (IPv4) in the calling thread's
-// namespace over rtnetlink; package netns adds only routes to a device.
-func addDefaultRoute(gw netip.Addr) error {
-	if !gw.Is4() {
-		return fmt.Errorf("default route via %v: IPv4 only", gw)
-	}
-	const hdr = syscall.SizeofNlMsghdr
-	b := make([]byte, hdr, 64)
-	// struct rtmsg: family, dst_len, src_len, tos, table, protocol,
-	// scope, type, flags.
-	b = append(b, syscall.AF_INET, 0, 0, 0, syscall.RT_TABLE_MAIN, syscall.RTPROT_BOOT, syscall.RT_SCOPE_UNIVERSE, syscall.RTN_UNICAST, 0, 0, 0, 0)
-	gw4 := gw.As4()
-	b = binary.NativeEndian.AppendUint16(b, 4+4) // struct rtattr
-	b = binary.NativeEndian.AppendUint16(b, syscall.RTA_GATEWAY)
-	b = append(b, gw4[:]...)
-	binary.NativeEndian.PutUint32(b[0:], uint32(len(b)))
-	binary.NativeEndian.PutUint16(b[4:], syscall.RTM_NEWROUTE)
-	binary.NativeEndian.PutUint16(b[6:], syscall.NLM_F_REQUEST|syscall.NLM_F_ACK|syscall.NLM_F_CREATE|syscall.NLM_F_EXCL)
-	binary.NativeEndian.PutUint32(b[8:], 1) // seq
-	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_RAW|syscall.SOCK_CLOEXEC, syscall.NETLINK_ROUTE)
-	if err != nil {
-		return err
-	}
-	defer syscall.Close(fd)
-	if err := syscall.Sendto(fd, b, 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
-		return err
-	}
-	buf := make([]byte, 4096)
-	for {
-		n, _, err := syscall.Recvfrom(fd, buf, 0)
-		if err == syscall.EINTR {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
-		if err != nil {
-			return err
-		}
-		for _, m := range msgs {
-			if m.Header.Type != syscall.NLMSG_ERROR {
-				continue
-			}
-			if len(m.Data) < 4 {
-				return errors.New("short netlink error message")
-			}
-			if code := int32(binary.NativeEndian.Uint32(m.Data)); code != 0 {
-				return fmt.Errorf("default route via %v: %w", gw, syscall.Errno(-code))
-			}
-			return nil
-		}
-	}
-}
