@@ -25,7 +25,9 @@ func demoKeys(t testing.TB) []byte {
 	return demoKeysJSON
 }
 
-// Garbage instead of a capture: exit 2 and one line naming the file.
+// Garbage instead of a capture: exit 2 and one line naming the file, on
+// stderr only (issue 29: a report of nothing came on stdout too; -json
+// keeps its summary, which names the error).
 func TestGarbageCaptures(t *testing.T) {
 	good := pcapFile(ltEthernet, false, [][]byte{make([]byte, 60)})
 	badRecord := bytes.Clone(good)
@@ -64,13 +66,18 @@ func TestGarbageCaptures(t *testing.T) {
 			if p == "" {
 				p = writeFile(t, tc.name+".pcap", tc.file)
 			}
-			code, _, errOut := cli(t, "verify", "-keys", writeFile(t, "k.json", demoKeys(t)), p)
-			if code != 2 {
-				t.Errorf("exit %d, want 2", code)
+			k := writeFile(t, "k.json", demoKeys(t))
+			code, out, errOut := cli(t, "verify", "-keys", k, p)
+			if code != 2 || out != "" {
+				t.Errorf("exit %d, want 2; stdout %q, want none", code, out)
 			}
 			oneLine(t, errOut)
 			if !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, p) {
 				t.Errorf("stderr %q lacks %q or the file name", errOut, tc.want)
+			}
+			code, out, _ = cli(t, "verify", "-json", "-keys", k, p)
+			if _, sum := jsonLines(t, out); code != 2 || len(sum.Summary.Files) != 1 || !strings.Contains(sum.Summary.Files[0].Error, tc.want) {
+				t.Errorf("-json: exit %d, summary %+v", code, sum.Summary)
 			}
 		})
 	}

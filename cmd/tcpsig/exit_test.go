@@ -128,8 +128,8 @@ func TestSeveralCapturesOneFails(t *testing.T) {
 	a, b, c := writeFile(t, "a.pcap", demoPcap), writeFile(t, "b.pcap", []byte("not a capture at all, not even close")), writeFile(t, "c.pcap", demoPcap)
 	code, out, errOut := cli(t, "verify", "-keys", keys, a, b, c)
 	if code != 2 || strings.Contains(out, "all 3 captures") || !strings.Contains(out, "3 captures, 1 of them stopped at an error: 98 packets, 98 segments judged: 98 good") ||
-		!strings.Contains(out, "result: ERROR") {
-		t.Errorf("exit %d\n%s", code, out)
+		!strings.Contains(out, "result: ERROR") || strings.Contains(out, b) {
+		t.Errorf("exit %d (b.pcap, of which nothing was read, has no report)\n%s", code, out)
 	}
 	oneLine(t, errOut)
 	if !strings.Contains(errOut, "b.pcap: ") {
@@ -139,5 +139,23 @@ func TestSeveralCapturesOneFails(t *testing.T) {
 	segs, sum := jsonLines(t, out)
 	if code != 2 || sum.Summary.Exit != 2 || sum.Summary.Errors != 1 || len(sum.Summary.Files) != 3 || sum.Summary.Files[1].Error == "" || segs[len(segs)-1].File != c {
 		t.Errorf("-json: exit %d, summary %+v", code, sum.Summary)
+	}
+}
+
+// A capture broken after some packets keeps the report of what was read
+// (and says where it stopped); one broken before its first packet has
+// none (issue 29).
+func TestTruncatedCaptureReport(t *testing.T) {
+	keys := writeFile(t, "k.json", demoKeys(t))
+	cut := writeFile(t, "cut.pcap", demoPcap[:len(demoPcap)-7])
+	code, out, errOut := cli(t, "verify", "-keys", keys, cut)
+	if code != 2 || !strings.HasPrefix(out, cut+"\n") || !strings.Contains(out, "segments judged: 48 good") ||
+		!strings.Contains(out, cut+": stopped at an error: frame 49: ") || !strings.Contains(out, "result: ERROR") {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	oneLine(t, errOut)
+	first := writeFile(t, "first.pcap", demoPcap[:24+10])
+	if code, out, _ := cli(t, "verify", "-keys", keys, first); code != 2 || out != "" {
+		t.Errorf("broken at its first packet: exit %d, stdout %q", code, out)
 	}
 }

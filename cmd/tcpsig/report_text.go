@@ -12,22 +12,39 @@ import (
 	"github.com/tcpsig/tcpsig/pcapverify"
 )
 
-// textReporter writes for people.
+// textReporter writes for people. A capture of which not one packet
+// could be read (not a capture, unreadable, broken at its first record)
+// gets no report: its error, on stderr, says it all.
 type textReporter struct {
 	w       io.Writer
 	verbose bool // a line for good segments too
 	multi   bool // more than one file: name it on each line
+	live    bool // the title is printed at once, not with the first line of the file's report
 	said    map[string]bool
+	title   string // of the file begun, until printed
+	printed bool   // anything was
 }
 
 func (p *textReporter) begin(file, title string) {
-	fmt.Fprintf(p.w, "%s\n", title)
+	p.title = title
+	if p.live {
+		p.head()
+	}
+}
+
+// head prints the title of the file begun, once.
+func (p *textReporter) head() {
+	if p.title != "" {
+		fmt.Fprintf(p.w, "%s\n", p.title)
+		p.title, p.printed = "", true
+	}
 }
 
 func (p *textReporter) segment(file string, r *pcapverify.Result) {
 	if r.Verdict == pcapverify.Good && !p.verbose {
 		return
 	}
+	p.head()
 	var b strings.Builder
 	if p.multi {
 		b.WriteString(file + ": ")
@@ -75,6 +92,11 @@ func (p *textReporter) segment(file string, r *pcapverify.Result) {
 
 func (p *textReporter) end(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, err error) {
 	clear(p.said)
+	if err != nil && t.Packets == 0 && p.title != "" {
+		p.title = "" // nothing was read: no report
+		return
+	}
+	p.head()
 	p.tables(fs)
 	fmt.Fprintf(p.w, "\n%s: %s\n", file, describe(t))
 	if err != nil {
@@ -83,6 +105,7 @@ func (p *textReporter) end(file string, t *pcapverify.Totals, fs []pcapverify.Fl
 }
 
 func (p *textReporter) table(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, now time.Time) {
+	p.head()
 	fmt.Fprintf(p.w, "\n%s %s: %s\n", now.Format("15:04:05"), file, describe(t))
 	p.tables(fs)
 }
@@ -128,6 +151,9 @@ func (p *textReporter) tables(fs []pcapverify.FlowSummary) {
 }
 
 func (p *textReporter) summary(t *pcapverify.Totals, files, failed int, exit int, why string) {
+	if !p.printed && exit == exitError {
+		return // every capture failed before its first packet, as stderr says
+	}
 	switch {
 	case files > 1 && failed == 0:
 		fmt.Fprintf(p.w, "all %d captures: %s\n", files, describe(t))

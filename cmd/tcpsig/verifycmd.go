@@ -92,7 +92,7 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return failf(stderr, "verify: %s: %v", *keysPath, err)
 		}
-		var rep reporter = &textReporter{w: stdout, verbose: *verbose}
+		var rep reporter = &textReporter{w: stdout, verbose: *verbose, live: true}
 		if *asJSON {
 			rep = newJSONReporter(stdout, false)
 		}
