@@ -256,6 +256,21 @@ func TestShimNotify(t *testing.T) {
 	if status, _ := getTCP(t, nsB, f.metrics, "/metrics"); !strings.HasPrefix(status, "200") {
 		t.Errorf("READY=1 before -metrics %s answers: %s", f.metrics, status)
 	}
+	// The guide's curl of the metrics, on this shim's socket.
+	for _, l := range serviceDocCommands(t) {
+		if !strings.HasPrefix(l, "curl ") {
+			continue
+		}
+		args := shellWords(t, strings.ReplaceAll(l, "/run/tcpsig/shim.sock", sock))
+		if _, err := exec.LookPath("curl"); err != nil {
+			t.Logf("no curl: the guide's %s is not run", l)
+			break
+		}
+		out, err := exec.Command(args[0], append([]string{"-sS"}, args[1:]...)...).CombinedOutput()
+		if err != nil || !bytes.Contains(out, []byte("\ntcpsig_shim_keys{kind=\"md5\"} 1\n")) {
+			t.Errorf("the guide's %s: %v\n%s", l, err, out)
+		}
+	}
 	if err := p.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
@@ -277,5 +292,26 @@ func TestShimNotify(t *testing.T) {
 	if !rulesExist(t, nsB, table) {
 		t.Error("the rules went with the shim")
 	}
-	uninstall(t, nsB, int(f.queue))
+	// The guide's (and the uninstall unit's) tcpsig shim -uninstall.
+	var ran bool
+	for _, l := range serviceDocCommands(t) {
+		if rest, ok := strings.CutPrefix(l, "tcpsig shim -uninstall"); ok {
+			var out, errb bytes.Buffer
+			var code int
+			if err := nsB.Do(func() error {
+				code = run(shellWords(t, "shim -uninstall"+rest), &out, &errb)
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if code != 0 || !strings.Contains(out.String(), "removed the rules of queue") || rulesExist(t, nsB, table) {
+				t.Errorf("the guide's %s: exit %d, %q %q", l, code, out.String(), errb.String())
+			}
+			ran = true
+		}
+	}
+	if !ran {
+		t.Error("the guide has no tcpsig shim -uninstall")
+		uninstall(t, nsB, int(f.queue))
+	}
 }
