@@ -22,9 +22,9 @@
 //   - md5sig: TCP-MD5 keys by peer prefix, sign/verify
 //   - segment: zero-copy segments, pseudo-headers, packet building
 //   - kdf: RFC 5926 traffic-key derivation
-//   - sigpool: per-CPU pool of MAC contexts (Linux's tcp_sigpool)
+//   - sigpool: per-CPU pool of MAC contexts (Linux's tcp_sigpool), the keyrings' own
 //   - scratch: per-shard scratch buffers for sigpool
-//   - mac: the algorithm registry; keyed, clonable MAC contexts
+//   - mac: the algorithm registry; keyed, clonable MAC contexts (under ao and md5sig)
 //   - harness: the test and interop scaffolding, in these packages:
 //   - harness/capture: record an interface's packets, read and write pcap
 //   - harness/kstat: the kernel's TCP-MD5/TCP-AO counters

@@ -3,6 +3,11 @@
 // the others Linux accepts, and draft-ietf-tcpm-tcp-ao-algs-07's
 // HMAC-SHA256-128 and KMAC256-128) and the keyed MD5 of TCP-MD5 (RFC 2385).
 //
+// Most programs do not need it: they sign and verify with packages ao
+// (TCP-AO), md5sig (TCP-MD5) or packetauth (whole IP packets), which take
+// the algorithm by name in a keys.AO; [Names] lists the names. This
+// package is for the layers below those and for checking an algorithm.
+//
 // Algorithms are named as Linux names them ("hmac(sha1)", "cmac(aes128)",
 // ...), the draft's in lower case ("kmac256-128"); an [Algorithm] also
 // says which KDF, MAC length and master key length TCP-AO uses with it.

@@ -5,6 +5,12 @@
 // digest) takes one shard's for the call, a connection leases one for as
 // long as it uses a key.
 //
+// Most programs do not need it: the keyrings of packages ao and md5sig
+// compute through [Default] unless given a pool (ao.NewKeyring(pool)),
+// which only a program that picks the [Backend] or the shard count, or
+// that measures them, makes with [New]; packetauth works through the
+// keyrings it is given.
+//
 // [Pool.Alloc] takes a reference on an algorithm (tcp_sigpool_alloc_ahash)
 // and reserves scratch; [Pool.Release] drops it. [Pool.Start] hands out one
 // shard's [Request] exclusively until [Request.End]; [Pool.Lease] hands out
