@@ -6,19 +6,27 @@ import (
 	"strings"
 )
 
-// version describes the binary from its build information: the module
-// version ("(devel)" when built from a clone), the commit and its time, and
-// whether the tree had uncommitted changes, then the Go version.
+// release is tcpsig's semantic version, the newest heading of
+// CHANGELOG.md.
+const release = "v0.9.0"
+
+// version describes the binary: its release, then from its build
+// information the module version ("(devel)" when built from a clone;
+// left out when it is the release), the commit and its time, and whether
+// the tree had uncommitted changes, then the Go version.
 func version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "tcpsig (no build information)"
+		return "tcpsig " + release + " (no build information)"
 	}
 	v := bi.Main.Version
 	if v == "" {
 		v = "(devel)"
 	}
-	s := []string{"tcpsig", v}
+	s := []string{"tcpsig", release}
+	if v != release {
+		s = append(s, v)
+	}
 	settings := map[string]string{}
 	for _, kv := range bi.Settings {
 		settings[kv.Key] = kv.Value

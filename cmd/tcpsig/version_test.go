@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -65,10 +66,27 @@ func TestInstallFromClone(t *testing.T) {
 	}
 }
 
-// "tcpsig version" in-process: one line, the module's version and Go's.
+// "tcpsig version" in-process: one line, the release, the module's
+// version and Go's.
 func TestVersion(t *testing.T) {
 	code, out, errOut := cli(t, "version")
-	if code != 0 || errOut != "" || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "tcpsig ") || !strings.Contains(out, runtime.Version()) {
+	if code != 0 || errOut != "" || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "tcpsig "+release+" ") || !strings.Contains(out, runtime.Version()) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// Issue 29: a version a user can name. The release is a semantic
+// version, and CHANGELOG.md's newest entry is about it.
+func TestReleaseIsChangelogs(t *testing.T) {
+	if !regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)$`).MatchString(release) {
+		t.Fatalf("release %q is not a semantic version vMAJOR.MINOR.PATCH", release)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest := regexp.MustCompile(`(?m)^## (\S+)`).FindSubmatch(b)
+	if newest == nil || string(newest[1]) != release {
+		t.Errorf("CHANGELOG.md's newest entry is %q, tcpsig version prints %s", newest, release)
 	}
 }
