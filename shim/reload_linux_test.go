@@ -201,8 +201,7 @@ func TestReloadReplacementPeer(t *testing.T) {
 	}
 	defer forger.Close()
 	var opt [20]byte
-	pkt := packet(t, p7, segment.ACK|segment.PSH, 1001, 2, "")
-	pkt, err = segment.AppendPacket(nil, segment.IP{Src: p7, Dst: shimAddr},
+	pkt, err := segment.AppendPacket(nil, segment.IP{Src: p7, Dst: shimAddr},
 		segment.Fields{SrcPort: 179, DstPort: 40000, Seq: 1001, Ack: 2, Flags: segment.ACK | segment.PSH, Window: 65535},
 		[]byte("injected"), ao.AppendOption(opt[:0], 12))
 	if err != nil {

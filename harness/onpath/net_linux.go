@@ -99,4 +99,3 @@ func (n *Net) Close() {
 		}
 	}
 }
-
