@@ -300,6 +300,7 @@ fi
 # tcpsig verify (built here, from this tree) must pass every segment
 for p in "$WORK"/results/bird-*.pcap; do
 	[ -f "$p" ] || continue
+	chmod 600 "${p%.pcap}-keys.json" # the tar's 0644: tcpsig warns of a keys file others may read
 	(cd "$ROOT" && go run ./cmd/tcpsig verify -keys "${p%.pcap}-keys.json" "$p" | tail -3) ||
 		{ echo "bird: tcpsig verify failed on $(basename "$p")"; CRC=1; }
 done
