@@ -54,7 +54,8 @@ type benchRow struct {
 	GbpsAllMin     float64 `json:"gbit_s_all_cores_min"`
 	GbpsAllMax     float64 `json:"gbit_s_all_cores_max"`
 	Cores          int     `json:"cores"`
-	CoresHeld      float64 `json:"cores_held,omitempty"` // the process's CPU time over wall time on all cores, median of the rounds
+	CoresHeld      float64 `json:"cores_held,omitempty"`  // the goroutines' CPU time over wall time on all cores, median of the rounds
+	HeldRounds     int     `json:"held_rounds,omitempty"` // the rounds on all cores that held their cores (coresHeldMin), of which the figure is the median
 	AllCoresOut    string  `json:"all_cores_left_out,omitempty"`
 	RekeyOverClone float64 `json:"rekey_over_clone,omitempty"` // rekey's NsPerSegment over clone's
 	SameWork       string  `json:"same_work,omitempty"`
@@ -208,7 +209,7 @@ func benchTable(w io.Writer, cpu cpuInfo, d time.Duration) (emit func(benchRow),
 		fmt.Fprintf(w, "No column for all cores: GOMAXPROCS is 1, so all cores is one.\n")
 		all = ""
 	case checked:
-		fmt.Fprintf(w, "GBIT/S %d CORES: %d goroutines at once, shown where they held %.0f%% of the %d cores or more (their threads' CPU time over wall time).\n",
+		fmt.Fprintf(w, "GBIT/S %d CORES: %d goroutines at once, over the rounds in which they held %.0f%% of the %d cores or more (their threads' CPU time over wall time), where a quarter of the rounds did.\n",
 			procs, procs, coresHeldMin*100, procs)
 	default:
 		fmt.Fprintf(w, "GBIT/S %d CORES: %d goroutines at once; tcpsig reads no thread's CPU time here, so whether they had the cores is not checked.\n", procs, procs)
@@ -221,7 +222,7 @@ func benchTable(w io.Writer, cpu cpuInfo, d time.Duration) (emit func(benchRow),
 	ns := func(r benchRow) string { return fmt.Sprintf("%.0f (%.0f-%.0f)", r.NsPerSegment, r.NsMin, r.NsMax) }
 	var clone benchRow
 	var out, cells int
-	held := spread{min: math.Inf(1), max: math.Inf(-1)}
+	held := spread{min: math.Inf(1), max: math.Inf(-1)} // of the median rounds of the cells left out
 	emit = func(r benchRow) {
 		if r.Backend == sigpool.Clone.String() {
 			clone = r
@@ -246,8 +247,8 @@ func benchTable(w io.Writer, cpu cpuInfo, d time.Duration) (emit func(benchRow),
 	}
 	done = func() {
 		if out > 0 {
-			fmt.Fprintf(w, "-: %d of %d cells left out: their %d goroutines held %.2f-%.2f of the %d cores (other processes had the rest), so a figure would measure that load.\n",
-				out, cells, procs, held.min, held.max, procs)
+			fmt.Fprintf(w, "-: %d of %d cells left out: too few of their rounds had the %d cores (in the median round the goroutines held %.2f-%.2f; other processes had the rest), so a figure would measure that load.\n",
+				out, cells, procs, held.min, held.max)
 		}
 	}
 	return emit, done
@@ -272,10 +273,16 @@ func benchRounds(d time.Duration) int {
 }
 
 // coresHeldMin is the share of their cores that the all-cores goroutines
-// must have held (their threads' CPU time over the round's wall time, the
-// median over the rounds) for the figure to be shown: below it, other
-// processes had the rest, and the figure would measure their load.
+// must have held in a round (their threads' CPU time over the round's
+// wall time) for the round to count: below it, other processes had the
+// rest, and the round measured their load. The figure is the median of
+// the rounds that count, shown when at least a quarter of them do
+// (heldRounds).
 const coresHeldMin = 0.9
+
+// heldRounds is how many of a cell's rounds on all cores must count for
+// its figure to be shown.
+func heldRounds(rounds int) int { return max(3, rounds/4) }
 
 // spread is the median, minimum and maximum of a cell's rounds.
 type spread struct{ median, min, max float64 }
@@ -444,24 +451,32 @@ func timeCell(rows *[2]benchRow, workers [2][]*benchWorker, d time.Duration, run
 			cpuOK = cpuOK && ok
 		}
 	}
-	var h float64
-	if procs >= 2 && cpuOK {
-		h = summarise(append(slices.Clone(held[0]), held[1]...)).median
-	}
 	for i := range rows {
 		one := summarise(ns[i])
 		rows[i].NsPerSegment, rows[i].NsMin, rows[i].NsMax = one.median, one.min, one.max
 		rows[i].Gbps1 = float64(rows[i].SegmentBytes*8) / one.median
-		rows[i].CoresHeld = h
-		switch {
-		case procs < 2:
+		if procs < 2 {
 			rows[i].AllCoresOut = "GOMAXPROCS is 1"
-		case cpuOK && h < coresHeldMin*float64(procs):
-			rows[i].AllCoresOut = fmt.Sprintf("its %d goroutines held %.2f of %d cores (other processes had the rest)", procs, h, procs)
-		default:
-			all := summarise(gbits[i])
-			rows[i].GbpsAll, rows[i].GbpsAllMin, rows[i].GbpsAllMax = all.median, all.min, all.max
+			continue
 		}
+		counted := gbits[i]
+		if cpuOK {
+			counted = nil
+			for r, h := range held[i] {
+				if h >= coresHeldMin*float64(procs) {
+					counted = append(counted, gbits[i][r])
+				}
+			}
+			rows[i].CoresHeld = summarise(slices.Clone(held[i])).median
+			rows[i].HeldRounds = len(counted)
+		}
+		if len(counted) < heldRounds(rounds) {
+			rows[i].AllCoresOut = fmt.Sprintf("its %d goroutines held %.0f%% of the %d cores in %d of %d rounds (other processes had the rest)",
+				procs, coresHeldMin*100, procs, len(counted), rounds)
+			continue
+		}
+		all := summarise(counted)
+		rows[i].GbpsAll, rows[i].GbpsAllMin, rows[i].GbpsAllMax = all.median, all.min, all.max
 	}
 	rows[1].RekeyOverClone = rows[1].NsPerSegment / rows[0].NsPerSegment
 	return nil
