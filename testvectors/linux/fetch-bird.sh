@@ -33,7 +33,7 @@ skip() { echo "SKIP: $*"; exit $SKIP; }
 PKGS=(bird2 libc6 libreadline8t64 readline-common libtinfo6 libssh-4 libssl3t64
 	libgssapi-krb5-2 libkrb5-3 libk5crypto3 libcom-err2 libkrb5support0 libkeyutils1
 	zlib1g libzstd1 libgcc-s1)
-RECIPE=v1
+RECIPE=v2
 KEY=$(echo "$RECIPE ${PKGS[*]}" | sha256sum | cut -c1-12)
 ROOT=$CACHE/root-$KEY
 if [ -f "$ROOT/.done" ]; then
@@ -63,8 +63,11 @@ mkdir -p "$W/lists/partial" "$W/cache/archives/partial" "$W/debs"
 	for s in ${TCPSIG_BIRD_SUITES:-trixie trixie-updates}; do echo "deb $MIRROR $s main"; done
 	[ -z "$SECURITY" ] || echo "deb $SECURITY trixie-security main"
 } >"$W/sources.list"
+# An empty dpkg status of its own too: the host's installed versions are
+# no candidates (apt would otherwise offer bookworm's own libraries).
+: >"$W/status"
 APT=(apt-get -q -o "Dir::Etc::SourceList=$W/sources.list" -o Dir::Etc::SourceParts=/dev/null
-	-o "Dir::State::Lists=$W/lists" -o "Dir::Cache=$W/cache"
+	-o "Dir::State::Lists=$W/lists" -o "Dir::State::status=$W/status" -o "Dir::Cache=$W/cache"
 	-o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
 	-o APT::Architecture=amd64 -o APT::Architectures::=amd64)
 log "apt-get update with $W/sources.list ($(tr '\n' ';' <"$W/sources.list"))"
@@ -121,5 +124,7 @@ touch "$ROOT.tmp/.done"
 rm -rf "$ROOT"
 mv "$ROOT.tmp" "$ROOT"
 rm -rf "$W/debs"
+# trees of earlier recipes
+find "$CACHE" -maxdepth 1 -name 'root-*' ! -name "root-$KEY" ! -name "root-$KEY.tmp" -exec rm -rf {} +
 log "ready: $ROOT ($(cat "$ROOT/.version"))"
 echo "$ROOT"

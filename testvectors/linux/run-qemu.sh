@@ -24,7 +24,8 @@
 # hunt a rare failure), TCPSIG_NETSTACK_RUN (the -test.run pattern of those, default
 # ^TestKernelAO), TCPSIG_KERNEL_SRC_VERSION (Debian version of
 # linux-source-6.12 to fetch, default 6.12.117-1~deb12u1, falls back to the
-# candidate if that one is gone).
+# candidate if that one is gone), TCPSIG_BIRD=0 (leave BIRD out: the bird-*
+# cases skip), TCPSIG_DEBIAN_MIRROR (see fetch-bird.sh).
 set -euo pipefail
 
 SKIP=77
@@ -198,8 +199,12 @@ fi
 BIRD_SKIP=
 if [ -z "${TCPSIG_CASES:-}" ] || [[ ",$TCPSIG_CASES," == *,b,* || ",$TCPSIG_CASES," == *,bi* ]]; then
 	set +e
-	bird_root=$(bash "$HERE/fetch-bird.sh" "$CACHE/bird2")
-	rc=$?
+	if [ "${TCPSIG_BIRD:-1}" = 0 ]; then
+		bird_root="SKIP: TCPSIG_BIRD=0 (BIRD left out on request)" rc=$SKIP
+	else
+		bird_root=$(bash "$HERE/fetch-bird.sh" "$CACHE/bird2")
+		rc=$?
+	fi
 	set -e
 	case $rc in
 	0)
