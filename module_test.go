@@ -8,40 +8,12 @@ import (
 	"testing"
 )
 
-// readmeBlocks returns the fenced code blocks of the README section whose
-// heading is title, in order.
-func readmeBlocks(t *testing.T, title string) []string {
-	t.Helper()
-	b, err := os.ReadFile("README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## "+title+"\n")
-	if !ok {
-		t.Fatalf("README has no section %q", title)
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
-	var blocks []string
-	for {
-		_, rest, ok := strings.Cut(sec, "```")
-		if !ok {
-			return blocks
-		}
-		_, rest, _ = strings.Cut(rest, "\n") // the info string
-		block, after, ok := strings.Cut(rest, "```")
-		if !ok {
-			t.Fatalf("README section %q: an unclosed code block", title)
-		}
-		blocks = append(blocks, block)
-		sec = after
-	}
-}
-
-// TestModuleFromOutside (issue 21): the README's "Using tcpsig from your
-// module" works as written from a module outside the clone: its go.mod
-// lines, its programs and its commands, run in a throwaway directory that
-// holds the clone (a link to this tree) beside the new module, print what
-// the README shows.
+// TestModuleFromOutside (issue 21): "Using tcpsig from your module" in
+// docs/library.md and the opening of docs/netstack.md work as written from
+// a module outside the clone: their go.mod files, their programs and their
+// commands, run in a throwaway directory that holds the clone (a link to
+// this tree) beside the new module, print what the guides show; the
+// README's go.mod is the library guide's.
 func TestModuleFromOutside(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds two programs with the go command")
@@ -50,9 +22,18 @@ func TestModuleFromOutside(t *testing.T) {
 	if err != nil {
 		t.Skipf("needs the go command: %v", err)
 	}
-	blocks := readmeBlocks(t, "Using tcpsig from your module")
+	var blocks []string
+	for _, b := range docBlocks(t, "docs/library.md", "## Using tcpsig from your module") {
+		blocks = append(blocks, b.body)
+	}
+	for _, b := range docBlocks(t, "docs/netstack.md", "") {
+		blocks = append(blocks, b.body)
+	}
 	if len(blocks) != 8 {
-		t.Fatalf("the section has %d code blocks, want 8 (go.mod, main.go, commands, output; netstack's go.mod lines, main.go, commands, output)", len(blocks))
+		t.Fatalf("docs/library.md's section and docs/netstack.md's opening have %d code blocks, want 8 (go.mod, main.go, commands, output; netstack's go.mod, main.go, commands, output)", len(blocks))
+	}
+	if readme := docBlocks(t, "README.md", "### Using tcpsig from your module"); len(readme) != 1 || readme[0].body != blocks[0] {
+		t.Errorf("the README's go.mod (### Using tcpsig from your module) is not docs/library.md's:\n%v\n%s", readme, blocks[0])
 	}
 	root, err := os.Getwd()
 	if err != nil {
@@ -82,7 +63,7 @@ func TestModuleFromOutside(t *testing.T) {
 					continue
 				}
 				if args[0] != "go" {
-					t.Fatalf("%s: the README's command %q is not a go command", name, c)
+					t.Fatalf("%s: the guide's command %q is not a go command", name, c)
 				}
 				cmd := exec.Command(goBin, args[1:]...)
 				cmd.Dir = mod
@@ -98,18 +79,18 @@ func TestModuleFromOutside(t *testing.T) {
 			}
 		}
 		if string(got) != want {
-			t.Errorf("%s: the last command printed\n%s\nthe README shows\n%s", name, got, want)
+			t.Errorf("%s: the last command printed\n%s\nthe guide shows\n%s", name, got, want)
 		}
 	}
 	try("hello", blocks[0], blocks[1], blocks[2], blocks[3])
-	// The README's go doc advice, from that module.
+	// docs/library.md's go doc advice, from that module.
 	cmd := exec.Command(goBin, "doc", "github.com/tcpsig/tcpsig/keyfile")
 	cmd.Dir = filepath.Join(dir, "hello")
 	cmd.Env = append(os.Environ(), "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "package keyfile // import \"github.com/tcpsig/tcpsig/keyfile\"") {
 		t.Errorf("go doc github.com/tcpsig/tcpsig/keyfile from the module: %v\n%s", err, out)
 	}
-	try("hellonetstack", blocks[0]+"\n"+blocks[4], blocks[5], blocks[6], blocks[7])
+	try("hellonetstack", blocks[4], blocks[5], blocks[6], blocks[7])
 }
 
 // offline reports whether go command output says the network was not

@@ -12,7 +12,7 @@ import (
 // TestMemoryPerConnection measures the heap a tracked, established TCP-AO
 // connection holds (its table entry, the ao.Conn within it and the traffic
 // keys derived for one MKT), for the algorithms with the smallest and the
-// largest keyed state, and checks it against the bound the README states.
+// largest keyed state, and checks it against the bound docs/packetauth.md states.
 func TestMemoryPerConnection(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector changes allocation sizes")

@@ -51,7 +51,7 @@ func statusShim(t *testing.T, dir string, log io.Writer) *Shim {
 	return s
 }
 
-// getStatus reads the status the way README shows: HTTP over the unix
+// getStatus reads the status the way docs/shim.md shows: HTTP over the unix
 // socket (curl --unix-socket SOCK http://shim/).
 func getStatus(t *testing.T, sock, path string) (int, []byte) {
 	t.Helper()

@@ -3,25 +3,33 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// readmeSection returns the fenced code blocks of the README section
-// whose heading line is heading ("## Run it"), in order.
-func readmeSection(t *testing.T, heading string) []string {
+// docBlocks returns the fenced code blocks of the markdown file at path
+// (relative to the clone's top: "README.md", "docs/verify.md") in the
+// section whose heading line is heading ("## Run it"), in order. The
+// heading "" names the file's opening: what comes before its first "## ".
+func docBlocks(t *testing.T, path, heading string) []string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(path)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sec, ok := strings.Cut(string(b), "\n"+heading+"\n")
-	if !ok {
-		t.Fatalf("README has no %q", heading)
-	}
-	level := heading[:strings.IndexByte(heading, ' ')+1] // "## "
-	if i := strings.Index(sec, "\n"+level); i >= 0 {
-		sec = sec[:i]
+	sec := string(b)
+	if heading == "" {
+		sec, _, _ = strings.Cut(sec, "\n## ")
+	} else {
+		var ok bool
+		if _, sec, ok = strings.Cut(sec, "\n"+heading+"\n"); !ok {
+			t.Fatalf("%s has no %q", path, heading)
+		}
+		level := heading[:strings.IndexByte(heading, ' ')+1] // "## "
+		if i := strings.Index(sec, "\n"+level); i >= 0 {
+			sec = sec[:i]
+		}
 	}
 	var blocks []string
 	for {
@@ -32,11 +40,18 @@ func readmeSection(t *testing.T, heading string) []string {
 		_, rest, _ = strings.Cut(rest, "\n")
 		block, after, ok := strings.Cut(rest, "```")
 		if !ok {
-			t.Fatalf("%q: an unclosed code block", heading)
+			t.Fatalf("%s %q: an unclosed code block", path, heading)
 		}
 		blocks = append(blocks, block)
 		sec = after
 	}
+}
+
+// readmeSection returns the fenced code blocks of the README section
+// whose heading line is heading, in order.
+func readmeSection(t *testing.T, heading string) []string {
+	t.Helper()
+	return docBlocks(t, "README.md", heading)
 }
 
 // shellWords splits a command line as sh would for the README's commands:
@@ -91,14 +106,14 @@ func inClone(t *testing.T) {
 	t.Chdir(dir)
 }
 
-// Issue 21 item 1: the README's tcpsig commands run as written from the
-// clone's top directory, and those whose output it shows print exactly
-// that.
+// Issue 21 item 1: the tcpsig commands of the README and of the capture
+// guide (docs/verify.md) run as written from the clone's top directory,
+// and those whose output the guide shows print exactly that.
 func TestReadmeCommands(t *testing.T) {
 	run1 := readmeSection(t, "## Run it")
-	cmdSec := readmeSection(t, "## The `tcpsig` command")
-	exitSec := readmeSection(t, "### Exit status")
-	outSec := readmeSection(t, "### Verdicts and output")
+	cmdSec := docBlocks(t, "docs/verify.md", "## The `tcpsig` command")
+	exitSec := docBlocks(t, "docs/verify.md", "## Exit status")
+	outSec := docBlocks(t, "docs/verify.md", "") // the guide opens with what tcpsig verify prints
 	inClone(t)
 
 	var lines []string
@@ -112,19 +127,19 @@ func TestReadmeCommands(t *testing.T) {
 			lines = append(lines, rest)
 		}
 	}
-	if len(lines) < 8 {
-		t.Fatalf("found %d tcpsig commands in the README's Run it and tcpsig command sections: the test no longer reads them", len(lines))
+	if len(lines) < 10 {
+		t.Fatalf("found %d tcpsig commands in the README's Run it and docs/verify.md's tcpsig command sections: the test no longer reads them", len(lines))
 	}
 	for _, l := range lines {
 		args := shellWords(t, l)
 		code, out, errOut := cli(t, args...)
 		if code != 0 || out == "" {
-			t.Errorf("README's tcpsig %s: exit %d, stderr %q", l, code, errOut)
+			t.Errorf("the docs' tcpsig %s: exit %d, stderr %q", l, code, errOut)
 		}
 		if len(args) == 1 && args[0] == "verify" {
-			// "go run ./cmd/tcpsig verify prints:" and the block after it.
+			// docs/verify.md opens with what tcpsig verify prints.
 			if want := outSec[0]; out != want {
-				t.Errorf("tcpsig verify printed\n%s\nthe README shows\n%s", out, want)
+				t.Errorf("tcpsig verify printed\n%s\ndocs/verify.md shows\n%s", out, want)
 			}
 		}
 	}
@@ -148,52 +163,90 @@ func TestReadmeCommands(t *testing.T) {
 	}
 	code, out, _ := cli(t, shellWords(t, verify)...)
 	if code != 3 || out != want {
-		t.Errorf("exit-status example: exit %d, printed\n%s\nthe README shows (exit 3)\n%s", code, out, want)
+		t.Errorf("exit-status example: exit %d, printed\n%s\ndocs/verify.md shows (exit 3)\n%s", code, out, want)
 	}
 }
 
-// The keys-file section's example: a file with two MKTs of one peer and
-// sndid, piped to tcpsig verify -keys -, is refused (exit 2) with the
-// line the README shows on stderr.
+// The keys guide's examples (docs/keys.md, "## The format"): each keys
+// file piped to tcpsig verify -keys - is refused (exit 2) with the line
+// the guide shows on stderr.
 func TestReadmeKeysFileExample(t *testing.T) {
-	var ex string
-	for _, b := range readmeSection(t, "### The keys file") {
+	var exs []string
+	for _, b := range docBlocks(t, "docs/keys.md", "## The format") {
 		if strings.HasPrefix(b, "$ echo '") {
-			ex = b
+			exs = append(exs, b)
 		}
 	}
-	if ex == "" {
-		t.Fatal(`the keys file section has no "$ echo '…' | tcpsig verify -keys - …" example`)
-	}
-	js, rest, ok := strings.Cut(strings.TrimPrefix(ex, "$ echo '"), "' |\n")
-	cmdLine, want, _ := strings.Cut(rest, "\n")
-	verify, ok2 := strings.CutPrefix(strings.TrimSpace(cmdLine), "tcpsig ")
-	if !ok || !ok2 {
-		t.Fatalf("the keys file example is not $ echo '…' |\\n  tcpsig …:\n%s", ex)
+	if len(exs) < 2 {
+		t.Fatalf(`docs/keys.md's format section has %d "$ echo '…' | tcpsig verify -keys - …" examples, want 2`, len(exs))
 	}
 	inClone(t)
-	withStdin(t, []byte(js+"\n"), func() {
-		code, _, errOut := cli(t, shellWords(t, verify)...)
-		if code != 2 || errOut != want {
-			t.Errorf("keys file example: exit %d, stderr\n%s\nthe README shows (exit 2)\n%s", code, errOut, want)
+	for _, ex := range exs {
+		js, rest, ok := strings.Cut(strings.TrimPrefix(ex, "$ echo '"), "' |\n")
+		cmdLine, want, _ := strings.Cut(rest, "\n")
+		verify, ok2 := strings.CutPrefix(strings.TrimSpace(cmdLine), "tcpsig ")
+		if !ok || !ok2 {
+			t.Fatalf("the keys file example is not $ echo '…' |\\n  tcpsig …:\n%s", ex)
 		}
-	})
+		withStdin(t, []byte(js+"\n"), func() {
+			code, _, errOut := cli(t, shellWords(t, verify)...)
+			if code != 2 || errOut != want {
+				t.Errorf("keys file example: exit %d, stderr\n%s\ndocs/keys.md shows (exit 2)\n%s", code, errOut, want)
+			}
+		})
+		if strings.Contains(ex, "text:my-secret") && strings.Contains(want, "my-secret") {
+			t.Errorf("the keys file example quotes the value it says it never quotes:\n%s", want)
+		}
+	}
 }
 
-// The README's "$ tcpsig bench …" outputs: run for 1 ms a cell, the
-// table has the README's text lines and column heads, and every row the
-// README keeps (algorithm, operation, payload) comes in that order.
+// docs/keys.md opens with tcpsig keys check on the demo keys file, as git
+// checks it out (0644): the entries redacted, the mode's warning, exit 1.
+func TestKeysDocCheck(t *testing.T) {
+	ex := docBlocks(t, "docs/keys.md", "")[0]
+	cmdLine, want, _ := strings.Cut(ex, "\n")
+	args, ok := strings.CutPrefix(cmdLine, "$ tcpsig ")
+	if !ok {
+		t.Fatalf("docs/keys.md does not open with a $ tcpsig command: %q", cmdLine)
+	}
+	words := shellWords(t, args)
+	file := words[len(words)-1]
+	b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, filepath.FromSlash(file))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil { // whatever the umask
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, out, errOut := cli(t, words...)
+	if code != 1 || out != want {
+		t.Errorf("tcpsig %s: exit %d, printed\n%s%s\ndocs/keys.md shows (exit 1)\n%s", args, code, out, errOut, want)
+	}
+}
+
+// The "$ tcpsig bench …" outputs of docs/algorithms.md: run for 1 ms a
+// cell, the table has the guide's text lines and column heads, and every
+// row the guide keeps (algorithm, operation, payload) comes in that order.
 func TestReadmeBenchOutputs(t *testing.T) {
 	var blocks []string
-	for _, h := range []string{"## Algorithms, and the draft's two: HMAC-SHA256-128 and KMAC256-128", "### Clone against rekey: `tcpsig bench`"} {
-		for _, b := range readmeSection(t, h) {
+	for _, h := range []string{"## What they cost: `tcpsig bench`", "## Clone against rekey: `tcpsig bench`"} {
+		for _, b := range docBlocks(t, "docs/algorithms.md", h) {
 			if strings.HasPrefix(b, "$ tcpsig bench ") {
 				blocks = append(blocks, b)
 			}
 		}
 	}
 	if len(blocks) != 2 {
-		t.Fatalf("found %d \"$ tcpsig bench\" outputs in the README, want 2", len(blocks))
+		t.Fatalf("found %d \"$ tcpsig bench\" outputs in docs/algorithms.md, want 2", len(blocks))
 	}
 	for _, b := range blocks {
 		cmdLine, shown, _ := strings.Cut(strings.TrimPrefix(b, "$ tcpsig "), "\n")
@@ -204,7 +257,7 @@ func TestReadmeBenchOutputs(t *testing.T) {
 		text, rows := benchLines(out)
 		wantText, wantRows := benchLines(shown)
 		if strings.Join(text, "\n") != strings.Join(wantText, "\n") {
-			t.Errorf("tcpsig %s prints\n%s\nthe README shows\n%s", cmdLine, strings.Join(text, "\n"), strings.Join(wantText, "\n"))
+			t.Errorf("tcpsig %s prints\n%s\ndocs/algorithms.md shows\n%s", cmdLine, strings.Join(text, "\n"), strings.Join(wantText, "\n"))
 		}
 		i := 0
 		for _, r := range rows {
@@ -213,7 +266,7 @@ func TestReadmeBenchOutputs(t *testing.T) {
 			}
 		}
 		if i < len(wantRows) {
-			t.Errorf("tcpsig %s: the README's row %q is not among its rows, in order", cmdLine, wantRows[i])
+			t.Errorf("tcpsig %s: docs/algorithms.md's row %q is not among its rows, in order", cmdLine, wantRows[i])
 		}
 	}
 }
@@ -236,12 +289,12 @@ func benchLines(out string) (text, rows []string) {
 	return text, rows
 }
 
-// Every flag of the shim's usage line in the README is one tcpsig help
-// shim documents.
+// Every flag of the shim's usage line in docs/shim.md is one tcpsig help
+// shim documents, and every flag tcpsig help shim documents is in it.
 func TestReadmeShimUsage(t *testing.T) {
-	usage := readmeSection(t, "## TCP-AO for a kernel without it: `tcpsig shim`")[0]
+	usage := docBlocks(t, "docs/shim.md", "## Usage")[0]
 	if !strings.HasPrefix(usage, "tcpsig shim ") {
-		t.Fatalf("the shim section's first block is not its usage: %q", usage)
+		t.Fatalf("docs/shim.md's usage section's first block is not its usage: %q", usage)
 	}
 	_, help, _ := cli(t, "help", "shim")
 	if help == "" {
@@ -253,7 +306,14 @@ func TestReadmeShimUsage(t *testing.T) {
 			continue
 		}
 		if !strings.Contains(help, "\n  "+flag+" ") {
-			t.Errorf("the README's shim usage has %s, which tcpsig help shim does not document", flag)
+			t.Errorf("docs/shim.md's shim usage has %s, which tcpsig help shim does not document", flag)
+		}
+	}
+	_, flags, _ := strings.Cut(help, "\nFlags:\n\n")
+	flags, _, _ = strings.Cut(flags, "\n\n")
+	for _, l := range strings.Split(flags, "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(l, "  -") && !slices.Contains(strings.Fields(strings.NewReplacer("[", " ", "]", " ").Replace(usage)), f[0]) {
+			t.Errorf("tcpsig help shim documents %s, which docs/shim.md's usage lacks", f[0])
 		}
 	}
 }

@@ -144,7 +144,7 @@ func waitReady(t testing.TB, p *proc.Proc, what string, ready func() bool) {
 	}
 }
 
-// shimStatusOf reads a shim's status from its socket, as the README's
+// shimStatusOf reads a shim's status from its socket, as docs/shim.md's
 // curl command does.
 func shimStatusOf(sock string) (shim.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -115,20 +116,34 @@ func TestShimReloadAO(t *testing.T) {
 	curlStatus(t, sockB)
 }
 
-// curlStatus reads a shim's status with the README's command, curl
-// --unix-socket SOCK http://shim/, and checks that its sessions' kind and
-// state are the words the log uses.
+// curlStatus reads a shim's status with docs/shim.md's command, curl
+// --unix-socket SOCK http://shim/ (its socket made sock), and checks that
+// its sessions' kind and state are the words the log uses.
 func curlStatus(t *testing.T, sock string) {
 	t.Helper()
+	var cmdLine string
+	for _, b := range docBlocks(t, "docs/shim.md", "## Reading the shim's status") {
+		if l, _, _ := strings.Cut(b, "\n"); strings.HasPrefix(l, "# curl ") {
+			cmdLine = strings.TrimPrefix(l, "# ")
+		}
+	}
+	args := strings.Fields(cmdLine)
+	if len(args) != 4 || args[1] != "--unix-socket" {
+		t.Fatalf("docs/shim.md's status command %q is not curl --unix-socket SOCK URL", cmdLine)
+	}
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Log("no curl: the README's status command is not tried (the status was read over HTTP all the same)")
+		t.Log("no curl: docs/shim.md's status command is not tried (the status was read over HTTP all the same)")
 		return
 	}
-	out, err := exec.Command("curl", "-sS", "--unix-socket", sock, "http://shim/").CombinedOutput()
+	args[2] = sock
+	var stderr bytes.Buffer
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("curl --unix-socket %s http://shim/: %v\n%s", sock, err, out)
+		t.Fatalf("%s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.Bytes())
 	}
-	t.Logf("curl --unix-socket %s http://shim/:\n%s", sock, out)
+	t.Logf("%s:\n%s", strings.Join(args, " "), out)
 	var raw struct {
 		Conns  []map[string]any `json:"conns"`
 		Queues []map[string]any `json:"queues"`

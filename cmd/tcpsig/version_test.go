@@ -67,11 +67,15 @@ func TestInstallFromClone(t *testing.T) {
 }
 
 // "tcpsig version" in-process: one line, the release, the module's
-// version and Go's.
+// version and Go's; the README's install section shows the release.
 func TestVersion(t *testing.T) {
 	code, out, errOut := cli(t, "version")
 	if code != 0 || errOut != "" || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "tcpsig "+release+" ") || !strings.Contains(out, runtime.Version()) {
 		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	install := readmeSection(t, "## Install")
+	if len(install) < 2 || !strings.HasPrefix(install[1], "tcpsig "+release+" ") {
+		t.Errorf("the README's install section shows tcpsig version as %q, want the release %s first", install, release)
 	}
 }
 
