@@ -4,6 +4,6 @@ package main
 
 import "time"
 
-// ownThreadCPU says this build reads no thread's CPU time, so tcpsig bench
-// shows its all-cores figures unchecked.
-func ownThreadCPU() (time.Duration, bool) { return 0, false }
+// ownThreadStats says this build reads no thread's CPU or wait time, so
+// tcpsig bench shows its all-cores figures unchecked.
+func ownThreadStats() (cpu, wait time.Duration, ok bool) { return 0, 0, false }
