@@ -339,8 +339,9 @@ func realRun(steps []func() error, n int) (benchSpan, error) {
 		wg.Go(func() {
 			runtime.LockOSThread() // so that the thread's times are the goroutine's
 			defer runtime.UnlockOSThread()
+			// A busy wait: Gosched on a locked thread would hand the
+			// thread off through the kernel and start it late.
 			for ready.Add(1); ready.Load() < int32(len(steps)); {
-				runtime.Gosched()
 			}
 			sp := &spans[k]
 			c0, w0, ok0 := ownThreadStats()
