@@ -4,7 +4,10 @@ go 1.26.3
 
 toolchain go1.26.11
 
-require gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
+require (
+	github.com/osrg/gobgp/v4 v4.8.0
+	gvisor.dev/gvisor v0.0.0-20260905035102-160fafc42237
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
