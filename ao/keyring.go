@@ -92,11 +92,9 @@ func (r *Keyring) Add(cfg keys.AO) (*MKT, error) {
 	return m, nil
 }
 
-// AddAll adds the MKTs of cfgs, in order, as Add would one by one, or
-// none of them: the first error, a [*keys.EntryError] naming the entry
-// (names[i], when given, names cfgs[i]), leaves the keyring as it was.
-// Lookups running meanwhile may see some of the MKTs before all are in.
-// A keys file's entries are one call: r.AddAll(f.AOConfigs()).
+// AddAll adds cfgs in order as Add would, or none: the first error, a
+// [*keys.EntryError] naming the entry (names[i], when given), leaves r as
+// it was. A keys file's MKTs: r.AddAll(f.AOConfigs()).
 func (r *Keyring) AddAll(cfgs []keys.AO, names []string) ([]*MKT, error) {
 	if r == nil {
 		return nil, ErrNotInitialized

@@ -97,13 +97,10 @@ func (r *Keyring) Add(cfg keys.MD5) (*Key, error) {
 	return k, nil
 }
 
-// AddAll adds the keys of cfgs, in order, as Add would one by one (each
-// replacing a key of the same description), or none of them: the first
-// error, a [*keys.EntryError] naming the entry (names[i], when given,
-// names cfgs[i]), leaves the keyring as it was. Two entries of the same
-// description are [ErrDuplicate]. Lookups running meanwhile may see some
-// of the keys before all are in. A keys file's entries are one call:
-// r.AddAll(f.MD5Configs()).
+// AddAll adds cfgs in order as Add would, or none: the first error, a
+// [*keys.EntryError] naming the entry (names[i], when given; two of one
+// description are [ErrDuplicate]), leaves r as it was. A keys file's
+// keys: r.AddAll(f.MD5Configs()).
 func (r *Keyring) AddAll(cfgs []keys.MD5, names []string) ([]*Key, error) {
 	if r == nil {
 		return nil, ErrNotInitialized
