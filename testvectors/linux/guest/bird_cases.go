@@ -231,6 +231,24 @@ func (l *birdLab) close() {
 			l.t.Logf("%s: show protocols all:\n%s", b.name, b.birdc("show", "protocols", "all"))
 		}
 	}
+	if l.transcript.Len() > 0 {
+		// what the daemons said about TCP-AO and their sessions, in the
+		// order they were started
+		for _, p := range l.procs {
+			var keep []string
+			for _, line := range strings.Split(strings.TrimRight(p.Log(), "\n"), "\n") {
+				if strings.HasPrefix(p.Name, "tcpsig") || strings.Contains(line, "TCP-AO") || strings.Contains(line, "tate changed") ||
+					strings.Contains(line, "onfigur") || strings.Contains(line, "Shutting down") {
+					keep = append(keep, line)
+				}
+			}
+			what := "log of " + p.Name
+			if !strings.HasPrefix(p.Name, "tcpsig") {
+				what += " (its TCP-AO, state and configuration lines)"
+			}
+			l.addTranscript(what, strings.Join(keep, "\n"))
+		}
+	}
 	for i := len(l.procs) - 1; i >= 0; i-- {
 		p := l.procs[i]
 		p.Stop(syscall.SIGTERM, 10*time.Second)
