@@ -4,7 +4,9 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/netip"
 
@@ -63,11 +65,11 @@ func fingerprintOf(key []byte) fingerprint {
 // group or others may read or write.
 func loadKeys(path string) (*keySet, error) {
 	if err := keyfile.CheckMode(path); err != nil {
-		return nil, err
+		return nil, keysFileError(path, err)
 	}
 	kf, err := keyfile.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, keysFileError(path, err)
 	}
 	k := &keySet{}
 	seen := map[netip.Prefix]bool{}
@@ -93,6 +95,21 @@ func loadKeys(path string) (*keySet, error) {
 		return nil, err
 	}
 	return k, nil
+}
+
+// keysFileError words an error of the keys file at path as tcpsig verify
+// does: "nope.json: no such file or directory", not "stat nope.json: …";
+// "k.json: ao[0].rcvid: …". errors.Is still finds fs.ErrNotExist and
+// keyfile's sentinels.
+func keysFileError(path string, err error) error {
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
+	case errors.Is(err, keyfile.ErrMode):
+		return err // it names the file
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // check refuses what a keyring would refuse once part of the file is in:

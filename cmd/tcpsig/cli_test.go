@@ -479,3 +479,36 @@ func TestBenchFixes(t *testing.T) {
 		}
 	}
 }
+
+// Issue 29: tcpsig help -h (and -help, --help) prints the usage and
+// exits 0; it said `no topic "-h"` and exited 2.
+func TestHelpHelpFlag(t *testing.T) {
+	_, usageOut, _ := cli(t, "help")
+	for _, flag := range []string{"-h", "-help", "--help"} {
+		code, out, errOut := cli(t, "help", flag)
+		if code != 0 || errOut != "" || out != usageOut {
+			t.Errorf("tcpsig help %s: exit %d, stderr %q, %d bytes on stdout (the usage is %d)", flag, code, errOut, len(out), len(usageOut))
+		}
+	}
+}
+
+// Issue 29: the shim words a keys file it cannot read as verify does
+// ("nope.json: no such file or directory", not "stat nope.json: …").
+func TestShimKeysFileWording(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("tcpsig shim runs on Linux only")
+	}
+	nope := filepath.Join(t.TempDir(), "nope.json")
+	code, _, shimErr := cli(t, "shim", "-keys", nope)
+	_, _, verifyErr := cli(t, "verify", "-keys", nope, "x.pcap")
+	want := "tcpsig shim: " + nope + ": no such file or directory\n"
+	if code != 2 || shimErr != want || strings.Replace(verifyErr, "verify", "shim", 1) != want {
+		t.Errorf("shim (exit %d): %q\nverify: %q\nwant %q", code, shimErr, verifyErr, want)
+	}
+	bad := writeFile(t, "bad.json", []byte(`{"ao": [{"alg": "hmac(sha1)", "key": "text:k", "sndid": 1, "rcvid": 300, "peer": "192.0.2.2"}]}`))
+	_, _, shimErr = cli(t, "shim", "-keys", bad)
+	_, _, verifyErr = cli(t, "verify", "-keys", bad, "x.pcap")
+	if want := "tcpsig shim: " + bad + ": ao[0].rcvid: 300 is not a KeyID (0..255)\n"; shimErr != want || strings.Replace(verifyErr, "verify", "shim", 1) != want {
+		t.Errorf("bad keys file: shim %q, verify %q, want %q", shimErr, verifyErr, want)
+	}
+}

@@ -95,16 +95,23 @@ Example (from a clone of the repository):
 const benchHelp = `usage: tcpsig bench [-json] [-time D] [-alg NAME]
 
 bench measures signing and verifying per algorithm and payload size (0,
-64, 536, 1448, 8948 bytes) under both pool backends, interleaved: clone
-(every context loads the key's prepared template, the default) and rekey
-(every context runs the key schedule again per segment, as Linux does),
-with rekey's time over clone's; an algorithm whose backends do the same
-work says why. Then each backend on all cores.
+64, 536, 1448, 8948 bytes) under both pool backends: clone (every context
+loads the key's prepared template, the default) and rekey (every context
+runs the key schedule again per segment, as Linux does). Each cell runs in
+rounds of about 250 µs (7 to 101 of them), clone and rekey in turn, first
+on one goroutine, then on one per GOMAXPROCS at once. A figure is the
+median of its rounds, printed with their spread (min-max); REKEY/CLONE is
+the ratio of the two medians. An all-cores round counts only when its
+goroutines waited for a core 10% of the time or less (on Linux, each
+thread's run delay), and a cell with fewer than a quarter of such rounds
+prints "-", with the reason under the table. An algorithm whose backends
+do the same work says why.
 
 Flags:
 
   -json        the CPU as one JSON object, then one per measurement
-  -time D      how long to run each measurement (default 30ms, at least 1ms)
+  -time D      how long each backend runs a cell, on one core and again on
+               all (default 30ms, at least 1ms)
   -alg NAME    only this algorithm (repeatable): a TCP-AO algorithm's Linux,
                RFC 5926 or draft-ietf-tcpm-tcp-ao-algs name (HMAC-SHA256-128,
                KMAC256-128), or md5 for TCP-MD5
@@ -174,9 +181,11 @@ Example:
 
 const versionHelp = `usage: tcpsig version
 
-version prints the module version ("(devel)" or a pseudo-version when built
-from a clone), the commit the binary was built from and its time, whether
-the tree had uncommitted changes, and the Go version. It takes no flags.
+version prints tcpsig's release (a semantic version: CHANGELOG.md's newest
+entry), then the module version ("(devel)" or a pseudo-version when built
+from a clone; left out when it is the release, as from a tagged commit), the
+commit the binary was built from and its time, whether the tree had
+uncommitted changes, and the Go version. It takes no flags.
 
 Example:
 
@@ -241,6 +250,10 @@ func runHelp(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "help: one topic at a time, got %q", strings.Join(args, " "))
 	}
 	text, ok := topics[args[0]]
+	switch args[0] {
+	case "-h", "-help", "--help": // tcpsig help -h: help on help
+		text, ok = usage, true
+	}
 	if !ok {
 		return failf(stderr, "help: no topic %q: want verify, bench, shim, version or keys", args[0])
 	}
