@@ -41,7 +41,7 @@ type totals struct {
 
 // conn is one tracked connection. Its memory is the struct itself (the
 // ao.Conn within it included) plus the traffic keys ao derives for each
-// MKT the connection uses: see the package's README section for bytes.
+// MKT the connection uses: see docs/packetauth.md for bytes.
 type conn struct {
 	kind          Kind
 	local, remote netip.AddrPort

@@ -79,10 +79,11 @@ Flags:
 
 Verdicts: good, bad (MAC mismatch), no-key (no key with that KeyID for the
 peer), unsigned (no option though a key covers the peer), malformed,
-unknown-isn (TCP-AO without the handshake and no -isn).
+unknown-isn (TCP-AO without the handshake and no -isn), untracked (a flow
+past the 65,536 covered flows a verifier tracks per capture: not checked).
 
 Exit status: 0 when every checked segment is good (and one was); 1 when any
-is bad, no-key, unsigned or malformed; 2 on a usage, keys-file or capture
+is bad, no-key, unsigned, malformed or untracked; 2 on a usage, keys-file or capture
 error; 3 when nothing was verified: no segment carried an option or came from
 a covered peer, or every one was unknown-isn (give -isn). Under "go run"
 every status but 0 is reported as 1.
