@@ -8,26 +8,12 @@
 //	          "maclen": 12, "exclude_options": false, "ifindex": 4}],
 //	 "md5": [{"name": "r2", "peer": "192.0.2.1", "key": "text:secret"}]}
 //
-// An entry is configured on the endpoint whose peer is "peer". Fields of an
-// "ao" entry (an MKT, as Linux's TCP_AO_ADD_KEY takes it):
-//
-//	name             optional label, used in messages
-//	alg              required: a Linux name ("hmac(sha256)", "cmac(aes128)"),
-//	                 an RFC 5926 name ("HMAC-SHA-1-96") or one of
-//	                 draft-ietf-tcpm-tcp-ao-algs-07 ("HMAC-SHA256-128",
-//	                 "KMAC256-128", which no kernel has), see mac.Names
-//	key              required: "hex:…" or "text:…", 1..80 bytes (a CMAC
-//	                 algorithm that does not reduce the key takes its size;
-//	                 the draft's take 32..80)
-//	sndid, rcvid     required: the KeyIDs sent and expected, 0..255
-//	peer             required: an address or a prefix with host bits zero
-//	maclen           optional: 1..16 bytes and at most the digest; absent
-//	                 or 0 means 12 (the draft's take 16 only, and 0 means 16)
-//	exclude_options  optional: true leaves TCP options out of the MAC
-//	ifindex          optional: binds the MKT to an L3 (VRF) device index
-//
-// An "md5" entry (TCP_MD5SIG_EXT) has name, peer, key and ifindex, with the
-// same meaning. Reading is strict: an unknown or repeated field, a missing
+// An entry is configured on the endpoint whose peer is "peer": an "ao"
+// entry is an MKT as Linux's TCP_AO_ADD_KEY takes it (alg, key as "hex:…"
+// or "text:…", sndid, rcvid, peer; optional name, maclen,
+// exclude_options, ifindex: `tcpsig help keys` and docs/keys.md give
+// each field's range).
+// An "md5" entry (TCP_MD5SIG_EXT) has name, peer, key and ifindex. Reading is strict: an unknown or repeated field, a missing
 // or bad value, two "ao" entries for the same peer (and ifindex) with the
 // same sndid or rcvid, or two "md5" entries for the same peer, is an
 // [*Error] naming the entry and field (both entries for a duplicate) and

@@ -28,17 +28,12 @@
 //     bytes at every Start, as Linux does; [Algorithm.Clones] says whether
 //     that differs.
 //
-// After warm-up none of Start, Restart, Write, Finish and Compute allocate
-// on a cloning context; neither does [Key.Init] for the HMAC and KMAC
-// algorithms (the AES key schedule of crypto/aes allocates once per key,
-// so a re-keying CMAC context allocates per message).
+// After warm-up nothing of a cloning context allocates per message (a
+// re-keying CMAC context does: crypto/aes allocates its key schedule).
 //
 // In order: [Lookup] an algorithm by name; [Key.Init] a template per key;
-// per message, [Context.Load] (or Reset, after the first), Write, Sum;
-// [Key.Wipe] when the key goes. Receivers compare MACs with [Equal], never
-// bytes.Equal.
-//
-// Go cannot promise that no copy of a key survives in memory: the runtime
-// may move stacks, and crypto/aes keeps its own expanded key. [Key.Wipe]
-// clears every byte this package owns.
+// per message [Context.Start], Write, [Context.Finish] (or
+// [Context.Compute]); [Key.Wipe] when the key goes (it clears every byte
+// this package owns; Go cannot promise no other copy). Receivers compare
+// MACs with [Equal], never bytes.Equal.
 package mac
