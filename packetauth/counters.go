@@ -1,10 +1,15 @@
 package packetauth
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync/atomic"
 	"time"
+
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // Counters are a layer's totals since New.
@@ -124,4 +129,79 @@ func (c ConnInfo) String() string {
 		s += " revoked"
 	}
 	return s
+}
+
+// drop counts a refused packet by reason (in sh's totals and, given, on
+// c) and returns err.
+func (l *Layer) drop(sh *shard, c *conn, err error) error {
+	if c != nil {
+		c.dropped.Add(1)
+	}
+	d := &sh.drops
+	switch {
+	case errors.Is(err, ao.ErrBadMAC), errors.Is(err, md5sig.ErrBadMAC):
+		d.badMAC.Add(1)
+	case errors.Is(err, ErrUnsigned), errors.Is(err, ao.ErrAORequired), errors.Is(err, md5sig.ErrMissing):
+		d.unsigned.Add(1)
+	case errors.Is(err, ao.ErrKeyNotFound), errors.Is(err, ao.ErrNoCurrentKey), errors.Is(err, md5sig.ErrNoKey),
+		errors.Is(err, md5sig.ErrUnexpected), errors.Is(err, ErrRevoked):
+		d.keyNotFound.Add(1)
+	case errors.Is(err, ErrNoConn), errors.Is(err, ao.ErrNoISN):
+		d.noConn.Add(1)
+	case errors.Is(err, ErrFragment):
+		d.fragment.Add(1)
+	case errors.Is(err, ErrNoRoom):
+		d.noRoom.Add(1)
+	case errors.Is(err, ErrFull):
+		d.full.Add(1)
+	case errors.Is(err, ErrICMP):
+		d.icmp.Add(1)
+	case errors.Is(err, ErrOptions), errors.Is(err, ao.ErrUnexpected), errors.Is(err, md5sig.ErrAOOption),
+		isSegmentError(err):
+		d.malformed.Add(1)
+	default:
+		d.other.Add(1)
+	}
+	return err
+}
+
+var segmentErrors = []error{segment.ErrShortPacket, segment.ErrIPHeaderLength, segment.ErrExtHeaderChain,
+	segment.ErrShortTCP, segment.ErrDataOffset, segment.ErrOptionLength, segment.ErrAuthOption,
+	segment.ErrDuplicateAuth, segment.ErrBothAuth, segment.ErrSegmentTooLong, segment.ErrPacketTooLong}
+
+func isSegmentError(err error) bool {
+	for _, e := range segmentErrors {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Counters returns the layer's totals.
+func (l *Layer) Counters() Counters {
+	var c Counters
+	if l == nil {
+		return c
+	}
+	for i := range l.shards {
+		sh := &l.shards[i]
+		c.Passed += sh.passed.Load()
+		c.Signed += sh.signed.Load()
+		c.Verified += sh.verified.Load()
+		d := sh.drops.snapshot()
+		c.Dropped.BadMAC += d.BadMAC
+		c.Dropped.Unsigned += d.Unsigned
+		c.Dropped.KeyNotFound += d.KeyNotFound
+		c.Dropped.NoConn += d.NoConn
+		c.Dropped.Fragment += d.Fragment
+		c.Dropped.NoRoom += d.NoRoom
+		c.Dropped.Malformed += d.Malformed
+		c.Dropped.Full += d.Full
+		c.Dropped.ICMP += d.ICMP
+		c.Dropped.Other += d.Other
+	}
+	c.Tracked = uint64(max(l.count.Load(), 0))
+	c.Started, c.Closed, c.Expired = l.started.Load(), l.closedN.Load(), l.expired.Load()
+	return c
 }
