@@ -640,7 +640,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		return nil
 	}
 	m := c.rnext.Load()
-	if m == nil || m.recvID != opt.KeyID || !m.covers(c.remote.Addr(), c.l3) {
+	if m == nil || m.recvID != opt.KeyID { // setRole keeps only an RNext key that covers the peer
 		m = c.ring.LookupRecv(c.remote.Addr(), opt.KeyID, c.l3)
 	}
 	if m == nil {

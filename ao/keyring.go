@@ -258,9 +258,16 @@ const (
 	roleRNext   = 1
 )
 
-// setRole makes m (nil: none) the connection's key in role, moving c from
-// the old MKT's user list to m's; under r.mu.
+// setRole makes m (nil: none, and so is an m that does not cover c's
+// peer) the connection's key in role, moving c from the old MKT's user
+// list to m's; under r.mu.
 func (r *Keyring) setRole(c *Conn, role int, m *MKT) {
+	if m != nil && !m.covers(c.remote.Addr(), c.l3) {
+		// Never a key of another peer: Verify's RNext fast path takes
+		// the RNext key without looking the peer up. (Delete refuses
+		// such a replacement; lookups only find covering keys.)
+		m = nil
+	}
 	ptr := &c.current
 	if role == roleRNext {
 		ptr = &c.rnext

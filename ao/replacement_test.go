@@ -55,9 +55,10 @@ func TestDeleteReplacementCoversUsers(t *testing.T) {
 
 // TestVerifyRNextChecksPeer: a segment from .7 with the KeyID of an MKT
 // configured for .5 alone, MACed with .5's key, is refused on .7's
-// session even when that MKT is the session's RNext key (set here behind
-// the keyring's checks, as a delete without them once left it): the fast
-// path takes the RNext key only if it covers the peer.
+// session even when that MKT is made the session's RNext key behind the
+// keyring's checks (as a delete without them once did): the one writer
+// of a connection's roles keeps no key that does not cover its peer, so
+// Verify's fast path never meets one.
 func TestVerifyRNextChecksPeer(t *testing.T) {
 	r := NewKeyring(nil)
 	mustAdd(t, r, cfg4("192.0.2.0/24", 1, 1))
@@ -66,6 +67,9 @@ func TestVerifyRNextChecksPeer(t *testing.T) {
 	r.mu.Lock()
 	r.setRole(c7, roleRNext, only5)
 	r.mu.Unlock()
+	if c7.RNext() == only5 {
+		t.Fatal("a key of .5 became .7's RNext key")
+	}
 
 	// .5 (who holds its own key) forges a segment from .7's address.
 	peer7 := netip.AddrPortFrom(netip.MustParseAddr("192.0.2.7"), 179)
