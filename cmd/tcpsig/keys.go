@@ -68,13 +68,43 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "keys check: %s: %v", path, err)
 	}
 	defer f.Wipe()
-	// Linux's checks: every entry into a keyring of its kind, as the shim
-	// and a kernel socket take them (the keyrings mirror tcp_ao_add_key's
-	// and tcp_md5_do_add's refusals, overlapping prefixes with one KeyID
-	// among them).
-	pool, err := sigpool.New(sigpool.Config{})
+	errs, err := keyringErrors(f)
 	if err != nil {
 		return failf(stderr, "keys check: %v", err)
+	}
+	fmt.Fprintf(stdout, "%s: %d TCP-AO and %d TCP-MD5 entries\n", path, len(f.AO), len(f.MD5))
+	printEntries(stdout, f)
+	if len(errs) > 0 {
+		for _, e := range errs {
+			fmt.Fprintf(stderr, "tcpsig keys check: %s\n", e)
+		}
+		return 2
+	}
+	warnings = append(warnings, algWarnings(f)...)
+	warnings = append(warnings, mirrorWarnings(f)...)
+	for _, w := range warnings {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
+	if len(warnings) > 0 {
+		plural := "s"
+		if len(warnings) == 1 {
+			plural = ""
+		}
+		fmt.Fprintf(stdout, "%d warning%s\n", len(warnings), plural)
+		return 1
+	}
+	fmt.Fprintln(stdout, "ok")
+	return 0
+}
+
+// keyringErrors runs Linux's checks: every entry into a keyring of its
+// kind, as the shim and a kernel socket take them (the keyrings mirror
+// tcp_ao_add_key's and tcp_md5_do_add's refusals, overlapping prefixes
+// with one KeyID among them). It returns each refusal, its entry named.
+func keyringErrors(f *keyfile.File) ([]string, error) {
+	pool, err := sigpool.New(sigpool.Config{})
+	if err != nil {
+		return nil, err
 	}
 	aoRing, md5Ring := ao.NewKeyring(pool), md5sig.NewKeyring(pool)
 	var errs []string
@@ -92,46 +122,37 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 			defer md5Ring.Delete(k, md5sig.DeleteOptions{})
 		}
 	}
-	fmt.Fprintf(stdout, "%s: %d TCP-AO and %d TCP-MD5 entries\n", path, len(f.AO), len(f.MD5))
+	return errs, nil
+}
+
+// printEntries lists f's entries, labelled, keys redacted.
+func printEntries(w io.Writer, f *keyfile.File) {
 	for i, e := range f.AO {
-		fmt.Fprintf(stdout, "  %s: %v\n", keyfile.Label("ao", i, e.Name), e)
+		fmt.Fprintf(w, "  %s: %v\n", keyfile.Label("ao", i, e.Name), e)
 	}
 	for i, e := range f.MD5 {
-		fmt.Fprintf(stdout, "  %s: %v\n", keyfile.Label("md5", i, e.Name), e)
+		fmt.Fprintf(w, "  %s: %v\n", keyfile.Label("md5", i, e.Name), e)
 	}
-	if len(errs) > 0 {
-		for _, e := range errs {
-			fmt.Fprintf(stderr, "tcpsig keys check: %s\n", e)
-		}
-		return 2
-	}
+}
+
+// algWarnings warns of the TCP-AO entries a Linux peer would refuse: the
+// draft's algorithms (no kernel has them) and those Linux 7.2 drops.
+func algWarnings(f *keyfile.File) []string {
+	var out []string
 	for i, e := range f.AO {
 		name := algName(e.Config.Algorithm)
 		alg, _ := mac.Lookup(name)
 		switch {
 		case alg != nil && !alg.Linux():
-			warn("%s: %s is draft-ietf-tcpm-tcp-ao-algs's, which no Linux kernel accepts: only tcpsig can be its peer",
-				keyfile.Label("ao", i, e.Name), name)
+			out = append(out, fmt.Sprintf("%s: %s is draft-ietf-tcpm-tcp-ao-algs's, which no Linux kernel accepts: only tcpsig can be its peer",
+				keyfile.Label("ao", i, e.Name), name))
 		case name == "cmac(aes)" && len(e.Config.Key) == 16:
 		case !linux72[name]:
-			warn("%s: %s: Linux 7.2 (TCP-AO on the crypto library) accepts only cmac(aes128), hmac(sha1) and hmac(sha256): a peer on such a kernel refuses this key",
-				keyfile.Label("ao", i, e.Name), name)
+			out = append(out, fmt.Sprintf("%s: %s: Linux 7.2 (TCP-AO on the crypto library) accepts only cmac(aes128), hmac(sha1) and hmac(sha256): a peer on such a kernel refuses this key",
+				keyfile.Label("ao", i, e.Name), name))
 		}
 	}
-	warnings = append(warnings, mirrorWarnings(f)...)
-	for _, w := range warnings {
-		fmt.Fprintf(stdout, "warning: %s\n", w)
-	}
-	if len(warnings) > 0 {
-		plural := "s"
-		if len(warnings) == 1 {
-			plural = ""
-		}
-		fmt.Fprintf(stdout, "%d warning%s\n", len(warnings), plural)
-		return 1
-	}
-	fmt.Fprintln(stdout, "ok")
-	return 0
+	return out
 }
 
 // algName is the algorithm's Linux name (or the draft's, lower case), as
@@ -251,53 +272,16 @@ func runKeysGen(args []string, stdout, stderr io.Writer) int {
 	if out == "" && aOut == "" && bOut == "" {
 		return failf(stderr, "keys gen: needs -o FILE, -a-file FILE or -b-file FILE: keys go to a file of mode 0600, never to the terminal")
 	}
-	pa, err := parsePeer(a)
+	pa, pb, err := parseEnds(a, b)
 	if err != nil {
-		return failf(stderr, "keys gen: -a: %v", err)
-	}
-	pb, err := parsePeer(b)
-	if err != nil {
-		return failf(stderr, "keys gen: -b: %v", err)
-	}
-	if pa.Addr().Is4() != pb.Addr().Is4() || pa.Overlaps(pb) {
-		return failf(stderr, "keys gen: -a %v and -b %v: want two ends of one family that do not overlap", pa, pb)
+		return failf(stderr, "keys gen: %v", err)
 	}
 	if sndid > 255 || rcvid > 255 {
 		return failf(stderr, "keys gen: -sndid %d -rcvid %d: want 0..255", sndid, rcvid)
 	}
-	// The key: as long as the MAC's own key (the digest for HMAC, 16
-	// bytes for AES-128-CMAC, 32 for the draft's), from crypto/rand.
-	n := int(size)
-	var algo *mac.Algorithm
-	if !useMD5 {
-		if algo, err = mac.Lookup(alg); err != nil {
-			// Not the name as given: it may be a key pasted into the
-			// wrong flag.
-			return failf(stderr, "keys gen: -alg: unknown algorithm: want one of %s", strings.Join(mac.Names(), ", "))
-		}
-		if n == 0 {
-			n = max(algo.Size(), algo.MinMasterKey())
-			if algo.IsCMAC() {
-				n = 16
-			}
-		}
-	} else if n == 0 {
-		n = 32
-	}
-	if n < 1 || n > keys.MaxKeyLen {
-		return failf(stderr, "keys gen: -bytes %d: want 1..%d", n, keys.MaxKeyLen)
-	}
-	key := make([]byte, n)
-	if text {
-		// Printable, for a router's password prompt: each byte one of 64
-		// characters (6 bits of crypto/rand each).
-		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-		_, _ = rand.Read(key)
-		for i := range key {
-			key[i] = alphabet[key[i]&63]
-		}
-	} else {
-		_, _ = rand.Read(key) // never fails (crashes the program instead)
+	key, algo, err := genKey(alg, useMD5, int(size), text)
+	if err != nil {
+		return failf(stderr, "keys gen: %v", err)
 	}
 	defer clear(key)
 	var fa, fb keyfile.File // A's own entry (peer B) and B's (peer A)
@@ -313,35 +297,84 @@ func runKeysGen(args []string, stdout, stderr io.Writer) int {
 		fb.AO = []keyfile.AO{mk(pa, rcvid, sndid)}
 	}
 	both := keyfile.File{AO: append(fa.AO, fb.AO...), MD5: append(fa.MD5, fb.MD5...)}
-	type target struct {
+	for _, t := range []struct {
 		path, what string
 		f          *keyfile.File
-	}
-	var targets []target
-	for _, t := range []target{{out, "both ends", &both}, {aOut, "end A (" + pa.String() + ")", &fa}, {bOut, "end B (" + pb.String() + ")", &fb}} {
-		if t.path != "" {
-			targets = append(targets, t)
+	}{{out, "both ends", &both}, {aOut, "end A (" + pa.String() + ")", &fa}, {bOut, "end B (" + pb.String() + ")", &fb}} {
+		if t.path == "" {
+			continue
 		}
-	}
-	for _, t := range targets {
-		body, err := t.f.Marshal()
-		if err != nil {
-			return failf(stderr, "keys gen: %v", err)
-		}
-		err = writeNew0600(t.path, body)
-		clear(body)
-		if err != nil {
+		if err := writeKeysFile(t.path, t.f); err != nil {
 			return failf(stderr, "keys gen: %v", err)
 		}
 		fmt.Fprintf(stdout, "wrote %s (mode 0600): %s\n", t.path, t.what)
-		for i, e := range t.f.AO {
-			fmt.Fprintf(stdout, "  %s: %v\n", keyfile.Label("ao", i, e.Name), e)
-		}
-		for i, e := range t.f.MD5 {
-			fmt.Fprintf(stdout, "  %s: %v\n", keyfile.Label("md5", i, e.Name), e)
-		}
+		printEntries(stdout, t.f)
 	}
 	return 0
+}
+
+// genKey makes a key from crypto/rand: size bytes, or as long as the
+// MAC's own key (the digest for HMAC, 16 bytes for AES-128-CMAC, 32 for
+// the draft's; 32 for TCP-MD5); printable with text. It returns the
+// algorithm too (nil for TCP-MD5).
+func genKey(alg string, useMD5 bool, size int, text bool) ([]byte, *mac.Algorithm, error) {
+	var algo *mac.Algorithm
+	n := size
+	if !useMD5 {
+		var err error
+		if algo, err = mac.Lookup(alg); err != nil {
+			// Not the name as given: it may be a key pasted into the
+			// wrong flag.
+			return nil, nil, fmt.Errorf("-alg: unknown algorithm: want one of %s", strings.Join(mac.Names(), ", "))
+		}
+		if n == 0 {
+			n = max(algo.Size(), algo.MinMasterKey())
+			if algo.IsCMAC() {
+				n = 16
+			}
+		}
+	} else if n == 0 {
+		n = 32
+	}
+	if n < 1 || n > keys.MaxKeyLen {
+		return nil, nil, fmt.Errorf("-bytes %d: want 1..%d", n, keys.MaxKeyLen)
+	}
+	key := make([]byte, n)
+	_, _ = rand.Read(key) // never fails (crashes the program instead)
+	if text {
+		// Printable, for a router's password prompt: each byte one of 64
+		// characters (6 bits of crypto/rand each).
+		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+		for i := range key {
+			key[i] = alphabet[key[i]&63]
+		}
+	}
+	return key, algo, nil
+}
+
+// writeKeysFile writes f as a new keys file of mode 0600, wiping the
+// marshalled bytes after.
+func writeKeysFile(path string, f *keyfile.File) error {
+	body, err := f.Marshal()
+	if err != nil {
+		return err
+	}
+	defer clear(body)
+	return writeNew0600(path, body)
+}
+
+// parseEnds parses -a and -b: two ends of one family that do not overlap.
+func parseEnds(a, b string) (pa, pb netip.Prefix, err error) {
+	if pa, err = parsePeer(a); err != nil {
+		return pa, pb, fmt.Errorf("-a: %w", err)
+	}
+	if pb, err = parsePeer(b); err != nil {
+		return pa, pb, fmt.Errorf("-b: %w", err)
+	}
+	if pa.Addr().Is4() != pb.Addr().Is4() || pa.Overlaps(pb) {
+		return pa, pb, fmt.Errorf("-a %v and -b %v: want two ends of one family that do not overlap", pa, pb)
+	}
+	return pa, pb, nil
 }
 
 // parsePeer parses an address (a host prefix) or a prefix with host bits
