@@ -126,10 +126,20 @@ func (s *Shim) apply(k *keySet) error {
 		}
 		keep[j] = m
 	}
-	// TCP-MD5: Add replaces a key of the same peer atomically. A tracked
-	// session whose peer no TCP-MD5 key covers any more (deleted, or a
-	// TCP-AO MKT now covers it) is revoked by the layer at its next
-	// packet, so the order of the deletes does not matter.
+	md5Keys, err := s.applyMD5(k)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.keys, s.aoMKT, s.md5Key = k, keep, md5Keys
+	return errors.Join(errs...)
+}
+
+// applyMD5 is apply's TCP-MD5 half: it returns the key of each entry of k.
+// Add replaces a key of the same peer atomically. A tracked session whose
+// peer no TCP-MD5 key covers any more (deleted, or a TCP-AO MKT now covers
+// it) is revoked by update, so the order of the deletes does not matter.
+func (s *Shim) applyMD5(k *keySet) ([]*md5sig.Key, error) {
+	var errs []error
 	md5Keys := make([]*md5sig.Key, len(k.MD5))
 	for j := range k.MD5 {
 		for i := range s.keys.MD5 {
@@ -157,8 +167,7 @@ func (s *Shim) apply(k *keySet) error {
 			errs = append(errs, err)
 		}
 	}
-	s.keys, s.aoMKT, s.md5Key = k, keep, md5Keys
-	return errors.Join(errs...)
+	return md5Keys, errors.Join(errs...)
 }
 
 // clashes reports whether c would be refused beside m: overlapping peers
