@@ -339,22 +339,36 @@ func (c shimCollector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
+// emit sends const metrics on a Collect's channel.
+type emit struct{ ch chan<- prometheus.Metric }
+
+func (out emit) counter(d *prometheus.Desc, v uint64, labels ...string) {
+	out.ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+}
+
+func (out emit) gauge(d *prometheus.Desc, v float64, labels ...string) {
+	out.ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+}
+
 // Collect reads the counters: the layer's and the kernel's, the keys' (a
 // lock of each keyring per key), the per-peer ones, and one walk of the
 // sessions.
 func (c shimCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.s
-	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	}
+	s, out := c.s, emit{ch}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o := &s.obs
-	t := o.peers.Load()
+	t := s.obs.peers.Load()
+	s.collectKeys(out)
+	s.collectPeers(out, t)
+	s.collectLayer(out)
+	s.collectQueues(out)
+	s.collectSessions(out, t)
+	s.collectReloads(out)
+}
 
+// collectKeys: per key, good and bad_mac; under s.mu.
+func (s *Shim) collectKeys(out emit) {
+	o := &s.obs
 	// Per key: good and bad_mac, over the label sets of the keys in use
 	// (entries differing only in ifindex share one).
 	keySums := map[keyLabels][2]uint64{}
@@ -382,9 +396,13 @@ func (c shimCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, l := range order {
 		v := keySums[l]
-		counter(descSegments, v[0], l.peer, l.kind, l.sndid, l.rcvid, verdictGood.String())
-		counter(descSegments, v[1], l.peer, l.kind, l.sndid, l.rcvid, verdictBadMAC.String())
+		out.counter(descSegments, v[0], l.peer, l.kind, l.sndid, l.rcvid, verdictGood.String())
+		out.counter(descSegments, v[1], l.peer, l.kind, l.sndid, l.rcvid, verdictBadMAC.String())
 	}
+}
+
+// collectPeers: per peer prefix, the verdicts no key counts; under s.mu.
+func (s *Shim) collectPeers(out emit, t *peerTable) {
 	// Per peer prefix: the other verdicts, by kind; zeros left out but
 	// for the peer's own kinds (so a query finds the series before the
 	// first drop).
@@ -393,16 +411,19 @@ func (c shimCollector) Collect(ch chan<- prometheus.Metric) {
 			own := (kind == kindAO && e.ao) || (kind == kindMD5 && e.md5)
 			for v := verdictUnsigned; v < numVerdicts; v++ {
 				if n := e.counts.drops[ki][v].Load(); n > 0 || own {
-					counter(descSegments, n, e.label, kind, "", "", v.String())
+					out.counter(descSegments, n, e.label, kind, "", "", v.String())
 				}
 			}
 		}
 	}
+}
 
+// collectLayer: the layer's totals; under s.mu.
+func (s *Shim) collectLayer(out emit) {
 	lc := s.layer.Counters()
-	counter(descPackets, lc.Passed, "passed")
-	counter(descPackets, lc.Signed, "signed")
-	counter(descPackets, lc.Verified, "verified")
+	out.counter(descPackets, lc.Passed, "passed")
+	out.counter(descPackets, lc.Signed, "signed")
+	out.counter(descPackets, lc.Verified, "verified")
 	d := lc.Dropped
 	for _, r := range []struct {
 		name string
@@ -410,25 +431,32 @@ func (c shimCollector) Collect(ch chan<- prometheus.Metric) {
 	}{{"bad_mac", d.BadMAC}, {"unsigned", d.Unsigned}, {"key_not_found", d.KeyNotFound}, {"no_conn", d.NoConn},
 		{"fragment", d.Fragment}, {"no_room", d.NoRoom}, {"malformed", d.Malformed}, {"full", d.Full},
 		{"icmp", d.ICMP}, {"other", d.Other}, {"queue_message", s.malformed.Load()}} {
-		counter(descDropped, r.n, r.name)
+		out.counter(descDropped, r.n, r.name)
 	}
-	counter(descSessionEvents, lc.Started, "started")
-	counter(descSessionEvents, lc.Closed, "closed")
-	counter(descSessionEvents, lc.Expired, "expired")
-	counter(descResumed, s.seeded)
-	gauge(descUnseen, float64(len(s.unseen)))
+	out.counter(descSessionEvents, lc.Started, "started")
+	out.counter(descSessionEvents, lc.Closed, "closed")
+	out.counter(descSessionEvents, lc.Expired, "expired")
+	out.counter(descResumed, s.seeded)
+	out.gauge(descUnseen, float64(len(s.unseen)))
+}
 
+// collectQueues: the kernel's counts of each queue; under s.mu.
+func (s *Shim) collectQueues(out emit) {
 	for _, q := range s.queues {
 		st, err := q.Stats()
 		if err != nil {
 			continue
 		}
 		num := strconv.Itoa(int(q.Num()))
-		counter(descQueueDropped, uint64(st.Dropped), num, "queue_full")
-		counter(descQueueDropped, uint64(st.UserDropped), num, "socket_full")
-		gauge(descQueueWaiting, float64(st.Waiting), num)
+		out.counter(descQueueDropped, uint64(st.Dropped), num, "queue_full")
+		out.counter(descQueueDropped, uint64(st.UserDropped), num, "socket_full")
+		out.gauge(descQueueWaiting, float64(st.Waiting), num)
 	}
+}
 
+// collectSessions: sessions by peer, kind and state, rotations pending
+// and done; under s.mu.
+func (s *Shim) collectSessions(out emit, t *peerTable) {
 	// Sessions, by peer, kind and state; rotations pending, by peer.
 	type sessKey struct {
 		e     *peerEntry
@@ -467,27 +495,31 @@ func (c shimCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		if e.ao || pending[e] > 0 {
-			gauge(descPending, float64(pending[e]), e.label)
+			out.gauge(descPending, float64(pending[e]), e.label)
 		}
 		if e.ao || e.counts.rotations[0].Load()+e.counts.rotations[1].Load() > 0 {
-			counter(descRotations, e.counts.rotations[0].Load(), e.label, "current")
-			counter(descRotations, e.counts.rotations[1].Load(), e.label, "rnext")
+			out.counter(descRotations, e.counts.rotations[0].Load(), e.label, "current")
+			out.counter(descRotations, e.counts.rotations[1].Load(), e.label, "rnext")
 		}
 	}
 	for k, n := range sessions {
-		gauge(descSessions, float64(n), k.e.label, k.kind, k.state)
+		out.gauge(descSessions, float64(n), k.e.label, k.kind, k.state)
 	}
+}
 
-	gauge(descKeys, float64(len(s.keys.AO)), kindAO)
-	gauge(descKeys, float64(len(s.keys.MD5)), kindMD5)
-	counter(descReloads, o.reloadsOK.Load(), "success")
-	counter(descReloads, o.reloadsFailed.Load(), "failure")
-	gauge(descLastGood, float64(o.lastGood.Load())/1e9)
+// collectReloads: keys and reloads; under s.mu.
+func (s *Shim) collectReloads(out emit) {
+	o := &s.obs
+	out.gauge(descKeys, float64(len(s.keys.AO)), kindAO)
+	out.gauge(descKeys, float64(len(s.keys.MD5)), kindMD5)
+	out.counter(descReloads, o.reloadsOK.Load(), "success")
+	out.counter(descReloads, o.reloadsFailed.Load(), "failure")
+	out.gauge(descLastGood, float64(o.lastGood.Load())/1e9)
 	ok := 1.0
 	if o.lastFailed.Load() {
 		ok = 0
 	}
-	gauge(descLastOK, ok)
+	out.gauge(descLastOK, ok)
 }
 
 // buildInfo is tcpsig_shim_build_info: 1, with the module version, the
