@@ -121,25 +121,9 @@ func Uninstall(queue uint16) (bool, error) {
 func (s *Shim) Run(ctx context.Context) error {
 	defer close(s.stopped)
 	// The queues first: if another shim holds one, its rules stay.
-	n := s.cfg.Queues
-	if n <= 0 {
-		n = DefaultQueues()
-	}
-	n = min(n, maxQueues, 1<<16-int(s.cfg.Queue))
-	var qs []*nfqueue.Queue
-	for i := range n {
-		num := s.cfg.Queue + uint16(i)
-		q, err := nfqueue.Open(nfqueue.Config{Num: num, MaxLen: queueLen})
-		if err != nil {
-			for _, q := range qs {
-				q.Close()
-			}
-			if errors.Is(err, syscall.EPERM) {
-				return fmt.Errorf("%w (is another tcpsig shim using queue %d? are we root?)", err, num)
-			}
-			return err
-		}
-		qs = append(qs, q)
+	qs, err := s.openQueues()
+	if err != nil {
+		return err
 	}
 	s.setQueues(qs)
 	defer func() {
@@ -153,7 +137,7 @@ func (s *Shim) Run(ctx context.Context) error {
 	if stale, err := nfrules.Exists(s.table); err == nil && stale {
 		s.log.Info("taking over the rules an earlier run left", "table", s.table)
 	}
-	err := s.installRules()
+	err = s.installRules()
 	if err != nil && len(s.queues) > 1 {
 		// A kernel without nft_hash cannot spread the connections: one
 		// queue answers them all.
@@ -213,6 +197,32 @@ func (s *Shim) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// openQueues binds the queues Run reads: Config.Queues of them (one per
+// CPU for 0), from Config.Queue on. On an error none stays bound.
+func (s *Shim) openQueues() ([]*nfqueue.Queue, error) {
+	n := s.cfg.Queues
+	if n <= 0 {
+		n = DefaultQueues()
+	}
+	n = min(n, maxQueues, 1<<16-int(s.cfg.Queue))
+	var qs []*nfqueue.Queue
+	for i := range n {
+		num := s.cfg.Queue + uint16(i)
+		q, err := nfqueue.Open(nfqueue.Config{Num: num, MaxLen: queueLen})
+		if err != nil {
+			for _, q := range qs {
+				q.Close()
+			}
+			if errors.Is(err, syscall.EPERM) {
+				return nil, fmt.Errorf("%w (is another tcpsig shim using queue %d? are we root?)", err, num)
+			}
+			return nil, err
+		}
+		qs = append(qs, q)
+	}
+	return qs, nil
 }
 
 // ErrStopped is Reload's error once Run has returned.
