@@ -81,7 +81,7 @@ type lane struct {
 	ctx     *mac.Context         // leased from pool (entry pid) for alg, the algorithm of the last key used; nil: none
 	keys    []*laneKey           // traffic keys per MKT; entries of deleted MKTs are wiped and reused
 	tmp     *mac.Key             // a handshake key for an ISN not committed yet, made on first use
-	sne     sneState             // the direction's SNE and its basis
+	sne     SNE             // the direction's SNE and its basis
 	good    uint64               // receive lane: segments verified
 	scratch [scratchSize]byte    // MAC input prefix and the MAC
 	alg     *mac.Algorithm       // ctx's algorithm
@@ -291,10 +291,10 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	}
 	c.setRISN(ep.RemoteISN)
 	if ep.SendSNE != 0 || ep.SendSeq != 0 {
-		c.send.sne.store(ep.SendSNE, ep.SendSeq)
+		c.send.sne = NewSNE(ep.SendSNE, ep.SendSeq)
 	}
 	if ep.RecvSNE != 0 || ep.RecvSeq != 0 {
-		c.recv.sne.store(ep.RecvSNE, ep.RecvSeq)
+		c.recv.sne = NewSNE(ep.RecvSNE, ep.RecvSeq)
 	}
 	cur := ring.LookupSend(peer, ep.CurrentSendID, ep.L3Index)
 	nxt := ring.LookupRecv(peer, ep.RNextRecvID, ep.L3Index)
@@ -318,8 +318,8 @@ func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.lisn, c.risn = 0, 0
 	c.lisnKnown.Store(false)
 	c.risnKnown.Store(false)
-	c.send.sne.store(0, 0)
-	c.recv.sne.store(0, 0)
+	c.send.sne = NewSNE(0, 0)
+	c.recv.sne = NewSNE(0, 0)
 	c.recv.good = 0
 	c.counters = counters{}
 }
@@ -328,13 +328,13 @@ func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 // lane's lock from the SYN-ACK it signs.
 func (c *Conn) setLISN(lisn uint32) {
 	c.lisn = lisn
-	c.send.sne.store(0, lisn)
+	c.send.sne = NewSNE(0, lisn)
 	c.lisnKnown.Store(true)
 }
 
 func (c *Conn) setRISN(risn uint32) {
 	c.risn = risn
-	c.recv.sne.store(0, risn)
+	c.recv.sne = NewSNE(0, risn)
 	c.risnKnown.Store(true)
 }
 
@@ -358,10 +358,10 @@ func (c *Conn) Endpoint() Endpoint {
 	}
 	ep.Established = true
 	c.send.mu.Lock()
-	ep.SendSNE, ep.SendSeq = c.send.sne.load()
+	ep.SendSNE, ep.SendSeq = c.send.sne.Basis()
 	c.send.mu.Unlock()
 	c.recv.mu.Lock()
-	ep.RecvSNE, ep.RecvSeq = c.recv.sne.load()
+	ep.RecvSNE, ep.RecvSeq = c.recv.sne.Basis()
 	c.recv.mu.Unlock()
 	if m := c.Current(); m != nil {
 		ep.CurrentSendID = m.sendID
@@ -605,11 +605,11 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 		return err
 	}
 	seq := h.Seq()
-	j := job{m: m, key: k, w: w, sc: l.scratch[:], off: off, sne: l.sne.of(seq)}
+	j := job{m: m, key: k, w: w, sc: l.scratch[:], off: off, sne: l.sne.Of(seq)}
 	if err := j.sign(seg); err != nil {
 		return err
 	}
-	l.sne.advance(seq)
+	l.sne.Advance(seq)
 	return nil
 }
 
@@ -689,7 +689,7 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) (
 		return ErrNoISN // a server's connection before its SYN-ACK
 	default:
 		j.key, e, err = c.keyEntry(l, j.m, false, false)
-		j.sne = l.sne.of(seq)
+		j.sne = l.sne.Of(seq)
 	}
 	if err != nil {
 		if errors.Is(err, ErrKeyNotFound) {
@@ -702,7 +702,7 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) (
 	}
 	e.good.Store(e.good.Load() + 1) // one writer: no locked add
 	if flags&segment.SYN == 0 {
-		l.sne.advance(seq)
+		l.sne.Advance(seq)
 	}
 	return nil
 }

@@ -20,20 +20,24 @@ func ComputeSNE(sne, basis, seq uint32) uint32 {
 // before is Linux's before(): a precedes b in 32-bit serial arithmetic.
 func before(a, b uint32) bool { return int32(a-b) < 0 }
 
-// sneState is one direction's (SNE, basis) pair. It belongs to that
-// direction's lane and is read and written under the lane's lock.
-type sneState struct{ sne, basis uint32 }
+// SNE tracks one direction's sequence number extension (RFC 5925 §6.2):
+// the SNE of a basis sequence number, which only moves forward. A Conn
+// keeps one per direction; a tool that follows flows itself (a capture
+// verifier) keeps its own. Its zero value is SNE 0 at sequence number 0.
+type SNE struct{ sne, basis uint32 }
 
-func (s *sneState) load() (sne, basis uint32) { return s.sne, s.basis }
+// NewSNE returns a tracker whose basis is seq, with SNE sne.
+func NewSNE(sne, basis uint32) SNE { return SNE{sne, basis} }
 
-func (s *sneState) store(sne, basis uint32) { s.sne, s.basis = sne, basis }
+// Basis returns the basis sequence number and its SNE.
+func (s *SNE) Basis() (sne, basis uint32) { return s.sne, s.basis }
 
-// of returns the SNE of seq.
-func (s *sneState) of(seq uint32) uint32 { return ComputeSNE(s.sne, s.basis, seq) }
+// Of returns the SNE of seq, within ±2^31 of the basis.
+func (s *SNE) Of(seq uint32) uint32 { return ComputeSNE(s.sne, s.basis, seq) }
 
-// advance moves the basis to seq if seq is after it, carrying the SNE
+// Advance moves the basis to seq if seq is after it, carrying the SNE
 // over a wrap; it never moves the basis backwards.
-func (s *sneState) advance(seq uint32) {
+func (s *SNE) Advance(seq uint32) {
 	if before(s.basis, seq) {
 		s.sne, s.basis = ComputeSNE(s.sne, s.basis, seq), seq
 	}

@@ -497,7 +497,7 @@ func TestSNEForged(t *testing.T) {
 func restoreSend(t *testing.T, c *Conn, st Endpoint) {
 	t.Helper()
 	c.send.mu.Lock()
-	c.send.sne.store(st.SendSNE, st.SendSeq)
+	c.send.sne = NewSNE(st.SendSNE, st.SendSeq)
 	c.send.mu.Unlock()
 }
 
