@@ -81,7 +81,7 @@ type lane struct {
 	ctx     *mac.Context         // leased from pool (entry pid) for alg, the algorithm of the last key used; nil: none
 	keys    []*laneKey           // traffic keys per MKT; entries of deleted MKTs are wiped and reused
 	tmp     *mac.Key             // a handshake key for an ISN not committed yet, made on first use
-	sne     SNE             // the direction's SNE and its basis
+	sne     SNE                  // the direction's SNE and its basis
 	good    uint64               // receive lane: segments verified
 	scratch [scratchSize]byte    // MAC input prefix and the MAC
 	alg     *mac.Algorithm       // ctx's algorithm
