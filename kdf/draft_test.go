@@ -29,7 +29,9 @@ func TestRFC5869(t *testing.T) {
 	alg, _ := mac.Lookup("HMAC-SHA256-128")
 	for _, v := range vs {
 		var prk [32]byte
-		Extract(&prk, v.Salt, v.IKM)
+		if err := Extract(alg.NewContext(), &prk, v.Salt, v.IKM); err != nil {
+			t.Fatal(err)
+		}
 		if !bytes.Equal(prk[:], v.PRK) {
 			t.Errorf("%s: PRK %x want %x", v.Case, prk, v.PRK)
 		}

@@ -36,7 +36,6 @@
 package kdf
 
 import (
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -83,18 +82,16 @@ type Master struct {
 }
 
 // lazyKey is a master key waiting for its template.
-type lazyKey struct {
-	b [maxLazyKey]byte
-	n uint8 // b's length
-}
+type lazyKey struct{ b []byte }
 
-// maxLazyKey is the longest master key whose template waits for its first
-// use (Linux's TCP_AO_MAXKEYLEN); a longer one is keyed at once.
-const maxLazyKey = 80
+// maxKMACMaster is the longest master key the KMAC256 KDF takes (Linux's
+// TCP_AO_MAXKEYLEN).
+const maxKMACMaster = 80
 
-// Init prepares masterKey for alg. For cmac(aes128) a key that is not 16
-// bytes long is reduced as RFC 5926 §3.1.1.2 says (Linux
-// tcp_ao_parse_crypto does the same, and then reports the reduced key).
+// Init checks masterKey for alg and keeps it for the template, which the
+// first [Master.Derive] makes on its working context. For cmac(aes128) a
+// key that is not 16 bytes long is reduced then, as RFC 5926 §3.1.1.2
+// says (Linux tcp_ao_parse_crypto does the same).
 func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 	if m == nil {
 		return ErrMasterKey
@@ -103,126 +100,120 @@ func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 	if err := alg.CheckMasterKey(len(masterKey)); err != nil {
 		return fmt.Errorf("%w: %w", ErrMasterKey, err)
 	}
-	if alg.ReducesMasterKey() && len(masterKey) != 16 {
-		var reduced [16]byte
-		ReduceCMACKey(&reduced, masterKey)
-		err := m.set(alg, reduced[:])
-		clear(reduced[:])
-		return err
+	reduced := alg.ReducesMasterKey() && len(masterKey) != 16
+	if !reduced && !alg.KeySizeOK(len(masterKey)) {
+		return fmt.Errorf("%w: %v does not take a %d-byte key", ErrMasterKey, alg, len(masterKey))
 	}
-	return m.set(alg, masterKey)
-}
-
-// set checks key and keeps it for the template, or makes the template now
-// for a key longer than maxLazyKey.
-func (m *Master) set(alg *mac.Algorithm, key []byte) error {
-	if !alg.KeySizeOK(len(key)) {
-		return fmt.Errorf("%w: %v does not take a %d-byte key", ErrMasterKey, alg, len(key))
+	if alg.KDF() == mac.KMAC256KDF && len(masterKey) > maxKMACMaster {
+		return fmt.Errorf("%w: %d-byte master key", ErrMasterKey, len(masterKey))
 	}
+	m.mu.Lock()
 	m.alg = alg
-	if len(key) > maxLazyKey {
-		return m.makeTemplate(key)
-	}
-	raw := new(lazyKey)
-	raw.n = uint8(copy(raw.b[:], key))
-	m.raw.Store(raw)
+	m.raw.Store(&lazyKey{b: append([]byte(nil), masterKey...)})
+	m.mu.Unlock()
 	return nil
 }
 
-// keyed returns the template, making it on first use.
-func (m *Master) keyed() (*mac.Key, error) {
+// keyed returns the template, making it on first use with w, a context
+// of the master key's algorithm.
+func (m *Master) keyed(w *mac.Context) (*mac.Key, error) {
 	if m.ready.Load() {
 		return m.key.Load(), nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.ready.Load() {
-		raw := m.raw.Load()
-		if m.alg == nil || raw == nil {
-			return nil, ErrMasterKey
-		}
-		err := m.makeTemplate(raw.b[:raw.n])
-		raw.wipe()
-		m.raw.Store(nil)
-		if err != nil {
-			return nil, err
-		}
+	if m.ready.Load() {
+		return m.key.Load(), nil
 	}
-	return m.key.Load(), nil
-}
-
-// makeTemplate makes the template from key, allocating its memory the
-// first time; on failure the Master holds no algorithm. Init, or keyed
-// under m.mu.
-func (m *Master) makeTemplate(key []byte) error {
-	k := m.key.Load()
-	if k == nil {
-		k = new(mac.Key)
-		m.key.Store(k)
+	raw := m.raw.Load()
+	if m.alg == nil || raw == nil {
+		return nil, ErrMasterKey
 	}
-	if err := initPRF(k, m.alg, key); err != nil {
-		m.alg = nil
-		return fmt.Errorf("%w: %v", ErrMasterKey, err)
+	if w.Algorithm() != m.alg {
+		return nil, fmt.Errorf("%w: a %v context for a %v key", ErrMasterKey, w.Algorithm(), m.alg)
 	}
+	k := new(mac.Key)
+	if err := makeTemplate(w, k, m.alg, raw.b); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrMasterKey, err)
+	}
+	raw.wipe()
+	m.raw.Store(nil)
+	m.key.Store(k)
 	m.ready.Store(true)
-	return nil
+	return k, nil
 }
 
 // kmacSalt is the KMAC256 KDF's default salt: 132 zero bytes (SP 800-56C
 // §4.1: the rate of KMAC256 less 4 bytes).
 var kmacSalt [132]byte
 
-// initPRF keys k as alg's PRF template for a master key.
-func initPRF(k *mac.Key, alg *mac.Algorithm, master []byte) error {
-	switch alg.KDF() {
-	case mac.HKDFSHA256:
+// makeTemplate keys k as alg's PRF template for a master key, on w: the
+// CMAC key reduction, HKDF's extraction and the key schedule all run on
+// the one working context.
+func makeTemplate(w *mac.Context, k *mac.Key, alg *mac.Algorithm, master []byte) error {
+	switch {
+	case alg.ReducesMasterKey() && len(master) != 16:
+		var reduced [16]byte
+		err := ReduceCMACKey(w, &reduced, master)
+		if err == nil {
+			err = w.Schedule(k, reduced[:])
+		}
+		clear(reduced[:])
+		return err
+	case alg.KDF() == mac.HKDFSHA256:
 		var prk [sha256.Size]byte
-		Extract(&prk, nil, master)
-		err := k.Init(alg, prk[:])
+		err := Extract(w, &prk, nil, master)
+		if err == nil {
+			err = w.Schedule(k, prk[:])
+		}
 		clear(prk[:])
 		return err
-	case mac.KMAC256KDF:
-		var x [4 + maxLazyKey]byte
-		if len(master) > maxLazyKey {
-			return fmt.Errorf("%w: %d-byte master key", ErrMasterKey, len(master))
-		}
+	case alg.KDF() == mac.KMAC256KDF:
+		var x [4 + maxKMACMaster]byte
 		x[3] = 1 // the counter, big-endian
 		n := 4 + copy(x[4:], master)
-		err := k.InitKMAC(alg, kmacSalt[:], "KDF", 32, x[:n])
+		err := w.ScheduleKMAC(k, kmacSalt[:], mac.KMACParams{Custom: "KDF", OutLen: 32, Prefix: x[:n]})
 		clear(x[:])
 		return err
 	}
-	return k.Init(alg, master)
+	return w.Schedule(k, master)
 }
 
 // Extract is HKDF-Extract with SHA-256 (RFC 5869 §2.2): PRK =
 // HMAC-SHA256(salt, ikm), where an absent (nil or empty) salt is 32 zero
-// bytes.
-func Extract(prk *[sha256.Size]byte, salt, ikm []byte) {
-	if prk == nil {
-		return
+// bytes, computed on w, a context of an HMAC over SHA-256 (hmac(sha256)
+// or hmac-sha256-128), which it leaves keyed by salt.
+func Extract(w *mac.Context, prk *[sha256.Size]byte, salt, ikm []byte) error {
+	a := w.Algorithm()
+	if prk == nil || a == nil || (a.Name() != "hmac(sha256)" && a.KDF() != mac.HKDFSHA256) {
+		return fmt.Errorf("%w: HKDF-Extract on a %v context", ErrMasterKey, a)
 	}
+	var zero [sha256.Size]byte
 	if len(salt) == 0 {
-		salt = make([]byte, sha256.Size)
+		salt = zero[:]
 	}
-	h := hmac.New(sha256.New, salt)
-	h.Write(ikm)
-	h.Sum(prk[:0])
+	if err := w.SetKey(salt); err != nil {
+		return fmt.Errorf("%w: %w", ErrMasterKey, err)
+	}
+	w.Write(ikm)
+	w.Finish(prk[:0])
+	return nil
 }
 
 // ReduceCMACKey computes AES-CMAC(0^128, key), the KDF_AES_128_CMAC key
-// extraction of RFC 5926 §3.1.1.2 (RFC 4615 AES-CMAC-PRF-128's first step).
-func ReduceCMACKey(dst *[16]byte, key []byte) {
-	if dst == nil {
-		return
+// extraction of RFC 5926 §3.1.1.2 (RFC 4615 AES-CMAC-PRF-128's first
+// step), on w, a CMAC context.
+func ReduceCMACKey(w *mac.Context, dst *[16]byte, key []byte) error {
+	if dst == nil || !w.Algorithm().IsCMAC() {
+		return fmt.Errorf("%w: CMAC key reduction on a %v context", ErrMasterKey, w.Algorithm())
 	}
-	alg, _ := mac.Lookup("cmac(aes128)")
-	c := alg.NewContext()
 	var zero [16]byte
-	_ = c.SetKey(zero[:])
-	c.Write(key)
-	c.Finish(dst[:0])
-	c.Wipe()
+	if err := w.SetKey(zero[:]); err != nil {
+		return fmt.Errorf("%w: %w", ErrMasterKey, err)
+	}
+	w.Write(key)
+	w.Finish(dst[:0])
+	return nil
 }
 
 // Algorithm returns the master key's algorithm.
@@ -254,8 +245,8 @@ func (m *Master) Wipe() {
 // wipe clears the waiting key; nil-safe.
 func (k *lazyKey) wipe() {
 	if k != nil {
-		clear(k.b[:])
-		k.n = 0
+		clear(k.b)
+		k.b = nil
 	}
 }
 
@@ -333,7 +324,7 @@ func (m *Master) Derive(w *mac.Context, scratch []byte, in *Input, out []byte) (
 	if m == nil || in == nil {
 		return out, ErrMasterKey
 	}
-	key, err := m.keyed()
+	key, err := m.keyed(w)
 	if err != nil {
 		return out, err
 	}

@@ -78,7 +78,7 @@ func TestRFC4615(t *testing.T) {
 		if err := m.Init(alg, v.Key); err != nil {
 			t.Fatal(err)
 		}
-		key, err := m.keyed()
+		key, err := m.keyed(alg.NewContext())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,11 +179,11 @@ func TestLazyTemplate(t *testing.T) {
 		}
 	}
 	tmpl := m.key.Load() // the template's memory, which Wipe clears and lets go
-	if tmpl == nil || *tmpl == (mac.Key{}) {
+	if tmpl == nil || tmpl.Empty() {
 		t.Fatal("no template after the first derivations")
 	}
 	m.Wipe()
-	if *tmpl != (mac.Key{}) || m.key.Load() != nil {
+	if !tmpl.Empty() || m.key.Load() != nil {
 		t.Fatal("Wipe left the template's bytes")
 	}
 	if _, err := m.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil); err == nil {

@@ -25,12 +25,12 @@ func secretsOf(alg *mac.Algorithm, key []byte) [][]byte {
 	out := [][]byte{key}
 	if alg.ReducesMasterKey() {
 		var r [16]byte
-		ReduceCMACKey(&r, key)
+		_ = ReduceCMACKey(alg.NewContext(), &r, key)
 		out = append(out, r[:])
 	}
 	if alg.KDF() == mac.HKDFSHA256 {
 		var prk [32]byte
-		Extract(&prk, nil, key)
+		_ = Extract(alg.NewContext(), &prk, nil, key)
 		out = append(out, prk[:])
 	}
 	return out

@@ -110,7 +110,7 @@ func (c *Context) rekeyed(k *Key) *Key {
 	if c.own == nil {
 		c.own = new(Key)
 	}
-	_ = c.own.init(c.alg, k.raw[:k.nraw]) // k's bytes were accepted by k's own Init
+	_ = c.schedule(c.own, k.raw()) // k's bytes were accepted by k's own keying
 	return c.own
 }
 
@@ -123,7 +123,7 @@ func (c *Context) SetKey(key []byte) error {
 	if c.own == nil {
 		c.own = new(Key)
 	}
-	if err := c.own.Init(c.alg, key); err != nil {
+	if err := c.Schedule(c.own, key); err != nil {
 		return err
 	}
 	c.key = c.own
@@ -141,10 +141,10 @@ func (c *Context) Restart() {
 	c.n, c.done = 0, 0
 	switch c.alg.kind {
 	case kindHMAC:
-		_ = c.innerU.UnmarshalBinary(k.state[0][:k.slen]) // our own marshalled state
+		_ = c.innerU.UnmarshalBinary(k.state(0)) // our own marshalled state
 	case kindHMACRe:
 		c.inner.Reset()
-		c.inner.Write(k.state[0][:k.slen])
+		c.inner.Write(k.state(0))
 	case kindCMAC:
 		c.cmac = cmacState{}
 	case kindTCPMD5:
@@ -227,7 +227,7 @@ func (c *Context) sum(dst []byte) []byte {
 	case c.alg.kind == kindKMAC:
 		return c.kmacSum(dst)
 	case c.alg.kind == kindTCPMD5:
-		c.inner.Write(k.raw[:k.nraw])
+		c.inner.Write(k.raw())
 		if c.alg.lenSize > 0 {
 			c.done = inState
 			return c.finishPlain(dst, c.n+int(k.nraw))
@@ -240,10 +240,10 @@ func (c *Context) sum(dst []byte) []byte {
 	}
 	in := c.inner.Sum(c.tmp[:0])
 	if c.alg.kind == kindHMAC {
-		_ = c.outerU.UnmarshalBinary(k.state[1][:k.slen])
+		_ = c.outerU.UnmarshalBinary(k.state(1))
 	} else {
 		c.outer.Reset()
-		c.outer.Write(k.state[1][:k.slen])
+		c.outer.Write(k.state(1))
 	}
 	c.outer.Write(in)
 	c.done = inTmp

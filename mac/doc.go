@@ -31,7 +31,13 @@
 // After warm-up nothing of a cloning context allocates per message (a
 // re-keying CMAC context does: crypto/aes allocates its key schedule).
 //
-// In order: [Lookup] an algorithm by name; [Key.Init] a template per key;
+// This package keeps no working state of its own: contexts are made by
+// their users, in tcpsig by package sigpool alone, and a key schedule
+// runs on a context ([Context.Schedule]; [Key.Init] makes a context for
+// the one call).
+//
+// In order: [Lookup] an algorithm by name; [Key.Init] (or
+// [Context.Schedule]) a template per key;
 // per message [Context.Start], Write, [Context.Finish] (or
 // [Context.Compute]); [Key.Wipe] when the key goes (it clears every byte
 // this package owns; Go cannot promise no other copy). Receivers compare

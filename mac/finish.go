@@ -76,7 +76,7 @@ func (c *Context) finishMD(dst, tail []byte, n int) []byte {
 	p = append(c.pad[:0], in...)
 	p = a.appendPad(p, bs+a.size)
 	k := c.key
-	_ = c.outerU.UnmarshalBinary(k.state[1][:k.slen])
+	_ = c.outerU.UnmarshalBinary(k.state(1))
 	c.outer.Write(p)
 	return append(dst, a.digest(c.outerA, &c.st)...)
 }

@@ -7,117 +7,146 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
-	"sync"
 	"sync/atomic"
+
+	"github.com/tcpsig/tcpsig/internal/redact"
 )
 
 // Key is the one key type of tcpsig: a keyed template (the state of an
 // algorithm right after its key was absorbed) together with the key bytes
 // it came from, so that a context can either load the template
 // ([Context.Start]) or run the key schedule again (a context made by
-// [Algorithm.NewRekeyContext]). Build
-// it with [Key.Init]; after that it is read-only and may be shared by any
-// number of goroutines. Its zero value holds no key. Printing a Key never
-// shows key material.
+// [Algorithm.NewRekeyContext]). A context keys it ([Context.Schedule],
+// allocation-free on a pool's context) or [Key.Init] does with a context
+// of its own; after that it is read-only and may be shared by any number
+// of goroutines. Its zero value holds no key. A Key must not be copied
+// once keyed: the copy would share its buffer. Printing a Key never shows
+// key material.
 type Key struct {
 	// The pointers first, so that the garbage collector scans a Key's
-	// first words only, not its state arrays.
+	// first words only.
 	alg *Algorithm
 	// CMAC: the AES key schedule (its subkeys k1, k2 below).
 	block cipher.Block
-	// HMAC: state[0] is the inner hash after absorbing K0^ipad and
-	// state[1] the outer hash after K0^opad, as marshalled midstates
-	// (kindHMAC, slen bytes each) or as the raw pad blocks (kindHMACRe,
-	// blockSize bytes each).
-	state [2][maxStateSize]byte
-	slen  uint16
-	// The key bytes: HMAC's K0 without its zero padding (the key, or its
-	// digest when longer than a block), the AES key, TCP-MD5's key.
-	raw    [maxBlockSize]byte
+	// buf holds the keyed states and the key bytes, sized for the
+	// algorithm at its first keying and kept by Wipe, so that a Key keyed
+	// again for the same algorithm allocates nothing. HMAC: state 0 is
+	// the inner hash after absorbing K0^ipad and state 1 the outer hash
+	// after K0^opad, as marshalled midstates (kindHMAC) or as the raw pad
+	// blocks (kindHMACRe); KMAC: state 0 is the keyed sponge. Then the
+	// key bytes: HMAC's K0 without its zero padding (the key, or its
+	// digest when longer than a block), the AES key, TCP-MD5's key, KMAC's
+	// key.
+	buf    []byte
+	slen   uint16 // the length of one state
+	nstate uint8  // states in buf: 0, 1 (KMAC) or 2 (HMAC)
 	nraw   uint8
 	k1, k2 [16]byte // CMAC's RFC 4493 subkeys
 	// KMAC: the output length in bytes, and whether the template was made
-	// with a customization or prefix (InitKMAC), so raw cannot rebuild it.
+	// with a customization or prefix ([KMACParams]), so raw cannot rebuild
+	// it.
 	outLen uint8
 	fixed  bool
-	// gen names this keying (unique per Init, 0 when empty), so that a
-	// context can tell whether what it cached under a Key is still valid.
+	// gen names this keying (unique per keying, 0 when empty or
+	// unnumbered), so that a context can tell whether what it cached
+	// under a Key is still valid.
 	gen uint64
 }
 
-// keyGen numbers every Init.
+// keyGen numbers every keying.
 var keyGen atomic.Uint64
 
-// scheduler is what one HMAC key schedule needs: a hash and the two
-// padded key blocks. Pooled per algorithm so that Init allocates nothing in
-// steady state (a local array handed to hash.Write would escape).
-type scheduler struct {
-	h   hash.Hash
-	pad [2][maxBlockSize]byte
+// state returns keyed state i.
+func (k *Key) state(i int) []byte {
+	n := int(k.slen)
+	return k.buf[i*n : (i+1)*n]
 }
 
-var schedulers sync.Map // *Algorithm -> *sync.Pool of *scheduler
+// raw returns the key bytes.
+func (k *Key) raw() []byte {
+	o := int(k.nstate) * int(k.slen)
+	return k.buf[o : o+int(k.nraw)]
+}
 
-func getScheduler(a *Algorithm) *scheduler {
-	p, ok := schedulers.Load(a)
-	if !ok {
-		p, _ = schedulers.LoadOrStore(a, &sync.Pool{New: func() any { return &scheduler{h: a.newHash()} }})
+// layout sizes buf for nstate states of slen bytes and nraw key bytes,
+// reusing its memory when it is large enough.
+func (k *Key) layout(nstate, slen, nraw int) {
+	n := nstate*slen + nraw
+	if cap(k.buf) < n {
+		k.buf = make([]byte, n)
 	}
-	return p.(*sync.Pool).Get().(*scheduler)
+	k.buf = k.buf[:n]
+	k.nstate, k.slen, k.nraw = uint8(nstate), uint16(slen), uint8(nraw)
 }
 
-func putScheduler(a *Algorithm, s *scheduler) {
-	s.h.Reset()
-	clear(s.pad[0][:])
-	clear(s.pad[1][:])
-	if p, ok := schedulers.Load(a); ok {
-		p.(*sync.Pool).Put(s)
-	}
-}
-
-func marshal(h hash.Hash, dst []byte) ([]byte, error) {
-	if ba, ok := h.(encoding.BinaryAppender); ok {
-		return ba.AppendBinary(dst)
-	}
-	return nil, fmt.Errorf("mac: %T cannot export its state", h)
-}
-
-// Init keys k for algorithm a with key, running the key schedule once.
-// It must not be called while other goroutines read k. For the HMAC
-// algorithms it allocates nothing in steady state; for AES-CMAC crypto/aes
-// allocates the key schedule.
+// Init keys k for algorithm a with key, running the key schedule once
+// with a working context of its own (a caller with a pool's context
+// calls [Context.Schedule] instead, which allocates nothing). It must not
+// be called while other goroutines read k.
 func (k *Key) Init(a *Algorithm, key []byte) error {
 	if k == nil || !a.valid() {
 		return ErrNoKey
 	}
+	c := a.NewContext()
+	defer c.Wipe()
+	return c.Schedule(k, key)
+}
+
+// InitKMAC is Init for a KMAC template with parameters p
+// ([Context.ScheduleKMAC]).
+func (k *Key) InitKMAC(a *Algorithm, key []byte, p KMACParams) error {
+	if k == nil || !a.valid() || a.kind != kindKMAC {
+		return ErrNoKey
+	}
+	c := a.NewContext()
+	defer c.Wipe()
+	return c.ScheduleKMAC(k, key, p)
+}
+
+// Schedule keys k for the context's algorithm with key, running the key
+// schedule on the context's own hashes and buffers: with a context from
+// a pool and a k keyed before for the algorithm, it allocates nothing
+// (AES-CMAC aside: crypto/aes allocates its schedule). k must not be in
+// use by a reader. A key the algorithm cannot take is [ErrKeySize].
+func (c *Context) Schedule(k *Key, key []byte) error {
+	if c == nil || c.alg == nil || k == nil {
+		return ErrNoKey
+	}
+	a := c.alg
 	if a.kind == kindKMAC {
-		return k.InitKMAC(a, key, "", kmacMACLen, nil)
+		return c.ScheduleKMAC(k, key, KMACParams{})
 	}
 	if !a.KeySizeOK(len(key)) {
 		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, a.name, len(key))
 	}
-	if err := k.init(a, key); err != nil {
+	if err := c.schedule(k, key); err != nil {
 		return err
 	}
 	k.gen = keyGen.Add(1)
 	return nil
 }
 
-// init is Init for a key whose length a accepts, leaving k unnumbered
-// (gen 0): a re-keying context's template, keyed per message.
-func (k *Key) init(a *Algorithm, key []byte) error {
+// schedule is Schedule for a key whose length the algorithm accepts,
+// leaving k unnumbered (gen 0): a re-keying context's template, keyed
+// per message.
+func (c *Context) schedule(k *Key, key []byte) error {
+	a := c.alg
 	if a.kind == kindKMAC {
-		return k.InitKMAC(a, key, "", kmacMACLen, nil) // numbered: KMAC's keyed sponge is cached by number
+		return c.ScheduleKMAC(k, key, KMACParams{}) // numbered: KMAC's keyed sponge is cached by number
 	}
 	k.Wipe()
 	k.alg = a
+	c.key, c.done = nil, 0 // the context is used to schedule, not to MAC
 	switch a.kind {
 	case kindTCPMD5:
-		k.nraw = uint8(copy(k.raw[:], key))
+		k.layout(0, 0, len(key))
+		copy(k.raw(), key)
 	case kindCMAC:
-		k.nraw = uint8(copy(k.raw[:], key))
+		k.layout(0, 0, len(key))
+		copy(k.raw(), key)
 		b, err := aes.NewCipher(key)
 		if err != nil {
+			k.Wipe()
 			return fmt.Errorf("%w: %v", ErrKeySize, err)
 		}
 		k.block = b
@@ -127,44 +156,59 @@ func (k *Key) init(a *Algorithm, key []byte) error {
 		double(&k.k2, &k.k1)
 		clear(l[:])
 	default:
-		k.initHMAC(a, key)
+		c.scheduleHMAC(k, key)
 	}
 	return nil
 }
 
-// initHMAC computes K0 (FIPS 198-1: the key, hashed if longer than a block,
-// zero-padded to a block) and the two padded blocks, then for a
-// marshalable hash stores the midstates after absorbing them.
-func (k *Key) initHMAC(a *Algorithm, key []byte) {
+// scheduleHMAC computes K0 (FIPS 198-1: the key, hashed if longer than a
+// block, zero-padded to a block) and the two padded blocks, then for a
+// marshalable hash keeps the midstates after absorbing them; it runs on
+// the context's inner hash and buffers, which it leaves cleared.
+func (c *Context) scheduleHMAC(k *Key, key []byte) {
+	a, h := c.alg, c.inner
 	bs := a.blockSize
-	s := getScheduler(a)
-	defer putScheduler(a, s)
-	h, pad := s.h, &s.pad
+	k0 := key
 	if len(key) > bs {
-		h.Write(key)
-		h.Sum(pad[0][:0])
 		h.Reset()
-		k.nraw = uint8(copy(k.raw[:], pad[0][:a.size]))
-	} else {
-		copy(pad[0][:], key)
-		k.nraw = uint8(copy(k.raw[:], key))
+		h.Write(key)
+		k0 = h.Sum(c.tmp[:0])
 	}
-	pad[1] = pad[0]
-	for i := 0; i < bs; i++ {
-		pad[0][i] ^= 0x36
-		pad[1][i] ^= 0x5c
+	slen := bs // kindHMACRe keeps the pad blocks
+	if a.kind == kindHMAC {
+		h.Reset()
+		st, _ := marshal(h, c.st[:0]) // checked at init
+		slen = len(st)
 	}
-	for i := range pad {
+	k.layout(2, slen, len(k0))
+	copy(k.raw(), k0)
+	pad := c.pad[:bs]
+	for i, x := range [2]byte{0x36, 0x5c} {
+		clear(pad)
+		copy(pad, k.raw())
+		for j := range pad {
+			pad[j] ^= x
+		}
 		if a.kind == kindHMACRe {
-			copy(k.state[i][:], pad[i][:bs])
-			k.slen = uint16(bs)
+			copy(k.state(i), pad)
 			continue
 		}
 		h.Reset()
-		h.Write(pad[i][:bs])
-		st, _ := marshal(h, k.state[i][:0]) // checked in init
-		k.slen = uint16(len(st))
+		h.Write(pad)
+		st, _ := marshal(h, c.st[:0])
+		copy(k.state(i), st)
 	}
+	h.Reset()
+	clear(c.pad[:])
+	clear(c.tmp[:])
+	clear(c.st[:])
+}
+
+func marshal(h hash.Hash, dst []byte) ([]byte, error) {
+	if ba, ok := h.(encoding.BinaryAppender); ok {
+		return ba.AppendBinary(dst)
+	}
+	return nil, fmt.Errorf("mac: %T cannot export its state", h)
 }
 
 // double is the RFC 4493 subkey step: shift left by one bit, and if the
@@ -187,18 +231,32 @@ func (k *Key) Algorithm() *Algorithm {
 
 // Wipe clears every key-derived byte k holds and drops its AES schedule
 // (crypto/aes gives no way to clear its own copy; it becomes garbage).
-// Callers must make sure no reader still uses k.
+// It keeps k's buffer, cleared, for the next keying. Callers must make
+// sure no reader still uses k.
 func (k *Key) Wipe() {
 	if k == nil {
 		return
 	}
-	clear(k.state[0][:])
-	clear(k.state[1][:])
-	clear(k.raw[:])
+	clear(k.buf[:cap(k.buf)])
+	k.buf = k.buf[:0]
 	clear(k.k1[:])
 	clear(k.k2[:])
-	k.block, k.slen, k.nraw, k.alg, k.gen = nil, 0, 0, nil, 0
+	k.block, k.slen, k.nstate, k.nraw, k.alg, k.gen = nil, 0, 0, 0, nil, 0
 	k.outLen, k.fixed = 0, false
+}
+
+// Empty reports whether k holds no key: its zero value, or wiped, every
+// byte of its buffer zero.
+func (k *Key) Empty() bool {
+	if k == nil {
+		return true
+	}
+	for _, b := range k.buf[:cap(k.buf)] {
+		if b != 0 {
+			return false
+		}
+	}
+	return k.alg == nil && k.block == nil && k.k1 == [16]byte{} && k.k2 == [16]byte{} && len(k.buf) == 0
 }
 
 // String describes k without its key material.
@@ -214,11 +272,7 @@ func (k Key) GoString() string { return k.String() }
 
 // Format implements fmt.Formatter so that every verb, %x and %+v
 // included, prints the redacted form.
-func (k Key) Format(f fmt.State, _ rune) {
-	if f != nil {
-		fmt.Fprint(f, k.String())
-	}
-}
+func (k Key) Format(f fmt.State, _ rune) { redact.Format(f, k.String()) }
 
 // Equal reports whether two MACs are equal, in time that depends only on
 // their lengths.

@@ -3,7 +3,6 @@ package mac
 import (
 	"crypto/sha3"
 	"fmt"
-	"sync"
 )
 
 // KMAC256 (NIST SP 800-185 §4.3) is cSHAKE256 with function name "KMAC"
@@ -26,9 +25,7 @@ const kmacMACLen = 16
 // rightEncode128 is right_encode(128), KMAC256-128's L.
 var rightEncode128 = [2]byte{128, 1}
 
-// maxCustom is the longest customization string InitKMAC takes: the
-// marshalled state and cSHAKE's initialisation block must fit the
-// scheduler's buffer.
+// maxCustom is the longest customization string a KMAC template takes.
 const maxCustom = 32
 
 // kmacBase is the marshalled cSHAKE256 state for N = "KMAC", S = "" right
@@ -47,17 +44,17 @@ var kmacBase, kmacStateLen = func() ([]byte, int) {
 	return st[:len(plain)], len(plain)
 }()
 
-// kmacSchedulers pool the sponge and buffer a KMAC key schedule with S = ""
-// needs, so that Init of a traffic key allocates nothing in steady state.
-var kmacSchedulers = sync.Pool{New: func() any { return &kmacScheduler{x: newCSHAKE()} }}
-
 // newCSHAKE returns a KMAC sponge: crypto/sha3 restores a marshalled
 // cSHAKE state only into a cSHAKE.
 func newCSHAKE() sha3.SHAKE { return *sha3.NewCSHAKE256([]byte("KMAC"), nil) }
 
-type kmacScheduler struct {
-	x   sha3.SHAKE
-	buf [2 * kmacRate]byte // the padded key; then the marshalled state
+// KMACParams are a KMAC template's parameters besides its key: the
+// customization string, the output length in bytes (0: KMAC256-128's
+// 16) and a message prefix absorbed after the key.
+type KMACParams struct {
+	Custom string
+	OutLen int
+	Prefix []byte
 }
 
 // appendLeftEncode appends left_encode(x) (SP 800-185 §2.3.1).
@@ -85,59 +82,67 @@ func appendRightEncode(b []byte, x uint64) []byte {
 	return append(b, byte(n))
 }
 
-// InitKMAC keys k for a KMAC algorithm as KMAC256 with key, customization
-// string s and an outLen-byte output, with prefix absorbed after the key:
-// a context that loads k computes KMAC256(key, prefix || message,
-// 8*outLen, s). Init is InitKMAC(a, key, "", 16, nil), the MAC of
-// KMAC256-128; the draft's KDF is InitKMAC(a, 132 zero bytes, "KDF", 32,
-// 0x00000001 || master key). Such a template keeps no key bytes to run the
-// schedule again from: a re-keying context loads it.
-func (k *Key) InitKMAC(a *Algorithm, key []byte, s string, outLen int, prefix []byte) error {
-	if k == nil || !a.valid() || a.kind != kindKMAC {
+// ScheduleKMAC keys k for the context's KMAC algorithm as KMAC256 with
+// key, customization p.Custom and a p.OutLen-byte output, with p.Prefix
+// absorbed after the key: a context that loads k computes
+// KMAC256(key, prefix || message, 8*outLen, custom). Schedule is
+// ScheduleKMAC with no parameters, the MAC of KMAC256-128; the draft's
+// KDF is the 132 zero bytes as key, "KDF", 32 and 0x00000001 || master
+// key. Such a template keeps no key bytes to run the schedule again from:
+// a re-keying context loads it. Without a customization it allocates
+// nothing for a k keyed before.
+func (c *Context) ScheduleKMAC(k *Key, key []byte, p KMACParams) error {
+	if c == nil || c.alg == nil || c.alg.kind != kindKMAC || k == nil {
 		return ErrNoKey
+	}
+	a, outLen := c.alg, p.OutLen
+	if outLen == 0 {
+		outLen = kmacMACLen
 	}
 	if !a.KeySizeOK(len(key)) {
 		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, a.name, len(key))
 	}
-	if outLen < 1 || outLen > MaxSize || len(s) > maxCustom {
-		return fmt.Errorf("%w: KMAC output of %d bytes, customization of %d (at most %d and %d)", ErrKeySize, outLen, len(s), MaxSize, maxCustom)
+	if outLen < 1 || outLen > MaxSize || len(p.Custom) > maxCustom {
+		return fmt.Errorf("%w: KMAC output of %d bytes, customization of %d (at most %d and %d)", ErrKeySize, outLen, len(p.Custom), MaxSize, maxCustom)
 	}
 	k.Wipe()
-	sc := kmacSchedulers.Get().(*kmacScheduler)
+	c.key, c.done = nil, 0
+	x := &c.kx // the cached keyed sponge is given up for the schedule
+	c.kxGen = 0
 	defer func() {
-		sc.x.Reset()
-		clear(sc.buf[:])
-		kmacSchedulers.Put(sc)
+		x.Reset()
+		clear(c.pad[:])
+		clear(c.st[:])
 	}()
-	x := &sc.x
-	if s == "" {
+	if p.Custom == "" {
 		_ = x.UnmarshalBinary(kmacBase) // our own marshalled state
 	} else {
-		*x = *sha3.NewCSHAKE256([]byte("KMAC"), []byte(s))
+		*x = *sha3.NewCSHAKE256([]byte("KMAC"), []byte(p.Custom))
 	}
-	// bytepad(encode_string(key), rate): at most 2 + 3 + 144 bytes, two
-	// blocks.
-	b := appendLeftEncode(sc.buf[:0], kmacRate)
+	// bytepad(encode_string(key), rate).
+	b := appendLeftEncode(c.pad[:0], kmacRate)
 	b = appendLeftEncode(b, 8*uint64(len(key)))
-	b = append(b, key...)
-	for len(b)%kmacRate != 0 {
-		b = append(b, 0)
-	}
 	x.Write(b)
-	x.Write(prefix)
+	x.Write(key)
+	fill := (kmacRate - (len(b)+len(key))%kmacRate) % kmacRate
+	clear(c.pad[:fill])
+	x.Write(c.pad[:fill])
+	x.Write(p.Prefix)
 	// The sponge, then (with a customization) cSHAKE's initialisation
 	// block, which the template does not keep.
-	st, err := x.AppendBinary(sc.buf[:0])
-	if err != nil || len(st) < kmacStateLen || &st[0] != &sc.buf[0] {
+	st, err := x.AppendBinary(c.st[:0])
+	if err != nil || len(st) < kmacStateLen {
 		return fmt.Errorf("%w: cSHAKE256 state of %d bytes: %v", ErrKeySize, len(st), err)
 	}
-	copy(k.state[0][:], st[:kmacStateLen])
-	k.alg, k.gen = a, keyGen.Add(1)
-	k.slen, k.outLen = uint16(kmacStateLen), uint8(outLen)
-	k.fixed = s != "" || len(prefix) > 0 || outLen != kmacMACLen
-	if !k.fixed {
-		k.nraw = uint8(copy(k.raw[:], key))
+	k.fixed = p.Custom != "" || len(p.Prefix) > 0 || outLen != kmacMACLen
+	nraw := len(key)
+	if k.fixed {
+		nraw = 0
 	}
+	k.layout(1, kmacStateLen, nraw)
+	copy(k.state(0), st[:kmacStateLen])
+	copy(k.raw(), key)
+	k.alg, k.gen, k.outLen = a, keyGen.Add(1), uint8(outLen)
 	return nil
 }
 
@@ -147,7 +152,7 @@ func (k *Key) InitKMAC(a *Algorithm, key []byte, s string, outLen int, prefix []
 // state costs several times the copy.
 func (c *Context) kmacReset(k *Key) {
 	if c.kxGen != k.gen || k.gen == 0 {
-		_ = c.kx.UnmarshalBinary(k.state[0][:k.slen]) // our own marshalled state
+		_ = c.kx.UnmarshalBinary(k.state(0)) // our own marshalled state
 		c.kxGen = k.gen
 	}
 	c.xof = c.kx

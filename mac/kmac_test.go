@@ -33,7 +33,7 @@ func TestKMAC256Samples(t *testing.T) {
 	for _, v := range vs {
 		for _, split := range []int{0, 1, len(v.Data) / 2, len(v.Data)} {
 			var k Key
-			if err := k.InitKMAC(a, v.Key, v.S, v.OutBits/8, v.Data[:split]); err != nil {
+			if err := k.InitKMAC(a, v.Key, KMACParams{Custom: v.S, OutLen: v.OutBits / 8, Prefix: v.Data[:split]}); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Start(&k); err != nil {
@@ -69,7 +69,7 @@ func TestKMACLength(t *testing.T) {
 	if err := k16.Init(a, key); err != nil {
 		t.Fatal(err)
 	}
-	if err := k32.InitKMAC(a, key, "", 32, nil); err != nil {
+	if err := k32.InitKMAC(a, key, KMACParams{OutLen: 32}); err != nil {
 		t.Fatal(err)
 	}
 	c := a.NewContext()
@@ -176,7 +176,7 @@ func TestKMACOpenSSL(t *testing.T) {
 				t.Fatalf("KMAC256-128 key %d msg %d in pieces: got %x, openssl %x", len(key), l, got, want)
 			}
 			split := rng.IntN(l + 1)
-			if err := kdf.InitKMAC(a, key, "KDF", 32, msg[:split]); err != nil {
+			if err := kdf.InitKMAC(a, key, KMACParams{Custom: "KDF", OutLen: 32, Prefix: msg[:split]}); err != nil {
 				t.Fatal(err)
 			}
 			got, _ = c.Compute(&kdf, nil, msg[split:])
@@ -241,19 +241,21 @@ func TestInitKMACRefuses(t *testing.T) {
 		{h, make([]byte, 32), "", 16, ErrNoKey},
 		{nil, make([]byte, 32), "", 16, ErrNoKey},
 		{a, make([]byte, 145), "", 16, ErrKeySize},
-		{a, make([]byte, 32), "", 0, ErrKeySize},
+		{a, make([]byte, 32), "", -1, ErrKeySize},
 		{a, make([]byte, 32), "", 65, ErrKeySize},
 		{a, make([]byte, 32), strings.Repeat("S", 33), 16, ErrKeySize},
 	} {
-		if err := k.InitKMAC(c.alg, c.key, c.s, c.outLen, nil); !errors.Is(err, c.want) {
+		if err := k.InitKMAC(c.alg, c.key, KMACParams{Custom: c.s, OutLen: c.outLen}); !errors.Is(err, c.want) {
 			t.Errorf("%v key %d s %d outLen %d: %v, want %v", c.alg, len(c.key), len(c.s), c.outLen, err, c.want)
 		}
 	}
-	if err := k.InitKMAC(a, make([]byte, 132), strings.Repeat("S", 32), 64, make([]byte, 300)); err != nil {
+	if err := k.InitKMAC(a, make([]byte, 132), KMACParams{Custom: strings.Repeat("S", 32), OutLen: 64, Prefix: make([]byte, 300)}); err != nil {
 		t.Fatalf("the longest customization: %v", err)
 	}
-	if testing.AllocsPerRun(20, func() { _ = k.InitKMAC(a, make([]byte, 32), "", 16, nil) }) != 0 && !raceEnabled {
-		t.Error("InitKMAC of a traffic key allocates")
+	w, key32 := a.NewContext(), make([]byte, 32)
+	_ = w.Schedule(&k, key32)
+	if testing.AllocsPerRun(20, func() { _ = w.Schedule(&k, key32) }) != 0 {
+		t.Error("a context's Schedule of a KMAC traffic key allocates")
 	}
 }
 
@@ -280,7 +282,7 @@ func TestKMACWipe(t *testing.T) {
 	}
 	want, _ := c.Compute(&k, nil, []byte("m"))
 	k.Wipe()
-	if k.state != [2][maxStateSize]byte{} || k.alg != nil || k.outLen != 0 {
+	if !k.Empty() || k.outLen != 0 {
 		t.Fatal("Wipe left the KMAC template")
 	}
 	if err := k.Init(a, bytes.Repeat([]byte{0xaa}, 32)); err != nil {

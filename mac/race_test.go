@@ -2,6 +2,6 @@
 
 package mac
 
-// raceEnabled: the race detector makes sync.Pool drop items at random, so
+// raceEnabled: the race detector's instrumentation allocates, so
 // allocation counts are not meaningful under it.
 const raceEnabled = true

@@ -61,7 +61,7 @@ func TestAddAll(t *testing.T) {
 			}
 			// All or nothing: the key the list would have replaced is
 			// still the keyring's, and nothing else went in.
-			if r.Len() != 1 || r.Find(old.Peer(), 0, false) != old || *old.secret == (mac.Key{}) {
+			if r.Len() != 1 || r.Find(old.Peer(), 0, false) != old || old.secret.Empty() {
 				t.Fatalf("refused AddAll: Len %d, old key kept %v", r.Len(), r.Find(old.Peer(), 0, false) == old)
 			}
 		})

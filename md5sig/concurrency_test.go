@@ -210,7 +210,7 @@ func TestConcurrentKeyChanges(t *testing.T) {
 		if err := r.Delete(k, DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		if *k.secret != (mac.Key{}) {
+		if !k.secret.Empty() {
 			t.Fatalf("%v not wiped", k)
 		}
 	}

@@ -390,7 +390,7 @@ func TestReplace(t *testing.T) {
 	if err := r.Delete(old, DeleteOptions{}); !errors.Is(err, ErrNoSuchKey) {
 		t.Fatalf("Delete of the replaced key: %v", err)
 	}
-	if *old.secret != (mac.Key{}) {
+	if !old.secret.Empty() {
 		t.Fatal("replaced key not wiped")
 	}
 	a, b := addr("10.0.0.1"), addr("10.0.0.5")
@@ -413,7 +413,7 @@ func TestDelete(t *testing.T) {
 	if err := r.Delete(k, DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if *k.secret != (mac.Key{}) {
+	if !k.secret.Empty() {
 		t.Fatal("synchronous delete returned before the wipe")
 	}
 	if pool.Algorithm(k.poolID) == nil {
@@ -448,7 +448,7 @@ func TestDelete(t *testing.T) {
 		t.Fatal("async delete wiped a key a reader holds")
 	}
 	k.guard.Release(pin)
-	if *k.secret != (mac.Key{}) {
+	if !k.secret.Empty() {
 		t.Fatal("key not wiped after its last reader")
 	}
 }
