@@ -36,8 +36,9 @@ type Key struct {
 	// blocks (kindHMACRe); KMAC: state 0 is the keyed sponge. Then the
 	// key bytes: HMAC's K0 without its zero padding (the key, or its
 	// digest when longer than a block), the AES key, TCP-MD5's key, KMAC's
-	// key.
-	buf    []byte
+	// key. Behind a pointer so that fmt, walking a struct that holds a
+	// Key without its methods, prints an address and not the bytes.
+	buf    *[]byte
 	slen   uint16 // the length of one state
 	nstate uint8  // states in buf: 0, 1 (KMAC) or 2 (HMAC)
 	nraw   uint8
@@ -59,23 +60,26 @@ var keyGen atomic.Uint64
 // state returns keyed state i.
 func (k *Key) state(i int) []byte {
 	n := int(k.slen)
-	return k.buf[i*n : (i+1)*n]
+	return (*k.buf)[i*n : (i+1)*n]
 }
 
 // raw returns the key bytes.
 func (k *Key) raw() []byte {
 	o := int(k.nstate) * int(k.slen)
-	return k.buf[o : o+int(k.nraw)]
+	return (*k.buf)[o : o+int(k.nraw)]
 }
 
 // layout sizes buf for nstate states of slen bytes and nraw key bytes,
 // reusing its memory when it is large enough.
 func (k *Key) layout(nstate, slen, nraw int) {
 	n := nstate*slen + nraw
-	if cap(k.buf) < n {
-		k.buf = make([]byte, n)
+	if k.buf == nil {
+		k.buf = new([]byte)
 	}
-	k.buf = k.buf[:n]
+	if cap(*k.buf) < n {
+		*k.buf = make([]byte, n)
+	}
+	*k.buf = (*k.buf)[:n]
 	k.nstate, k.slen, k.nraw = uint8(nstate), uint16(slen), uint8(nraw)
 }
 
@@ -237,8 +241,10 @@ func (k *Key) Wipe() {
 	if k == nil {
 		return
 	}
-	clear(k.buf[:cap(k.buf)])
-	k.buf = k.buf[:0]
+	if k.buf != nil {
+		clear((*k.buf)[:cap(*k.buf)])
+		*k.buf = (*k.buf)[:0]
+	}
 	clear(k.k1[:])
 	clear(k.k2[:])
 	k.block, k.slen, k.nstate, k.nraw, k.alg, k.gen = nil, 0, 0, 0, nil, 0
@@ -251,12 +257,17 @@ func (k *Key) Empty() bool {
 	if k == nil {
 		return true
 	}
-	for _, b := range k.buf[:cap(k.buf)] {
-		if b != 0 {
+	if k.buf != nil {
+		for _, b := range (*k.buf)[:cap(*k.buf)] {
+			if b != 0 {
+				return false
+			}
+		}
+		if len(*k.buf) != 0 {
 			return false
 		}
 	}
-	return k.alg == nil && k.block == nil && k.k1 == [16]byte{} && k.k2 == [16]byte{} && len(k.buf) == 0
+	return k.alg == nil && k.block == nil && k.k1 == [16]byte{} && k.k2 == [16]byte{}
 }
 
 // String describes k without its key material.

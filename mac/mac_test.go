@@ -436,7 +436,7 @@ func TestWipe(t *testing.T) {
 	a, _ := Lookup("hmac(sha256)")
 	var k Key
 	_ = k.Init(a, []byte("k"))
-	buf := k.buf[:cap(k.buf)]
+	buf := (*k.buf)[:cap(*k.buf)]
 	k.Wipe()
 	if !k.Empty() || len(buf) == 0 || string(buf) != string(make([]byte, len(buf))) {
 		t.Fatal("Wipe left key material")

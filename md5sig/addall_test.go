@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/keys"
-	"github.com/tcpsig/tcpsig/mac"
 )
 
 // TestAddAll: a list goes in whole, each entry replacing a key of its

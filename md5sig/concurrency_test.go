@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/tcpsig/tcpsig/keys"
-	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
