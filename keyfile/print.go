@@ -24,7 +24,7 @@ func (e AO) String() string {
 	if c.ExcludeOptions {
 		s += " exclude_options"
 	}
-	return describe(e.Name, s, c.HasIfIndex, c.IfIndex, len(c.Key))
+	return describe(e.Name, s+boundTo(c.HasIfIndex, c.IfIndex), len(c.Key))
 }
 
 // GoString is String, so %#v does not print the key either.
@@ -49,7 +49,7 @@ func (e AO) MarshalJSON() ([]byte, error) {
 func (e MD5) String() string {
 	c := e.Config
 	s := fmt.Sprintf("peer %v", c.Peer)
-	return describe(e.Name, s, c.HasIfIndex, c.IfIndex, len(c.Key))
+	return describe(e.Name, s+boundTo(c.HasIfIndex, c.IfIndex), len(c.Key))
 }
 
 // GoString is String, so %#v does not print the key either.
@@ -282,4 +282,23 @@ func (w *jsonOut) file(f *File) {
 		w.raw("\n")
 	}
 	w.raw("}")
+}
+
+// boundTo is the L3 scope in an entry's String: " ifindex N" when the
+// entry is bound to one, "" when not.
+func boundTo(hasIfIndex bool, ifindex int) string {
+	if !hasIfIndex {
+		return ""
+	}
+	return fmt.Sprintf(" ifindex %d", ifindex)
+}
+
+// describe finishes an entry's String: its key's length (never its
+// bytes) and its name in front.
+func describe(name, s string, keyLen int) string {
+	s += fmt.Sprintf(" key [%d bytes]", keyLen)
+	if name != "" {
+		s = strconv.Quote(name) + " " + s
+	}
+	return s
 }
