@@ -85,20 +85,6 @@ func reportCPU(b *testing.B, cpu0 int64) {
 	}
 }
 
-// BenchmarkSpacers measures the spacer contexts of Alloc, which keep
-// neighbouring shards' contexts off each other's cache lines.
-func BenchmarkSpacers(b *testing.B) {
-	for _, name := range []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)"} {
-		for _, on := range []bool{false, true} {
-			b.Run(fmt.Sprintf("%s/spacers=%v", name, on), func(b *testing.B) {
-				defer func(v bool) { useSpacers = v }(useSpacers)
-				useSpacers = on
-				benchSign(b, mustNew(Config{}), lookup(b, name), 48)
-			})
-		}
-	}
-}
-
 // BenchmarkDirect is the floor: the same MAC on a goroutine-owned context,
 // no pool.
 func BenchmarkDirect(b *testing.B) {

@@ -2,15 +2,18 @@ package sigpool_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
-// Signing one message through the pool: allocate the algorithm once, build
-// the keyed template once per key, then Start, Key, Write, Finish, End per
-// message.
+// Signing one message through the pool: Alloc the algorithm once per key,
+// build the keyed template once per key, then Start, Key, Write, Finish,
+// End per message, and Release when the key goes: with the last
+// reference the algorithm's contexts are wiped and its ID is no longer
+// held.
 func Example() {
 	alg, err := mac.Lookup("hmac(sha256)")
 	if err != nil {
@@ -24,7 +27,6 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	defer pool.Release(id)
 
 	raw := bytes.Repeat([]byte{0x0b}, 20) // RFC 4231 test case 2
 	var key mac.Key
@@ -45,9 +47,15 @@ func Example() {
 	r.MAC.Write(r.Scratch[:n])
 	out = r.MAC.Finish(out[:0])
 	r.End()
+	fmt.Printf("%x\n", out)
 
-	b, _ := pool.Backend(id)
-	fmt.Printf("%v %x\n", b, out)
+	key.Wipe()
+	if err := pool.Release(id); err != nil { // the last reference
+		panic(err)
+	}
+	_, err = pool.Start(id)
+	fmt.Println(errors.Is(err, sigpool.ErrNotAllocated))
 	// Output:
-	// clone b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7
+	// b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7
+	// true
 }

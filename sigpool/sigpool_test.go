@@ -89,19 +89,27 @@ func TestRefcount(t *testing.T) {
 	if id4, _ := p.Alloc(sha1, 0); id4 != id3 {
 		t.Fatalf("alias and name got different IDs %v %v", id3, id4)
 	}
-	p.Get(id) // refs: 3
-	if p.Algorithm(id) != sha256 || p.Algorithm(id3) != sha1 {
-		t.Fatal("Algorithm does not match")
+	if id6, err := p.Alloc(sha256, 0); err != nil || id6 != id { // refs: 3
+		t.Fatalf("third Alloc of the same algorithm: %v, %v; want shared ID %v", id6, err, id)
+	}
+	if n := entryRefs(p, id); n != 3 {
+		t.Fatalf("%d references after three Allocs, want 3", n)
+	}
+	if entryAlgorithm(p, id) != sha256 || entryAlgorithm(p, id3) != sha1 {
+		t.Fatal("entry's algorithm does not match")
 	}
 	for i := 0; i < 2; i++ {
 		p.Release(id)
-		if p.Algorithm(id) != sha256 {
+		if n := entryRefs(p, id); n != 2-i {
+			t.Fatalf("after %d of 3 Releases: %d references, want %d", i+1, n, 2-i)
+		}
+		if entryAlgorithm(p, id) != sha256 {
 			t.Fatalf("after %d of 3 Releases the entry is gone", i+1)
 		}
 		sign(t, p, id, template(t, sha256, []byte("k")), []byte("k"), nil) // still usable
 	}
 	p.Release(id)
-	if p.Algorithm(id) != nil {
+	if entryAlgorithm(p, id) != nil {
 		t.Fatal("entry still held after the last Release")
 	}
 	for i := range p.shards {
@@ -405,7 +413,7 @@ func TestReleaseWhileInUse(t *testing.T) {
 	}()
 	r := <-started
 	p.Release(id) // must not wait for the holder: it only continues after this
-	if p.Algorithm(id) != nil {
+	if entryAlgorithm(p, id) != nil {
 		t.Fatal("released ID still reported held")
 	}
 	if r.MAC == nil {
@@ -414,7 +422,7 @@ func TestReleaseWhileInUse(t *testing.T) {
 	if _, err := p.Alloc(lookup(t, "hmac(sha1)"), 0); err != nil { // the slot being cleaned is not reused
 		t.Fatal(err)
 	}
-	if p.Algorithm(id) != nil {
+	if entryAlgorithm(p, id) != nil {
 		t.Fatal("a slot still being cleaned was handed out again")
 	}
 	close(released)
@@ -462,7 +470,7 @@ func TestMisuse(t *testing.T) {
 	r.End()
 	var zero Pool
 	var nilPool *Pool
-	_, errBackend := p.Backend(id + 1)
+	_, errLease := p.Lease(id + 1)
 	_, errStart := p.Start(id + 1)
 	_, errNeg := p.Start(-1)
 	_, errBeyond := p.StartHint(tableSize, 0)
@@ -476,9 +484,9 @@ func TestMisuse(t *testing.T) {
 		"Start on a zero Pool":   errZero,
 		"Start on a nil Pool":    errNil,
 		"Alloc on a zero Pool":   errZeroAlloc,
-		"Get of a free slot":     p.Get(id + 1),
 		"Release of a free slot": p.Release(id + 1),
-		"Backend of a free slot": errBackend,
+		"Lease of a free slot":   errLease,
+		"Return to a free slot":  p.Return(id+1, nil),
 	} {
 		if !errors.Is(err, ErrNotAllocated) {
 			t.Errorf("%s: %v, want ErrNotAllocated", name, err)
@@ -543,10 +551,11 @@ func TestLayout(t *testing.T) {
 }
 
 func TestDefault(t *testing.T) {
-	if Default.Shards() < 1 || Default.Shards() != runtime.GOMAXPROCS(0) {
-		t.Logf("Default: %d shards, GOMAXPROCS %d", Default.Shards(), runtime.GOMAXPROCS(0))
+	n := len(Default.shards) // read-only after New
+	if n != runtime.GOMAXPROCS(0) {
+		t.Logf("Default: %d shards, GOMAXPROCS %d", n, runtime.GOMAXPROCS(0))
 	}
-	if Default.Shards() < 1 {
+	if n < 1 {
 		t.Fatal("no shards")
 	}
 }
@@ -567,14 +576,6 @@ func mustStartHint(p *Pool, id ID, hint uint32) *Request {
 		panic(err)
 	}
 	return r
-}
-
-func mustBackend(p *Pool, id ID) Backend {
-	b, err := p.Backend(id)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }
 
 // TestLease leases a context, returns it and leases again: the second
@@ -616,13 +617,13 @@ func TestLease(t *testing.T) {
 	if err := p.Release(id); err != nil {
 		t.Fatal(err)
 	}
-	if p.Algorithm(id) != sha1 {
+	if entryAlgorithm(p, id) != sha1 || entryRefs(p, id) != 1 {
 		t.Fatal("a leased context's entry was freed by the last Release")
 	}
 	if err := p.Return(id, c2); err != nil {
 		t.Fatal(err)
 	}
-	if p.Algorithm(id) != nil {
+	if entryAlgorithm(p, id) != nil {
 		t.Fatal("entry still held after the last lease came back")
 	}
 	if _, err := p.Lease(id); !errors.Is(err, ErrNotAllocated) {
