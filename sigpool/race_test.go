@@ -2,7 +2,6 @@
 
 package sigpool
 
-// raceEnabled: the race detector makes sync.Pool drop items at random, so
-// the mac package's pooled key schedulers allocate; allocation counts are
-// checked without it.
+// raceEnabled: the race detector's instrumentation allocates, so
+// allocation counts are checked without it.
 const raceEnabled = true

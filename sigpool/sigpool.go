@@ -1,9 +1,13 @@
 // Package sigpool is a per-CPU-sharded pool of MAC contexts and scratch
 // buffers, the Go form of Linux's tcp_sigpool (net/ipv4/tcp_sigpool.c).
-// Every MAC tcpsig computes comes from a context of a pool: a call
-// without a connection (a TCP-AO signature or KDF derivation, a TCP-MD5
-// digest) takes one shard's for the call, a connection leases one for as
-// long as it uses a key.
+// It is the one owner of tcpsig's working MAC state: every MAC, traffic
+// key derivation and key schedule runs on a context of a pool, and every
+// scratch buffer is a pool's. A call takes one shard's request for the
+// message (a connection's segment, a TCP-MD5 digest, a derivation); a
+// connection that asks to keep a context between segments leases one.
+// Each key holds a reference on its algorithm's entry, taken when the key
+// is added and dropped when it is wiped: the entry and its contexts go
+// with the algorithm's last key.
 //
 // Most programs do not need it: the keyrings of packages ao and md5sig
 // compute through [Default] unless given a pool (ao.NewKeyring(pool)),
@@ -25,7 +29,7 @@
 // of an AES key does: crypto/aes allocates its schedule). Misuse gets an
 // error, never a panic.
 //
-//	id, err := pool.Alloc(alg, 60) // once per user of alg
+//	id, err := pool.Alloc(alg, 60) // once per key of alg
 //	r, err := pool.Start(id)       // per message
 //	err = r.MAC.Start(&key)
 //	r.MAC.Write(msg)
@@ -34,7 +38,9 @@
 //	pool.Release(id)               // once per Alloc
 //
 // The pool keeps no keys of its own beyond each context's working state,
-// which the next Start overwrites and Release and Return wipe.
+// which the next Start overwrites and Release and Return wipe, and a
+// request's Spare key, which its holder wipes before End (the last
+// Release wipes it too).
 package sigpool
 
 import (
@@ -78,9 +84,6 @@ func (b Backend) String() string {
 // tcpsig knows fewer than 16 algorithms and entries are shared per
 // algorithm, so a pool fills up only if entries are being cleaned up.
 const tableSize = 64
-
-// useSpacers: see Alloc; a variable for BenchmarkSpacers.
-var useSpacers = true
 
 // ErrPoolFull is returned by [Pool.Alloc] when every slot of the table is
 // taken (Linux: -ENOSPC).
@@ -130,9 +133,14 @@ type Request struct {
 	// before Start; shared by every algorithm of the shard.
 	Scratch []byte
 
-	sh     *shard
-	spacer *mac.Context // see Alloc
-	held   bool
+	// Spare is the shard's spare key, the request holder's to key and
+	// use for one message (a handshake's traffic key, derived for the
+	// segment that needs it, which no connection keeps). The holder
+	// wipes it before End.
+	Spare mac.Key
+
+	sh   *shard
+	held bool
 }
 
 // shard is one stand-in CPU: a lock and the requests of every table
@@ -155,7 +163,7 @@ type shard struct {
 // wipe is done.
 type entry struct {
 	alg     *mac.Algorithm
-	refs    int // Alloc and Get references, and one per leased context
+	refs    int // Alloc references, and one per leased context
 	backend Backend
 	free    []*mac.Context            // returned leases, wiped, for the next Lease
 	leased  map[*mac.Context]struct{} // out on lease now: Return takes back only these, once
@@ -170,8 +178,8 @@ type Pool struct {
 	backend Backend
 	_       [cacheline.Size]byte
 
-	// mu guards entries (cpool_mutex): Alloc, Get, Release, Lease and
-	// Return, never per message. It is never held while waiting for a
+	// mu guards entries (cpool_mutex): Alloc, Release, Lease and Return,
+	// never per message. It is never held while waiting for a
 	// shard: Release only tries each shard's lock and leaves busy ones
 	// to a goroutine that waits without it.
 	mu      sync.Mutex
@@ -209,14 +217,6 @@ func New(cfg Config) (*Pool, error) {
 // Default is the pool that tcpsig's ao and md5sig use unless given
 // another: GOMAXPROCS shards at program start, Clone backend.
 var Default, _ = New(Config{})
-
-// Shards returns the number of shards.
-func (p *Pool) Shards() int {
-	if p == nil {
-		return 0
-	}
-	return len(p.shards)
-}
 
 // Alloc makes alg available in the pool and reserves at least scratchSize
 // bytes of scratch per shard, like tcp_sigpool_alloc_ahash(). If alg is
@@ -257,21 +257,8 @@ func (p *Pool) Alloc(alg *mac.Algorithm, scratchSize int) (ID, error) {
 	b := p.backend
 	// The slot is free: no shard's request for it is in use, and none
 	// can be until the ID is handed out, which happens after these writes.
-	//
-	// A context is several heap objects (the Context, and for HMAC two
-	// hash states of 100-200 bytes), and the allocator hands out objects
-	// of one size class back to back, so the contexts of neighbouring
-	// shards would share cache lines: the tail of one shard's context and
-	// the head of the next are both written on every use. An unused
-	// spacer context allocated after each shard's own puts one object of
-	// every class in between (best effort: the allocator may reuse freed
-	// slots out of order).
 	for i := range p.shards {
-		r := &p.shards[i].reqs[free]
-		r.MAC = newContext(alg, b)
-		if useSpacers {
-			r.spacer = alg.NewContext()
-		}
+		p.shards[i].reqs[free].MAC = newContext(alg, b)
 	}
 	p.scratch.Reserve(scratchSize)
 	p.entries[free] = entry{alg: alg, refs: 1, backend: b}
@@ -292,22 +279,6 @@ func (p *Pool) held(id ID) *entry {
 		return nil
 	}
 	return &p.entries[id]
-}
-
-// Get takes one more reference on a held ID, like tcp_sigpool_get(), or
-// returns [ErrNotAllocated].
-func (p *Pool) Get(id ID) error {
-	if p == nil {
-		return ErrNotAllocated
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.held(id)
-	if e == nil {
-		return ErrNotAllocated
-	}
-	e.refs++
-	return nil
 }
 
 // Release drops one reference, like tcp_sigpool_release(). When the last
@@ -440,35 +411,8 @@ func (sh *shard) drop(id ID) {
 	if r.MAC != nil {
 		r.MAC.Wipe()
 	}
-	r.MAC, r.Scratch, r.spacer = nil, nil, nil
-}
-
-// Algorithm returns the algorithm of a held ID, nil if id is not held.
-func (p *Pool) Algorithm(id ID) *mac.Algorithm {
-	if p == nil {
-		return nil
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if id < 0 || int(id) >= tableSize || p.entries[id].refs == 0 {
-		return nil
-	}
-	return p.entries[id].alg
-}
-
-// Backend returns the backend that Request.Key uses for id, or
-// [ErrNotAllocated].
-func (p *Pool) Backend(id ID) (Backend, error) {
-	if p == nil {
-		return 0, ErrNotAllocated
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e := p.held(id)
-	if e == nil {
-		return 0, ErrNotAllocated
-	}
-	return e.backend, nil
+	r.Spare.Wipe()
+	r.MAC, r.Scratch = nil, nil
 }
 
 // Start returns a request for id that the caller uses exclusively until it
@@ -483,9 +427,11 @@ func (p *Pool) Start(id ID) (*Request, error) {
 	return p.StartHint(id, rand.Uint32())
 }
 
-// StartHint is Start beginning at the shard a caller-held hint names (a
-// connection's segments then keep using one shard's context while it is
-// free), falling back to the next shards when it is busy.
+// StartHint is Start beginning at the shard a caller-held hint names: a
+// connection passes its own, so that its segments keep using one shard's
+// context while it is free (CMAC reuses what it cached of the
+// connection's last segment), falling back to the next shards when it is
+// busy.
 func (p *Pool) StartHint(id ID, hint uint32) (*Request, error) {
 	if p == nil || uint(id) >= tableSize || len(p.shards) == 0 {
 		return nil, ErrNotAllocated
