@@ -165,6 +165,7 @@ type ngGuard struct {
 	err    error
 }
 
+// Read passes on the bytes of the blocks g lets through.
 func (g *ngGuard) Read(p []byte) (int, error) {
 	for g.left == 0 && g.err == nil {
 		g.left, g.err = g.block()
@@ -244,6 +245,7 @@ func (g *ngGuard) block() (int, error) {
 	return int(total), nil
 }
 
+// truncated turns an EOF inside a block into errTruncated.
 func truncated(err error) error {
 	if err == io.EOF {
 		return errTruncated

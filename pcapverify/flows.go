@@ -14,6 +14,7 @@ import (
 // directions find the same flow.
 type flowKey struct{ a, b netip.AddrPort }
 
+// keyOf returns the key of the flow between src and dst, either way.
 func keyOf(src, dst netip.AddrPort) flowKey {
 	if less(dst, src) {
 		return flowKey{dst, src}
@@ -21,6 +22,7 @@ func keyOf(src, dst netip.AddrPort) flowKey {
 	return flowKey{src, dst}
 }
 
+// less orders endpoints by address, then port.
 func less(x, y netip.AddrPort) bool {
 	if c := x.Addr().Compare(y.Addr()); c != 0 {
 		return c < 0
@@ -38,6 +40,7 @@ const (
 	isnFromFlag
 )
 
+// String names the source as reports do.
 func (s isnSource) String() string {
 	return [...]string{"unknown", "SYN", "SYN-ACK", "-isn"}[s]
 }
@@ -48,11 +51,11 @@ type endState struct {
 	addr    netip.AddrPort
 	isn     uint32
 	isnFrom isnSource
-	// The SNE of the endpoint's send direction as of sequence number
-	// basis (RFC 5925 §6.2); moved forward only by segments that verify,
-	// as the receiver's kernel does.
-	sne, basis uint32
-	sneSet     bool
+	// The SNE of the endpoint's send direction (RFC 5925 §6.2), tracked
+	// as a Conn tracks it; moved forward only by segments that verify,
+	// as the receiver's kernel does. sneSet says it has a basis.
+	sne    ao.SNE
+	sneSet bool
 	// The sequence number of the endpoint's last segment: what a Linux
 	// listener signs its RST to that segment with.
 	last    uint32
@@ -99,17 +102,8 @@ func (e *endState) restart(s endState) {
 	*e = s
 }
 
+// isnKnown reports whether the capture or -isn gave e's ISN.
 func (e *endState) isnKnown() bool { return e.isnFrom != isnUnknown }
-
-// sneOf returns the SNE of sequence number seq.
-func (e *endState) sneOf(seq uint32) uint32 { return ao.ComputeSNE(e.sne, e.basis, seq) }
-
-// advance moves the SNE basis to seq if seq is after it.
-func (e *endState) advance(seq uint32) {
-	if int32(seq-e.basis) > 0 { // seq is after the basis (serial arithmetic)
-		e.sne, e.basis = e.sneOf(seq), seq
-	}
-}
 
 // aoJudge is one TCP-AO reading of a direction: a keyring whose MKTs
 // verify what the receiver gets, with the ISNs and SNE of the flow's
@@ -140,6 +134,7 @@ type dirState struct {
 	sneHi  uint32 // the largest
 }
 
+// noteAlg adds alg to the direction's algorithms, once.
 func (d *dirState) noteAlg(alg string) {
 	for _, a := range d.algs {
 		if a == alg {
@@ -169,6 +164,7 @@ type flow struct {
 // The readings of a flow whose ends share an address.
 const readBoth = 0
 
+// ownedBy is the reading that the entries are ends[k]'s.
 func ownedBy(k int) int { return 1 + k }
 
 // judged counts a TCP-AO segment sent by ends[i] that the receiver's
@@ -218,6 +214,7 @@ type flows struct {
 	overReason string
 }
 
+// newFlows returns an empty table of at most max flows.
 func newFlows(max int) *flows {
 	return &flows{byKey: map[flowKey]*flow{}, max: max, over: newOverflow(maxOverflow),
 		overReason: fmt.Sprintf("flow not tracked: a verifier tracks the first %d flows that keys cover, and this one came after them", max)}
@@ -281,6 +278,7 @@ type overflow struct {
 	more  bool // a flow came when seen was full: len(seen) is a lower bound
 }
 
+// newOverflow returns an overflow that tells apart up to limit flows.
 func newOverflow(limit int) overflow {
 	return overflow{seed: maphash.MakeSeed(), seen: map[uint64]struct{}{}, limit: limit}
 }
@@ -326,7 +324,7 @@ func (f *flow) learn(i int, h segment.TCP, opts *Options) {
 			o.restart(endState{addr: o.addr})
 		}
 		f.conns++
-		e.restart(endState{addr: e.addr, isn: seq, isnFrom: isnFromSYN, basis: seq, sneSet: true})
+		e.restart(endState{addr: e.addr, isn: seq, isnFrom: isnFromSYN, sne: ao.NewSNE(0, seq), sneSet: true})
 		return
 	case segment.SYN | segment.ACK:
 		// A simultaneous open keeps the ISN of the endpoint's SYN.
@@ -334,11 +332,11 @@ func (f *flow) learn(i int, h segment.TCP, opts *Options) {
 			return
 		}
 		opts.contradicted(e, seq, "SYN-ACK")
-		e.restart(endState{addr: e.addr, isn: seq, isnFrom: isnFromSYNACK, basis: seq, sneSet: true})
+		e.restart(endState{addr: e.addr, isn: seq, isnFrom: isnFromSYNACK, sne: ao.NewSNE(0, seq), sneSet: true})
 		return
 	}
 	if !e.sneSet {
-		e.sne, e.basis, e.sneSet = opts.SNE[e.addr], seq, true
+		e.sne, e.sneSet = ao.NewSNE(opts.SNE[e.addr], seq), true
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/keys"
-	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // Keys is a keys file loaded into keyrings, and the readings a direction
@@ -33,7 +32,6 @@ import (
 // Keys serve one Verifier at a time: readings are built as flows need them.
 type Keys struct {
 	file    *keyfile.File
-	pool    *sigpool.Pool
 	aoRings []*ao.Keyring
 	aoEntry map[*ao.MKT]int // index in file.AO
 	aoNames []string        // entryName of each file.AO entry
@@ -56,13 +54,8 @@ func LoadKeys(kf *keyfile.File) (*Keys, error) {
 	if kf == nil {
 		return nil, ErrNotSetUp
 	}
-	pool, err := sigpool.New(sigpool.Config{})
-	if err != nil {
-		return nil, err
-	}
 	ks := &Keys{
 		file:    kf,
-		pool:    pool,
 		aoEntry: map[*ao.MKT]int{},
 		mirrors: map[string]*mirror{},
 	}
@@ -75,10 +68,11 @@ func LoadKeys(kf *keyfile.File) (*Keys, error) {
 		cfg.IfIndex, cfg.HasIfIndex = 0, false
 		entries = append(entries, aoEntry{cfg, i})
 	}
+	var err error
 	if ks.aoRings, err = ks.addAO(entries); err != nil {
 		return nil, err
 	}
-	if ks.md5, err = newMD5Keys(ks.pool, kf.MD5); err != nil {
+	if ks.md5, err = newMD5Keys(kf.MD5); err != nil {
 		return nil, err
 	}
 	return ks, nil
@@ -122,7 +116,7 @@ next:
 		for _, e := range group {
 			cfgs, names = append(cfgs, e.cfg), append(names, ks.file.AO[e.entry].Name)
 		}
-		r := ao.NewKeyring(ks.pool)
+		r := ao.NewKeyring(nil) // the engine's default pool
 		ms, err := r.AddAll(cfgs, names)
 		if err != nil {
 			var ee *keys.EntryError
@@ -197,6 +191,7 @@ func (ks *Keys) relevant(a, b netip.Addr) bool {
 	return ks.coversAny(a) || ks.coversAny(b)
 }
 
+// coversAny reports whether any entry's peer contains a.
 func (ks *Keys) coversAny(a netip.Addr) bool {
 	for _, r := range ks.aoRings {
 		if r.Covers(a, 0) {

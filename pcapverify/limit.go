@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/netip"
 
-	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -39,21 +38,23 @@ func (v *Verifier) noteOverflow() {
 	v.totals.MaxFlows = v.flows.max
 }
 
-// uncovered judges a segment from src to dst, addresses no key covers:
-// with an option it is no-key, as it would be in a flow of its own (whose
-// SNE would be the -sne value), and without one it is skipped.
-func (v *Verifier) uncovered(frame int, seg *segment.Segment, src, dst netip.AddrPort) {
+// uncovered judges a segment whose addresses no key covers, r holding
+// what its header says: with an option it is no-key, as it would be in a
+// flow of its own (whose SNE would be the -sne value), and without one it
+// is skipped.
+func (v *Verifier) uncovered(seg *segment.Segment, r *Result) {
 	auth := seg.Auth()
 	if auth.AO == 0 && auth.MD5 == 0 {
 		v.totals.Skipped++
 		return
 	}
-	r := v.flowless(frame, seg, src, dst, NoKey)
+	r.Verdict = NoKey
+	readOption(seg, r)
 	switch {
 	case r.Verdict != NoKey: // a malformed option
 	case r.Kind == KindAO:
 		if r.Flags&segment.SYN == 0 {
-			r.SNE = v.opts.SNE[src]
+			r.SNE = v.opts.SNE[r.Src]
 		}
 		r.Reason = noAOKey(r)
 	default:
@@ -62,35 +63,28 @@ func (v *Verifier) uncovered(frame int, seg *segment.Segment, src, dst netip.Add
 	v.record(nil, r)
 }
 
-// untracked judges a segment of a flow that the full table turned away:
-// Untracked, counted in Totals.UntrackedFlows.
-func (v *Verifier) untracked(frame int, seg *segment.Segment, src, dst netip.AddrPort) {
+// untracked judges a segment of a flow that the full table turned away,
+// r holding what its header says: Untracked, counted in
+// Totals.UntrackedFlows.
+func (v *Verifier) untracked(seg *segment.Segment, r *Result) {
 	v.noteOverflow()
-	r := v.flowless(frame, seg, src, dst, Untracked)
+	r.Verdict = Untracked
+	readOption(seg, r)
 	if r.Verdict == Untracked {
 		r.Reason = v.flows.overReason
 	}
 	v.record(nil, r)
 }
 
-// flowless starts the result of a segment judged without a flow: verdict,
-// and what its option says; Malformed if the option does not parse.
-func (v *Verifier) flowless(frame int, seg *segment.Segment, src, dst netip.AddrPort, verdict Verdict) *Result {
-	h, auth := seg.Header, seg.Auth()
-	r := &v.r
-	*r = Result{Frame: frame, Src: src, Dst: dst, HasTCP: true, Flags: h.Flags(), Seq: h.Seq(), Verdict: verdict}
-	switch {
+// readOption fills in r what the option of a segment judged without a
+// flow says; Malformed if a TCP-AO option does not parse.
+func readOption(seg *segment.Segment, r *Result) {
+	switch auth := seg.Auth(); {
 	case auth.AO > 0:
-		opt, err := ao.ParseOption(h[auth.AO:])
-		if err != nil { // segment.ParsePacket checked it already
-			r.Verdict, r.Reason = Malformed, err.Error()
-			return r
-		}
-		r.Kind, r.KeyID, r.RNextKeyID = KindAO, opt.KeyID, opt.RNextKeyID
+		parseAO(seg, r)
 	case auth.MD5 > 0:
 		r.Kind = KindMD5
 	}
-	return r
 }
 
 // noAOKey is the reason of a TCP-AO segment that no key's peer covers.

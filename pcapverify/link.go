@@ -9,6 +9,7 @@ import (
 	"github.com/gopacket/gopacket/layers"
 )
 
+// unsupportedLink is the error of a capture of link type lt, named if known.
 func unsupportedLink(lt uint32) error {
 	name := "unknown"
 	if lt < 1<<16 {
@@ -91,6 +92,7 @@ func (d *linkDecoder) ip(lt layers.LinkType, frame []byte) []byte {
 	return payload
 }
 
+// ipVersion returns b if it starts like an IPv4 or IPv6 packet, else nil.
 func ipVersion(b []byte) []byte {
 	if len(b) > 0 && (b[0]>>4 == 4 || b[0]>>4 == 6) {
 		return b

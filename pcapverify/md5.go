@@ -10,22 +10,21 @@ import (
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/md5sig"
 	"github.com/tcpsig/tcpsig/segment"
-	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // md5Keys is the TCP-MD5 part of a keys file: md5sig keyrings (more than
 // one only when two entries name the same peer with different keys, which
 // one kernel keyring cannot hold: each is a reading).
 type md5Keys struct {
-	pool    *sigpool.Pool
 	entries []keyfile.MD5
 	labels  []string // entryName of each entry
 	rings   []*md5sig.Keyring
 	entry   map[*md5sig.Key]int // index in entries
 }
 
-func newMD5Keys(pool *sigpool.Pool, entries []keyfile.MD5) (*md5Keys, error) {
-	k := &md5Keys{pool: pool, entries: entries, entry: map[*md5sig.Key]int{}}
+// newMD5Keys builds the keyrings of the file's "md5" entries.
+func newMD5Keys(entries []keyfile.MD5) (*md5Keys, error) {
+	k := &md5Keys{entries: entries, entry: map[*md5sig.Key]int{}}
 	var all []md5Entry
 	for i, e := range entries {
 		k.labels = append(k.labels, entryName("md5", i, e.Name))
@@ -72,7 +71,7 @@ next:
 		for _, i := range index[g] {
 			names = append(names, k.entries[i].Name)
 		}
-		r := md5sig.NewKeyring(k.pool)
+		r := md5sig.NewKeyring(nil) // the engine's default pool
 		ks, err := r.AddAll(group, names)
 		if err != nil {
 			var ee *keys.EntryError
@@ -103,7 +102,7 @@ func (k *md5Keys) covers(addr netip.Addr) bool {
 // peer contains dst, the longest prefix first), as keys for peer: TCP-MD5
 // keys are the same on both ends.
 func (k *md5Keys) mirror(peer netip.Prefix, dst netip.Addr) *md5Keys {
-	m := &md5Keys{pool: k.pool, entries: k.entries, labels: k.labels, entry: map[*md5sig.Key]int{}}
+	m := &md5Keys{entries: k.entries, labels: k.labels, entry: map[*md5sig.Key]int{}}
 	var entries []md5Entry
 	for _, r := range k.rings {
 		if key := r.Lookup(dst, 0); key != nil {

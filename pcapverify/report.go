@@ -54,6 +54,7 @@ type VerdictCounts struct {
 // Verdicts are t's counts by name.
 func (t *Totals) Verdicts() VerdictCounts { return countsOf(&t.Counts) }
 
+// countsOf names the counts of c by verdict.
 func countsOf(c *[NumVerdicts]uint64) VerdictCounts {
 	return VerdictCounts{c[Good], c[Bad], c[NoKey], c[Unsigned], c[Malformed], c[UnknownISN], c[Untracked]}
 }

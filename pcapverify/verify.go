@@ -111,6 +111,7 @@ func (t *Totals) Add(o *Totals) {
 	t.MaxFlows = max(t.MaxFlows, o.MaxFlows)
 }
 
+// noteNeedISN adds ap to t.NeedISN, once, while there is room.
 func (t *Totals) noteNeedISN(ap netip.AddrPort) {
 	if len(t.NeedISN) < maxNeedISN && !slices.Contains(t.NeedISN, ap) {
 		t.NeedISN = append(t.NeedISN, ap)
@@ -157,7 +158,7 @@ var ErrNotSetUp = errors.New("pcapverify: not set up (use LoadKeys, Open and New
 // NewVerifier returns a Verifier of one capture. opts may be nil; emit
 // may be nil when only the totals and flows are wanted.
 func NewVerifier(keys *Keys, opts *Options, emit func(*Result)) (*Verifier, error) {
-	if keys == nil || keys.pool == nil {
+	if keys == nil || keys.file == nil {
 		return nil, ErrNotSetUp
 	}
 	if opts == nil {
@@ -203,6 +204,7 @@ func (v *Verifier) Packet(frame int, ip []byte, truncated bool) error {
 	return nil
 }
 
+// judge is Packet on a set-up Verifier.
 func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 	v.totals.Packets++
 	if ip == nil {
@@ -221,25 +223,26 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 		v.opts.note(src)
 		v.opts.note(dst)
 	}
+	r := &v.r
+	*r = Result{Frame: frame, Src: src, Dst: dst, HasTCP: true, Flags: h.Flags(), Seq: h.Seq()}
 	f, i := v.flows.find(src, dst)
 	if f == nil { // a new flow, tracked only if a key covers it (i is 0: its sender is ends[0])
 		if !v.keys.relevant(src.Addr(), dst.Addr()) {
-			v.uncovered(frame, &seg, src, dst)
+			v.uncovered(&seg, r)
 			return
 		}
 		if f = v.flows.add(src, dst, v.opts); f == nil {
-			v.untracked(frame, &seg, src, dst)
+			v.untracked(&seg, r)
 			return
 		}
 	}
 	f.learn(i, h, v.opts)
 	f.ends[i].last, f.ends[i].lastSet = h.Seq(), true
 	d := v.direction(f, i)
-	r := &v.r
-	*r = Result{Frame: frame, Src: src, Dst: dst, HasTCP: true, Flags: h.Flags(), Seq: h.Seq(), Flow: f.id}
+	r.Flow = f.id
 	switch {
 	case seg.Auth().AO > 0:
-		v.judgeAO(f, i, d, &seg, r)
+		v.judgeAO(&aoSegment{f: f, i: i, d: d, seg: &seg}, r)
 	case seg.Auth().MD5 > 0:
 		v.judgeMD5(d, &seg, r)
 	default:
@@ -330,198 +333,7 @@ func (v *Verifier) direction(f *flow, i int) *dirState {
 	return d
 }
 
-// judgeAO judges a segment with a TCP-AO option, sent by ends[i].
-func (v *Verifier) judgeAO(f *flow, i int, d *dirState, seg *segment.Segment, r *Result) {
-	h := seg.Header
-	opt, err := ao.ParseOption(h[seg.Auth().AO:])
-	if err != nil { // segment.ParsePacket checked it already
-		r.Verdict, r.Reason = Malformed, err.Error()
-		return
-	}
-	r.Kind, r.KeyID, r.RNextKeyID = KindAO, opt.KeyID, opt.RNextKeyID
-	if flags := h.Flags(); flags&segment.SYN == 0 {
-		r.SNE = f.ends[i].sneOf(h.Seq())
-	}
-	if !d.twoReadings {
-		v.judgeAOWith(f, i, d, seg, &opt, r, allJudges)
-		return
-	}
-	// Both ends share an address: judge under both readings, and report
-	// the verdict of the flow's reading, the one that has explained most
-	// segments so far.
-	rr, rs := *r, *r
-	v.judgeAOWith(f, i, d, seg, &opt, &rr, receiverJudges)
-	v.judgeAOWith(f, i, d, seg, &opt, &rs, senderJudges)
-	*r = rr
-	if f.judged(i, rr.Verdict == Good, rs.Verdict == Good) == ownedBy(i) {
-		*r = rs
-	}
-	if r.Verdict != Good && (rr.Verdict == Good || rs.Verdict == Good) {
-		r.Reason = fmt.Sprintf("KeyID %d verifies only if the entries were %v's MKTs, but the flow's segments read them as %s: one end's configuration differs from the file",
-			r.KeyID, map[bool]netip.AddrPort{true: f.ends[i].addr, false: f.ends[1-i].addr}[rs.Verdict == Good], f.readingName())
-	}
-}
-
-// Which of a direction's readings judgeAOWith uses.
-const (
-	allJudges = iota
-	receiverJudges
-	senderJudges
-)
-
-// judgeAOWith judges a TCP-AO segment sent by ends[i] with the keyrings of
-// d that which selects.
-func (v *Verifier) judgeAOWith(f *flow, i int, d *dirState, seg *segment.Segment, opt *ao.Option, r *Result, which int) {
-	h := seg.Header
-	e, o := &f.ends[i], &f.ends[1-i]
-	flags, seq := h.Flags(), h.Seq()
-	type candidate struct {
-		j *aoJudge
-		m *ao.MKT
-	}
-	var buf [4]candidate
-	cands := buf[:0]
-	for _, j := range d.ao {
-		if (which == receiverJudges && j.sender) || (which == senderJudges && !j.sender) {
-			continue
-		}
-		if m := j.ring.LookupRecv(r.Src.Addr(), opt.KeyID, 0); m != nil {
-			cands = append(cands, candidate{j, m})
-		}
-	}
-	if len(cands) == 0 {
-		r.Verdict, r.Reason = NoKey, v.aoNoKey(d, r)
-		return
-	}
-	r.Key, r.Alg, r.Sender = v.keys.aoName(cands[0].m), cands[0].m.Algorithm().Name(), cands[0].j.sender
-	if missing := missingISNs(flags, e, o); missing != "" {
-		r.Verdict, r.Reason = UnknownISN, missing
-		if !e.isnKnown() && flags&segment.SYN == 0 {
-			v.totals.noteNeedISN(e.addr)
-		}
-		if !o.isnKnown() && flags&(segment.SYN|segment.ACK) != segment.SYN {
-			v.totals.noteNeedISN(o.addr)
-		}
-		for _, c := range cands {
-			if v.listenReset(seg, o, c.m, r) {
-				break
-			}
-		}
-		return
-	}
-	r.Verdict = NoKey
-	// The flow's one tracker gives the ISNs (the sender's first) and the
-	// SNE; the segment is checked against each candidate MKT directly.
-	isns := ao.ISNs{Src: e.isn, Dst: o.isn}
-	for _, c := range cands {
-		k, err := e.trafficKey(c.m, isns, seg)
-		if err == nil {
-			err = k.Verify(seg, r.SNE)
-		}
-		switch {
-		case err == nil:
-			r.Verdict, r.Reason = Good, ""
-			r.Key, r.Alg, r.Sender = v.keys.aoName(c.m), c.m.Algorithm().Name(), c.j.sender
-			if flags&segment.SYN == 0 {
-				e.advance(seq)
-			}
-			return
-		case errors.Is(err, ao.ErrMACLength):
-			if r.Verdict != Bad {
-				r.Verdict, r.Reason = Bad, fmt.Sprintf("MAC is %d bytes, %s has maclen %d", len(opt.MAC), v.keys.aoName(c.m), c.m.MACLen())
-			}
-		case errors.Is(err, ao.ErrBadMAC):
-			if r.Verdict != Bad {
-				r.Verdict, r.Reason = Bad, "MAC does not match"
-				r.Key, r.Alg, r.Sender = v.keys.aoName(c.m), c.m.Algorithm().Name(), c.j.sender
-			}
-		case r.Verdict == NoKey:
-			r.Verdict, r.Reason = Malformed, strings.TrimPrefix(err.Error(), "ao: ")
-		}
-	}
-	if r.Verdict == Bad {
-		for _, c := range cands {
-			if v.listenReset(seg, o, c.m, r) {
-				break
-			}
-		}
-	}
-}
-
-// listenReset recognises a RST that a Linux listening socket signed for a
-// segment it had no connection for (the traffic key of the peer's last
-// segment's direction, ISNs (its seq, 0)). No peer accepts
-// such a RST, so the verdict is bad; the reason says what it is: the
-// listener did not know the connection. It needs no ISNs.
-func (v *Verifier) listenReset(seg *segment.Segment, o *endState, m *ao.MKT, r *Result) bool {
-	if r.Flags&(segment.RST|segment.SYN) != segment.RST || !o.lastSet {
-		return false
-	}
-	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: r.Dst.Port(), DstPort: r.Src.Port(), Seq: o.last, Flags: segment.ACK})
-	in, err := segment.FromTCP(r.Dst.Addr(), r.Src.Addr(), tcp)
-	var k ao.TrafficKey
-	defer k.Wipe()
-	if err != nil || k.Derive(m, ao.ISNs{Src: o.last}, &in) != nil || k.Verify(seg, 0) != nil {
-		return false
-	}
-	r.Verdict, r.Key, r.Alg = Bad, v.keys.aoName(m), m.Algorithm().Name()
-	r.Reason = fmt.Sprintf("a Linux listener's RST for a connection it does not know (signed with the key of %v's direction and ISNs (%d, 0), which no peer accepts)", r.Dst, o.last)
-	return true
-}
-
-// missingISNs says which ISNs a segment's traffic key needs and the
-// capture has not given: a SYN needs its own only (its sequence number),
-// anything else both.
-func missingISNs(flags segment.Flags, e, o *endState) string {
-	var miss []string
-	if !e.isnKnown() && flags&segment.SYN == 0 {
-		miss = append(miss, e.addr.String())
-	}
-	if !o.isnKnown() && flags&(segment.SYN|segment.ACK) != segment.SYN {
-		miss = append(miss, o.addr.String())
-	}
-	if len(miss) == 0 {
-		return ""
-	}
-	flag := make([]string, len(miss))
-	for k, a := range miss {
-		flag[k] = "-isn " + a + "=ISN"
-	}
-	return fmt.Sprintf("ISN of %s unknown (handshake not in the capture): give %s", strings.Join(miss, " and "), strings.Join(flag, " "))
-}
-
-// aoNoKey explains a no-key verdict for a TCP-AO segment.
-func (v *Verifier) aoNoKey(d *dirState, r *Result) string {
-	if len(d.ao) == 0 {
-		return noAOKey(r)
-	}
-	rings := make([]*ao.Keyring, len(d.ao))
-	for k, j := range d.ao {
-		rings[k] = j.ring
-	}
-	if d.twoReadings {
-		var recv, send []*ao.Keyring
-		for _, j := range d.ao {
-			if j.sender {
-				send = append(send, j.ring)
-			} else {
-				recv = append(recv, j.ring)
-			}
-		}
-		names, ids := v.keys.aoCovering(recv, r.Src.Addr())
-		_, sendIDs := v.keys.aoCovering(send, r.Src.Addr()) // mirrored: RecvID is the entry's sndid
-		return fmt.Sprintf("no MKT with KeyID %d for peer %v under either reading (both ends on one address): the entries for it (%s) have rcvid %s and sndid %s",
-			r.KeyID, r.Src.Addr(), strings.Join(names, ", "), joinInts(ids), joinInts(sendIDs))
-	}
-	names, ids := v.keys.aoCovering(rings, r.Src.Addr())
-	whose := "receiver"
-	if d.aoSender {
-		whose = "sender (mirrored)"
-	}
-	return fmt.Sprintf("no MKT with RecvID %d for peer %v; the %s's MKTs for it (%s) have RecvID %s",
-		r.KeyID, r.Src.Addr(), whose, strings.Join(names, ", "), joinInts(ids))
-}
-
+// b2i is 1 for true, 0 for false: an index from a bool.
 func b2i(b bool) int {
 	if b {
 		return 1
@@ -570,6 +382,7 @@ func (v *Verifier) coverage(d *dirState, src, dst netip.Addr) string {
 	return fmt.Sprintf("the receiver has keys for %v (%s)", src, strings.Join(names, ", "))
 }
 
+// joinInts is xs as "1, 2, 3".
 func joinInts(xs []int) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
