@@ -23,6 +23,7 @@ import (
 	"crypto/hmac"
 	"crypto/md5"
 	"encoding/binary"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
@@ -359,11 +360,16 @@ func established(tb testing.TB, alg string) (c, s *ao.Conn) {
 	return establishedOn(tb, cring, sring)
 }
 
+// leaseContexts runs the benchmarks' connections with
+// Policy.LeaseContexts: go test -bench Floor -args -lease.
+var leaseContexts = flag.Bool("lease", false, "benchmark connections keep leased contexts (ao.Policy.LeaseContexts)")
+
 // establishedOn is established on the given keyrings.
 func establishedOn(tb testing.TB, cring, sring *ao.Keyring) (c, s *ao.Conn) {
 	tb.Helper()
 	c, s = new(ao.Conn), new(ao.Conn)
-	if err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 1000}, ao.Policy{}); err != nil {
+	pol := ao.Policy{LeaseContexts: *leaseContexts}
+	if err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 1000}, pol); err != nil {
 		tb.Fatal(err)
 	}
 	maclen := cring.LookupSend(server.Addr(), 1, 0).MACLen()
@@ -371,7 +377,7 @@ func establishedOn(tb testing.TB, cring, sring *ao.Keyring) (c, s *ao.Conn) {
 	if err := c.Sign(&syn); err != nil {
 		tb.Fatal(err)
 	}
-	if signed, err := ao.NewListener(sring, ao.Policy{}, 0).Accept(&syn, s); !signed || err != nil {
+	if signed, err := ao.NewListener(sring, pol, 0).Accept(&syn, s); !signed || err != nil {
 		tb.Fatalf("accept: %v %v", signed, err)
 	}
 	synack := fromTCP(tb, server.Addr(), client.Addr(), tcpHeaderLen(maclen, server.Port(), client.Port(), 5000, 1001, segment.SYN|segment.ACK, nil))

@@ -394,7 +394,7 @@ func TestConcurrentChurn(t *testing.T) {
 		p.s.Close()
 		for _, c := range []*Conn{p.c, p.s} {
 			for _, l := range []*lane{&c.send, &c.recv} {
-				for _, k := range l.keys {
+				for _, k := range l.entries() {
 					if !connKeyWiped(k) {
 						t.Errorf("a closed connection kept traffic keys of %v", k.mkt)
 					}

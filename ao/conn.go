@@ -3,15 +3,12 @@ package ao
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 
-	"github.com/tcpsig/tcpsig/internal/cacheline"
+	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/kdf"
-	"github.com/tcpsig/tcpsig/mac"
-	"github.com/tcpsig/tcpsig/segment"
-	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // Errors of the per-segment calls. Every forged or damaged MAC yields
@@ -49,6 +46,13 @@ type Policy struct {
 	// AcceptICMP lets ICMP hard errors act on a connection (RFC 5925
 	// §7.8; Linux accept_icmps). By default they are ignored and counted.
 	AcceptICMP bool
+	// LeaseContexts makes a connection keep a working MAC context and
+	// scratch of its own per direction, leased from the pool while it
+	// uses keys of that algorithm, instead of taking a pool shard's for
+	// each segment: a few nanoseconds less per segment, which counts
+	// where a segment costs least (CMAC's pure ACK), for a context per
+	// direction more per connection (see BENCHMARKS.md).
+	LeaseContexts bool
 }
 
 // Counters are Linux's per-connection TCP-AO counters (TCP_AO_INFO).
@@ -57,132 +61,16 @@ type Counters struct {
 }
 
 type counters struct {
-	good, bad, keyNotFound, aoRequired, droppedICMP atomic.Uint64 // a Conn counts good in its receive lane
+	good, bad, keyNotFound, aoRequired, droppedICMP atomic.Uint64
+	// laneGood counts the good segments a Conn's receive lane verified
+	// with its traffic keys, written and read under that lane's lock: a
+	// plain add, where every verified segment would otherwise pay an
+	// atomic one.
+	laneGood uint64
 }
 
 func (c *counters) snapshot() Counters {
 	return Counters{c.good.Load(), c.bad.Load(), c.keyNotFound.Load(), c.aoRequired.Load(), c.droppedICMP.Load()}
-}
-
-// A connection signs and verifies in two lanes, one per direction. Each
-// lane holds a working MAC context leased from its MKT's pool for as long
-// as it uses keys of that algorithm, scratch, and the traffic keys of its
-// direction, per MKT: nothing on the per-segment path is shared with
-// another connection, so connections on different cores never meet.
-type lane struct {
-	// mu serialises the calls of one direction (a Sign waits for another
-	// Sign on the same Conn, never for a Verify) and guards every field
-	// below: while a call holds it, the lane's context, scratch, keys and
-	// SNE are that call's alone. Under it a call may pin an MKT
-	// (reclaim), lease from the pool, or take the keyring's lock to list
-	// or unlist an entry; no one holding the keyring's lock takes a lane's
-	// (Sign's retry and Verify's rotation run after the lane is released).
-	mu      sync.Mutex
-	ctx     *mac.Context         // leased from pool (entry pid) for alg, the algorithm of the last key used; nil: none
-	keys    []*laneKey           // traffic keys per MKT; entries of deleted MKTs are wiped and reused
-	tmp     *mac.Key             // a handshake key for an ISN not committed yet, made on first use
-	sne     SNE                  // the direction's SNE and its basis
-	good    uint64               // receive lane: segments verified
-	scratch [scratchSize]byte    // MAC input prefix and the MAC
-	alg     *mac.Algorithm       // ctx's algorithm
-	pool    *sigpool.Pool        // where ctx came from and goes back to
-	pid     sigpool.ID           // ctx's pool entry
-	_       [cacheline.Size]byte // the next lane's lock on another line
-}
-
-// laneKey is one MKT's two traffic keys of a lane's direction: the key
-// of every segment but a SYN, and the SYN key (RFC 5925 §5.2), each
-// derived on first use. The SYN key, needed by a client's send lane and a
-// server's receive lane only, is made on first use.
-type laneKey struct {
-	mkt          *MKT
-	ready, synOK bool
-	key          mac.Key
-	syn          *mac.Key
-	// good counts the segments this entry verified for mkt: mkt's share
-	// of its good counter, so that a verified segment writes no line
-	// shared with other connections. Its lane adds to it under the lane's
-	// lock (one writer); MKT.Counters reads it, and unlist folds it into
-	// mkt's own, under the keyring's lock.
-	good atomic.Uint64
-	idx  int // the entry's place in mkt.lanes, under the keyring's lock
-}
-
-func (k *laneKey) wipe() {
-	k.key.Wipe()
-	k.syn.Wipe()
-	k.ready, k.synOK = false, false
-	if k.mkt != nil {
-		k.mkt.unlist(k)
-	}
-	k.mkt = nil
-}
-
-// context returns the lane's working context for m's algorithm. The
-// lane keeps the context it leased from m's pool while its keys are of
-// that algorithm; a rotation to an MKT of another algorithm (or pool)
-// returns it and leases one for the new algorithm.
-func (l *lane) context(m *MKT) (*mac.Context, error) {
-	if l.ctx != nil && l.alg == m.alg && l.pool == m.pool { // a pool has one entry per algorithm
-		return l.ctx, nil
-	}
-	l.giveBack()
-	c, err := m.pool.Lease(m.poolID)
-	if err != nil {
-		return nil, err
-	}
-	l.ctx, l.alg, l.pool, l.pid = c, m.alg, m.pool, m.poolID
-	return c, nil
-}
-
-// giveBack returns the lane's context, wiped, to its pool.
-func (l *lane) giveBack() {
-	if l.ctx != nil {
-		_ = l.pool.Return(l.pid, l.ctx) // the lease holds the entry
-		l.ctx, l.alg, l.pool = nil, nil, nil
-	}
-}
-
-// find returns the lane's keys of m, nil if it has none yet.
-func (l *lane) find(m *MKT) *laneKey {
-	for _, k := range l.keys {
-		if k.mkt == m {
-			return k
-		}
-	}
-	return nil
-}
-
-// add returns a fresh entry for m: a wiped one whose MKT was deleted, or a
-// new one. Entries of deleted MKTs are wiped here, so a long-lived
-// connection that rotates keys neither grows nor keeps their bytes beyond
-// its next new key.
-func (l *lane) add(m *MKT) *laneKey {
-	var free *laneKey
-	for _, k := range l.keys {
-		if k.mkt != nil && k.mkt.guard.Retired() {
-			k.wipe()
-		}
-		if k.mkt == nil && free == nil {
-			free = k
-		}
-	}
-	if free == nil {
-		free = new(laneKey)
-		l.keys = append(l.keys, free)
-	}
-	free.mkt = m
-	m.list(free)
-	return free
-}
-
-// wipe clears every key of the lane.
-func (l *lane) wipe() {
-	for _, k := range l.keys {
-		k.wipe()
-	}
-	l.tmp.Wipe() // nil-safe
-	l.giveBack()
 }
 
 // Conn is one connection's TCP-AO state. Sign and Verify may be called
@@ -203,10 +91,13 @@ type Conn struct {
 	lisn, risn           uint32
 	lisnKnown, risnKnown atomic.Bool
 
-	// current and rnext are written under the keyring's lock (role
-	// changes), read without it: a signer loads current once per
-	// segment. link chains the Conn into its two MKTs' user lists, under
-	// the keyring's lock.
+	// hint names the pool shard the connection's segments try first.
+	hint uint32
+
+	// current and rnext are written under the lock of the MKT they
+	// leave and the one they take (setRole), read without: a signer
+	// loads current once per segment. link chains the Conn into its two
+	// MKTs' user lists, under their locks.
 	current, rnext atomic.Pointer[MKT]
 	link           [2]struct{ prev, next *Conn }
 
@@ -228,11 +119,7 @@ func (c *Conn) GoString() string { return c.String() }
 
 // Format prints the redacted form for every verb: a Conn holds traffic
 // keys.
-func (c *Conn) Format(f fmt.State, _ rune) {
-	if f != nil {
-		fmt.Fprint(f, c.String())
-	}
-}
+func (c *Conn) Format(f fmt.State, _ rune) { redact.Format(f, c.String()) }
 
 // Endpoint is what a connection's TCP-AO state starts from: its addresses
 // and L3 domain, and what the stack knows of its sequence numbers. A
@@ -279,15 +166,16 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	c.setLISN(ep.LocalISN)
 	peer := c.remote.Addr()
 	if !ep.Established {
-		ring.mu.Lock()
-		defer ring.mu.Unlock()
-		m := ring.newest(peer, ep.L3Index)
-		if m == nil {
-			return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
+		for {
+			m := ring.newest(peer, ep.L3Index)
+			if m == nil {
+				return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
+			}
+			if c.setRole(roleCurrent, m) && c.setRole(roleRNext, m) {
+				return nil
+			}
+			// m was deleted as it was picked: take the next newest.
 		}
-		ring.setRole(c, roleCurrent, m)
-		ring.setRole(c, roleRNext, m)
-		return nil
 	}
 	c.setRISN(ep.RemoteISN)
 	if ep.SendSNE != 0 || ep.SendSeq != 0 {
@@ -298,13 +186,10 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	}
 	cur := ring.LookupSend(peer, ep.CurrentSendID, ep.L3Index)
 	nxt := ring.LookupRecv(peer, ep.RNextRecvID, ep.L3Index)
-	ring.mu.Lock()
-	defer ring.mu.Unlock()
-	if !ring.has(cur) || !ring.has(nxt) {
+	if cur == nil || nxt == nil || !c.setRole(roleCurrent, cur) || !c.setRole(roleRNext, nxt) {
+		c.Close()
 		return fmt.Errorf("%w: current SendID %d / RNext RecvID %d", ErrNoSuchKey, ep.CurrentSendID, ep.RNextRecvID)
 	}
-	ring.setRole(c, roleCurrent, cur)
-	ring.setRole(c, roleRNext, nxt)
 	return nil
 }
 
@@ -320,8 +205,8 @@ func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.risnKnown.Store(false)
 	c.send.sne = NewSNE(0, 0)
 	c.recv.sne = NewSNE(0, 0)
-	c.recv.good = 0
 	c.counters = counters{}
+	c.hint = rand.Uint32()
 }
 
 // setLISN commits the local ISN: at Init, or for a server under the send
@@ -379,12 +264,8 @@ func (c *Conn) Close() {
 		return
 	}
 	c.closed.Store(true)
-	if r := c.ring; r != nil {
-		r.mu.Lock()
-		r.setRole(c, roleCurrent, nil)
-		r.setRole(c, roleRNext, nil)
-		r.mu.Unlock()
-	}
+	c.setRole(roleCurrent, nil)
+	c.setRole(roleRNext, nil)
 	for _, l := range []*lane{&c.send, &c.recv} {
 		l.mu.Lock()
 		l.wipe()
@@ -414,7 +295,7 @@ func (c *Conn) SetCurrent(sendID uint8) error {
 	if c == nil || c.ring == nil {
 		return ErrNotInitialized
 	}
-	return c.ring.switchTo(c, roleCurrent, c.ring.LookupSend(c.remote.Addr(), sendID, c.l3))
+	return c.switchTo(roleCurrent, c.ring.LookupSend(c.remote.Addr(), sendID, c.l3))
 }
 
 // SetRNext makes the MKT with this RecvID the RNext key: the connection
@@ -423,7 +304,7 @@ func (c *Conn) SetRNext(recvID uint8) error {
 	if c == nil || c.ring == nil {
 		return ErrNotInitialized
 	}
-	return c.ring.switchTo(c, roleRNext, c.ring.LookupRecv(c.remote.Addr(), recvID, c.l3))
+	return c.switchTo(roleRNext, c.ring.LookupRecv(c.remote.Addr(), recvID, c.l3))
 }
 
 // input returns the KDF context of the traffic key of direction send (or
@@ -443,326 +324,6 @@ func (c *Conn) input(send, syn bool, peerISN uint32) kdf.Input {
 	return kdf.Input{Src: r.Addr(), Dst: l.Addr(), SrcPort: r.Port(), DstPort: l.Port(), SrcISN: peerISN, DstISN: dstISN}
 }
 
-// keyEntry returns the lane's traffic key of m (SYN or not), deriving it
-// on first use, and the lane's entry for m; the lane's lock is held. For
-// the SYN key of the send lane the peer's ISN is not read: a SYN
-// retransmitted while the SYN-ACK that sets it is verified would race.
-func (c *Conn) keyEntry(l *lane, m *MKT, send, syn bool) (*mac.Key, *laneKey, error) {
-	k := l.find(m)
-	if k != nil && !syn && k.ready {
-		return &k.key, k, nil
-	}
-	if k != nil && syn && k.synOK {
-		return k.syn, k, nil
-	}
-	if k == nil {
-		k = l.add(m)
-	}
-	var peerISN uint32
-	if !(send && syn) {
-		peerISN = c.risn
-	}
-	in := c.input(send, syn, peerISN)
-	dst := &k.key
-	if syn {
-		if k.syn == nil {
-			k.syn = new(mac.Key)
-		}
-		dst = k.syn
-	}
-	if err := c.derive(l, m, &in, dst); err != nil {
-		return nil, nil, err
-	}
-	if syn {
-		k.synOK = true
-	} else {
-		k.ready = true
-	}
-	return dst, k, nil
-}
-
-// derive computes a traffic key of m into key with the lane's context,
-// m's master key pinned.
-func (c *Conn) derive(l *lane, m *MKT, in *kdf.Input, key *mac.Key) error {
-	p, ok := m.acquire()
-	if !ok {
-		return ErrKeyNotFound
-	}
-	defer m.release(p)
-	w, err := l.context(m)
-	if err != nil {
-		return err
-	}
-	var raw [mac.MaxSize]byte
-	tk, err := m.master.Derive(w, l.scratch[:], in, raw[:0])
-	if err == nil {
-		err = key.Init(m.alg, tk)
-	}
-	clear(raw[:])
-	return err
-}
-
-// Sign computes the MAC of an outgoing segment and writes it, with the
-// connection's KeyID (current key's SendID) and RNextKeyID (RNext key's
-// RecvID), into the segment's TCP-AO option, which the stack laid out with
-// [AppendOption] for the current key's MAC length (a longer option is
-// shortened; a shorter one is [ErrNoRoom]). A SYN is signed with the
-// Send_SYN traffic key, everything else (the SYN-ACK, with or without
-// payload, included) with Send_other. A server's first SYN-ACK gives the
-// connection its local ISN; before it, nothing else can be signed
-// ([ErrNoISN]). A RST is signed like any other segment.
-func (c *Conn) Sign(seg *segment.Segment) error {
-	if c == nil || c.ring == nil {
-		return ErrNotInitialized
-	}
-	if c.closed.Load() {
-		return ErrConnClosed
-	}
-	if err := seg.Check(); err != nil {
-		return err
-	}
-	m := c.current.Load()
-	if m == nil {
-		return ErrNoCurrentKey
-	}
-	// The option is labelled before the lock is taken, which makes these
-	// byte stores land before the header is read back as whole words.
-	off, err := labelOption(m, seg, c.rnextID(m))
-	if err != nil {
-		return err
-	}
-	l := &c.send
-	l.mu.Lock()
-	err = c.signLocked(l, m, seg, off)
-	l.mu.Unlock()
-	if err != nil && errors.Is(err, ErrKeyNotFound) {
-		return c.signAgain(m, seg, err)
-	}
-	return err
-}
-
-// signAgain signs seg after m, the current key Sign loaded, was deleted
-// between the load and the derivation (err). A delete moves the
-// connection to its replacement before it retires the key, so each load
-// sees another MKT, until one derives or none is left.
-func (c *Conn) signAgain(m *MKT, seg *segment.Segment, err error) error {
-	l := &c.send
-	for errors.Is(err, ErrKeyNotFound) {
-		n := c.current.Load()
-		if n == m {
-			return err
-		}
-		if m = n; m == nil {
-			return ErrNoCurrentKey
-		}
-		off, lerr := labelOption(m, seg, c.rnextID(m))
-		if lerr != nil {
-			return lerr
-		}
-		l.mu.Lock()
-		err = c.signLocked(l, m, seg, off)
-		l.mu.Unlock()
-	}
-	return err
-}
-
-// rnextID is the RNextKeyID to send with current key m: the RNext key's
-// RecvID, or m's own without one.
-func (c *Conn) rnextID(m *MKT) uint8 {
-	if n := c.rnext.Load(); n != nil {
-		return n.recvID
-	}
-	return m.recvID
-}
-
-// signLocked is Sign's part under the send lane's lock, for the current
-// key m whose option at off is labelled.
-func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error {
-	h := seg.Header
-	flags := h.Flags()
-	syn := isSYN(flags)
-	if !c.lisnKnown.Load() {
-		// A server's connection: its ISN is its SYN-ACK's.
-		if flags&(segment.SYN|segment.ACK) != segment.SYN|segment.ACK {
-			return ErrNoISN
-		}
-		c.setLISN(h.Seq())
-	}
-	if flags&segment.SYN != 0 && h.Seq() != c.lisn {
-		// Its traffic keys would be derived from an ISN the peer never
-		// sees: every MAC of the connection would be wrong.
-		return fmt.Errorf("%w: %v with sequence number %d, ISN %d", ErrISN, flags, h.Seq(), c.lisn)
-	}
-	if !syn && !c.risnKnown.Load() {
-		return ErrNoISN
-	}
-	k, _, err := c.keyEntry(l, m, true, syn)
-	if err != nil {
-		return err
-	}
-	w, err := l.context(m)
-	if err != nil {
-		return err
-	}
-	seq := h.Seq()
-	j := job{m: m, key: k, w: w, sc: l.scratch[:], off: off, sne: l.sne.Of(seq)}
-	if err := j.sign(seg); err != nil {
-		return err
-	}
-	l.sne.Advance(seq)
-	return nil
-}
-
-// Verify checks an incoming segment (RFC 5925 §7.6 as Linux's
-// tcp_inbound_ao_hash does it) and, only once its MAC verifies, advances
-// the receive SNE and follows the peer's RNextKeyID: if it names another
-// of our SendIDs, that MKT becomes the current key. A nil error means
-// the segment may be processed.
-func (c *Conn) Verify(seg *segment.Segment) error {
-	if c == nil || c.ring == nil {
-		return ErrNotInitialized
-	}
-	if c.closed.Load() {
-		return ErrConnClosed
-	}
-	if err := seg.Check(); err != nil {
-		return err
-	}
-	if seg.Auth().MD5 > 0 {
-		return ErrUnexpected
-	}
-	off, opt, err := findOption(seg)
-	if err != nil {
-		if c.policy.AORequired || c.current.Load() != nil {
-			c.aoRequired.Add(1)
-			return ErrAORequired
-		}
-		return nil
-	}
-	m := c.rnext.Load()
-	if m == nil || m.recvID != opt.KeyID { // setRole keeps only an RNext key that covers the peer
-		m = c.ring.LookupRecv(c.remote.Addr(), opt.KeyID, c.l3)
-	}
-	if m == nil {
-		c.keyNotFound.Add(1)
-		if c.policy.AcceptUnknownKeyID {
-			return nil
-		}
-		return ErrKeyNotFound
-	}
-	if len(opt.MAC) != int(m.maclen) {
-		c.bad.Add(1)
-		m.bad.Add(1)
-		return ErrMACLength
-	}
-	l := &c.recv
-	j := job{m: m, off: off}
-	l.mu.Lock()
-	err = c.verifyLocked(l, &j, seg, opt.MAC)
-	l.mu.Unlock()
-	if err == nil {
-		c.rotate(opt) // takes the keyring's lock: never under a lane's
-	}
-	return err
-}
-
-// verifyLocked is Verify's part under the receive lane's lock, for j's
-// MKT and option offset; got is the option's MAC.
-func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) (err error) {
-	h := seg.Header
-	flags, seq := h.Flags(), h.Seq()
-	var e *laneKey
-	switch {
-	case isSYN(flags):
-		// A (retransmitted) SYN: Receive_SYN key with the SYN's own ISN.
-		if !c.risnKnown.Load() || seq != c.risn {
-			return c.verifyHandshake(l, j, seg, got)
-		}
-		j.key, e, err = c.keyEntry(l, j.m, false, true)
-	case !c.risnKnown.Load():
-		if flags&segment.SYN == 0 {
-			return ErrNoISN
-		}
-		// The SYN-ACK teaches the peer's ISN, but only once it verifies.
-		return c.verifyHandshake(l, j, seg, got)
-	case !c.lisnKnown.Load():
-		return ErrNoISN // a server's connection before its SYN-ACK
-	default:
-		j.key, e, err = c.keyEntry(l, j.m, false, false)
-		j.sne = l.sne.Of(seq)
-	}
-	if err != nil {
-		if errors.Is(err, ErrKeyNotFound) {
-			c.keyNotFound.Add(1)
-		}
-		return err
-	}
-	if err := c.check(l, j, seg, got); err != nil {
-		return err
-	}
-	e.good.Store(e.good.Load() + 1) // one writer: no locked add
-	if flags&segment.SYN == 0 {
-		l.sne.Advance(seq)
-	}
-	return nil
-}
-
-// check verifies seg under j with the lane's context and scratch, and
-// counts a bad segment, or a good one in the lane; the caller counts a
-// good one for the MKT too.
-func (c *Conn) check(l *lane, j *job, seg *segment.Segment, got []byte) error {
-	w, err := l.context(j.m)
-	if err == nil {
-		j.w, j.sc = w, l.scratch[:]
-		err = j.verify(seg, got)
-	}
-	if err != nil {
-		c.bad.Add(1)
-		j.m.bad.Add(1)
-		return err
-	}
-	l.good++
-	return nil
-}
-
-// verifyHandshake verifies a SYN or SYN-ACK whose traffic key depends on
-// an ISN the connection has not committed to (the segment's own): the key
-// is derived into the lane's spare key, and a SYN-ACK's ISN is learnt only
-// once it verifies. The lane's lock is held.
-func (c *Conn) verifyHandshake(l *lane, j *job, seg *segment.Segment, got []byte) error {
-	h := seg.Header
-	syn, seq := isSYN(h.Flags()), h.Seq()
-	in := c.input(false, syn, seq)
-	if l.tmp == nil {
-		l.tmp = new(mac.Key)
-	}
-	err := c.derive(l, j.m, &in, l.tmp)
-	if err == nil {
-		j.key, j.sne = l.tmp, 0
-		err = c.check(l, j, seg, got)
-	}
-	l.tmp.Wipe()
-	if err != nil {
-		return err
-	}
-	j.m.good.Add(1) // a spare key has no lane entry to count in
-	if !syn && !c.risnKnown.Load() {
-		c.setRISN(seq)
-	}
-	return nil
-}
-
-// rotate follows a verified segment's RNextKeyID: if it names another of
-// our SendIDs, that MKT becomes the current key (Linux
-// tcp_inbound_ao_hash: "If the key is not found we do nothing").
-func (c *Conn) rotate(opt Option) {
-	if cur := c.current.Load(); cur == nil || opt.RNextKeyID != cur.sendID {
-		if n := c.ring.LookupSend(c.remote.Addr(), opt.RNextKeyID, c.l3); n != nil {
-			_ = c.ring.switchTo(c, roleCurrent, n)
-		}
-	}
-}
-
 // Counters returns the connection's counters.
 func (c *Conn) Counters() Counters {
 	if c == nil {
@@ -770,7 +331,7 @@ func (c *Conn) Counters() Counters {
 	}
 	s := c.counters.snapshot()
 	c.recv.mu.Lock()
-	s.Good = c.recv.good
+	s.Good += c.laneGood
 	c.recv.mu.Unlock()
 	return s
 }

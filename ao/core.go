@@ -2,11 +2,13 @@ package ao
 
 import (
 	"encoding/binary"
+	"errors"
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // ISNs are a connection's two initial sequence numbers as one segment sees
@@ -46,8 +48,10 @@ func checkedOption(m *MKT, seg *segment.Segment) (int, Option, error) {
 	return off, opt, nil
 }
 
-// deriveOnce derives a traffic key of m into key, with m pinned.
-func (m *MKT) deriveOnce(in *kdf.Input, key *mac.Key) error {
+// derive computes m's traffic key for in into key, with m's master key
+// pinned, on a request of m's pool (the shard hint names first): the one
+// derivation of package ao. A deleted MKT is [ErrKeyNotFound].
+func (m *MKT) derive(in *kdf.Input, key *mac.Key, hint uint32) error {
 	if m == nil || m.master == nil {
 		return ErrKeyNotFound
 	}
@@ -56,23 +60,92 @@ func (m *MKT) deriveOnce(in *kdf.Input, key *mac.Key) error {
 		return ErrKeyNotFound
 	}
 	defer m.release(p)
-	return derive(m, in, key)
-}
-
-// derive computes a traffic key of m into key through m's pool; m must be
-// pinned.
-func derive(m *MKT, in *kdf.Input, key *mac.Key) error {
-	req, err := m.pool.Start(m.poolID)
+	req, err := m.request(hint)
 	if err != nil {
 		return err
 	}
+	defer req.End()
+	return deriveOn(req, m, in, key)
+}
+
+// request starts a request of m's pool for m's algorithm; m is pinned,
+// so its pool entry is held.
+func (m *MKT) request(hint uint32) (*sigpool.Request, error) {
+	req, err := m.pool.StartHint(m.poolID, hint)
+	if err != nil {
+		return nil, ErrKeyNotFound
+	}
+	if req.MAC.Algorithm() != m.alg {
+		req.End()
+		return nil, ErrKeyNotFound
+	}
+	return req, nil
+}
+
+// deriveOn is derive on a request already held: the KDF (RFC 5925 §5.2)
+// on its context and scratch, then the traffic key's schedule on the
+// same context.
+func deriveOn(req *sigpool.Request, m *MKT, in *kdf.Input, key *mac.Key) error {
 	var raw [mac.MaxSize]byte
 	tk, err := m.master.Derive(req.MAC, req.Scratch, in, raw[:0])
-	req.End()
 	if err == nil {
-		err = key.Init(m.alg, tk)
+		err = req.MAC.Schedule(key, tk)
 	}
 	clear(raw[:])
+	return err
+}
+
+// once signs seg (got nil) or verifies it against got under j's MKT with
+// a traffic key derived for this one segment (a handshake's, from in), in
+// one request of the MKT's pool: the key lives in the request's spare key
+// and is wiped before the request ends.
+func (j *job) once(in *kdf.Input, seg *segment.Segment, got []byte, hint uint32) error {
+	m := j.m
+	p, ok := m.acquire()
+	if !ok {
+		return ErrKeyNotFound
+	}
+	defer m.release(p)
+	req, err := m.request(hint)
+	if err != nil {
+		return err
+	}
+	defer req.End()
+	defer req.Spare.Wipe()
+	if err := deriveOn(req, m, in, &req.Spare); err != nil {
+		return err
+	}
+	j.key, j.w, j.sc = &req.Spare, req.MAC, req.Scratch
+	if got == nil {
+		return j.sign(seg)
+	}
+	return j.verify(seg, got)
+}
+
+// record counts the outcome err of a verification under m in c and m:
+// the one place package ao counts segments. A good one counts for m in k,
+// a lane's entry whose lane's lock the caller holds (and then in c's
+// laneGood), or in m itself without one. It returns err.
+func (c *counters) record(m *MKT, k *laneKey, err error) error {
+	switch {
+	case err == nil && k != nil:
+		k.good.Store(k.good.Load() + 1)
+		c.laneGood++
+	case err == nil:
+		if m != nil {
+			m.good.Add(1)
+		}
+		c.good.Add(1)
+	case errors.Is(err, ErrBadMAC):
+		c.bad.Add(1)
+		if m != nil {
+			m.bad.Add(1)
+		}
+	case errors.Is(err, ErrKeyNotFound):
+		c.keyNotFound.Add(1)
+	case errors.Is(err, ErrAORequired):
+		c.aoRequired.Add(1)
+	}
 	return err
 }
 
@@ -230,115 +303,4 @@ const protoTCP = 6
 
 func netipAddrPort(a netip.Addr, port uint16) netip.AddrPort {
 	return netip.AddrPortFrom(a.Unmap(), port)
-}
-
-// TrafficKey is one traffic key of an MKT (RFC 5925 §5.2): the key of one
-// direction and segment type of one connection, derived once by Derive and
-// reused for every segment it covers. It is the way in for a caller
-// without a [Conn], that keeps its own ISN and SNE state (a capture
-// verifier, a middlebox, a stack answering a segment it has no connection
-// for with a RST). Sign and Verify allocate nothing. Its zero value holds
-// no key; Wipe clears it.
-type TrafficKey struct {
-	m   *MKT
-	in  kdf.Input
-	key mac.Key
-}
-
-// Derive makes k m's traffic key for seg: Send_SYN of seg's direction for
-// a SYN without ACK, Send_other for every other segment, of a connection
-// whose ISNs are isns (Src: seg's sender's). Errors: segment.ErrUnparsed
-// (seg not made by package segment), [ErrKeyNotFound] (m nil or deleted).
-func (k *TrafficKey) Derive(m *MKT, isns ISNs, seg *segment.Segment) error {
-	if k == nil {
-		return ErrNotInitialized
-	}
-	in, err := segmentInput(seg, isns)
-	if err != nil {
-		return err
-	}
-	return k.set(m, &in)
-}
-
-// set makes k m's traffic key for the KDF input in.
-func (k *TrafficKey) set(m *MKT, in *kdf.Input) error {
-	k.Wipe()
-	if err := m.deriveOnce(in, &k.key); err != nil {
-		return err
-	}
-	k.m, k.in = m, *in
-	return nil
-}
-
-// Covers reports whether k is m's traffic key for seg under isns, as
-// Derive(m, isns, seg) would make it.
-func (k *TrafficKey) Covers(m *MKT, isns ISNs, seg *segment.Segment) bool {
-	if k == nil || k.m == nil || k.m != m {
-		return false
-	}
-	in, err := segmentInput(seg, isns)
-	return err == nil && in == k.in
-}
-
-// Sign writes KeyID k's MKT's SendID, rnextKeyID and the MAC of seg under
-// k into seg's TCP-AO option, sne being the SNE of seg's sequence number
-// (RFC 5925 §6.2; 0 in the first 2^32 bytes). The option must have room
-// for the MKT's MAC (a longer one is shortened, NOPs filling the rest;
-// a shorter one is [ErrNoRoom]). k need not be derived for seg itself: a
-// Linux listener signs its RSTs with the key of the segment they answer.
-func (k *TrafficKey) Sign(seg *segment.Segment, sne uint32, rnextKeyID uint8) error {
-	if k == nil || k.m == nil {
-		return ErrNotInitialized
-	}
-	if err := seg.Check(); err != nil {
-		return err
-	}
-	m := k.m
-	off, err := labelOption(m, seg, rnextKeyID)
-	if err != nil {
-		return err
-	}
-	req, err := m.pool.Start(m.poolID)
-	if err != nil {
-		return err
-	}
-	defer req.End()
-	j := job{m: m, key: &k.key, w: req.MAC, sc: req.Scratch, off: off, sne: sne}
-	return j.sign(seg)
-}
-
-// Verify checks seg's MAC under k in constant time, sne as for Sign. It
-// does not look at the option's KeyID: the caller picks the MKT, usually
-// by it. Errors: [ErrNoOption], [ErrMACLength], [ErrBadMAC] (a key that
-// does not cover seg gives it too), [ErrNotInitialized] for a k without a key.
-func (k *TrafficKey) Verify(seg *segment.Segment, sne uint32) error {
-	if k == nil || k.m == nil {
-		return ErrNotInitialized
-	}
-	off, opt, err := checkedOption(k.m, seg)
-	if err != nil {
-		return err
-	}
-	return k.verifyAt(seg, off, opt.MAC, sne)
-}
-
-// verifyAt verifies seg, whose option at off carries got, with k.
-func (k *TrafficKey) verifyAt(seg *segment.Segment, off int, got []byte, sne uint32) error {
-	m := k.m
-	req, err := m.pool.Start(m.poolID)
-	if err != nil {
-		return err
-	}
-	defer req.End()
-	j := job{m: m, key: &k.key, w: req.MAC, sc: req.Scratch, off: off, sne: sne}
-	return j.verify(seg, got)
-}
-
-// Wipe clears k's key bytes; k then holds no key.
-func (k *TrafficKey) Wipe() {
-	if k == nil {
-		return
-	}
-	k.key.Wipe()
-	*k = TrafficKey{}
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
 	"github.com/tcpsig/tcpsig/keys"
-	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
@@ -24,22 +23,18 @@ const (
 // Keyring holds the MKTs of a listener and its connections. Lookups by
 // (peer address, KeyID, L3 index) take no lock and cost the same at 16
 // and at a million peers (they visit the few MKTs of each prefix that
-// contains the address); adds, deletes and the rare changes of a
-// connection's current or RNext key serialise on a mutex. Safe for
-// concurrent use. The zero Keyring is empty and computes through
-// sigpool.Default.
+// contains the address); adds and deletes serialise on a mutex, which no
+// connection takes: a connection's setup, teardown and key changes lock
+// only the MKTs involved. Safe for concurrent use. The zero Keyring is
+// empty and computes through sigpool.Default.
 type Keyring struct {
-	// mu serialises the changes of the key set and of the connections'
-	// roles: under it, byPeer holds exactly the MKTs whose ring is this
-	// keyring, and every Conn whose current (RNext) key is m is on m's
-	// users list for that role, so a delete finds every user and moves it
-	// before the key is retired. Lookups never take it; it is never taken
-	// under a lane's lock (see lane.mu).
+	// mu serialises the changes of the key set: under it, byPeer holds
+	// exactly the MKTs whose ring is this keyring. Lookups never take it;
+	// it is taken before an MKT's lock, never under it or a lane's.
 	mu     sync.Mutex
 	pool   *sigpool.Pool
-	ids    map[*mac.Algorithm]sigpool.ID // under mu: the pool entry of each algorithm in use
-	byPeer prefixmap.Map[*MKT]           // every MKT by peer prefix (tag 0); lookups by ID filter a prefix's few MKTs
-	added  uint64                        // under mu: MKTs ever added, for MKT.added
+	byPeer prefixmap.Map[*MKT] // every MKT by peer prefix (tag 0); lookups by ID filter a prefix's few MKTs
+	added  uint64              // under mu: MKTs ever added, for MKT.added
 }
 
 // NewKeyring returns an empty keyring whose MKTs compute through pool
@@ -49,27 +44,6 @@ func NewKeyring(pool *sigpool.Pool) *Keyring {
 		pool = sigpool.Default
 	}
 	return &Keyring{pool: pool}
-}
-
-// poolID returns the pool entry of alg, taking one the first time; under
-// r.mu. The keyring keeps its entries for its lifetime (one per
-// algorithm), so no MKT's wipe has to call into the pool.
-func (r *Keyring) poolID(alg *mac.Algorithm) (*sigpool.Pool, sigpool.ID, error) {
-	if r.pool == nil {
-		r.pool = sigpool.Default
-	}
-	if id, ok := r.ids[alg]; ok {
-		return r.pool, id, nil
-	}
-	id, err := r.pool.Alloc(alg, scratchSize)
-	if err != nil {
-		return nil, 0, err
-	}
-	if r.ids == nil {
-		r.ids = map[*mac.Algorithm]sigpool.ID{}
-	}
-	r.ids[alg] = id
-	return r.pool, id, nil
 }
 
 // Add validates cfg like Linux's TCP_AO_ADD_KEY (keys.AO.Validate) and
@@ -139,7 +113,7 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 	for _, m := range ms {
 		r.added++
 		m.added = r.added // before the insert publishes m
-		m.ring, m.owner = r, r
+		m.ring = r
 		// newMKT validated the prefix, so the insert cannot fail.
 		_ = r.byPeer.Insert(m.peer, 0, m)
 	}
@@ -147,7 +121,8 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 }
 
 // admit checks that ms clash neither with r's MKTs nor among themselves
-// and gives each its pool entry; under r.mu.
+// and takes each one's reference on its algorithm's pool entry, which
+// its wipe drops; under r.mu.
 func (r *Keyring) admit(ms []*MKT, names []string) (int, error) {
 	var batch prefixmap.Map[*MKT] // ms[:i], for a batch
 	var index map[*MKT]int        // their places in ms
@@ -166,10 +141,16 @@ func (r *Keyring) admit(ms []*MKT, names []string) (int, error) {
 			_ = batch.Insert(m.peer, 0, m)
 			index[m] = i
 		}
-		var err error
-		if m.pool, m.poolID, err = r.poolID(m.alg); err != nil {
+	}
+	if r.pool == nil {
+		r.pool = sigpool.Default
+	}
+	for i, m := range ms {
+		id, err := r.pool.Alloc(m.alg, scratchSize)
+		if err != nil {
 			return i, err
 		}
+		m.pool, m.poolID, m.hasPool = r.pool, id, true
 	}
 	return 0, nil
 }
@@ -214,33 +195,23 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 		r.mu.Unlock()
 		return ErrNoSuchKey
 	}
-	for role, rep := range [2]*MKT{opts.Current, opts.RNext} {
-		if m.users[role] == nil {
-			continue
-		}
-		if rep == nil {
-			r.mu.Unlock()
-			return ErrKeyBusy
-		}
-		if rep == m || !r.has(rep) {
+	reps := [2]*MKT{opts.Current, opts.RNext}
+	for _, rep := range reps {
+		if rep != nil && (rep == m || !r.has(rep)) {
 			r.mu.Unlock()
 			return fmt.Errorf("%w: replacement %v", ErrNoSuchKey, rep)
 		}
-		// Each user must be able to use the replacement: a key of
-		// another peer would sign with a key that peer never gave us.
-		for c := m.users[role]; c != nil; c = c.link[role].next {
-			if !rep.covers(c.remote.Addr(), c.l3) {
-				r.mu.Unlock()
-				return fmt.Errorf("%w: %v for %v (L3 domain %d)", ErrReplacement, rep, c.remote.Addr(), c.l3)
-			}
-		}
 	}
-	for role, rep := range [2]*MKT{opts.Current, opts.RNext} {
-		for m.users[role] != nil {
-			r.setRole(m.users[role], role, rep)
-		}
+	lockAll(m, reps[0], reps[1])
+	err := m.moveUsers(reps)
+	if err == nil {
+		m.ring = nil
 	}
-	m.ring = nil
+	unlockAll(m, reps[0], reps[1])
+	if err != nil {
+		r.mu.Unlock()
+		return err
+	}
 	r.byPeer.Delete(m.peer, 0, func(o *MKT) bool { return o == m })
 	r.mu.Unlock()
 	if opts.Async {
@@ -251,66 +222,32 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	return nil
 }
 
-// The two ways a connection uses an MKT, as indexes into MKT.users and
-// Conn.link.
-const (
-	roleCurrent = 0
-	roleRNext   = 1
-)
-
-// setRole makes m (nil: none, and so is an m that does not cover c's
-// peer) the connection's key in role, moving c from the old MKT's user
-// list to m's; under r.mu.
-func (r *Keyring) setRole(c *Conn, role int, m *MKT) {
-	if m != nil && !m.covers(c.remote.Addr(), c.l3) {
-		// Never a key of another peer: Verify's RNext fast path takes
-		// the RNext key without looking the peer up. (Delete refuses
-		// such a replacement; lookups only find covering keys.)
-		m = nil
-	}
-	ptr := &c.current
-	if role == roleRNext {
-		ptr = &c.rnext
-	}
-	old := ptr.Load()
-	if old == m {
-		return
-	}
-	if old != nil {
-		l := &c.link[role]
-		if l.prev != nil {
-			l.prev.link[role].next = l.next
-		} else {
-			old.users[role] = l.next
+// moveUsers moves every connection that has m in a role to reps[role],
+// or refuses: [ErrKeyBusy] without a replacement, [ErrReplacement] for one
+// that does not apply to a user's peer and L3 domain (it would sign with
+// a key that peer never gave us). m and the replacements are locked.
+func (m *MKT) moveUsers(reps [2]*MKT) error {
+	for role, rep := range reps {
+		if m.users[role] == nil {
+			continue
 		}
-		if l.next != nil {
-			l.next.link[role].prev = l.prev
+		if rep == nil {
+			return ErrKeyBusy
 		}
-		l.prev, l.next = nil, nil
-	}
-	if m != nil {
-		head := m.users[role]
-		c.link[role].next = head
-		if head != nil {
-			head.link[role].prev = c
+		for c := m.users[role]; c != nil; c = c.link[role].next {
+			if !rep.covers(c.remote.Addr(), c.l3) {
+				return fmt.Errorf("%w: %v for %v (L3 domain %d)", ErrReplacement, rep, c.remote.Addr(), c.l3)
+			}
 		}
-		m.users[role] = c
 	}
-	ptr.Store(m)
-}
-
-// switchTo makes m the connection's key in role if m is still in the
-// keyring, else [ErrNoSuchKey].
-func (r *Keyring) switchTo(c *Conn, role int, m *MKT) error {
-	if m == nil {
-		return ErrNoSuchKey
+	for role, rep := range reps {
+		for m.users[role] != nil {
+			c := m.users[role]
+			unlink(c, role, m)
+			link(c, role, rep)
+			c.role(role).Store(rep)
+		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.has(m) {
-		return ErrNoSuchKey
-	}
-	r.setRole(c, role, m)
 	return nil
 }
 

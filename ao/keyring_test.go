@@ -30,12 +30,14 @@ func allZero(p unsafe.Pointer, n uintptr) bool {
 // masterWiped reports whether m's prepared master key is all zero.
 func masterWiped(m *MKT) bool { return allZero(unsafe.Pointer(m.master), unsafe.Sizeof(*m.master)) }
 
-// connKeyWiped reports whether every traffic key of k is all zero.
-func connKeyWiped(k *laneKey) bool {
-	if !allZero(unsafe.Pointer(&k.key), unsafe.Sizeof(k.key)) {
-		return false
-	}
-	return k.syn == nil || allZero(unsafe.Pointer(k.syn), unsafe.Sizeof(*k.syn))
+// connKeyWiped reports whether k's traffic key holds no key and no byte
+// of one.
+func connKeyWiped(k *laneKey) bool { return k.key.Empty() && !k.ready }
+
+// entries lists every traffic-key entry of l.
+func (l *lane) entries() []*laneKey {
+	ks := []*laneKey{&l.keys[0], &l.keys[1]}
+	return append(ks, l.more...)
 }
 
 // connKeysOf returns the traffic-key holders c derived from m, in both

@@ -1,9 +1,6 @@
 package ao
 
 import (
-	"errors"
-
-	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -59,20 +56,16 @@ func (l *Listener) Accept(syn *segment.Segment, conn *Conn) (signed bool, err er
 	off, opt, err := findOption(syn)
 	if err != nil {
 		if l.policy.AORequired || l.ring.Covers(src, l.l3) {
-			l.aoRequired.Add(1)
-			return false, ErrAORequired
+			return false, l.record(nil, nil, ErrAORequired)
 		}
 		return false, nil
 	}
 	m := l.ring.LookupRecv(src, opt.KeyID, l.l3)
 	if m == nil {
-		l.keyNotFound.Add(1)
-		return false, ErrKeyNotFound
+		return false, l.record(nil, nil, ErrKeyNotFound)
 	}
 	if len(opt.MAC) != int(m.maclen) {
-		l.bad.Add(1)
-		m.bad.Add(1)
-		return true, ErrMACLength
+		return true, l.record(m, nil, ErrMACLength)
 	}
 	ep := Endpoint{
 		Local:   netipAddrPort(syn.Dst, h.DstPort()),
@@ -81,51 +74,34 @@ func (l *Listener) Accept(syn *segment.Segment, conn *Conn) (signed bool, err er
 	}
 	conn.Close()
 	conn.reset(l.ring, ep, l.policy)
-	conn.risn = h.Seq() // for the Receive_SYN key; committed once the SYN verifies
-	rl := &conn.recv
-	rl.mu.Lock()
-	k, _, err := conn.keyEntry(rl, m, false, true)
-	var w *mac.Context
-	if err == nil {
-		w, err = rl.context(m)
-	}
-	if err == nil {
-		j := job{m: m, key: k, w: w, sc: rl.scratch[:], off: off}
-		err = j.verify(syn, opt.MAC)
-	}
-	rl.mu.Unlock()
-	if err != nil {
+	in := conn.input(false, true, h.Seq())
+	j := job{m: m, off: off}
+	if err := l.record(m, nil, j.once(&in, syn, opt.MAC, conn.hint)); err != nil {
 		conn.Close()
-		if errors.Is(err, ErrKeyNotFound) {
-			l.keyNotFound.Add(1)
-			return true, err
-		}
-		l.bad.Add(1)
-		m.bad.Add(1)
 		return true, err
 	}
-	l.good.Add(1)
-	m.good.Add(1)
 	conn.setRISN(h.Seq())
-	// As Linux's tcp_ao_copy_all_matching: current = the MKT whose SendID
-	// is the SYN's RNextKeyID, else the newest MKT for the peer.
-	r := l.ring
-	r.mu.Lock()
-	if !r.has(m) {
+	if !l.roles(conn, m, opt.RNextKeyID) {
 		// The MKT was deleted as the SYN arrived: as gone.
-		r.mu.Unlock()
 		conn.Close()
 		return true, ErrKeyNotFound
 	}
-	cur := r.LookupSend(src, opt.RNextKeyID, l.l3)
-	if cur == nil {
-		cur = r.newest(src, l.l3)
-	}
-	if cur == nil {
-		cur = m
-	}
-	r.setRole(conn, roleCurrent, cur)
-	r.setRole(conn, roleRNext, m)
-	r.mu.Unlock()
 	return true, nil
+}
+
+// roles gives conn its keys as Linux's tcp_ao_copy_all_matching does:
+// current = the MKT whose SendID is the SYN's RNextKeyID, else the newest
+// MKT for the peer, else m; RNext = m, the MKT that verified the SYN. It
+// reports false if m is gone.
+func (l *Listener) roles(conn *Conn, m *MKT, rnextKeyID uint8) bool {
+	peer := conn.remote.Addr()
+	if !conn.setRole(roleRNext, m) {
+		return false
+	}
+	for _, cur := range [...]*MKT{l.ring.LookupSend(peer, rnextKeyID, l.l3), l.ring.newest(peer, l.l3), m} {
+		if cur != nil && conn.setRole(roleCurrent, cur) {
+			return true
+		}
+	}
+	return false
 }

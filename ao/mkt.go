@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
+	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
@@ -37,18 +39,21 @@ type MKT struct {
 	// without its methods, prints an address and not the keyed state
 	// (for hmac(rmd160) that is key⊕ipad and key⊕opad).
 	master *kdf.Master
-	pool   *sigpool.Pool // for the calls without a connection
-	ring   *Keyring      // the keyring the MKT is in, nil once deleted; under the keyring's lock
+	pool   *sigpool.Pool // where everything computed under the MKT runs
+	// mu guards what ties connections to the MKT: users, lanes, and the
+	// writes of ring (a delete holds both its keyring's lock and mu).
+	// Under it a lane's lock is never taken; see lock2 for two MKTs.
+	mu sync.Mutex
+	// ring is the keyring the MKT is in, nil once deleted.
+	ring *Keyring
 	// users lists the connections that have the MKT as current key
-	// (users[roleCurrent]) or RNext key, under the keyring's lock: a
-	// delete that would leave them without one is refused, and a forced
-	// delete moves them to the replacement.
+	// (users[roleCurrent]) or RNext key: a delete that would leave them
+	// without one is refused, and a forced delete moves them to the
+	// replacement.
 	users [2]*Conn
 	// lanes lists the connections' lane entries that count good
-	// segments for the MKT, under owner's lock, which also covers every
-	// fold of an entry's count into good: under it, good plus the listed
-	// entries' counts is the MKT's total, each segment in exactly one.
-	owner *Keyring // the keyring the MKT was added to; never changes
+	// segments for the MKT; under mu, good plus the listed entries'
+	// counts is the MKT's total, each segment in exactly one.
 	lanes []*laneKey
 	// guard pins master while a derivation reads it: a delete retires
 	// the MKT, and master is wiped once no pin is left (reclaim's RCU).
@@ -59,6 +64,7 @@ type MKT struct {
 	maclen         uint8
 	exclude        bool
 	hasIfIndex     bool
+	hasPool        bool // poolID holds a reference on the pool's entry of alg
 	ifindex        int
 	poolID         sigpool.ID
 	added          uint64 // order of addition in its keyring (newest wins by default)
@@ -66,13 +72,13 @@ type MKT struct {
 	// The counters, written per verified segment, on a line of their own
 	// so that they do not share one with what signers read.
 	_    [cacheline.Size]byte
-	good atomic.Uint64 // segments counted here: by listeners, and by wiped lane entries
+	good atomic.Uint64 // segments counted here: by listeners, handshakes and wiped lane entries
 	bad  atomic.Uint64
 	_    [cacheline.Size - 16]byte
 }
 
-// newMKT validates cfg and prepares its master key; the keyring sets the
-// pool it computes through.
+// newMKT validates cfg and prepares its master key; the keyring takes
+// its pool reference.
 func newMKT(cfg *keys.AO) (*MKT, error) {
 	c, err := cfg.Validate()
 	if err != nil {
@@ -160,11 +166,8 @@ func (m *MKT) Counters() (good, bad uint64) {
 	if m == nil {
 		return 0, 0
 	}
-	if m.owner == nil {
-		return m.good.Load(), m.bad.Load()
-	}
-	m.owner.mu.Lock()
-	defer m.owner.mu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	good = m.good.Load()
 	for _, k := range m.lanes {
 		good += k.good.Load()
@@ -173,27 +176,27 @@ func (m *MKT) Counters() (good, bad uint64) {
 }
 
 // list enters k, a lane's new entry for m, in m.lanes; k's lane is
-// locked (a lane's lock may be held when the keyring's is taken, never
-// the other way).
+// locked (a lane's lock may be held when m's is taken, never the other
+// way).
 func (m *MKT) list(k *laneKey) {
-	m.owner.mu.Lock()
+	m.mu.Lock()
 	k.good.Store(0)
 	k.idx = len(m.lanes)
 	m.lanes = append(m.lanes, k)
-	m.owner.mu.Unlock()
+	m.mu.Unlock()
 }
 
 // unlist removes k from m.lanes and adds its count to m.good; k's lane
 // is locked.
 func (m *MKT) unlist(k *laneKey) {
-	m.owner.mu.Lock()
+	m.mu.Lock()
 	m.good.Add(k.good.Swap(0))
 	last := len(m.lanes) - 1
 	m.lanes[k.idx] = m.lanes[last]
 	m.lanes[k.idx].idx = k.idx
 	m.lanes[last] = nil
 	m.lanes = m.lanes[:last]
-	m.owner.mu.Unlock()
+	m.mu.Unlock()
 }
 
 // String describes the MKT without key material.
@@ -215,11 +218,7 @@ func (m *MKT) String() string {
 func (m *MKT) GoString() string { return m.String() }
 
 // Format prints the redacted form for every verb.
-func (m *MKT) Format(f fmt.State, _ rune) {
-	if f != nil {
-		fmt.Fprint(f, m.String())
-	}
-}
+func (m *MKT) Format(f fmt.State, _ rune) { redact.Format(f, m.String()) }
 
 // matchesL3 reports whether the MKT applies in L3 domain l3 (Linux: a key
 // without TCP_AO_KEYF_IFINDEX matches every VRF).
@@ -237,7 +236,16 @@ func (m *MKT) acquire() (reclaim.Pin, bool) { return m.guard.Acquire() }
 
 func (m *MKT) release(p reclaim.Pin) { m.guard.Release(p) }
 
-// wipe clears the master key. It runs once, when no derivation can still
-// use it: quick, no lock, as reclaim asks. (Connections wipe the traffic
-// keys they derived themselves: see lane.add and Conn.Close.)
-func (m *MKT) wipe() { m.master.Wipe() }
+// wipe clears the master key and drops the MKT's reference on its pool
+// entry: the entry and its contexts go with its algorithm's last key. It
+// runs once, when no derivation can still use the MKT: quick, as reclaim
+// asks (the pool's lock is short and never waits for a shard).
+// (Connections wipe the traffic keys they derived themselves: see
+// lane.add and Conn.Close.)
+func (m *MKT) wipe() {
+	m.master.Wipe()
+	if m.hasPool {
+		m.hasPool = false
+		_ = m.pool.Release(m.poolID)
+	}
+}

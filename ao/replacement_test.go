@@ -64,9 +64,7 @@ func TestVerifyRNextChecksPeer(t *testing.T) {
 	mustAdd(t, r, cfg4("192.0.2.0/24", 1, 1))
 	only5 := mustAdd(t, r, cfg4("192.0.2.5/32", 2, 2))
 	c7 := restoredOn(t, r, "192.0.2.7", 1, 1)
-	r.mu.Lock()
-	r.setRole(c7, roleRNext, only5)
-	r.mu.Unlock()
+	c7.setRole(roleRNext, only5)
 	if c7.RNext() == only5 {
 		t.Fatal("a key of .5 became .7's RNext key")
 	}

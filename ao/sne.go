@@ -38,7 +38,7 @@ func (s *SNE) Of(seq uint32) uint32 { return ComputeSNE(s.sne, s.basis, seq) }
 // Advance moves the basis to seq if seq is after it, carrying the SNE
 // over a wrap; it never moves the basis backwards.
 func (s *SNE) Advance(seq uint32) {
-	if before(s.basis, seq) {
+	if before(s.basis, seq) && !before(seq, s.basis) { // exactly 2^31 away is Of's previous wrap: no move
 		s.sne, s.basis = ComputeSNE(s.sne, s.basis, seq), seq
 	}
 }

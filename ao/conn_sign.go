@@ -1,0 +1,228 @@
+package ao
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tcpsig/tcpsig/segment"
+)
+
+// Sign computes the MAC of an outgoing segment and writes it, with the
+// connection's KeyID (current key's SendID) and RNextKeyID (RNext key's
+// RecvID), into the segment's TCP-AO option, which the stack laid out with
+// [AppendOption] for the current key's MAC length (a longer option is
+// shortened; a shorter one is [ErrNoRoom]). A SYN is signed with the
+// Send_SYN traffic key, everything else (the SYN-ACK, with or without
+// payload, included) with Send_other. A server's first SYN-ACK gives the
+// connection its local ISN; before it, nothing else can be signed
+// ([ErrNoISN]). A RST is signed like any other segment.
+func (c *Conn) Sign(seg *segment.Segment) error {
+	if c == nil || c.ring == nil {
+		return ErrNotInitialized
+	}
+	if c.closed.Load() {
+		return ErrConnClosed
+	}
+	if err := seg.Check(); err != nil {
+		return err
+	}
+	m := c.current.Load()
+	if m == nil {
+		return ErrNoCurrentKey
+	}
+	err := c.signWith(m, seg)
+	if errors.Is(err, ErrKeyNotFound) {
+		return c.signAgain(m, seg, err)
+	}
+	return err
+}
+
+// signWith signs seg with current key m: it labels the option before
+// the lane's lock is taken, which makes these byte stores land before the
+// header is read back as whole words.
+func (c *Conn) signWith(m *MKT, seg *segment.Segment) error {
+	off, err := labelOption(m, seg, c.rnextID(m))
+	if err != nil {
+		return err
+	}
+	l := &c.send
+	l.mu.Lock()
+	err = c.signLocked(l, m, seg, off)
+	l.mu.Unlock()
+	return err
+}
+
+// signAgain signs seg after m, the current key Sign loaded, was deleted
+// between the load and its use (err). A delete moves the connection to
+// its replacement before it retires the key, so each load sees another
+// MKT, until one signs or none is left.
+func (c *Conn) signAgain(m *MKT, seg *segment.Segment, err error) error {
+	for errors.Is(err, ErrKeyNotFound) {
+		n := c.current.Load()
+		if n == m {
+			return err
+		}
+		if m = n; m == nil {
+			return ErrNoCurrentKey
+		}
+		err = c.signWith(m, seg)
+	}
+	return err
+}
+
+// rnextID is the RNextKeyID to send with current key m: the RNext key's
+// RecvID, or m's own without one.
+func (c *Conn) rnextID(m *MKT) uint8 {
+	if n := c.rnext.Load(); n != nil {
+		return n.recvID
+	}
+	return m.recvID
+}
+
+// signLocked is Sign's part under the send lane's lock, for the current
+// key m whose option at off is labelled.
+func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error {
+	h := seg.Header
+	flags, seq := h.Flags(), h.Seq()
+	if !c.lisnKnown.Load() {
+		// A server's connection: its ISN is its SYN-ACK's.
+		if flags&(segment.SYN|segment.ACK) != segment.SYN|segment.ACK {
+			return ErrNoISN
+		}
+		c.setLISN(seq)
+	}
+	if flags&segment.SYN != 0 && seq != c.lisn {
+		// Its traffic keys would be derived from an ISN the peer never
+		// sees: every MAC of the connection would be wrong.
+		return fmt.Errorf("%w: %v with sequence number %d, ISN %d", ErrISN, flags, seq, c.lisn)
+	}
+	j := job{m: m, off: off, sne: l.sne.Of(seq)}
+	if isSYN(flags) {
+		in := c.input(true, true, 0)
+		if err := j.once(&in, seg, nil, c.hint); err != nil {
+			return err
+		}
+		l.sne.Advance(seq)
+		return nil
+	}
+	if !c.risnKnown.Load() {
+		return ErrNoISN
+	}
+	k, err := c.trafficKey(l, m, true)
+	if err != nil {
+		return err
+	}
+	w, err := l.work(m, c.policy, c.hint)
+	if err != nil {
+		return err
+	}
+	j.key, j.w, j.sc = &k.key, w.w, w.sc
+	err = j.sign(seg)
+	w.end()
+	if err == nil {
+		l.sne.Advance(seq)
+	}
+	return err
+}
+
+// Verify checks an incoming segment (RFC 5925 §7.6 as Linux's
+// tcp_inbound_ao_hash does it) and, only once its MAC verifies, advances
+// the receive SNE and follows the peer's RNextKeyID: if it names another
+// of our SendIDs, that MKT becomes the current key. A nil error means
+// the segment may be processed.
+func (c *Conn) Verify(seg *segment.Segment) error {
+	if c == nil || c.ring == nil {
+		return ErrNotInitialized
+	}
+	if c.closed.Load() {
+		return ErrConnClosed
+	}
+	if err := seg.Check(); err != nil {
+		return err
+	}
+	if seg.Auth().MD5 > 0 {
+		return ErrUnexpected
+	}
+	off, opt, err := findOption(seg)
+	if err != nil {
+		if c.policy.AORequired || c.current.Load() != nil {
+			return c.record(nil, nil, ErrAORequired)
+		}
+		return nil
+	}
+	m := c.rnext.Load()
+	if m == nil || m.recvID != opt.KeyID { // setRole keeps only an RNext key that covers the peer
+		m = c.ring.LookupRecv(c.remote.Addr(), opt.KeyID, c.l3)
+	}
+	if m == nil {
+		c.record(nil, nil, ErrKeyNotFound)
+		if c.policy.AcceptUnknownKeyID {
+			return nil
+		}
+		return ErrKeyNotFound
+	}
+	if len(opt.MAC) != int(m.maclen) {
+		return c.record(m, nil, ErrMACLength)
+	}
+	l := &c.recv
+	j := job{m: m, off: off}
+	l.mu.Lock()
+	err = c.verifyLocked(l, &j, seg, opt.MAC)
+	l.mu.Unlock()
+	if err == nil {
+		c.rotate(opt) // takes MKTs' locks: never under a lane's
+	}
+	return err
+}
+
+// verifyLocked is Verify's part under the receive lane's lock, for j's
+// MKT and option offset; got is the option's MAC.
+func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) error {
+	h := seg.Header
+	flags, seq := h.Flags(), h.Seq()
+	switch {
+	case isSYN(flags):
+		// A (retransmitted) SYN: Receive_SYN key with the SYN's own ISN.
+		in := c.input(false, true, seq)
+		return c.record(j.m, nil, j.once(&in, seg, got, c.hint))
+	case !c.risnKnown.Load():
+		if flags&segment.SYN == 0 {
+			return ErrNoISN
+		}
+		// The SYN-ACK teaches the peer's ISN, but only once it verifies.
+		in := c.input(false, false, seq)
+		if err := c.record(j.m, nil, j.once(&in, seg, got, c.hint)); err != nil {
+			return err
+		}
+		c.setRISN(seq)
+		return nil
+	case !c.lisnKnown.Load():
+		return ErrNoISN // a server's connection before its SYN-ACK
+	}
+	k, err := c.trafficKey(l, j.m, false)
+	if err != nil {
+		return c.record(j.m, nil, err)
+	}
+	w, err := l.work(j.m, c.policy, c.hint)
+	if err != nil {
+		return c.record(j.m, nil, err)
+	}
+	j.key, j.w, j.sc, j.sne = &k.key, w.w, w.sc, l.sne.Of(seq)
+	err = j.verify(seg, got)
+	w.end()
+	if c.record(j.m, k, err) == nil && flags&segment.SYN == 0 {
+		l.sne.Advance(seq)
+	}
+	return err
+}
+
+// rotate follows a verified segment's RNextKeyID: if it names another of
+// our SendIDs, that MKT becomes the current key (Linux
+// tcp_inbound_ao_hash: "If the key is not found we do nothing").
+func (c *Conn) rotate(opt Option) {
+	if cur := c.current.Load(); cur == nil || opt.RNextKeyID != cur.sendID {
+		if n := c.ring.LookupSend(c.remote.Addr(), opt.RNextKeyID, c.l3); n != nil {
+			_ = c.switchTo(roleCurrent, n)
+		}
+	}
+}

@@ -1,0 +1,199 @@
+package ao
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/tcpsig/tcpsig/internal/cacheline"
+	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/sigpool"
+)
+
+// A connection signs and verifies in two lanes, one per direction. A lane
+// keeps what is its own: the traffic keys of its direction, per MKT, as
+// prepared keyed state, and the direction's SNE. The working context and
+// scratch of each segment are a pool shard's, taken for the segment
+// (the shard the connection's hint names first), unless the policy asks
+// the lane to keep a leased context between segments.
+type lane struct {
+	// mu serialises the calls of one direction (a Sign waits for another
+	// Sign on the same Conn, never for a Verify) and guards every field
+	// below. Under it a call may pin an MKT (reclaim), start a pool
+	// request, or take an MKT's lock to list or unlist an entry; no one
+	// holding an MKT's lock takes a lane's.
+	mu  sync.Mutex
+	sne SNE
+	// keys holds the entries of the current key and one more (a
+	// rotation's); more holds the rest. Entries of deleted MKTs are wiped
+	// and reused.
+	keys  [2]laneKey
+	more  []*laneKey
+	lease *lease               // Policy.LeaseContexts: the context kept between segments
+	_     [cacheline.Size]byte // the next lane's lock on another line
+}
+
+// laneKey is one MKT's traffic key of a lane's direction for every
+// segment but a SYN (RFC 5925 §5.2), derived on first use. (A SYN's key
+// is derived for the segment that needs it: a connection sends or
+// receives its SYNs once, or a few times, and keeps no key for them.)
+type laneKey struct {
+	mkt   *MKT
+	ready bool
+	key   mac.Key
+	// good counts the segments this entry verified for mkt: mkt's share
+	// of its good counter, so that a verified segment writes no line
+	// shared with other connections. Its lane adds to it under the lane's
+	// lock (one writer); MKT.Counters reads it, and unlist folds it into
+	// mkt's own, under mkt's lock.
+	good atomic.Uint64
+	idx  int // the entry's place in mkt.lanes, under mkt's lock
+}
+
+// lease is a working context a lane keeps between segments, with its
+// scratch.
+type lease struct {
+	ctx     *mac.Context // leased from pool (entry id) for alg; nil: none
+	alg     *mac.Algorithm
+	pool    *sigpool.Pool
+	id      sigpool.ID
+	scratch [scratchSize]byte
+}
+
+func (k *laneKey) wipe() {
+	k.key.Wipe()
+	k.ready = false
+	if k.mkt != nil {
+		k.mkt.unlist(k)
+	}
+	k.mkt = nil
+}
+
+// find returns the lane's entry for m, nil if it has none yet.
+func (l *lane) find(m *MKT) *laneKey {
+	for i := range l.keys {
+		if l.keys[i].mkt == m {
+			return &l.keys[i]
+		}
+	}
+	for _, k := range l.more {
+		if k.mkt == m {
+			return k
+		}
+	}
+	return nil
+}
+
+// add returns a fresh entry for m: a wiped one whose MKT was deleted, or a
+// new one. Entries of deleted MKTs are wiped here, so a long-lived
+// connection that rotates keys neither grows nor keeps their bytes beyond
+// its next new key.
+func (l *lane) add(m *MKT) *laneKey {
+	var free *laneKey
+	visit := func(k *laneKey) {
+		if k.mkt != nil && k.mkt.guard.Retired() {
+			k.wipe()
+		}
+		if k.mkt == nil && free == nil {
+			free = k
+		}
+	}
+	for i := range l.keys {
+		visit(&l.keys[i])
+	}
+	for _, k := range l.more {
+		visit(k)
+	}
+	if free == nil {
+		free = new(laneKey)
+		l.more = append(l.more, free)
+	}
+	free.mkt = m
+	m.list(free)
+	return free
+}
+
+// wipe clears every key of the lane and gives its lease back.
+func (l *lane) wipe() {
+	for i := range l.keys {
+		l.keys[i].wipe()
+	}
+	for _, k := range l.more {
+		k.wipe()
+	}
+	if l.lease != nil {
+		l.lease.giveBack()
+	}
+}
+
+// work is a segment's working context and scratch: a pool shard's,
+// held until end, or a lane's lease.
+type work struct {
+	w   *mac.Context
+	sc  []byte
+	req *sigpool.Request
+}
+
+// end hands a shard's request back; a lease stays with its lane.
+func (w work) end() { w.req.End() }
+
+// work returns the working context and scratch of one segment under m;
+// the lane's lock is held. A pool entry that is gone, or holds another
+// algorithm now, means m was deleted and its algorithm's last key with
+// it: [ErrKeyNotFound], on which Sign moves on to the current key.
+func (l *lane) work(m *MKT, p Policy, hint uint32) (work, error) {
+	if p.LeaseContexts {
+		if l.lease == nil {
+			l.lease = new(lease)
+		}
+		w, err := l.lease.context(m)
+		return work{w: w, sc: l.lease.scratch[:]}, err
+	}
+	req, err := m.request(hint)
+	if err != nil {
+		return work{}, err
+	}
+	return work{w: req.MAC, sc: req.Scratch, req: req}, nil
+}
+
+// context returns the lease's context for m's algorithm: the one it holds
+// while its keys are of that algorithm; a rotation to an MKT of another
+// algorithm (or pool) returns it and leases one for the new algorithm.
+func (s *lease) context(m *MKT) (*mac.Context, error) {
+	if s.ctx != nil && s.alg == m.alg && s.pool == m.pool {
+		return s.ctx, nil
+	}
+	s.giveBack()
+	c, err := m.pool.Lease(m.poolID)
+	if err != nil {
+		return nil, ErrKeyNotFound
+	}
+	s.ctx, s.alg, s.pool, s.id = c, m.alg, m.pool, m.poolID
+	return c, nil
+}
+
+// giveBack returns the lease's context, wiped, to its pool.
+func (s *lease) giveBack() {
+	if s.ctx != nil {
+		_ = s.pool.Return(s.id, s.ctx) // the lease holds the entry
+		s.ctx, s.alg, s.pool = nil, nil, nil
+	}
+	clear(s.scratch[:])
+}
+
+// trafficKey returns the lane's traffic key of m for every segment but a
+// SYN, deriving it on first use; the lane's lock is held.
+func (c *Conn) trafficKey(l *lane, m *MKT, send bool) (*laneKey, error) {
+	k := l.find(m)
+	if k != nil && k.ready {
+		return k, nil
+	}
+	if k == nil {
+		k = l.add(m)
+	}
+	in := c.input(send, false, c.risn)
+	if err := m.derive(&in, &k.key, c.hint); err != nil {
+		return nil, err
+	}
+	k.ready = true
+	return k, nil
+}
