@@ -13,6 +13,7 @@ import (
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/sigpool"
 )
 
 // allZero reports whether the n bytes at p are zero: the whole memory of
@@ -708,5 +709,35 @@ func TestDefaultKeyIsNewest(t *testing.T) {
 		if err := c.Init(r, Endpoint{Local: cli4, Remote: srv4, LocalISN: 1}, Policy{}); !errors.Is(err, ErrNoCurrentKey) {
 			t.Errorf("Init with no matching key: %v, want ErrNoCurrentKey", err)
 		}
+	}
+}
+
+// TestMKTHoldsPoolEntry: each MKT holds a reference on its algorithm's
+// pool entry from its add to its wipe, so the entry (and every shard's
+// context of the algorithm) goes with the algorithm's last MKT, and a
+// connection that used it has given nothing back late.
+func TestMKTHoldsPoolEntry(t *testing.T) {
+	pool, _ := sigpool.New(sigpool.Config{Shards: 2})
+	r := NewKeyring(pool)
+	a := mustAdd(t, r, cfg4("192.0.2.0/24", 1, 1))
+	b := mustAdd(t, r, cfg4("198.51.100.0/24", 2, 2))
+	c := restoredOn(t, r, "192.0.2.7", 1, 1)
+	if a.poolID != b.poolID {
+		t.Fatalf("two hmac(sha1) MKTs on entries %d and %d", a.poolID, b.poolID)
+	}
+	c.Close()
+	if err := r.Delete(a, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	req, err := pool.Start(b.poolID)
+	if err != nil {
+		t.Fatalf("the entry went while an MKT of its algorithm is left: %v", err)
+	}
+	req.End()
+	if err := r.Delete(b, DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Start(b.poolID); !errors.Is(err, sigpool.ErrNotAllocated) {
+		t.Fatalf("the entry outlived its algorithm's last MKT: %v", err)
 	}
 }

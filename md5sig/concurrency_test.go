@@ -216,10 +216,10 @@ func TestConcurrentKeyChanges(t *testing.T) {
 	if r.Len() != 0 {
 		t.Fatalf("%d keys left", r.Len())
 	}
-	// The keyring keeps its one pool entry for its lifetime, so that no
-	// key's wipe has to call into the pool.
-	if pool.Algorithm(keys[0].poolID) == nil {
-		t.Fatal("the keyring's pool entry went with its last key")
+	// Each key held a reference on the pool's TCP-MD5 entry: with the
+	// last one wiped, the entry and its contexts are gone.
+	if _, err := pool.Start(keys[0].poolID); !errors.Is(err, sigpool.ErrNotAllocated) {
+		t.Fatalf("the pool's TCP-MD5 entry outlived its last key: %v", err)
 	}
 }
 

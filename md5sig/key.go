@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/internal/reclaim"
+	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
@@ -38,6 +39,7 @@ type Key struct {
 	ring    *Keyring
 	pool    *sigpool.Pool
 	poolID  sigpool.ID
+	hasPool bool // poolID holds a reference on the pool's TCP-MD5 entry
 	deleted bool // removed from its keyring; under ring.mu
 
 	guard     reclaim.Guard
@@ -70,10 +72,17 @@ func newKey(cfg *keys.MD5, r *Keyring) (*Key, error) {
 	return k, nil
 }
 
-// wipe clears the key bytes. It runs once, when no reader can still use
-// the key: quick and without a lock, as reclaim asks (the pool entry
-// belongs to the keyring).
-func (k *Key) wipe() { k.secret.Wipe() }
+// wipe clears the key bytes and drops the key's pool reference: the
+// entry and its contexts go with the last TCP-MD5 key. It runs once, when
+// no reader can still use the key: quick, as reclaim asks (the pool's
+// lock is short and never waits for a shard).
+func (k *Key) wipe() {
+	k.secret.Wipe()
+	if k.hasPool {
+		k.hasPool = false
+		_ = k.pool.Release(k.poolID)
+	}
+}
 
 // Peer returns the key's peer prefix, masked, IPv4-mapped prefixes as
 // IPv4.
@@ -118,8 +127,4 @@ func (k *Key) String() string {
 func (k *Key) GoString() string { return k.String() }
 
 // Format prints the redacted form for every verb.
-func (k *Key) Format(f fmt.State, _ rune) {
-	if f != nil {
-		fmt.Fprint(f, k.String())
-	}
-}
+func (k *Key) Format(f fmt.State, _ rune) { redact.Format(f, k.String()) }

@@ -21,10 +21,8 @@ import (
 // Keyring is empty and computes through sigpool.Default; a Keyring must
 // not be copied after first use.
 type Keyring struct {
-	mu    sync.Mutex
-	pool  *sigpool.Pool // nil: sigpool.Default; set only by NewKeyring
-	id    sigpool.ID    // under mu: the pool's TCP-MD5 entry, taken at the first Add and kept
-	hasID bool
+	mu   sync.Mutex
+	pool *sigpool.Pool // nil: sigpool.Default; set only by NewKeyring
 	// keys is indexed by peer prefix and tag: the L3 index of a bound key,
 	// 0 for unbound keys and for keys bound to the default domain (both
 	// have Linux l3index 0, so neither wins over the other; the longer
@@ -145,27 +143,27 @@ func nameAt(names []string, i int) string {
 }
 
 // insert adds ks to r, each replacing the key of its description, or,
-// when the pool refuses the keyring an entry, none (and retires ks).
+// when the pool refuses an entry, none (and retires ks). Each key holds
+// a reference on the pool's TCP-MD5 entry, which its wipe drops.
 func (r *Keyring) insert(ks []*Key) error {
 	r.mu.Lock()
-	if !r.hasID {
-		if r.pool == nil {
-			r.pool = sigpool.Default
-		}
-		var err error
-		if r.id, err = r.pool.Alloc(mac.TCPMD5, scratchSize); err != nil {
+	if r.pool == nil {
+		r.pool = sigpool.Default
+	}
+	for _, k := range ks {
+		id, err := r.pool.Alloc(mac.TCPMD5, scratchSize)
+		if err != nil {
 			r.mu.Unlock()
 			for _, k := range ks {
 				k.guard.Retire(k.wipe)
 			}
 			return err
 		}
-		r.hasID = true
+		k.pool, k.poolID, k.hasPool = r.pool, id, true
 	}
 	var one [1]*Key
 	olds := one[:0] // the keys replaced
 	for _, k := range ks {
-		k.pool, k.poolID = r.pool, r.id
 		// newKey validated the prefix, so the insert cannot fail.
 		_ = r.keys.Insert(k.peer, tag(k.ifindex), k)
 		old, replaced := r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool {

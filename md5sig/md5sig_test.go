@@ -406,17 +406,20 @@ func TestDelete(t *testing.T) {
 	pool, _ := sigpool.New(sigpool.Config{Shards: 2})
 	r := NewKeyring(pool)
 	k := mustAdd(t, r, keys.MD5{Peer: pfx("2001:db8::/64"), Key: []byte("sync")})
-	if pool.Algorithm(k.poolID) == nil {
-		t.Fatal("key holds no pool entry")
+	req, err := pool.Start(k.poolID)
+	if err != nil {
+		t.Fatalf("key holds no pool entry: %v", err)
 	}
+	req.End()
 	if err := r.Delete(k, DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if !k.secret.Empty() {
 		t.Fatal("synchronous delete returned before the wipe")
 	}
-	if pool.Algorithm(k.poolID) == nil {
-		t.Fatal("the keyring's pool entry went with its last key")
+	// The refcount: the key held the pool's entry, and it went with it.
+	if _, err := pool.Start(k.poolID); !errors.Is(err, sigpool.ErrNotAllocated) {
+		t.Fatalf("the pool's entry outlived its last key: %v", err)
 	}
 	if r.Len() != 0 || r.Lookup(addr("2001:db8::1"), 0) != nil {
 		t.Fatal("deleted key still found")
