@@ -55,7 +55,7 @@ func (m *MKT) derive(in *kdf.Input, key *mac.Key, hint uint32) error {
 	if m == nil || m.master == nil {
 		return ErrKeyNotFound
 	}
-	p, ok := m.acquire()
+	p, ok := m.acquire(hint)
 	if !ok {
 		return ErrKeyNotFound
 	}
@@ -101,7 +101,7 @@ func deriveOn(req *sigpool.Request, m *MKT, in *kdf.Input, key *mac.Key) error {
 // and is wiped before the request ends.
 func (j *job) once(in *kdf.Input, seg *segment.Segment, got []byte, hint uint32) error {
 	m := j.m
-	p, ok := m.acquire()
+	p, ok := m.acquire(hint)
 	if !ok {
 		return ErrKeyNotFound
 	}

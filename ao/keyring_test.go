@@ -422,7 +422,7 @@ func TestDeleteWaitsForReaders(t *testing.T) {
 		t.Run(fmt.Sprintf("async=%v", async), func(t *testing.T) {
 			r := NewKeyring(nil)
 			m := mustAdd(t, r, cfg4("192.0.2.2/32", 1, 2))
-			pin, ok := m.acquire()
+			pin, ok := m.acquire(0)
 			if !ok {
 				t.Fatal("acquire")
 			}
@@ -451,7 +451,7 @@ func TestDeleteWaitsForReaders(t *testing.T) {
 			if r.LookupRecv(srv4.Addr(), 2, 0) != nil || r.Len() != 0 {
 				t.Fatal("deleted key still found")
 			}
-			if _, ok := m.acquire(); ok {
+			if _, ok := m.acquire(0); ok {
 				t.Fatal("new reader pinned a deleted key")
 			}
 			// The reader can still compute with it.

@@ -230,9 +230,9 @@ func (m *MKT) covers(addr netip.Addr, l3 int) bool {
 	return m.peer.Contains(addr.Unmap()) && m.matchesL3(l3)
 }
 
-// acquire pins the MKT's master key for a derivation; false once the MKT
-// is deleted.
-func (m *MKT) acquire() (reclaim.Pin, bool) { return m.guard.Acquire() }
+// acquire pins the MKT's master key for a derivation, on the pin shard
+// a connection's hint names; false once the MKT is deleted.
+func (m *MKT) acquire(hint uint32) (reclaim.Pin, bool) { return m.guard.AcquireHint(hint) }
 
 func (m *MKT) release(p reclaim.Pin) { m.guard.Release(p) }
 
