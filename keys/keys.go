@@ -103,8 +103,8 @@ func (c AO) Validate() (AO, error) {
 
 // String describes c without its key.
 func (c AO) String() string {
-	return fmt.Sprintf("keys.AO{peer %v, SendID %d, RecvID %d, %s, maclen %d, exclude %v, ifindex %d/%v, key [redacted]}",
-		c.Peer, c.SendID, c.RecvID, c.Algorithm, c.MACLen, c.ExcludeOptions, c.IfIndex, c.HasIfIndex)
+	return fmt.Sprintf("keys.AO{peer %v, SendID %d, RecvID %d, %s, maclen %d, exclude %v, ifindex %d/%v, key %s}",
+		c.Peer, c.SendID, c.RecvID, c.Algorithm, c.MACLen, c.ExcludeOptions, c.IfIndex, c.HasIfIndex, redact.Marker)
 }
 
 // GoString is String, so %#v does not print the key either.
@@ -186,7 +186,7 @@ func (c MD5) Validate() (MD5, error) {
 
 // String describes c without its key.
 func (c MD5) String() string {
-	return fmt.Sprintf("keys.MD5{peer %v, ifindex %d/%v, %d-byte key [redacted]}", c.Peer, c.IfIndex, c.HasIfIndex, len(c.Key))
+	return fmt.Sprintf("keys.MD5{peer %v, ifindex %d/%v, %d-byte key %s}", c.Peer, c.IfIndex, c.HasIfIndex, len(c.Key), redact.Marker)
 }
 
 // GoString is String, so %#v does not print the key either.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"syscall"
 
+	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/keys"
 )
@@ -125,9 +126,13 @@ func (k AOKey) String() string {
 	return fmt.Sprintf("%v current=%v rnext=%v good=%d bad=%d", k.AO, k.Current, k.RNext, k.Good, k.Bad)
 }
 
+// GoString is String, so %#v does not print the key either (the
+// embedded keys.AO's would print the key configuration alone).
+func (k AOKey) GoString() string { return k.String() }
+
 // Format prints String for every verb (the embedded keys.AO's Format
 // would otherwise print the key configuration alone).
-func (k AOKey) Format(f fmt.State, _ rune) { fmt.Fprint(f, k.String()) }
+func (k AOKey) Format(f fmt.State, _ rune) { redact.Format(f, k.String()) }
 
 // MarshalJSON is the embedded keys.AO's JSON (key redacted) with the
 // socket's view of the key, which the embedded method alone would drop.
