@@ -210,10 +210,14 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) e
 	j.key, j.w, j.sc, j.sne = &k.key, w.w, w.sc, l.sne.Of(seq)
 	err = j.verify(seg, got)
 	w.end()
-	if c.record(j.m, k, err) == nil && flags&segment.SYN == 0 {
+	if err != nil {
+		return c.record(j.m, k, err)
+	}
+	c.goodIn(k) // record's good case, inlined on the per-segment path
+	if flags&segment.SYN == 0 {
 		l.sne.Advance(seq)
 	}
-	return err
+	return nil
 }
 
 // rotate follows a verified segment's RNextKeyID: if it names another of

@@ -122,6 +122,14 @@ func (j *job) once(in *kdf.Input, seg *segment.Segment, got []byte, hint uint32)
 	return j.verify(seg, got)
 }
 
+// goodIn counts a good segment verified with k, a lane's entry whose
+// lane's lock the caller holds: one writer, so plain and atomic stores,
+// no locked add.
+func (c *counters) goodIn(k *laneKey) {
+	k.good.Store(k.good.Load() + 1)
+	c.laneGood++
+}
+
 // record counts the outcome err of a verification under m in c and m:
 // the one place package ao counts segments. A good one counts for m in k,
 // a lane's entry whose lane's lock the caller holds (and then in c's
@@ -129,8 +137,7 @@ func (j *job) once(in *kdf.Input, seg *segment.Segment, got []byte, hint uint32)
 func (c *counters) record(m *MKT, k *laneKey, err error) error {
 	switch {
 	case err == nil && k != nil:
-		k.good.Store(k.good.Load() + 1)
-		c.laneGood++
+		c.goodIn(k)
 	case err == nil:
 		if m != nil {
 			m.good.Add(1)
