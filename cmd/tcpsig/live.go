@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"time"
@@ -47,9 +46,9 @@ var liveReady func()
 // runLive verifies the packets that pass an interface until ctx ends,
 // printing the segments that are not good as they come and the flow table
 // every lo.every and at the end. It returns the exit status.
-func runLive(ctx context.Context, lo liveOptions, ks *pcapverify.Keys, opts *pcapverify.Options, rep reporter, stderr io.Writer) int {
-	name := lo.iface + " (live)"
-	v, err := pcapverify.NewVerifier(ks, opts, func(r *pcapverify.Result) { rep.segment(name, r) })
+func runLive(ctx context.Context, lo liveOptions, vs verifySetup) int {
+	name, rep, stderr := lo.iface+" (live)", vs.rep, vs.stderr
+	v, err := pcapverify.NewVerifier(vs.keys, vs.opts, func(r *pcapverify.Result) { rep.segment(name, r) })
 	if err != nil {
 		return failf(stderr, "verify: %v", err)
 	}
@@ -61,86 +60,129 @@ func runLive(ctx context.Context, lo liveOptions, ks *pcapverify.Keys, opts *pca
 	if liveReady != nil {
 		liveReady()
 	}
-	var w *pcapgo.NgWriter
-	var out *bufio.Writer
+	var out *pcapngOut
 	if lo.write != "" {
-		f, err := os.Create(lo.write)
-		if err != nil {
+		if out, err = createPcapng(lo.write, lo.iface); err != nil {
 			src.Close()
-			return failf(stderr, "verify: -w: %v", unwrapPath(err))
+			return failf(stderr, "verify: %v", err)
 		}
-		defer f.Close()
-		out = bufio.NewWriter(f)
-		if w, err = pcapgo.NewNgWriterInterface(out, pcapgo.NgInterface{Name: lo.iface, LinkType: layers.LinkTypeRaw, SnapLength: liveSnapLen},
-			pcapgo.DefaultNgWriterOptions); err != nil {
-			src.Close()
-			return failf(stderr, "verify: -w %s: %v", lo.write, err)
-		}
-	}
-	flush := func() error {
-		if w == nil {
-			return nil
-		}
-		if err := w.Flush(); err != nil {
-			return err
-		}
-		return out.Flush()
+		defer out.close()
 	}
 
 	// Closing the socket is what ends a read blocked in the kernel.
 	stop := context.AfterFunc(ctx, func() { src.Close() })
 	defer stop()
 	rep.begin(name, fmt.Sprintf("Verifying the packets that pass %s as they come (Ctrl-C to stop); the flow table every %v.", lo.iface, lo.every))
-	buf := make([]byte, liveSnapLen)
-	next := time.Now().Add(lo.every)
-	var runErr error
-	for frame := 1; ; {
-		if err := src.SetDeadline(next); err != nil && ctx.Err() == nil {
-			runErr = err
-			break
-		}
-		n, err := src.Read(buf)
-		if ctx.Err() != nil {
-			break
-		}
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-			runErr = err
-			break
-		}
-		if err == nil && keepPort(buf[:n], lo.port) {
-			if w != nil {
-				ci := gopacket.CaptureInfo{Timestamp: time.Now(), CaptureLength: n, Length: n, InterfaceIndex: 0}
-				if err := w.WritePacket(ci, buf[:n]); err != nil {
-					runErr = fmt.Errorf("-w %s: %v", lo.write, err)
-					break
-				}
-			}
-			v.Packet(frame, buf[:n], n == len(buf))
-			frame++
-		}
-		if now := time.Now(); !now.Before(next) {
-			if err := flush(); err != nil {
-				runErr = fmt.Errorf("-w %s: %v", lo.write, err)
-				break
-			}
-			rep.table(name, v.Totals(), v.Flows(), now)
-			next = now.Add(lo.every)
-		}
-	}
-	if err := flush(); err != nil && runErr == nil {
+	r := liveRun{lo: lo, name: name, src: src, v: v, out: out, rep: rep}
+	runErr := r.loop(ctx)
+	if err := out.flush(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("-w %s: %v", lo.write, err)
 	}
 	rep.end(name, v.Totals(), v.Flows(), runErr)
-	opts.WarnUnseen()
+	vs.opts.WarnUnseen()
 	failed := 0
 	if runErr != nil {
 		failed = 1
 		fmt.Fprintf(stderr, "tcpsig verify: -i %s: %v\n", lo.iface, runErr)
 	}
-	exit, why := exitStatus(v.Totals(), failed)
-	rep.summary(v.Totals(), 1, failed, exit, why)
-	return exit
+	o := ending(v.Totals(), 1, failed)
+	rep.summary(v.Totals(), o)
+	return o.exit
 }
+
+// liveRun is one live capture under way: where packets come from, the
+// verifier that judges them, where -w writes them and the report.
+type liveRun struct {
+	lo   liveOptions
+	name string // the capture's name in the report
+	src  packetSource
+	v    *pcapverify.Verifier
+	out  *pcapngOut // nil without -w
+	rep  reporter
+}
+
+// loop reads, keeps (-w) and judges packets until ctx ends or a read or
+// a write fails, which is its error; it prints the flow table every
+// lo.every, flushing -w's file first so that it holds what the table
+// counts.
+func (r *liveRun) loop(ctx context.Context) error {
+	buf := make([]byte, liveSnapLen)
+	next := time.Now().Add(r.lo.every)
+	for frame := 1; ; {
+		if err := r.src.SetDeadline(next); err != nil && ctx.Err() == nil {
+			return err
+		}
+		n, err := r.src.Read(buf)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return err
+		}
+		if err == nil && keepPort(buf[:n], r.lo.port) {
+			if err := r.out.write(buf[:n]); err != nil {
+				return fmt.Errorf("-w %s: %v", r.lo.write, err)
+			}
+			r.v.Packet(frame, buf[:n], n == len(buf))
+			frame++
+		}
+		if now := time.Now(); !now.Before(next) {
+			if err := r.out.flush(); err != nil {
+				return fmt.Errorf("-w %s: %v", r.lo.write, err)
+			}
+			r.rep.table(r.name, r.v.Totals(), r.v.Flows(), now)
+			next = now.Add(r.lo.every)
+		}
+	}
+}
+
+// pcapngOut is -w FILE: the packets a live capture keeps, written as
+// pcapng (raw IP, no link header) as they come. A nil *pcapngOut writes
+// nothing.
+type pcapngOut struct {
+	f   *os.File
+	buf *bufio.Writer
+	w   *pcapgo.NgWriter
+}
+
+// createPcapng creates path and writes the header of a pcapng capture of
+// iface to it.
+func createPcapng(path, iface string) (*pcapngOut, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-w: %v", unwrapPath(err))
+	}
+	p := &pcapngOut{f: f, buf: bufio.NewWriter(f)}
+	if p.w, err = pcapgo.NewNgWriterInterface(p.buf, pcapgo.NgInterface{Name: iface, LinkType: layers.LinkTypeRaw, SnapLength: liveSnapLen},
+		pcapgo.DefaultNgWriterOptions); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-w %s: %v", path, err)
+	}
+	return p, nil
+}
+
+// write adds one packet, stamped now.
+func (p *pcapngOut) write(b []byte) error {
+	if p == nil {
+		return nil
+	}
+	ci := gopacket.CaptureInfo{Timestamp: time.Now(), CaptureLength: len(b), Length: len(b), InterfaceIndex: 0}
+	return p.w.WritePacket(ci, b)
+}
+
+// flush writes what is buffered to the file.
+func (p *pcapngOut) flush() error {
+	if p == nil {
+		return nil
+	}
+	if err := p.w.Flush(); err != nil {
+		return err
+	}
+	return p.buf.Flush()
+}
+
+// close closes the file; flush first to keep what is buffered.
+func (p *pcapngOut) close() { p.f.Close() }
 
 // keepPort reports whether an IP packet is TCP from or to port (any
 // packet when port is 0).

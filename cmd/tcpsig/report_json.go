@@ -136,11 +136,11 @@ func (p *jsonReporter) end(file string, t *pcapverify.Totals, fs []pcapverify.Fl
 	p.files = append(p.files, s)
 }
 
-func (p *jsonReporter) summary(t *pcapverify.Totals, files, failed int, exit int, why string) {
+func (p *jsonReporter) summary(t *pcapverify.Totals, o outcome) {
 	var s summaryJSON
 	s.Summary.Packets, s.Summary.Checked, s.Summary.Skipped = t.Packets, t.Checked(), t.Skipped
-	s.Summary.Verdicts, s.Summary.Files, s.Summary.Exit = t.Verdicts(), p.files, exit
+	s.Summary.Verdicts, s.Summary.Files, s.Summary.Exit = t.Verdicts(), p.files, o.exit
 	s.Summary.untrackedJSON = untrackedOf(t)
-	s.Summary.Errors, s.Summary.Why = failed, why
+	s.Summary.Errors, s.Summary.Why = o.failed, o.why
 	_ = p.enc.Encode(&s)
 }

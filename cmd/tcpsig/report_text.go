@@ -150,17 +150,17 @@ func (p *textReporter) tables(fs []pcapverify.FlowSummary) {
 	}
 }
 
-func (p *textReporter) summary(t *pcapverify.Totals, files, failed int, exit int, why string) {
-	if !p.printed && exit == exitError {
+func (p *textReporter) summary(t *pcapverify.Totals, o outcome) {
+	if !p.printed && o.exit == exitError {
 		return // every capture failed before its first packet, as stderr says
 	}
 	switch {
-	case files > 1 && failed == 0:
-		fmt.Fprintf(p.w, "all %d captures: %s\n", files, describe(t))
-	case files > 1:
-		fmt.Fprintf(p.w, "%d captures, %d of them stopped at an error: %s\n", files, failed, describe(t))
+	case o.files > 1 && o.failed == 0:
+		fmt.Fprintf(p.w, "all %d captures: %s\n", o.files, describe(t))
+	case o.files > 1:
+		fmt.Fprintf(p.w, "%d captures, %d of them stopped at an error: %s\n", o.files, o.failed, describe(t))
 	}
-	switch exit {
+	switch o.exit {
 	case exitGood:
 		if t.Counts[pcapverify.UnknownISN] > 0 {
 			fmt.Fprintln(p.w, "result: nothing failed, but some segments could not be checked (unknown-isn)")
@@ -176,7 +176,7 @@ func (p *textReporter) summary(t *pcapverify.Totals, files, failed int, exit int
 	case exitError:
 		fmt.Fprintln(p.w, "result: ERROR: a capture could not be read whole (see the error above)")
 	case exitNothing:
-		fmt.Fprintf(p.w, "result: NOTHING VERIFIED (exit 3): %s\n", strings.TrimPrefix(why, "nothing was verified: "))
+		fmt.Fprintf(p.w, "result: NOTHING VERIFIED (exit 3): %s\n", strings.TrimPrefix(o.why, "nothing was verified: "))
 	}
 }
 

@@ -37,7 +37,7 @@ func TestReportUntrackedFlows(t *testing.T) {
 		return io.NopCloser(bytes.NewReader(pcap)), 0, nil
 	}}
 	run := func(rep reporter) *pcapverify.Totals {
-		tot, err := verifyOne(in, ks, &pcapverify.Options{MaxFlows: 1}, rep, io.Discard)
+		tot, err := verifyOne(in, verifySetup{keys: ks, opts: &pcapverify.Options{MaxFlows: 1}, rep: rep, stderr: io.Discard})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +45,7 @@ func TestReportUntrackedFlows(t *testing.T) {
 		if exit != exitFailed {
 			t.Errorf("exit %d (%s), want %d: untracked segments are not a pass", exit, why, exitFailed)
 		}
-		rep.summary(tot, 1, 0, exit, why)
+		rep.summary(tot, outcome{files: 1, exit: exit, why: why})
 		return tot
 	}
 	n1, n2 := len(first.pkts), len(second.pkts)
@@ -120,7 +120,7 @@ func TestReportNoUntrackedFlows(t *testing.T) {
 	}
 	var js bytes.Buffer
 	rep := newJSONReporter(&js, false)
-	rep.summary(&pcapverify.Totals{}, 1, 0, exitNothing, "x")
+	rep.summary(&pcapverify.Totals{}, outcome{files: 1, exit: exitNothing, why: "x"})
 	if !strings.Contains(js.String(), `"untracked_flows":0,`) || strings.Contains(js.String(), "max_flows") {
 		t.Errorf("JSON summary %s", js.String())
 	}

@@ -32,9 +32,34 @@ type reporter interface {
 	end(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, err error)
 	// table shows the flows so far of a live capture.
 	table(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, now time.Time)
-	// summary ends the report: files captures of which failed stopped at
-	// an error; why explains exitNothing.
-	summary(t *pcapverify.Totals, files, failed int, exit int, why string)
+	// summary ends the report, with the totals of the run and how it
+	// ends.
+	summary(t *pcapverify.Totals, o outcome)
+}
+
+// outcome is how a run ends: of the captures it read (files), how many
+// stopped at an error (failed), its exit status and, for exitNothing, a
+// line saying why and what to do.
+type outcome struct {
+	files, failed int
+	exit          int
+	why           string
+}
+
+// ending is the outcome of a run of files captures with totals t, failed
+// of which stopped at an error.
+func ending(t *pcapverify.Totals, files, failed int) outcome {
+	exit, why := exitStatus(t, failed)
+	return outcome{files: files, failed: failed, exit: exit, why: why}
+}
+
+// verifySetup is what each capture of one run is verified with: the
+// keys, the options, the report and where warnings and errors go.
+type verifySetup struct {
+	keys   *pcapverify.Keys
+	opts   *pcapverify.Options
+	rep    reporter
+	stderr io.Writer
 }
 
 // input is one capture to verify.
@@ -44,22 +69,64 @@ type input struct {
 	open  func() (io.ReadCloser, int64, error)
 }
 
-// runVerify is "tcpsig verify".
-func runVerify(args []string, stdout, stderr io.Writer) int {
+// verifyFlags are the command line of "tcpsig verify".
+type verifyFlags struct {
+	keysPath        string
+	asJSON, verbose bool
+	isn, sne        endpointValues
+	lo              liveOptions
+	everySet        bool     // -every was given
+	files           []string // the CAPTURE arguments
+}
+
+// parseVerifyFlags parses verify's command line; flag.ErrHelp asks for
+// the help.
+func parseVerifyFlags(args []string) (*verifyFlags, error) {
+	vf := &verifyFlags{}
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	keysPath := fs.String("keys", "", "")
-	asJSON := fs.Bool("json", false, "")
-	verbose := fs.Bool("v", false, "")
-	var isn, sne endpointValues
-	fs.Var(&isn, "isn", "")
-	fs.Var(&sne, "sne", "")
-	var lo liveOptions
-	fs.StringVar(&lo.iface, "i", "", "")
-	fs.IntVar(&lo.port, "port", 0, "")
-	fs.StringVar(&lo.write, "w", "", "")
-	fs.DurationVar(&lo.every, "every", 5*time.Second, "")
+	fs.StringVar(&vf.keysPath, "keys", "", "")
+	fs.BoolVar(&vf.asJSON, "json", false, "")
+	fs.BoolVar(&vf.verbose, "v", false, "")
+	fs.Var(&vf.isn, "isn", "")
+	fs.Var(&vf.sne, "sne", "")
+	fs.StringVar(&vf.lo.iface, "i", "", "")
+	fs.IntVar(&vf.lo.port, "port", 0, "")
+	fs.StringVar(&vf.lo.write, "w", "", "")
+	fs.DurationVar(&vf.lo.every, "every", 5*time.Second, "")
 	files, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	vf.files = files
+	fs.Visit(func(f *flag.Flag) { vf.everySet = vf.everySet || f.Name == "every" })
+	return vf, nil
+}
+
+// options are the verifier's options from the flags, its warnings
+// printed on stderr.
+func (vf *verifyFlags) options(stderr io.Writer) *pcapverify.Options {
+	return &pcapverify.Options{ISN: vf.isn.m, SNE: vf.sne.m, Warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
+}
+
+// useDemo takes the built-in sample's ISNs and SNEs for the endpoints
+// that -isn and -sne do not name.
+func (vf *verifyFlags) useDemo(d *demo) {
+	for ap, n := range d.isn {
+		if _, given := vf.isn.m[ap]; !given {
+			_ = vf.isn.Set(fmt.Sprintf("%v=%d", ap, n))
+		}
+	}
+	for ap, n := range d.sne {
+		if _, given := vf.sne.m[ap]; !given {
+			_ = vf.sne.Set(fmt.Sprintf("%v=%d", ap, n))
+		}
+	}
+}
+
+// runVerify is "tcpsig verify".
+func runVerify(args []string, stdout, stderr io.Writer) int {
+	vf, err := parseVerifyFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, verifyHelp)
 		return 0
@@ -67,110 +134,101 @@ func runVerify(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failf(stderr, "verify: %v (see tcpsig help verify)", err)
 	}
-
-	every := false
-	fs.Visit(func(f *flag.Flag) { every = every || f.Name == "every" })
-	if lo.iface == "" && (lo.port != 0 || lo.write != "" || every) {
+	if vf.lo.iface == "" && (vf.lo.port != 0 || vf.lo.write != "" || vf.everySet) {
 		return failf(stderr, "verify: -port, -w and -every go with -i IFACE (live capture)")
 	}
-	if lo.iface != "" {
-		switch {
-		case len(files) > 0:
-			return failf(stderr, "verify: -i %s reads packets live: no CAPTURE file with it (-w FILE writes one)", lo.iface)
-		case *keysPath == "":
-			return failf(stderr, "verify: -keys FILE is required to verify live packets (see tcpsig help verify)")
-		case lo.port < 0 || lo.port > 65535:
-			return failf(stderr, "verify: -port %d is not a TCP port", lo.port)
-		case lo.every <= 0:
-			return failf(stderr, "verify: -every must be positive")
-		}
-		kf, err := readKeys(*keysPath, nil, stderr)
-		if err != nil {
-			return failf(stderr, "verify: %v", err)
-		}
-		ks, err := pcapverify.LoadKeys(kf)
-		if err != nil {
-			return failf(stderr, "verify: %s: %v", *keysPath, err)
-		}
-		var rep reporter = &textReporter{w: stdout, verbose: *verbose, live: true}
-		if *asJSON {
-			rep = newJSONReporter(stdout, false)
-		}
-		ctx, stop := liveContext()
-		defer stop()
-		opts := &pcapverify.Options{ISN: isn.m, SNE: sne.m, Warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
-		return runLive(ctx, lo, ks, opts, rep, stderr)
+	if vf.lo.iface != "" {
+		return verifyLive(vf, stdout, stderr)
 	}
+	return verifyCaptures(vf, stdout, stderr)
+}
 
+// verifyLive is "tcpsig verify -i IFACE": it checks the live flags, reads
+// the keys and verifies until Ctrl-C or SIGTERM.
+func verifyLive(vf *verifyFlags, stdout, stderr io.Writer) int {
+	lo := vf.lo
+	switch {
+	case len(vf.files) > 0:
+		return failf(stderr, "verify: -i %s reads packets live: no CAPTURE file with it (-w FILE writes one)", lo.iface)
+	case vf.keysPath == "":
+		return failf(stderr, "verify: -keys FILE is required to verify live packets (see tcpsig help verify)")
+	case lo.port < 0 || lo.port > 65535:
+		return failf(stderr, "verify: -port %d is not a TCP port", lo.port)
+	case lo.every <= 0:
+		return failf(stderr, "verify: -every must be positive")
+	}
+	ks, err := loadKeys(vf.keysPath, nil, stderr)
+	if err != nil {
+		return failf(stderr, "verify: %v", err)
+	}
+	var rep reporter = &textReporter{w: stdout, verbose: vf.verbose, live: true}
+	if vf.asJSON {
+		rep = newJSONReporter(stdout, false)
+	}
+	ctx, stop := liveContext()
+	defer stop()
+	return runLive(ctx, lo, verifySetup{keys: ks, opts: vf.options(stderr), rep: rep, stderr: stderr})
+}
+
+// verifyCaptures is "tcpsig verify CAPTURE...", or the built-in sample
+// with no CAPTURE: each capture is verified and reported, then the run's
+// summary.
+func verifyCaptures(vf *verifyFlags, stdout, stderr io.Writer) int {
 	var ks *pcapverify.Keys
 	var inputs []input
 	hint := ""
 	switch {
-	case len(files) == 0 && *keysPath != "":
+	case len(vf.files) == 0 && vf.keysPath != "":
 		return failf(stderr, `verify: -keys given but no CAPTURE to verify ("-" for standard input)`)
-	case len(files) == 0:
+	case len(vf.files) == 0:
 		d, err := loadDemo()
 		if err != nil { // the binary is broken
 			return failf(stderr, "verify: built-in sample: %v", err)
 		}
-		ks = d.keys
-		for ap, n := range d.isn {
-			if _, given := isn.m[ap]; !given {
-				_ = isn.Set(fmt.Sprintf("%v=%d", ap, n))
-			}
-		}
-		for ap, n := range d.sne {
-			if _, given := sne.m[ap]; !given {
-				_ = sne.Set(fmt.Sprintf("%v=%d", ap, n))
-			}
-		}
-		inputs = append(inputs, d.input)
-		hint = demoHint
+		vf.useDemo(d)
+		ks, inputs, hint = d.keys, []input{d.input}, demoHint
 	default:
-		if *keysPath == "" {
+		if vf.keysPath == "" {
 			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help verify)")
 		}
-		kf, err := readKeys(*keysPath, files, stderr)
-		if err != nil {
+		var err error
+		if ks, err = loadKeys(vf.keysPath, vf.files, stderr); err != nil {
 			return failf(stderr, "verify: %v", err)
 		}
-		if ks, err = pcapverify.LoadKeys(kf); err != nil {
-			return failf(stderr, "verify: %s: %v", *keysPath, err)
-		}
-		for _, f := range files {
+		for _, f := range vf.files {
 			inputs = append(inputs, fileInput(f))
 		}
 	}
 
 	var rep reporter
-	if *asJSON {
+	if vf.asJSON {
 		rep = newJSONReporter(stdout, len(inputs) > 1)
 	} else {
-		rep = &textReporter{w: stdout, verbose: *verbose, multi: len(inputs) > 1}
+		rep = &textReporter{w: stdout, verbose: vf.verbose, multi: len(inputs) > 1}
 	}
-	opts := &pcapverify.Options{ISN: isn.m, SNE: sne.m, Warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
+	vs := verifySetup{keys: ks, opts: vf.options(stderr), rep: rep, stderr: stderr}
 	var all pcapverify.Totals
 	failed := 0
 	for _, in := range inputs {
 		// A capture that cannot be read whole is reported, and the
 		// others are still verified.
-		t, err := verifyOne(in, ks, opts, rep, stderr)
+		t, err := verifyOne(in, vs)
 		all.Add(t)
 		if err != nil {
 			failed++
 			fmt.Fprintf(stderr, "tcpsig verify: %s: %v\n", in.name, err)
 		}
 	}
-	opts.WarnUnseen()
-	exit, why := exitStatus(&all, failed)
-	rep.summary(&all, len(inputs), failed, exit, why)
-	if exit == exitNothing && *asJSON {
-		fmt.Fprintf(stderr, "tcpsig verify: %s\n", why)
+	vs.opts.WarnUnseen()
+	o := ending(&all, len(inputs), failed)
+	rep.summary(&all, o)
+	if o.exit == exitNothing && vf.asJSON {
+		fmt.Fprintf(stderr, "tcpsig verify: %s\n", o.why)
 	}
-	if hint != "" && !*asJSON {
+	if hint != "" && !vf.asJSON {
 		fmt.Fprintln(stdout, hint)
 	}
-	return exit
+	return o.exit
 }
 
 // The exit statuses of verify.
@@ -205,9 +263,10 @@ func exitStatus(t *pcapverify.Totals, failed int) (int, string) {
 }
 
 // verifyOne verifies one capture, streaming its frames.
-func verifyOne(in input, ks *pcapverify.Keys, opts *pcapverify.Options, rep reporter, stderr io.Writer) (*pcapverify.Totals, error) {
+func verifyOne(in input, vs verifySetup) (*pcapverify.Totals, error) {
+	rep := vs.rep
 	rep.begin(in.name, in.title)
-	v, err := pcapverify.NewVerifier(ks, opts, func(r *pcapverify.Result) { rep.segment(in.name, r) })
+	v, err := pcapverify.NewVerifier(vs.keys, vs.opts, func(r *pcapverify.Result) { rep.segment(in.name, r) })
 	if err != nil {
 		rep.end(in.name, &pcapverify.Totals{}, nil, err)
 		return &pcapverify.Totals{}, err
@@ -225,7 +284,7 @@ func verifyOne(in input, ks *pcapverify.Keys, opts *pcapverify.Options, rep repo
 		rep.end(in.name, &pcapverify.Totals{}, nil, err)
 		return &pcapverify.Totals{}, err
 	}
-	prog := newProgress(stderr, in.name, size, cr)
+	prog := newProgress(vs.stderr, in.name, size, cr)
 	var capErr error
 	for frame := 1; ; frame++ {
 		ip, truncated, err := c.Next()
@@ -268,6 +327,20 @@ func fileInput(path string) input {
 		}
 		return f, size, nil
 	}}
+}
+
+// loadKeys reads the keys file at path as readKeys does and loads its
+// keys for the verifier.
+func loadKeys(path string, captures []string, stderr io.Writer) (*pcapverify.Keys, error) {
+	kf, err := readKeys(path, captures, stderr)
+	if err != nil {
+		return nil, err
+	}
+	ks, err := pcapverify.LoadKeys(kf)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	return ks, nil
 }
 
 // readKeys reads the keys file at path, standard input for "-" (which
