@@ -3,6 +3,7 @@ package ao
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"net/netip"
 
 	"github.com/tcpsig/tcpsig/kdf"
@@ -31,6 +32,43 @@ func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
 
 // isSYN reports a SYN without ACK: the segments of the SYN traffic keys.
 func isSYN(f segment.Flags) bool { return f&(segment.SYN|segment.ACK) == segment.SYN }
+
+// optionKind is the TCP option kind of TCP-AO (RFC 5925 §2.2).
+const optionKind = segment.OptionKindAO
+
+// optionHeaderLen is the option's kind, length, KeyID and RNextKeyID.
+const optionHeaderLen = 4
+
+// optionLen returns the option's length byte for a MAC of maclen bytes:
+// 4 + maclen, unpadded, as Linux writes it.
+func optionLen(maclen int) int { return optionHeaderLen + maclen }
+
+// parseOption parses the TCP-AO option at the start of opt
+// ([ParseOption]).
+func parseOption(opt []byte) (Option, error) {
+	if len(opt) < 2 || opt[0] != optionKind {
+		return Option{}, ErrOption
+	}
+	n := int(opt[1])
+	if n <= optionHeaderLen || n > len(opt) {
+		return Option{}, fmt.Errorf("%w: length %d", ErrOption, n)
+	}
+	return Option{KeyID: opt[2], RNextKeyID: opt[3], MAC: opt[4:n:n]}, nil
+}
+
+// findOption returns the offset of seg's AO option and the option, or
+// [ErrNoOption].
+func findOption(seg *segment.Segment) (int, Option, error) {
+	off := seg.Auth().AO
+	if off == 0 {
+		return 0, Option{}, ErrNoOption
+	}
+	o, err := parseOption(seg.Header[off:])
+	if err != nil {
+		return 0, Option{}, err
+	}
+	return off, o, nil
+}
 
 // checkedOption returns the offset and contents of seg's TCP-AO option,
 // whose MAC must have m's length.
