@@ -36,6 +36,6 @@
 //   - harness/usertcp: a userspace TCP endpoint over TUN
 //   - harness/vrfproof: VRF-bound TCP-MD5 keys, proven on the kernel
 //   - testvectors: RFC test vectors, with loaders
-//   - testvectors/linux: Linux TCP-AO captures (its guest command makes them)
+//   - testvectors/linux: Linux TCP-AO captures (harness/kernellab records them)
 //   - testvectors/md5: Linux TCP-MD5 captures
 package tcpsig

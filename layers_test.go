@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"io/fs"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,10 +13,12 @@ import (
 
 // The tree has three floors. The engine (every package not named below)
 // signs and verifies; the application (cmd/, shim/, pcapverify/) is built
-// on it; the harness (harness/, testvectors/) proves both against
-// kernels, daemons and published vectors. A package's non-test code
-// imports its own floor and those below, never one above: the engine
-// knows no application and no harness. Tests may import anything.
+// on it; the harness (harness/, with the qemu kernel lab, and
+// testvectors/, the published vectors and kernel captures it proves them
+// with) proves both against kernels, daemons and published vectors. A
+// package's non-test code imports its own floor and those below, never one
+// above: the engine knows no application and no harness. Tests may import
+// anything.
 const module = "github.com/tcpsig/tcpsig"
 
 const (
@@ -80,6 +83,58 @@ func TestNoImportRunsBackUp(t *testing.T) {
 	}
 	if files < 100 {
 		t.Fatalf("read %d files: not the whole tree", files)
+	}
+}
+
+// vectorImports are the packages above the engine that testvectors/'s
+// loaders may import: the pcap reader they read captures with.
+var vectorImports = []string{"harness/capture"}
+
+// Issue 30 item 7: testvectors/ keeps data and the code that loads it. No
+// program lives there (the qemu guest that records the Linux captures is
+// harness/kernellab/guest), and its non-test code imports the engine and,
+// of the floors above, only vectorImports: a loader is usable by any test
+// without pulling in an application or the lab.
+func TestVectorsAreDataAndLoaders(t *testing.T) {
+	fset := token.NewFileSet()
+	files := 0
+	err := filepath.WalkDir("testvectors", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if strings.HasPrefix(name, ".") || name == "testdata" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		files++
+		if f.Name.Name == "main" {
+			t.Errorf("%s is a program (package main): programs that make the data belong in harness/", path)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rest, ok := strings.CutPrefix(p, module+"/")
+			if !ok || floorOf(rest) == engineFloor || rest == "testvectors" || strings.HasPrefix(rest, "testvectors/") || slices.Contains(vectorImports, rest) {
+				continue
+			}
+			t.Errorf("%s imports %s (%s): testvectors/ may import the engine and %v", path, rest, floorNames[floorOf(rest)], vectorImports)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files < 5 {
+		t.Fatalf("read %d files of testvectors/: not the whole folder", files)
 	}
 }
 

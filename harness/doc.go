@@ -14,9 +14,15 @@
 //   - kstat: the kernel's TcpExt counters and socket queues;
 //   - tcprepair: TCP_REPAIR on kernel sockets;
 //   - vrfproof: TCP-MD5 keys scoped to an L3 domain, with the kernel's
-//     verdicts.
+//     verdicts;
+//   - kernellab: the qemu kernel lab, not a package: run-qemu.sh builds a
+//     Linux 6.12 with CONFIG_TCP_AO and boots it with kernellab/guest, the
+//     program that runs the kernel↔kernel, live, shim, BIRD and linuxsock
+//     cases inside it (its README). What it records is data, kept in
+//     testvectors/linux.
 //
 // The engine's own internals live in internal/ (csum, prefixmap, reclaim),
-// the shim application in shim/. Only tests and the harness floor
-// (testvectors/) import harness: layers_test.go at the top keeps it so.
+// the shim application in shim/. Only tests, the harness itself and
+// testvectors' capture loaders (harness/capture's pcap reader) import
+// harness: layers_test.go at the top keeps it so.
 package harness

@@ -15,7 +15,7 @@ import (
 
 // The offsets below were read with gcc offsetof() from Linux 6.12.117's
 // include/uapi/linux/tcp.h on x86-64; the kernel then accepted these
-// layouts under qemu (testvectors/linux/guest).
+// layouts under qemu (harness/kernellab/guest).
 
 func TestAOAddLayout(t *testing.T) {
 	if bigEndian {

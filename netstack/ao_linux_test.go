@@ -3,7 +3,7 @@ package netstack
 // TCP-AO against a Linux kernel: a gVisor stack wrapped with a packetauth
 // layer over a TUN device, and kernel sockets with TCP-AO keys. The host's
 // kernel usually lacks CONFIG_TCP_AO (Debian's 6.12 and 6.18 do), so these
-// tests skip there; testvectors/linux/run-qemu.sh runs this package's test
+// tests skip there; harness/kernellab/run-qemu.sh runs this package's test
 // binary inside its Linux 6.12 guest (TCPSIG_CASES=netstack for only it).
 
 import (
@@ -28,7 +28,7 @@ func needAO(t *testing.T) {
 	t.Helper()
 	needRoot(t)
 	if err := linuxsock.ProbeAO(); errors.Is(err, linuxsock.ErrNoAO) {
-		t.Skip("no CONFIG_TCP_AO in this kernel (testvectors/linux/run-qemu.sh runs this test under Linux 6.12): ", err)
+		t.Skip("no CONFIG_TCP_AO in this kernel (harness/kernellab/run-qemu.sh runs this test under Linux 6.12): ", err)
 	} else if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@ package netstack
 
 // BIRD 2.17 with the kernel's TCP-AO against a BGP speaker of this test's
 // own on a gVisor stack wrapped with a packetauth layer, over the TUN
-// device of inKernelNet. BIRD is the qemu guest's (testvectors/linux/
+// device of inKernelNet. BIRD is the qemu guest's (harness/kernellab/
 // fetch-bird.sh lays Debian 13's bird2 into it); elsewhere the test skips.
 // The speaker builds and parses its messages with gobgp's packet package:
 // OPEN, KEEPALIVE, one UPDATE each way. Then a rotation from each end:
@@ -250,7 +250,7 @@ func TestKernelAOBIRD(t *testing.T) {
 	needAO(t)
 	for _, p := range []string{birdBin, birdcBin} {
 		if _, err := os.Stat(p); err != nil {
-			t.Skipf("no %s (testvectors/linux/run-qemu.sh lays Debian 13's BIRD 2.17 into its guest)", p)
+			t.Skipf("no %s (harness/kernellab/run-qemu.sh lays Debian 13's BIRD 2.17 into its guest)", p)
 		}
 	}
 	const alg = "hmac(sha256)"

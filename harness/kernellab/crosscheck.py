@@ -9,7 +9,8 @@ mistake in the Go code. run-qemu.sh runs it on fresh captures when python3
 and python3-cryptography (for AES-CMAC) are available; the Go tests of the
 ao package are the real verification.
 
-Usage: crosscheck.py DIR   (DIR holds manifest.json and the pcaps)
+Usage: crosscheck.py DIR   (DIR holds manifest.json and the pcaps: run-qemu.sh's
+                            fresh results, or testvectors/linux, the committed set)
 Exit 0 if every segment verifies with the MKTs of the manifest.
 """
 import hashlib

@@ -6,7 +6,7 @@
 # sources file, lists and cache of their own under the cache directory,
 # and unpacked with dpkg -x, never installed.
 #
-# Usage: testvectors/linux/fetch-bird.sh CACHEDIR
+# Usage: harness/kernellab/fetch-bird.sh CACHEDIR
 #
 # Prints the tree's path (CACHEDIR/root-<key>; usr/sbin/bird, usr/sbin/birdc,
 # usr/lib/..., lib -> usr/lib, lib64 -> usr/lib64) on stdout, and what it

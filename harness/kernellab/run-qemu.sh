@@ -3,7 +3,7 @@
 # kernel and Debian's packaged images lack it): kernel <-> kernel captures on
 # lo, and live cases where the ao engine talks to the kernel over TUN.
 #
-# Usage: testvectors/linux/run-qemu.sh [--update] [--kernel-only]
+# Usage: harness/kernellab/run-qemu.sh [--update] [--kernel-only]
 #
 #   (no flag)      build (or reuse) the kernel, boot it, run every guest case,
 #                  check every capture on the host, print the table. Exit 0
@@ -32,7 +32,9 @@ SKIP=77
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 CACHE=${TCPSIG_CACHE:-$ROOT/.cache/linux-ao}
-WORK=$ROOT/testvectors/linux/.build
+# the captures and their manifest, the data this lab makes
+DATA=$ROOT/testvectors/linux
+WORK=$HERE/.build
 GUEST_TIMEOUT=${TCPSIG_GUEST_TIMEOUT:-900}
 SRC_PIN=${TCPSIG_KERNEL_SRC_VERSION:-6.12.117-1~deb12u1}
 UPDATE=${TCPSIG_UPDATE:-0}
@@ -173,7 +175,7 @@ fi
 GT0=$(date +%s)
 rm -rf "$WORK/initramfs" "$WORK/results"
 mkdir -p "$WORK/initramfs"/{bin,dev,proc,sys,tmp,out} "$WORK/results"
-(cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$WORK/initramfs/guest" ./testvectors/linux/guest) ||
+(cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -o "$WORK/initramfs/guest" ./harness/kernellab/guest) ||
 	die "building the guest program failed"
 # package linuxsock's tests, run by the guest case linuxsock-gotest under this kernel
 (cd "$ROOT" && CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go test -c -trimpath -o "$WORK/initramfs/linuxsock.test" ./linuxsock) ||
@@ -281,7 +283,7 @@ tar -xf "$WORK/out.img" -C "$WORK/results" 2>/dev/null || { tail -50 "$WORK/cons
 
 # ------------------------------------------------- host check and the table
 set +e
-(cd "$ROOT" && go run ./testvectors/linux/guest check -dir "$WORK/results" -console "$WORK/console.log" \
+(cd "$ROOT" && go run ./harness/kernellab/guest check -dir "$WORK/results" -console "$WORK/console.log" \
 	-kernel-build "$KERNEL_BUILD_SECS" -qemu "$QEMU_SECS" -guest-build "$GUEST_BUILD_SECS")
 CRC=$?
 # independent MAC check of the fresh captures (crosscheck.py, not the Go engine)
@@ -325,14 +327,14 @@ if [ "$UPDATE" = 1 ]; then
 		log "not updating testvectors/linux/: some cases failed"
 	else
 		# drop captures of cases that no longer exist, then copy the fresh set
-		find "$HERE" -maxdepth 1 -name '*.pcap' -delete
-		cp "$WORK"/results/*.pcap "$WORK/results/manifest.json" "$HERE/"
-		rm -f "$HERE/linuxsock-ao.pcap" # kept apart, with its keys file
+		find "$DATA" -maxdepth 1 -name '*.pcap' -delete
+		cp "$WORK"/results/*.pcap "$WORK/results/manifest.json" "$DATA/"
+		rm -f "$DATA/linuxsock-ao.pcap" # kept apart, with its keys file
 		if [ -f "$WORK/results/linuxsock-ao.pcap" ]; then
-			mkdir -p "$HERE/linuxsock"
-			cp "$WORK/results/linuxsock-ao.pcap" "$WORK/results/linuxsock-keys.json" "$HERE/linuxsock/"
+			mkdir -p "$DATA/linuxsock"
+			cp "$WORK/results/linuxsock-ao.pcap" "$WORK/results/linuxsock-keys.json" "$DATA/linuxsock/"
 		fi
-		log "updated $HERE (manifest.json + $(ls "$WORK"/results/*.pcap | wc -l) captures)"
+		log "updated $DATA (manifest.json + $(ls "$WORK"/results/*.pcap | wc -l) captures)"
 	fi
 fi
 [ -z "$BIRD_SKIP" ] || echo "SKIPPED: the bird-* cases (BIRD 2.17 with the kernel's TCP-AO <-> tcpsig shim), counted as skipped, not passed: $BIRD_SKIP"

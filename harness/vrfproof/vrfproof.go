@@ -5,7 +5,7 @@
 // scopes them. It runs in the calling thread's network namespace (give
 // it a fresh one, netns.Run) on a kernel with CONFIG_NET_VRF and
 // CONFIG_VETH; the linuxsock tests run it on such a host, and the qemu
-// guest (testvectors/linux/guest) runs it under Linux 6.12.
+// guest (harness/kernellab/guest) runs it under Linux 6.12.
 package vrfproof
 
 import (

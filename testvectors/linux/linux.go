@@ -1,7 +1,8 @@
 // Package linux holds packets the Linux kernel put on the wire, for tests
 // that prove byte-exactness with Linux on any machine. The TCP-AO captures
-// of run-qemu.sh (manifest.json and its pcap files) are read as files; this
-// package loads the smaller sets kept as JSON:
+// that the qemu kernel lab makes (harness/kernellab: manifest.json and its
+// pcap files) are read as files; this package loads the smaller sets kept
+// as JSON:
 //
 //   - listen-rst.json: RSTs a Linux 6.12 TCP-AO listener signed in reply to
 //     a bare ACK for no connection (the qemu live cases *-listen-rst), with

@@ -217,7 +217,7 @@ func runGuest(args []string) int {
 		res.SetupFailures = append(res.SetupFailures, err.Error())
 		fmt.Printf("guest: setup: %v\n", err)
 	}
-	man := Manifest{Kernel: strings.SplitN(res.Kernel, "-", 2)[0], GeneratedBy: "testvectors/linux/run-qemu.sh", LinkType: "EN10MB", Notes: manifestNotes}
+	man := Manifest{Kernel: strings.SplitN(res.Kernel, "-", 2)[0], GeneratedBy: "harness/kernellab/run-qemu.sh", LinkType: "EN10MB", Notes: manifestNotes}
 	var files []capturedFile
 	t0 := time.Now()
 	for _, c := range registry {

@@ -1,7 +1,9 @@
 //go:build linux
 
-// Command guest produces and checks the Linux TCP-AO captures in
-// testvectors/linux. It has two sub-commands:
+// Command guest is the program of the qemu kernel lab (harness/kernellab,
+// booted by run-qemu.sh beside it): it produces and checks the Linux TCP-AO
+// captures kept in testvectors/linux, and runs the live cases against the
+// guest kernel. Its sub-commands:
 //
 //	guest run -out /dev/vda [-cases a,b]   inside the qemu guest (run-qemu.sh):
 //	    runs every registered case, writes a tar with the pcaps, manifest.json,
