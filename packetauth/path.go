@@ -50,17 +50,19 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 	if l == nil {
 		return nil, ErrConfig
 	}
-	seg, err := segment.ParsePacket(pkt)
-	if err != nil {
+	p := packet{raw: pkt}
+	var err error
+	if p.seg, err = segment.ParsePacket(pkt); err != nil {
 		return l.unparsed(pkt, err, false)
 	}
+	seg := &p.seg
 	h := seg.Header
 	flags := h.Flags()
 	t := tuple{seg.Src.As16(), seg.Dst.As16(), h.SrcPort(), h.DstPort()}
 	for try := 0; try < 2; try++ {
 		sh, c := l.lookup(&t)
 		if c != nil && !newClient(c, flags, h.Seq()) {
-			out, free, err := l.outConn(sh, c, dst, pkt, &seg)
+			out, free, err := l.outConn(sh, c, dst, &p)
 			sh.mu.RUnlock()
 			if free {
 				l.remove(&t, c)
@@ -81,12 +83,12 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 		case l.closed.Load():
 			return nil, l.drop(sh, nil, ErrClosed)
 		case flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST) && try == 0:
-			if err := l.startClient(kind, &t, &seg); err != nil {
+			if err := l.startClient(kind, &t, seg); err != nil {
 				return nil, l.drop(sh, nil, err)
 			}
 			continue // sign it as the new connection's
 		case kind == KindMD5:
-			out, err := l.signMD5(dst, pkt, &seg)
+			out, err := l.signMD5(dst, &p)
 			if err != nil {
 				return nil, l.drop(sh, nil, err)
 			}
@@ -98,10 +100,21 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 	return nil, l.drop(l.shard(&t), nil, ErrNoConn) // the new connection vanished (Close)
 }
 
+// packet is a packet handed to the layer and the segment ParsePacket
+// found in it: parsed once on the way in, then passed down.
+type packet struct {
+	raw []byte
+	seg segment.Segment
+}
+
 // newClient reports whether an outbound SYN starts a new connection in
 // place of c: another ISN than c's (the 4-tuple reused).
 func newClient(c *conn, flags segment.Flags, seq uint32) bool {
-	return flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST) && c.lisn.Load() != seq
+	if !flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST) {
+		return false
+	}
+	lisn, _ := c.isns()
+	return lisn != seq
 }
 
 // startClient tracks a connection the local stack opens with seg, a SYN.
@@ -109,10 +122,11 @@ func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment) error {
 	now := time.Now()
 	h := seg.Header
 	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Src, h.SrcPort()), remote: netip.AddrPortFrom(seg.Dst, h.DstPort())}
-	c.lisn.Store(h.Seq())
 	c.touch(now)
-	c.state.Store(uint32(StateSynSent))
-	if kind == KindAO {
+	c.phase.Store(uint32(StateSynSent))
+	if kind == KindMD5 {
+		c.lisn = h.Seq()
+	} else {
 		ep := ao.Endpoint{Local: c.local, Remote: c.remote, L3Index: l.cfg.L3Index, LocalISN: h.Seq()}
 		if err := c.ao.Init(l.cfg.AO, ep, l.cfg.Policy); err != nil {
 			return err
@@ -125,11 +139,11 @@ func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment) error {
 	return nil
 }
 
-// outConn signs seg for its tracked connection c (its shard read-locked)
+// outConn signs p for its tracked connection c (its shard read-locked)
 // and reports whether c is to be freed.
-func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segment) ([]byte, bool, error) {
+func (l *Layer) outConn(sh *shard, c *conn, dst []byte, p *packet) ([]byte, bool, error) {
 	c.seen()
-	flags := seg.Header.Flags()
+	flags := p.seg.Header.Flags()
 	var (
 		out []byte
 		err error
@@ -140,20 +154,16 @@ func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segmen
 	case l.revoke(c):
 		err = ErrRevoked
 	case c.kind == KindMD5:
-		out, err = l.signMD5(dst, pkt, seg)
-	case c.State() == StateSynReceived:
-		// The server's ISN is in its SYN-ACK, which completes the
-		// connection the verified SYN prepared. Anything else (the
-		// stack's RST for a refused connection) cannot be signed yet.
-		if !flags.Only(segment.SYN|segment.ACK, segment.SYN|segment.ACK|segment.RST) {
-			err = ErrNoConn
-			break
-		}
-		if out, err = l.signAO(dst, pkt, seg, c); err == nil {
-			l.completeServer(c, seg.Header.Seq())
-		}
+		out, err = l.signMD5(dst, p)
 	default:
-		out, err = l.signAO(dst, pkt, seg, c)
+		// A server's ISN is in its SYN-ACK, which gives the ao.Conn its
+		// local ISN as it is signed. Anything the stack sends before it
+		// (its RST refusing the connection, say) ao cannot sign: the
+		// peer knows no connection it belongs to.
+		out, err = l.signAO(dst, p, c)
+		if errors.Is(err, ao.ErrNoISN) && c.phase.Load() == uint32(StateSynReceived) {
+			err = ErrNoConn
+		}
 	}
 	if err != nil {
 		return nil, flags.Has(segment.RST), l.drop(sh, c, err)
@@ -163,18 +173,6 @@ func (l *Layer) outConn(sh *shard, c *conn, dst, pkt []byte, seg *segment.Segmen
 	return out, c.track(flags, finOut), nil
 }
 
-// completeServer marks a server connection established once its
-// SYN-ACK, whose sequence number gave the ao.Conn its local ISN, is
-// signed.
-func (l *Layer) completeServer(c *conn, isn uint32) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.State() == StateSynReceived {
-		c.lisn.Store(isn)
-		c.state.Store(uint32(StateEstablished))
-	}
-}
-
 // track follows FIN and RST on a segment that passed in direction dir
 // (finOut or finIn) and reports whether the connection is to be freed.
 func (c *conn) track(flags segment.Flags, dir uint32) bool {
@@ -182,91 +180,89 @@ func (c *conn) track(flags segment.Flags, dir uint32) bool {
 		return true
 	}
 	if flags.Has(segment.FIN) && c.fins.Or(dir)|dir == finOut|finIn {
-		if c.state.CompareAndSwap(uint32(StateEstablished), uint32(StateClosing)) {
+		if p := c.phase.Load(); p != uint32(StateClosing) && c.State() == StateEstablished &&
+			c.phase.CompareAndSwap(p, uint32(StateClosing)) {
 			c.closedAt.Store(time.Now().UnixNano())
 		}
 	}
 	return false
 }
 
-// signAO inserts the TCP-AO option of c's current key into a copy of pkt
-// appended to dst, and signs it.
-func (l *Layer) signAO(dst, pkt []byte, seg *segment.Segment, c *conn) ([]byte, error) {
+// signAO inserts the TCP-AO option of c's current key into a copy of p
+// appended to dst, and signs it. ao.Conn.Sign moves on by itself to the
+// key that replaces one deleted mid-sign; what it cannot do is lay the
+// option out anew when that key's MAC is longer than the option
+// (ao.ErrNoRoom): the copy is made once more for the key current then.
+func (l *Layer) signAO(dst []byte, p *packet, c *conn) ([]byte, error) {
 	for try := 0; ; try++ {
 		cur := c.ao.Current()
 		if cur == nil {
 			return nil, ao.ErrNoCurrentKey
 		}
 		var opt [20]byte
-		o := ao.AppendOption(opt[:0], cur.MACLen())
-		out, p, off, err := insertOption(dst, pkt, seg, o)
-		if err != nil {
-			return nil, err
-		}
-		s, err := segment.ParsePacket(p)
+		out, s, err := insertOption(dst, p, ao.AppendOption(opt[:0], cur.MACLen()))
 		if err == nil {
-			err = c.ao.Sign(&s)
+			err = c.ao.Sign(&s.seg)
 		}
-		if (errors.Is(err, ao.ErrNoRoom) || errors.Is(err, ao.ErrNoOption)) && try == 0 {
-			continue // the current key changed to one of another MAC length meanwhile
+		if errors.Is(err, ao.ErrNoRoom) && try == 0 {
+			continue
 		}
 		if err != nil {
 			return nil, err
 		}
-		l.checksum(seg, &s, segment.TCP(p[off:]))
+		l.checksum(&p.seg, &s)
 		return out, nil
 	}
 }
 
-// signMD5 inserts NOP NOP + the MD5 option into a copy of pkt appended to
+// signMD5 inserts NOP NOP + the MD5 option into a copy of p appended to
 // dst, and signs it with the key for its destination.
-func (l *Layer) signMD5(dst, pkt []byte, seg *segment.Segment) ([]byte, error) {
+func (l *Layer) signMD5(dst []byte, p *packet) ([]byte, error) {
 	var opt [md5sig.OptionSpace]byte
 	o := append(opt[:0], segment.OptionKindNOP, segment.OptionKindNOP, md5sig.OptionKind, md5sig.OptionLen)
-	o = o[:md5sig.OptionSpace]
-	out, p, off, err := insertOption(dst, pkt, seg, o)
-	if err != nil {
-		return nil, err
-	}
-	s, err := segment.ParsePacket(p)
+	out, s, err := insertOption(dst, p, o[:md5sig.OptionSpace])
 	if err == nil {
-		err = l.cfg.MD5.Sign(&s, l.cfg.L3Index)
+		err = l.cfg.MD5.Sign(&s.seg, l.cfg.L3Index)
 	}
 	if err != nil {
 		return nil, err
 	}
-	l.checksum(seg, &s, segment.TCP(p[off:]))
+	l.checksum(&p.seg, &s)
 	return out, nil
 }
 
-// checksum sets the TCP checksum of tcp, the signed segment s made of the
+// checksum sets the TCP checksum of s, the signed packet made of the
 // stack's seg: updated from seg's for the header words and the length
 // that changed if Config.StackChecksums (the payload moved by a multiple
 // of 4 bytes, so its words are the same), else summed anew.
-func (l *Layer) checksum(seg, s *segment.Segment, tcp segment.TCP) {
+func (l *Layer) checksum(seg *segment.Segment, s *packet) {
+	off, _ := segment.TCPOffset(s.raw, &s.seg)
+	tcp := segment.TCP(s.raw[off:])
 	if !l.cfg.StackChecksums {
-		tcp.SetChecksum(segment.TCPChecksum(s.Src, s.Dst, tcp))
+		tcp.SetChecksum(segment.TCPChecksum(s.seg.Src, s.seg.Dst, tcp))
 		return
 	}
 	old := words(seg.Header, len(seg.Header)+len(seg.Payload))
-	tcp.SetChecksum(csum.Update(seg.Header.Checksum(), old, words(s.Header, len(tcp))))
+	tcp.SetChecksum(csum.Update(seg.Header.Checksum(), old, words(s.seg.Header, len(tcp))))
 }
 
-// insertOption appends to dst a copy of pkt (up to its IP length) with opt
+// insertOption appends to dst a copy of p (up to its IP length) with opt
 // first among the TCP options, SACK blocks trimmed to fit, data offset and
-// IP lengths set. It returns dst extended, the new packet (its tail) and
-// the offset of its TCP header.
-func insertOption(dst, pkt []byte, seg *segment.Segment, opt []byte) ([]byte, []byte, int, error) {
+// IP lengths set. It returns dst extended and the new packet (its tail)
+// with its segment: the IP header is p's, so only the new TCP header is
+// checked.
+func insertOption(dst []byte, p *packet, opt []byte) ([]byte, packet, error) {
+	seg := &p.seg
 	if seg.Auth().AO > 0 || seg.Auth().MD5 > 0 {
-		return nil, nil, 0, ErrOptions // the stack signs itself: not ours to sign again
+		return nil, packet{}, ErrOptions // the stack signs itself: not ours to sign again
 	}
-	off, _ := segment.TCPOffset(pkt, seg)
+	off, _ := segment.TCPOffset(p.raw, seg)
 	h := seg.Header
 	var buf [segment.MaxOptionsLen]byte
 	n := copy(buf[:], opt)
 	rest, err := fitOptions(buf[n:n], h.Options(), len(buf)-n)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, packet{}, err
 	}
 	total := n + len(rest)
 	for total%4 != 0 {
@@ -274,16 +270,19 @@ func insertOption(dst, pkt []byte, seg *segment.Segment, opt []byte) ([]byte, []
 		total++
 	}
 	start := len(dst)
-	dst = append(dst, pkt[:off]...)
+	dst = append(dst, p.raw[:off]...)
 	dst = append(dst, h[:segment.TCPMinimumSize]...)
 	dst = append(dst, buf[:total]...)
 	dst = append(dst, seg.Payload...)
-	p := dst[start:]
-	segment.TCP(p[off:]).SetDataOffset(segment.TCPMinimumSize + total)
-	if err := segment.Lengths(p); err != nil {
-		return nil, nil, 0, err
+	np := packet{raw: dst[start:]}
+	segment.TCP(np.raw[off:]).SetDataOffset(segment.TCPMinimumSize + total)
+	if err := segment.Lengths(np.raw); err != nil {
+		return nil, packet{}, err
 	}
-	return dst, p, off, nil
+	if np.seg, err = seg.WithTCP(np.raw[off:]); err != nil {
+		return nil, packet{}, err
+	}
+	return dst, np, nil
 }
 
 // Inbound takes a packet from the wire. Uncovered peer: pkt, untouched.
@@ -305,17 +304,20 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	if l == nil {
 		return nil, ErrConfig
 	}
-	seg, err := segment.ParsePacket(pkt)
-	if err != nil {
+	p := packet{raw: pkt}
+	var err error
+	if p.seg, err = segment.ParsePacket(pkt); err != nil {
 		return l.unparsed(pkt, err, true)
 	}
+	seg := &p.seg
 	h := seg.Header
 	flags := h.Flags()
 	synOnly := flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST)
 	t := tuple{seg.Dst.As16(), seg.Src.As16(), h.DstPort(), h.SrcPort()}
 	sh, c := l.lookup(&t)
 	if c != nil && !(synOnly && newServer(c, h.Seq())) {
-		err := l.verifyConn(c, &seg)
+		err := l.verifyConn(c, seg)
+		free := err == nil && c.track(flags, finIn) // while c is tracked: track may ask its ao.Conn
 		sh.mu.RUnlock()
 		if err != nil {
 			return nil, l.drop(sh, c, err)
@@ -323,8 +325,8 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 		c.seen()
 		c.verified.Add(1)
 		sh.verified.Add(1)
-		out := l.strip(dst, pkt, &seg)
-		if c.track(flags, finIn) {
+		out := l.strip(dst, &p)
+		if free {
 			l.remove(&t, c)
 		}
 		return out, nil
@@ -342,27 +344,27 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	case l.closed.Load():
 		return nil, l.drop(sh, nil, ErrClosed)
 	case kind == KindMD5:
-		if err := l.cfg.MD5.Verify(&seg, l.cfg.L3Index); err != nil {
+		if err := l.cfg.MD5.Verify(seg, l.cfg.L3Index); err != nil {
 			return nil, l.drop(sh, nil, unsigned(err))
 		}
 		if synOnly {
-			if err := l.startServer(KindMD5, &t, &seg); err != nil {
+			if err := l.startServer(KindMD5, &t, seg); err != nil {
 				return nil, l.drop(sh, nil, err)
 			}
 		} else if !flags.Has(segment.RST) {
-			l.adoptMD5(&t, &seg)
+			l.adoptMD5(&t, seg)
 		}
 	case seg.Auth().AO == 0 && seg.Auth().MD5 == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
 	case !synOnly:
 		return nil, l.drop(sh, nil, ErrNoConn)
 	default:
-		if err := l.startServer(KindAO, &t, &seg); err != nil {
+		if err := l.startServer(KindAO, &t, seg); err != nil {
 			return nil, l.drop(sh, nil, err)
 		}
 	}
 	sh.verified.Add(1)
-	return l.strip(dst, pkt, &seg), nil
+	return l.strip(dst, &p), nil
 }
 
 // adoptMD5 tracks a TCP-MD5 session met past its handshake (a front end
@@ -375,7 +377,7 @@ func (l *Layer) adoptMD5(t *tuple, seg *segment.Segment) {
 	h := seg.Header
 	c := &conn{kind: KindMD5, local: netip.AddrPortFrom(seg.Dst, h.DstPort()), remote: netip.AddrPortFrom(seg.Src, h.SrcPort())}
 	c.touch(now)
-	c.state.Store(uint32(StateEstablished))
+	c.phase.Store(uint32(StateEstablished))
 	c.verified.Add(1)
 	_ = l.insert(t, c, now)
 }
@@ -388,7 +390,8 @@ func (l *Layer) adoptMD5(t *tuple, seg *segment.Segment) {
 func newServer(c *conn, seq uint32) bool {
 	switch c.State() {
 	case StateSynReceived, StateClosing:
-		return c.risn.Load() != seq
+		_, risn := c.isns()
+		return risn != seq
 	}
 	return false
 }
@@ -399,10 +402,9 @@ func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment) error {
 	now := time.Now()
 	h := seg.Header
 	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Dst, h.DstPort()), remote: netip.AddrPortFrom(seg.Src, h.SrcPort())}
-	c.risn.Store(h.Seq())
 	c.touch(now)
-	c.state.Store(uint32(StateSynReceived))
 	if kind == KindAO {
+		c.phase.Store(uint32(StateSynReceived))
 		signed, err := l.listener.Accept(seg, &c.ao)
 		if err == nil && !signed {
 			err = errUnsignedAO
@@ -412,7 +414,8 @@ func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment) error {
 			return err
 		}
 	} else {
-		c.state.Store(uint32(StateEstablished)) // MD5 needs no ISN
+		c.risn = h.Seq()
+		c.phase.Store(uint32(StateEstablished)) // MD5 needs no ISN
 	}
 	c.verified.Add(1)
 	if err := l.insert(t, c, now); err != nil {
@@ -432,28 +435,15 @@ func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
 	}
 	if c.kind == KindMD5 {
 		err := unsigned(l.cfg.MD5.Verify(seg, l.cfg.L3Index))
-		if err == nil && c.State() == StateSynSent && seg.Header.Flags().Has(segment.SYN|segment.ACK) {
-			c.state.CompareAndSwap(uint32(StateSynSent), uint32(StateEstablished))
+		if err == nil && seg.Header.Flags().Has(segment.SYN|segment.ACK) {
+			c.phase.CompareAndSwap(uint32(StateSynSent), uint32(StateEstablished))
 		}
 		return err
 	}
-	var err error
-	switch st := c.State(); st {
-	case StateSynSent, StateSynReceived:
-		c.mu.Lock() // the handshake's state changes, against completeServer's
-		err = c.ao.Verify(seg)
-		f := seg.Header.Flags()
-		if err == nil && st == StateSynSent && f.Has(segment.SYN|segment.ACK) {
-			c.risn.Store(seg.Header.Seq())
-			c.state.Store(uint32(StateEstablished))
-		} else if err == nil && st == StateSynReceived && !f.Has(segment.SYN) {
-			err = ErrNoConn // an ACK before our SYN-ACK: not this connection's
-		}
-		c.mu.Unlock()
-	default:
-		err = c.ao.Verify(seg)
-	}
-	return unsigned(err)
+	// The handshake is the ao.Conn's: a verified SYN-ACK gives it the
+	// peer's ISN, and it refuses (ao.ErrNoISN) what a connection cannot
+	// verify before it knows both.
+	return unsigned(c.ao.Verify(seg))
 }
 
 // unsigned returns ao's and md5sig's errors for an unsigned segment as
@@ -470,18 +460,18 @@ func unsigned(err error) error {
 	return err
 }
 
-// strip appends to dst a copy of pkt (up to its IP length) with the
+// strip appends to dst a copy of p (up to its IP length) with the
 // authentication option overwritten by NOPs, a SYN's MSS clamped by the
 // overhead and the TCP checksum updated for the bytes that changed (a
 // checksum that was wrong stays wrong).
-func (l *Layer) strip(dst, pkt []byte, seg *segment.Segment) []byte {
+func (l *Layer) strip(dst []byte, p *packet) []byte {
+	pkt, seg := p.raw, &p.seg
 	off, end := segment.TCPOffset(pkt, seg)
 	hl := len(seg.Header)
 	old := words(seg.Header, 0) // before dst, which may be pkt[:0], overwrites it
 	start := len(dst)
 	dst = append(dst, pkt[:end]...)
-	p := dst[start:]
-	tcp := segment.TCP(p[off:end])
+	tcp := segment.TCP(dst[start+off : start+end])
 	a := seg.Auth()
 	switch {
 	case a.AO > 0:
@@ -507,7 +497,11 @@ func fill(b []byte, v byte) {
 // else passes untouched: non-TCP packets, packets whose addresses cannot
 // be read, and uncovered peers' packets are the stack's to judge.
 func (l *Layer) unparsed(pkt []byte, err error, inbound bool) ([]byte, error) {
-	peer, ok := peerAddr(pkt, inbound)
+	src, dst, aerr := segment.PacketAddrs(pkt)
+	peer, ok := dst, aerr == nil
+	if inbound {
+		peer = src
+	}
 	sh := &l.shards[0]
 	if inbound && (errors.Is(err, segment.ErrNotTCP) || errors.Is(err, segment.ErrFragment)) {
 		if err := l.icmp(pkt); err != nil {
@@ -557,22 +551,4 @@ func (l *Layer) icmp(pkt []byte) error {
 	}
 	c.dropped.Add(1)
 	return ErrICMP
-}
-
-// peerAddr reads the peer's address from an IP header: the source of an
-// inbound packet, the destination of an outbound one.
-func peerAddr(pkt []byte, inbound bool) (netip.Addr, bool) {
-	switch {
-	case len(pkt) >= segment.IPv4HeaderLen && pkt[0]>>4 == 4:
-		if inbound {
-			return netip.AddrFrom4([4]byte(pkt[12:16])), true
-		}
-		return netip.AddrFrom4([4]byte(pkt[16:20])), true
-	case len(pkt) >= segment.IPv6HeaderLen && pkt[0]>>4 == 6:
-		if inbound {
-			return netip.AddrFrom16([16]byte(pkt[8:24])), true
-		}
-		return netip.AddrFrom16([16]byte(pkt[24:40])), true
-	}
-	return netip.Addr{}, false
 }

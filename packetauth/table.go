@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 )
 
 // tuple names a connection from the local end: addresses in their 16-byte
@@ -31,7 +32,7 @@ type shard struct {
 	mu    sync.RWMutex
 	conns map[tuple]*conn
 	totals
-	_ [64]byte
+	_ [cacheline.Size]byte // the next shard's lock on another line
 }
 
 type totals struct {
@@ -39,22 +40,33 @@ type totals struct {
 	drops
 }
 
-// conn is one tracked connection. Its memory is the struct itself (the
-// ao.Conn within it included) plus the traffic keys ao derives for each
-// MKT the connection uses: see docs/packetauth.md for bytes.
+// conn is one tracked connection: what the layer keeps of it beside
+// what its ao.Conn keeps. A TCP-AO connection's ISNs and handshake are
+// its ao.Conn's alone; the layer keeps a TCP-MD5 session's, which no
+// ao.Conn follows, and its own: how it met the connection, FIN, timers,
+// revocation, counts. Its memory is the struct itself (the ao.Conn
+// within it included) plus the traffic keys ao derives for each MKT the
+// connection uses: see docs/packetauth.md for bytes.
 type conn struct {
 	kind          Kind
 	local, remote netip.AddrPort
-	state         atomic.Uint32 // a State
-	fins          atomic.Uint32 // finOut | finIn
-	last          atomic.Int64  // UnixNano: when created, or the last Expire that found it active
-	active        atomic.Bool   // a packet since the last Expire
-	closedAt      atomic.Int64  // UnixNano when FIN was seen both ways
-	lisn, risn    atomic.Uint32 // the ISNs of the SYNs seen (our ISN from our SYN or SYN-ACK)
-	revoked       atomic.Bool   // its key went away: every packet dropped (ErrRevoked)
+	// phase is a State: how the layer met the connection (StateSynSent
+	// from our SYN, StateSynReceived from the peer's, StateEstablished
+	// past its handshake), then StateClosing after FIN both ways. Only a
+	// TCP-MD5 session moves from StateSynSent to StateEstablished here;
+	// a TCP-AO connection is established when its ao.Conn is ([conn.State]).
+	phase    atomic.Uint32
+	fins     atomic.Uint32 // finOut | finIn
+	last     atomic.Int64  // UnixNano: when created, or the last Expire that found it active
+	active   atomic.Bool   // a packet since the last Expire
+	closedAt atomic.Int64  // UnixNano when FIN was seen both ways
+	revoked  atomic.Bool   // its key went away: every packet dropped (ErrRevoked)
+	// lisn and risn are a TCP-MD5 session's ISNs, of the SYN that
+	// started it (our SYN, the peer's SYN), 0 for the other; set before
+	// it is tracked, then only read.
+	lisn, risn uint32
 
-	mu sync.Mutex // handshake transitions (Import of a server's ISN)
-	ao ao.Conn    // KindAO only
+	ao ao.Conn // KindAO only
 
 	signed, verified, dropped atomic.Uint64
 }
@@ -64,7 +76,30 @@ const (
 	finIn
 )
 
-func (c *conn) State() State { return State(c.state.Load()) }
+// State is where c is in its life: its phase, except that a TCP-AO
+// connection met in its handshake is established once its ao.Conn
+// knows both ISNs. The per-segment paths do not call it: once both ISNs
+// are known, ao.Conn.Endpoint takes the connection's lane locks.
+func (c *conn) State() State {
+	s := State(c.phase.Load())
+	if c.kind == KindAO && opening(s) && c.ao.Endpoint().Established {
+		return StateEstablished
+	}
+	return s
+}
+
+// opening reports a state of a handshake not completed.
+func opening(s State) bool { return s == StateSynSent || s == StateSynReceived }
+
+// isns returns the ISNs of the connection's SYNs seen so far (0 for one
+// not seen): a TCP-AO connection's as its ao.Conn has them.
+func (c *conn) isns() (local, remote uint32) {
+	if c.kind == KindAO {
+		ep := c.ao.Endpoint()
+		return ep.LocalISN, ep.RemoteISN
+	}
+	return c.lisn, c.risn
+}
 
 // seen marks c active: a load, and a store only when Expire has cleared
 // the mark, so the per-packet path neither reads the clock nor writes a
@@ -153,7 +188,7 @@ func (l *Layer) Expire(now time.Time) {
 		return
 	}
 	idle := now.Add(-l.cfg.Idle).UnixNano()
-	opening := now.Add(-min(l.cfg.Idle, HandshakeIdle)).UnixNano()
+	openingIdle := now.Add(-min(l.cfg.Idle, HandshakeIdle)).UnixNano()
 	closed := now.Add(-l.cfg.TimeWait).UnixNano()
 	for i := range l.shards {
 		sh := &l.shards[i]
@@ -162,11 +197,11 @@ func (l *Layer) Expire(now time.Time) {
 			if c.active.Swap(false) {
 				c.last.Store(now.UnixNano())
 			}
-			st := c.State()
+			last := c.last.Load()
 			switch {
-			case c.last.Load() < idle, (st == StateSynSent || st == StateSynReceived) && c.last.Load() < opening:
+			case last < idle, last < openingIdle && opening(c.State()):
 				l.expired.Add(1)
-			case st == StateClosing && c.closedAt.Load() < closed:
+			case c.phase.Load() == uint32(StateClosing) && c.closedAt.Load() < closed:
 				l.closedN.Add(1)
 			default:
 				continue
@@ -228,9 +263,7 @@ func (c *conn) info() ConnInfo {
 		Signed: c.signed.Load(), Verified: c.verified.Load(), Dropped: c.dropped.Load(),
 		LastSeen: time.Unix(0, c.last.Load()), Revoked: c.revoked.Load()}
 	if c.kind == KindAO && !ci.Revoked {
-		c.mu.Lock()
 		ep := c.ao.Endpoint()
-		c.mu.Unlock()
 		ci.LocalISN, ci.RemoteISN = ep.LocalISN, ep.RemoteISN
 		ci.SendSNE, ci.RecvSNE = ep.SendSNE, ep.RecvSNE
 		ci.CurrentKeyID, ci.RNextKeyID = ep.CurrentSendID, ep.RNextRecvID
@@ -368,7 +401,7 @@ func (l *Layer) Seed(ep ao.Endpoint) error {
 	}
 	now := time.Now()
 	c.touch(now)
-	c.state.Store(uint32(StateEstablished))
+	c.phase.Store(uint32(StateEstablished))
 	t := tupleOf(local, remote)
 	if err := l.insert(&t, c, now); err != nil {
 		c.close()
@@ -394,7 +427,7 @@ func (l *Layer) SeedRevoked(local, remote netip.AddrPort, kind Kind) error {
 	c.revoked.Store(true)
 	now := time.Now()
 	c.touch(now)
-	c.state.Store(uint32(StateEstablished))
+	c.phase.Store(uint32(StateEstablished))
 	t := tupleOf(c.local, c.remote)
 	return l.insert(&t, c, now)
 }
@@ -412,12 +445,11 @@ func (l *Layer) Export(local, remote netip.AddrPort) (ao.Endpoint, bool) {
 	if c == nil || c.kind != KindAO || c.revoked.Load() {
 		return ao.Endpoint{}, false
 	}
-	if s := c.State(); s != StateEstablished && s != StateClosing {
+	ep := c.ao.Endpoint()
+	if !ep.Established {
 		return ao.Endpoint{}, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ao.Endpoint(), true
+	return ep, true
 }
 
 // SetCurrent makes the MKT with this SendID the current key of the tracked
@@ -436,8 +468,7 @@ func (l *Layer) SetRNext(local, remote netip.AddrPort, recvID uint8) error {
 }
 
 // rotate applies set to the connection's ao.Conn while it is tracked (the
-// shard read-locked, so it cannot be freed meanwhile) and its handshake
-// cannot change it (c.mu).
+// shard read-locked, so it cannot be freed meanwhile).
 func (l *Layer) rotate(local, remote netip.AddrPort, set func(*ao.Conn) error) error {
 	if l == nil {
 		return ErrConfig
@@ -448,7 +479,5 @@ func (l *Layer) rotate(local, remote netip.AddrPort, set func(*ao.Conn) error) e
 	if c == nil || c.kind != KindAO {
 		return ErrNoConn
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	return set(&c.ao)
 }
