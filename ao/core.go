@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/kdf"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
@@ -90,20 +91,36 @@ func checkedOption(m *MKT, seg *segment.Segment) (int, Option, error) {
 // pinned, on a request of m's pool (the shard hint names first): the one
 // derivation of package ao. A deleted MKT is [ErrKeyNotFound].
 func (m *MKT) derive(in *kdf.Input, key *mac.Key, hint uint32) error {
-	if m == nil || m.master == nil {
-		return ErrKeyNotFound
-	}
-	p, ok := m.acquire(hint)
-	if !ok {
-		return ErrKeyNotFound
-	}
-	defer m.release(p)
-	req, err := m.request(hint)
+	req, p, err := m.pinned(hint)
 	if err != nil {
 		return err
 	}
-	defer req.End()
+	defer m.unpin(req, p)
 	return deriveOn(req, m, in, key)
+}
+
+// pinned pins m's master key and starts a request of m's pool: what a
+// derivation holds. A deleted MKT is [ErrKeyNotFound].
+func (m *MKT) pinned(hint uint32) (*sigpool.Request, reclaim.Pin, error) {
+	if m == nil || m.master == nil {
+		return nil, reclaim.Pin{}, ErrKeyNotFound
+	}
+	p, ok := m.acquire(hint)
+	if !ok {
+		return nil, reclaim.Pin{}, ErrKeyNotFound
+	}
+	req, err := m.request(hint)
+	if err != nil {
+		m.release(p)
+		return nil, reclaim.Pin{}, err
+	}
+	return req, p, nil
+}
+
+// unpin ends what pinned started.
+func (m *MKT) unpin(req *sigpool.Request, p reclaim.Pin) {
+	req.End()
+	m.release(p)
 }
 
 // request starts a request of m's pool for m's algorithm; m is pinned,
@@ -139,16 +156,11 @@ func deriveOn(req *sigpool.Request, m *MKT, in *kdf.Input, key *mac.Key) error {
 // and is wiped before the request ends.
 func (j *job) once(in *kdf.Input, seg *segment.Segment, got []byte, hint uint32) error {
 	m := j.m
-	p, ok := m.acquire(hint)
-	if !ok {
-		return ErrKeyNotFound
-	}
-	defer m.release(p)
-	req, err := m.request(hint)
+	req, p, err := m.pinned(hint)
 	if err != nil {
 		return err
 	}
-	defer req.End()
+	defer m.unpin(req, p)
 	defer req.Spare.Wipe()
 	if err := deriveOn(req, m, in, &req.Spare); err != nil {
 		return err
