@@ -495,10 +495,10 @@ func benchNewConnection(b *testing.B, alg string) {
 		if signed, err := l.Accept(syn, &s); !signed || err != nil {
 			b.Fatalf("accept: %v %v", signed, err)
 		}
-		h := synack.Header
-		binary.BigEndian.PutUint16(h[2:], syn.Header.SrcPort())
+		h := synack.Header()
+		binary.BigEndian.PutUint16(h[2:], syn.Header().SrcPort())
 		binary.BigEndian.PutUint32(h[4:], localISN)
-		binary.BigEndian.PutUint32(h[8:], syn.Header.Seq()+1)
+		binary.BigEndian.PutUint32(h[8:], syn.Header().Seq()+1)
 		if err := s.Sign(&synack); err != nil {
 			b.Fatal(err)
 		}
@@ -509,7 +509,7 @@ func benchNewConnection(b *testing.B, alg string) {
 	}
 
 	i := 1
-	benchLoop(b, aoCoveredFor(alg, 0)+aoCoveredFor(alg, len(synack.Payload)), func() {
+	benchLoop(b, aoCoveredFor(alg, 0)+aoCoveredFor(alg, len(synack.Payload())), func() {
 		accept(i)
 		i++
 	})

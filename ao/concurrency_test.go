@@ -244,7 +244,7 @@ func TestConcurrentChurn(t *testing.T) {
 		}
 		want := refMAC(t, ks[k].alg, ks[k].master, in, seg, 0, 12, false)
 		if !bytes.Equal(o.MAC, want) {
-			side.fail("KeyID %d seq %#x: MAC %x, the key's reference MAC %x", o.KeyID, seg.Header.Seq(), o.MAC, want)
+			side.fail("KeyID %d seq %#x: MAC %x, the key's reference MAC %x", o.KeyID, seg.Header().Seq(), o.MAC, want)
 			return false
 		}
 		return true

@@ -82,7 +82,7 @@ func (c *Conn) rnextID(m *MKT) uint8 {
 // signLocked is Sign's part under the send lane's lock, for the current
 // key m whose option at off is labelled.
 func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error {
-	h := seg.Header
+	h := seg.Header()
 	flags, seq := h.Flags(), h.Seq()
 	if !c.lisnKnown.Load() {
 		// A server's connection: its ISN is its SYN-ACK's.
@@ -144,6 +144,9 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 		return ErrUnexpected
 	}
 	off, opt, err := findOption(seg)
+	if err != nil && !errors.Is(err, ErrNoOption) {
+		return err
+	}
 	if err != nil {
 		if c.policy.AORequired || c.current.Load() != nil {
 			return c.record(nil, nil, ErrAORequired)
@@ -178,7 +181,7 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 // verifyLocked is Verify's part under the receive lane's lock, for j's
 // MKT and option offset; got is the option's MAC.
 func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) error {
-	h := seg.Header
+	h := seg.Header()
 	flags, seq := h.Flags(), h.Seq()
 	switch {
 	case isSYN(flags):

@@ -23,8 +23,8 @@ func segmentInput(seg *segment.Segment, isns ISNs) (kdf.Input, error) {
 	if err := seg.Check(); err != nil {
 		return kdf.Input{}, err
 	}
-	h := seg.Header
-	in := kdf.Input{Src: seg.Src, Dst: seg.Dst, SrcPort: h.SrcPort(), DstPort: h.DstPort(), SrcISN: isns.Src, DstISN: isns.Dst}
+	h := seg.Header()
+	in := kdf.Input{Src: seg.Src(), Dst: seg.Dst(), SrcPort: h.SrcPort(), DstPort: h.DstPort(), SrcISN: isns.Src, DstISN: isns.Dst}
 	if isSYN(h.Flags()) {
 		in.DstISN = 0
 	}
@@ -57,16 +57,19 @@ func parseOption(opt []byte) (Option, error) {
 	return Option{KeyID: opt[2], RNextKeyID: opt[3], MAC: opt[4:n:n]}, nil
 }
 
-// findOption returns the offset of seg's AO option and the option, or
-// [ErrNoOption].
+// findOption returns the offset of seg's AO option and the option:
+// [ErrNoOption] without one, segment.ErrUnparsed if its bytes no longer
+// hold the option the parse found.
 func findOption(seg *segment.Segment) (int, Option, error) {
 	off := seg.Auth().AO
 	if off == 0 {
 		return 0, Option{}, ErrNoOption
 	}
-	o, err := parseOption(seg.Header[off:])
-	if err != nil {
-		return 0, Option{}, err
+	o, err := parseOption(seg.Header()[off:])
+	if err != nil || len(o.MAC)+optionHeaderLen != seg.Auth().AOLen {
+		// The parse found the option here: the caller has written over
+		// it since. Refused, never taken for an unsigned segment.
+		return 0, Option{}, segment.ErrUnparsed
 	}
 	return off, o, nil
 }
@@ -233,7 +236,7 @@ func labelOption(m *MKT, seg *segment.Segment, rnext uint8) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	seg.Header[off+2], seg.Header[off+3] = m.sendID, rnext
+	seg.Header()[off+2], seg.Header()[off+3] = m.sendID, rnext
 	return off, nil
 }
 
@@ -262,7 +265,7 @@ func (j *job) sign(seg *segment.Segment) error {
 		return err
 	}
 	off := j.off + optionHeaderLen
-	copy(seg.Header[off:off+int(j.m.maclen)], sum)
+	copy(seg.Header()[off:off+int(j.m.maclen)], sum)
 	return nil
 }
 
@@ -290,21 +293,21 @@ func (j *job) mac(seg *segment.Segment) ([]byte, error) {
 	m, sc, off, w, key, sne := j.m, j.sc, j.off, j.w, j.key, j.sne
 	maclen := int(m.maclen)
 	var b []byte
-	if seg.Src.Is4() {
+	if seg.Src().Is4() {
 		// SNE and the IPv4 pseudo-header as two 8-byte stores: the MAC
 		// reads them back 8 or 16 bytes at a time, which a load spanning
 		// several narrower stores would stall on.
-		s, d := seg.Src.As4(), seg.Dst.As4()
+		s, d := seg.Src().As4(), seg.Dst().As4()
 		be := binary.BigEndian
 		be.PutUint64(sc[0:8], uint64(sne)<<32|uint64(be.Uint32(s[:])))
 		be.PutUint64(sc[8:16], uint64(be.Uint32(d[:]))<<32|protoTCP<<16|uint64(uint16(seg.Len())))
 		b = sc[:16]
 	} else {
 		b = binary.BigEndian.AppendUint32(sc[:0], sne)
-		b = segment.AppendPseudoHeader(b, seg.Src, seg.Dst, seg.Len())
+		b = segment.AppendPseudoHeader(b, seg.Src(), seg.Dst(), seg.Len())
 	}
 	start := len(b)
-	h := seg.Header
+	h := seg.Header()
 	if m.exclude {
 		b = append(b, h[:segment.TCPMinimumSize]...)
 		b = append(b, h[off:off+optionHeaderLen]...)
@@ -328,13 +331,13 @@ func (j *job) mac(seg *segment.Segment) ([]byte, error) {
 	// copied itself; the payload is otherwise hashed in place. KMAC's
 	// sponge has no block buffer (it absorbs in place at any offset), so
 	// staging would only add a copy.
-	pay := seg.Payload
+	pay := seg.Payload()
 	if bs := m.alg.BlockSize(); bs > 16 && len(pay) > 0 && !m.alg.IsKMAC() {
 		fill := min((bs-len(b)%bs)%bs, len(pay))
 		b = append(b, pay[:fill]...)
 		pay = pay[fill:]
 	}
-	if len(pay) == 0 && len(seg.Frags) == 0 {
+	if len(pay) == 0 && len(seg.Frags()) == 0 {
 		// The whole message is in scratch (a pure ACK, for one).
 		sum, err := w.Compute(key, sc[sumOff:sumOff], b)
 		if err != nil {
@@ -349,7 +352,7 @@ func (j *job) mac(seg *segment.Segment) ([]byte, error) {
 	if len(pay) > 0 {
 		w.Write(pay)
 	}
-	for _, f := range seg.Frags {
+	for _, f := range seg.Frags() {
 		w.Write(f)
 	}
 	return w.Finish(sc[sumOff:sumOff])[:maclen], nil

@@ -34,12 +34,12 @@ func TestDraftVectors(t *testing.T) {
 				t.Fatalf("option of %d bytes", seg.Auth().AOLen)
 			}
 			_, c := rfc9235Side(t, &set, v, &seg, true)
-			clear(seg.Header[off : off+16])
+			clear(seg.Header()[off : off+16])
 			if err := c.Sign(&seg); err != nil {
 				t.Fatalf("sign: %v", err)
 			}
 			if !bytes.Equal(pkt, v.Packet) {
-				t.Fatalf("%s: signed MAC %x, OpenSSL's %x", v.Title, seg.Header[off:off+16], v.MAC)
+				t.Fatalf("%s: signed MAC %x, OpenSSL's %x", v.Title, seg.Header()[off:off+16], v.MAC)
 			}
 
 			pkt = bytes.Clone(v.Packet)
@@ -50,7 +50,7 @@ func TestDraftVectors(t *testing.T) {
 			}
 
 			// The connection-less calls, from the sender's MKT.
-			h := seg.Header
+			h := seg.Header()
 			m, isns := rfc9235SenderMKT(t, &set, v, &seg, 0) // 0: the draft algorithms' default, 16
 			if m.MACLen() != 16 {
 				t.Fatalf("maclen %d", m.MACLen())
@@ -79,7 +79,7 @@ func TestDraftVectors(t *testing.T) {
 				t.Fatalf("TrafficKey.Verify: %v", err)
 			}
 			k.Wipe()
-			for _, at := range []int{off, off + 15, len(h) + len(seg.Payload) - 1} {
+			for _, at := range []int{off, off + 15, len(h) + len(seg.Payload()) - 1} {
 				bs := flippedSegment(v, at)
 				if err := verifySegment(m, isns, 0, &bs); !errors.Is(err, ErrBadMAC) {
 					t.Errorf("flipped byte %d verified: %v", at, err)

@@ -51,7 +51,7 @@ func Example() {
 
 	data, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 1001, 5012, segment.ACK|segment.PSH, 12), []byte("OPEN"))
 	fmt.Println("sign data:", c.Sign(&data), "verify:", s.Verify(&data))
-	data.Frags[0][0] ^= 1 // tampered in flight
+	data.Frags()[0][0] ^= 1 // tampered in flight
 	fmt.Println("tampered:", s.Verify(&data))
 	fmt.Printf("server counters: %+v\n", s.Counters())
 
@@ -121,7 +121,7 @@ func exchange(c, s *ao.Conn, seq uint32) {
 		if err := d.from.Sign(&seg); err != nil {
 			panic(err)
 		}
-		o, _ := ao.ParseOption(seg.Header[seg.Auth().AO:])
+		o, _ := ao.ParseOption(seg.Header()[seg.Auth().AO:])
 		fmt.Printf("%v: KeyID %d RNextKeyID %d, verify %v\n", d.src, o.KeyID, o.RNextKeyID, d.to.Verify(&seg))
 	}
 }
@@ -238,7 +238,7 @@ func ExampleTrafficKey() {
 	fmt.Println("derive:", k.Derive(m, isns, &seg))
 
 	fmt.Println("sign:", k.Sign(&seg, 0, m.RecvID()))
-	o, _ := ao.ParseOption(seg.Header[seg.Auth().AO:])
+	o, _ := ao.ParseOption(seg.Header()[seg.Auth().AO:])
 	fmt.Printf("KeyID %d RNextKeyID %d MAC %x\n", o.KeyID, o.RNextKeyID, o.MAC)
 	fmt.Println("verify:", k.Verify(&seg, 0))
 	fmt.Println("SNE 1:", k.Verify(&seg, 1))
@@ -277,20 +277,20 @@ func ExampleTrafficKey_reset() {
 	// The client's ACK reaches a server that kept no connection state.
 	ack, _ := segment.FromTCP(client.Addr(), server.Addr(), tcpHeader(40000, 179, 1000, 5000, segment.ACK, 12))
 	c.Sign(&ack)
-	o, _ := ao.ParseOption(ack.Header[ack.Auth().AO:])
+	o, _ := ao.ParseOption(ack.Header()[ack.Auth().AO:])
 	rst, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5000, 0, segment.RST, 12))
-	local, remote := ack.Header.Ack()-1, ack.Header.Seq()-1 // from a syncookie
-	m := sring.LookupSend(ack.Src, o.RNextKeyID, 0)
+	local, remote := ack.Header().Ack()-1, ack.Header().Seq()-1 // from a syncookie
+	m := sring.LookupSend(ack.Src(), o.RNextKeyID, 0)
 	var k ao.TrafficKey
 	defer k.Wipe()
 	k.Derive(m, ao.ISNs{Src: local, Dst: remote}, &rst)
-	fmt.Println("server signs the RST:", k.Sign(&rst, ao.ComputeSNE(0, local, rst.Header.Seq()), m.RecvID()))
+	fmt.Println("server signs the RST:", k.Sign(&rst, ao.ComputeSNE(0, local, rst.Header().Seq()), m.RecvID()))
 	fmt.Println("client verifies it:", c.Verify(&rst))
 
 	// As a Linux listener: the ACK's own traffic key.
 	listen, _ := segment.FromTCP(server.Addr(), client.Addr(), tcpHeader(179, 40000, 5000, 0, segment.RST, 12))
-	m = sring.LookupRecv(ack.Src, o.RNextKeyID, 0)
-	k.Derive(m, ao.ISNs{Src: ack.Header.Seq()}, &ack)
+	m = sring.LookupRecv(ack.Src(), o.RNextKeyID, 0)
+	k.Derive(m, ao.ISNs{Src: ack.Header().Seq()}, &ack)
 	fmt.Println("listener signs its RST:", k.Sign(&listen, 0, m.RecvID()))
 	fmt.Println("client verifies it:", c.Verify(&listen))
 	// Output:

@@ -132,14 +132,14 @@ func TestFormatNoKey(t *testing.T) {
 	add(c.Sign(testSeg(t, cli4, srv4, 80, 100, segment.ACK, 0, nil)))
 	add(c.Sign(testSeg(t, cli4, srv4, 80, 100, segment.ACK, 8, nil)))
 	forged := testSeg(t, srv4, cli4, 100, 80, segment.ACK, 12, []byte("forged"))
-	forged.Header[forged.Auth().AO+2] = 2
+	forged.Header()[forged.Auth().AO+2] = 2
 	add(c.Verify(forged))
-	forged.Header[forged.Auth().AO+2] = 9
+	forged.Header()[forged.Auth().AO+2] = 9
 	add(c.Verify(forged))
 	add(c.Verify(testSeg(t, srv4, cli4, 100, 80, segment.ACK, 0, nil)))
 	add(c.Verify(testSeg(t, srv4, cli4, 100, 80, segment.ACK, 4, nil)))
 	bad := testSeg(t, cli4, srv4, 77, 0, segment.SYN, 12, nil)
-	bad.Header[bad.Auth().AO+2] = 1
+	bad.Header()[bad.Auth().AO+2] = 1
 	_, err = l.Accept(bad, new(Conn))
 	add(err)
 	add(restore(new(Conn), ring, Endpoint{Local: cli4, Remote: srv4}, Policy{}, Endpoint{CurrentSendID: 9}))

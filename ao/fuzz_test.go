@@ -68,8 +68,8 @@ func fuzzAdd(t testing.TB, set testvectors.RFC9235Set, seen map[fuzzKey]bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cli, srv := seg.Src, seg.Dst
-		if seg.Header.SrcPort() == 179 {
+		cli, srv := seg.Src(), seg.Dst()
+		if seg.Header().SrcPort() == 179 {
 			cli, srv = srv, cli
 		}
 		r := NewKeyring(nil)
@@ -133,15 +133,15 @@ func FuzzVerify(f *testing.F) {
 			return
 		}
 		if seg.Auth().HasAO() {
-			if _, err := ParseOption(seg.Header[seg.Auth().AO:]); err != nil {
+			if _, err := ParseOption(seg.Header()[seg.Auth().AO:]); err != nil {
 				t.Fatalf("the parser located an AO option ParseOption refuses: %v", err)
 			}
 		}
-		h := seg.Header
-		local := netip.AddrPortFrom(seg.Dst, h.DstPort())
-		remote := netip.AddrPortFrom(seg.Src, h.SrcPort())
+		h := seg.Header()
+		local := netip.AddrPortFrom(seg.Dst(), h.DstPort())
+		remote := netip.AddrPortFrom(seg.Src(), h.SrcPort())
 		for _, p := range fuzzProfiles {
-			if (p.ipv == 4) != seg.Dst.Unmap().Is4() {
+			if (p.ipv == 4) != seg.Dst().Unmap().Is4() {
 				continue
 			}
 			// The receiver as the server (ISNs in that order) and as the
@@ -224,11 +224,11 @@ func TestFuzzSeedsVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := seg.Header
-		local, remote := netip.AddrPortFrom(seg.Dst, h.DstPort()), netip.AddrPortFrom(seg.Src, h.SrcPort())
+		h := seg.Header()
+		local, remote := netip.AddrPortFrom(seg.Dst(), h.DstPort()), netip.AddrPortFrom(seg.Src(), h.SrcPort())
 		verified := false
 		for _, p := range fuzzProfiles {
-			if (p.ipv == 4) != seg.Dst.Is4() {
+			if (p.ipv == 4) != seg.Dst().Is4() {
 				continue
 			}
 			if h.Flags()&(segment.SYN|segment.ACK) == segment.SYN {

@@ -43,11 +43,11 @@ func listenerKey(k *TrafficKey, ring *Keyring, in *segment.Segment) (*MKT, error
 	if err != nil {
 		return nil, err
 	}
-	m := ring.LookupRecv(in.Src.Unmap(), opt.RNextKeyID, 0)
+	m := ring.LookupRecv(in.Src().Unmap(), opt.RNextKeyID, 0)
 	if m == nil {
 		return nil, ErrKeyNotFound
 	}
-	return m, k.Derive(m, ISNs{Src: in.Header.Seq()}, in)
+	return m, k.Derive(m, ISNs{Src: in.Header().Seq()}, in)
 }
 
 // listenerReset signs rst as a Linux listener answers in.
@@ -66,7 +66,7 @@ func listenerReset(ring *Keyring, in, rst *segment.Segment) error {
 func verifyListenerReset(m *MKT, in, rst *segment.Segment) error {
 	var k TrafficKey
 	defer k.Wipe()
-	if err := k.Derive(m, ISNs{Src: in.Header.Seq()}, in); err != nil {
+	if err := k.Derive(m, ISNs{Src: in.Header().Seq()}, in); err != nil {
 		return err
 	}
 	return k.Verify(rst, 0)
@@ -77,7 +77,7 @@ func verifyListenerReset(m *MKT, in, rst *segment.Segment) error {
 // KeyID the peer's RNextKeyID (else the MKT of in's KeyID), RNextKeyID
 // that MKT's RecvID, the traffic key of rst's direction.
 func replyReset(ring *Keyring, in, rst *segment.Segment, lisn, risn uint32) error {
-	src := in.Src.Unmap()
+	src := in.Src().Unmap()
 	var m *MKT
 	if _, opt, err := findOption(in); err == nil {
 		if m = ring.LookupSend(src, opt.RNextKeyID, 0); m == nil {
@@ -94,5 +94,5 @@ func replyReset(ring *Keyring, in, rst *segment.Segment, lisn, risn uint32) erro
 	if err := k.Derive(m, ISNs{Src: lisn, Dst: risn}, rst); err != nil {
 		return err
 	}
-	return k.Sign(rst, ComputeSNE(0, lisn, rst.Header.Seq()), m.RecvID())
+	return k.Sign(rst, ComputeSNE(0, lisn, rst.Header().Seq()), m.RecvID())
 }

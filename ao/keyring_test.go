@@ -490,7 +490,7 @@ func TestPolicy(t *testing.T) {
 	unsigned := func() *segment.Segment { return testSeg(t, cli4, srv4, 3, 2, segment.ACK, 0, []byte("plain")) }
 	unknown := func() *segment.Segment {
 		s := testSeg(t, cli4, srv4, 3, 2, segment.ACK, 12, []byte("who?"))
-		s.Header[s.Auth().AO+2] = 77
+		s.Header()[s.Auth().AO+2] = 77
 		return s
 	}
 	t.Run("conn", func(t *testing.T) {
@@ -540,7 +540,7 @@ func TestPolicy(t *testing.T) {
 			l := NewListener(r, c.policy, 0)
 			syn := testSeg(t, c.from, srv4, 1000, 0, segment.SYN, c.maclen, nil)
 			if c.maclen > 0 {
-				syn.Header[syn.Auth().AO+2] = c.keyID
+				syn.Header()[syn.Auth().AO+2] = c.keyID
 			}
 			var conn Conn
 			signed, err := l.Accept(syn, &conn)

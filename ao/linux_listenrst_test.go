@@ -41,17 +41,17 @@ func TestLinuxListenReset(t *testing.T) {
 		got := bytes.Clone(rst)
 		mine, _ := segment.ParsePacket(got)
 		off := mine.Auth().AO
-		clear(mine.Header[off+2 : off+4+c.MACLen])
+		clear(mine.Header()[off+2 : off+4+c.MACLen])
 		if err := listenerReset(ring, &in, &mine); err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
 		if !bytes.Equal(got, rst) {
-			t.Errorf("%s: listenerReset option %x, the kernel's %x", c.Name, mine.Header[off:off+4+c.MACLen], want.Header[off:off+4+c.MACLen])
+			t.Errorf("%s: listenerReset option %x, the kernel's %x", c.Name, mine.Header()[off:off+4+c.MACLen], want.Header()[off:off+4+c.MACLen])
 		}
 		// verifyListenerReset accepts the kernel's RST under the listener's
 		// MKT and the mirror MKT its peer holds, and refuses one bit off.
-		m := ring.LookupSend(in.Src, c.SendID, 0)
-		peerM := mustAdd(t, NewKeyring(nil), keys.AO{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
+		m := ring.LookupSend(in.Src(), c.SendID, 0)
+		peerM := mustAdd(t, NewKeyring(nil), keys.AO{Peer: netip.PrefixFrom(want.Src(), want.Src().BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
 		for _, k := range []*MKT{m, peerM} {
 			if err := verifyListenerReset(k, &in, &want); err != nil {
 				t.Errorf("%s: verifyListenerReset(%v): %v", c.Name, k, err)
@@ -65,7 +65,7 @@ func TestLinuxListenReset(t *testing.T) {
 		// A reply signed with its own send key (TIME-WAIT, syncookies:
 		// ISNs ack-1 and seq-1 of the ACK) does not produce this RST.
 		mine, _ = segment.ParsePacket(got)
-		lisn, risn := in.Header.Ack()-1, in.Header.Seq()-1
+		lisn, risn := in.Header().Ack()-1, in.Header().Seq()-1
 		if err := replyReset(ring, &in, &mine, lisn, risn); err != nil {
 			t.Fatal(err)
 		}
@@ -83,10 +83,10 @@ func TestLinuxListenReset(t *testing.T) {
 		// The ACK's sender, holding the connection the ACK was signed for
 		// (syncookie ISNs), cannot verify the RST.
 		peer := NewKeyring(nil)
-		mustAdd(t, peer, keys.AO{Peer: netip.PrefixFrom(want.Src, want.Src.BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
+		mustAdd(t, peer, keys.AO{Peer: netip.PrefixFrom(want.Src(), want.Src().BitLen()), SendID: c.RecvID, RecvID: c.SendID, Algorithm: c.Alg, Key: key, MACLen: c.MACLen})
 		var conn Conn
-		lisn, risn = in.Header.Seq()-1, in.Header.Ack()-1
-		err = restore(&conn, peer, Endpoint{Local: netipAddrPort(in.Src, in.Header.SrcPort()), Remote: netipAddrPort(in.Dst, in.Header.DstPort())}, Policy{},
+		lisn, risn = in.Header().Seq()-1, in.Header().Ack()-1
+		err = restore(&conn, peer, Endpoint{Local: netipAddrPort(in.Src(), in.Header().SrcPort()), Remote: netipAddrPort(in.Dst(), in.Header().DstPort())}, Policy{},
 			Endpoint{LocalISN: lisn, RemoteISN: risn, SendSeq: lisn + 1, RecvSeq: risn + 1, CurrentSendID: c.RecvID, RNextRecvID: c.SendID})
 		if err != nil {
 			t.Fatal(err)

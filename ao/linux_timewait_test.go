@@ -54,14 +54,14 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 		}
 		// The handshake gives the ISNs; the client is the SYN's sender.
 		syn, synack := segs[0], segs[1]
-		if syn.Header.Flags() != segment.SYN || synack.Header.Flags() != segment.SYN|segment.ACK {
+		if syn.Header().Flags() != segment.SYN || synack.Header().Flags() != segment.SYN|segment.ACK {
 			t.Fatalf("%s: no handshake at the start", c.Name)
 		}
-		client, cisn, sisn := syn.Src, syn.Header.Seq(), synack.Header.Seq()
+		client, cisn, sisn := syn.Src(), syn.Header().Seq(), synack.Header().Seq()
 		// The TIME-WAIT reply: from the client, AO after the timestamps.
 		reply := -1
 		for i, s := range segs {
-			if s.Src == client && s.Auth().AO > segment.TCPMinimumSize && i > 0 {
+			if s.Src() == client && s.Auth().AO > segment.TCPMinimumSize && i > 0 {
 				reply = i
 			}
 		}
@@ -69,7 +69,7 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 			t.Fatalf("%s: no TIME-WAIT reply found", c.Name)
 		}
 		probe, out := segs[reply-1], segs[reply]
-		if probe.Src == client {
+		if probe.Src() == client {
 			t.Fatalf("%s: the segment before the reply is not the server's probe", c.Name)
 		}
 		// The client's MKTs: those whose peer is the server.
@@ -90,29 +90,29 @@ func TestLinuxTimeWaitReply(t *testing.T) {
 		// reply with it like any other segment: current key the MKT the
 		// probe's RNextKeyID names (Linux tcp_ao_prepare_reset), the
 		// handshake's ISNs.
-		opt, err := ao.ParseOption(probe.Header[probe.Auth().AO:])
+		opt, err := ao.ParseOption(probe.Header()[probe.Auth().AO:])
 		if err != nil {
 			t.Fatalf("%s: probe: %v", c.Name, err)
 		}
-		m := ring.LookupSend(probe.Src, opt.RNextKeyID, 0)
+		m := ring.LookupSend(probe.Src(), opt.RNextKeyID, 0)
 		if m == nil {
 			t.Fatalf("%s: no MKT with SendID %d", c.Name, opt.RNextKeyID)
 		}
 		var conn ao.Conn
-		ep := ao.Endpoint{Local: netip.AddrPortFrom(client, out.Header.SrcPort()), Remote: netip.AddrPortFrom(probe.Src, probe.Header.SrcPort()),
+		ep := ao.Endpoint{Local: netip.AddrPortFrom(client, out.Header().SrcPort()), Remote: netip.AddrPortFrom(probe.Src(), probe.Header().SrcPort()),
 			LocalISN: cisn, Established: true, RemoteISN: sisn, CurrentSendID: m.SendID(), RNextRecvID: m.RecvID()}
 		if err := conn.Init(ring, ep, ao.Policy{}); err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
-		want := bytes.Clone(out.Header)
+		want := bytes.Clone(out.Header())
 		off := out.Auth().AO
-		clear(out.Header[off+2 : off+int(out.Header[off+1])]) // IDs and MAC: Sign writes them
+		clear(out.Header()[off+2 : off+int(out.Header()[off+1])]) // IDs and MAC: Sign writes them
 		if err := conn.Sign(&out); err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
 		conn.Close()
-		if !bytes.Equal(out.Header, want) {
-			t.Fatalf("%s: signed reply\n%x\nkernel sent\n%x", c.Name, []byte(out.Header), want)
+		if !bytes.Equal(out.Header(), want) {
+			t.Fatalf("%s: signed reply\n%x\nkernel sent\n%x", c.Name, []byte(out.Header()), want)
 		}
 		n++
 	}

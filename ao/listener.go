@@ -1,6 +1,8 @@
 package ao
 
 import (
+	"errors"
+
 	"github.com/tcpsig/tcpsig/segment"
 )
 
@@ -45,15 +47,18 @@ func (l *Listener) Accept(syn *segment.Segment, conn *Conn) (signed bool, err er
 	if err := syn.Check(); err != nil {
 		return false, err
 	}
-	h := syn.Header
+	h := syn.Header()
 	if !isSYN(h.Flags()) {
 		return false, ErrNotSYN
 	}
 	if syn.Auth().MD5 > 0 {
 		return false, ErrUnexpected
 	}
-	src := syn.Src.Unmap()
+	src := syn.Src().Unmap()
 	off, opt, err := findOption(syn)
+	if err != nil && !errors.Is(err, ErrNoOption) {
+		return false, err
+	}
 	if err != nil {
 		if l.policy.AORequired || l.ring.Covers(src, l.l3) {
 			return false, l.record(nil, nil, ErrAORequired)
@@ -68,7 +73,7 @@ func (l *Listener) Accept(syn *segment.Segment, conn *Conn) (signed bool, err er
 		return true, l.record(m, nil, ErrMACLength)
 	}
 	ep := Endpoint{
-		Local:   netipAddrPort(syn.Dst, h.DstPort()),
+		Local:   netipAddrPort(syn.Dst(), h.DstPort()),
 		Remote:  netipAddrPort(src, h.SrcPort()),
 		L3Index: l.l3,
 	}

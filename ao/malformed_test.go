@@ -153,13 +153,13 @@ func TestMalformed(t *testing.T) {
 					}
 					_, rc := rfc9235Side(t, &set, v, &seg, false)
 					var verr error
-					if seg.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
+					if seg.Header().Flags()&(segment.SYN|segment.ACK) == segment.SYN {
 						_, verr = NewListener(rc.ring, Policy{}, 0).Accept(&seg, new(Conn))
 					} else {
 						verr = rc.Verify(&seg)
 					}
 					if !errors.Is(verr, ErrBadMAC) {
-						t.Errorf("%s with its payload cut to %d bytes: %v, want ErrBadMAC", v.Title, len(seg.Payload), verr)
+						t.Errorf("%s with its payload cut to %d bytes: %v, want ErrBadMAC", v.Title, len(seg.Payload()), verr)
 					}
 				}
 			}
@@ -175,16 +175,17 @@ func TestMalformed(t *testing.T) {
 			return s
 		}
 		byHand := func() *segment.Segment {
-			// A Segment made by hand, not by the parser: it has nothing
-			// the parser checked, whatever its header holds.
+			// A Segment made by hand, not by the parser: its fields
+			// cannot be set from outside, so it holds nothing.
 			h := rawTCP(append(append([]byte{}, md5Option...), ao(1, 12)...), "")
-			return &segment.Segment{Src: cli4.Addr(), Dst: srv4.Addr(), Header: segment.TCP(h)}
+			_ = h
+			return &segment.Segment{} // its fields are the parser's to set
 		}
 		changed := func() *segment.Segment {
 			// A parsed segment whose AO option was overwritten after the
 			// parse: its noted offset no longer holds the option.
 			s := good()
-			s.Header[s.Auth().AO] = segment.OptionKindNOP
+			s.Header()[s.Auth().AO] = segment.OptionKindNOP
 			return s
 		}
 		mk := func(opts []byte) func() *segment.Segment {
@@ -239,7 +240,7 @@ func TestMalformed(t *testing.T) {
 			t.Errorf("MD5 SYN: %v", err)
 		}
 		short := testSeg(t, cli4, srv4, 5, 0, segment.SYN, 4, nil)
-		short.Header[short.Auth().AO+2] = 1
+		short.Header()[short.Auth().AO+2] = 1
 		if ok, err := l.Accept(short, new(Conn)); !ok || !errors.Is(err, ErrMACLength) || !errors.Is(err, ErrBadMAC) {
 			t.Errorf("SYN with a 4-byte MAC: %v %v", ok, err)
 		}
@@ -257,7 +258,7 @@ func TestMalformed(t *testing.T) {
 		long := testSeg(t, cli4, srv4, 1000, 2000, segment.ACK, 16, []byte("x"))
 		if err := p.c.Sign(long); err != nil {
 			t.Errorf("Sign with a 16-byte MAC slot for a 12-byte key: %v", err)
-		} else if o := long.Header[long.Auth().AO:]; o[1] != 16 || long.Auth().AOLen != 16 || string(o[16:20]) != "\x01\x01\x01\x01" {
+		} else if o := long.Header()[long.Auth().AO:]; o[1] != 16 || long.Auth().AOLen != 16 || string(o[16:20]) != "\x01\x01\x01\x01" {
 			t.Errorf("16-byte slot not shortened to the 12-byte MAC and NOPs: % x", o[:20])
 		}
 		// A client before the SYN-ACK knows no peer ISN: only SYNs.
@@ -270,7 +271,7 @@ func TestMalformed(t *testing.T) {
 			t.Errorf("Sign of data before the SYN-ACK: %v", err)
 		}
 		early := testSeg(t, srv4, cli4, 6, 1, segment.ACK, 12, nil)
-		early.Header[early.Auth().AO+2] = 2 // the client's RecvID
+		early.Header()[early.Auth().AO+2] = 2 // the client's RecvID
 		if err := c.Verify(early); !errors.Is(err, ErrNoISN) {
 			t.Errorf("Verify of data before the SYN-ACK: %v", err)
 		}

@@ -17,11 +17,11 @@ import (
 // server listens on port 179.
 func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, seg *segment.Segment, sender bool) (*Keyring, *Conn) {
 	t.Helper()
-	h := seg.Header
+	h := seg.Header()
 	fromServer := h.SrcPort() == 179
 	// The endpoint we model: the segment's sender or its receiver.
 	isServer := fromServer == sender
-	local, remote := netip.AddrPortFrom(seg.Dst, h.DstPort()), netip.AddrPortFrom(seg.Src, h.SrcPort())
+	local, remote := netip.AddrPortFrom(seg.Dst(), h.DstPort()), netip.AddrPortFrom(seg.Src(), h.SrcPort())
 	if sender {
 		local, remote = remote, local
 	}
@@ -52,7 +52,7 @@ func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, s
 // rfc9235Verify verifies s as c's receiving end does: a SYN through a
 // Listener on c's keyring, any other segment through c.
 func rfc9235Verify(c *Conn, s *segment.Segment) error {
-	if s.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
+	if s.Header().Flags()&(segment.SYN|segment.ACK) == segment.SYN {
 		var nc Conn
 		_, err := NewListener(c.ring, Policy{}, 0).Accept(s, &nc)
 		return err
@@ -68,11 +68,11 @@ func rfc9235SenderMKT(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.
 	t.Helper()
 	isns := ISNs{Src: v.ClientISN, Dst: v.ServerISN}
 	sendID, recvID := set.ClientKeyID, set.ServerKeyID
-	if seg.Header.SrcPort() == 179 {
+	if seg.Header().SrcPort() == 179 {
 		isns = ISNs{Src: v.ServerISN, Dst: v.ClientISN}
 		sendID, recvID = recvID, sendID
 	}
-	m, err := NewKeyring(nil).Add(keys.AO{Peer: netip.PrefixFrom(seg.Dst, seg.Dst.BitLen()), SendID: sendID, RecvID: recvID,
+	m, err := NewKeyring(nil).Add(keys.AO{Peer: netip.PrefixFrom(seg.Dst(), seg.Dst().BitLen()), SendID: sendID, RecvID: recvID,
 		Algorithm: v.Alg, Key: set.MasterKey, MACLen: macLen, ExcludeOptions: !v.IncludeOptions})
 	if err != nil {
 		t.Fatal(err)
@@ -84,10 +84,10 @@ func rfc9235SenderMKT(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.
 // from the start of the TCP header, into the payload) flipped.
 func flippedSegment(v *testvectors.AO, at int) segment.Segment {
 	bs, _ := segment.ParsePacket(bytes.Clone(v.Packet))
-	if at >= len(bs.Header) {
-		bs.Payload[at-len(bs.Header)] ^= 1
+	if at >= len(bs.Header()) {
+		bs.Payload()[at-len(bs.Header())] ^= 1
 	} else {
-		bs.Header[at] ^= 1
+		bs.Header()[at] ^= 1
 	}
 	return bs
 }
@@ -130,11 +130,11 @@ func TestRFC9235(t *testing.T) {
 			}
 			_, c := rfc9235Side(t, &set, v, &seg, true)
 			off := seg.Auth().AO + optionHeaderLen
-			clear(seg.Header[off : off+set.MACLen])
+			clear(seg.Header()[off : off+set.MACLen])
 			if err := c.Sign(&seg); err != nil {
 				t.Fatalf("sign: %v", err)
 			}
-			if got := seg.Header[off : off+set.MACLen]; !bytes.Equal(got, v.MAC) {
+			if got := seg.Header()[off : off+set.MACLen]; !bytes.Equal(got, v.MAC) {
 				t.Fatalf("%s: signed MAC %x, RFC 9235 has %x", v.Title, got, v.MAC)
 			}
 			if l := c.send.lease; c.policy.LeaseContexts && (l == nil || l.pool != c.ring.pool || l.ctx.Rekeys() != (rfc9235Pool != nil)) {
@@ -153,13 +153,13 @@ func TestRFC9235(t *testing.T) {
 
 			// Every byte the MAC covers matters: flip one in the TCP
 			// header (not the checksum), in the MAC, and in the payload.
-			flips := []int{seg.Header.DataOffset() - 1, off, 0}
-			if len(seg.Payload) > 0 {
-				flips = append(flips, len(seg.Header)+len(seg.Payload)-1)
+			flips := []int{seg.Header().DataOffset() - 1, off, 0}
+			if len(seg.Payload()) > 0 {
+				flips = append(flips, len(seg.Header())+len(seg.Payload())-1)
 			}
 			for _, at := range flips {
 				bs := flippedSegment(v, at)
-				if !v.IncludeOptions && at == seg.Header.DataOffset()-1 && at > off+set.MACLen {
+				if !v.IncludeOptions && at == seg.Header().DataOffset()-1 && at > off+set.MACLen {
 					continue // an option outside the MAC
 				}
 				_, rc = rfc9235Side(t, &set, v, &bs, false)
@@ -192,7 +192,7 @@ func TestRFC9235Segment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := seg.Header
+		h := seg.Header()
 		m, isns := rfc9235SenderMKT(t, &set, v, &seg, set.MACLen)
 		if err := verifySegment(m, isns, 0, &seg); err != nil {
 			t.Fatalf("%s %s: verifySegment: %v", v.Section, v.Title, err)

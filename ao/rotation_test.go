@@ -116,7 +116,7 @@ func testRotation(t *testing.T, alg string, clientFirst bool) {
 	}
 	// A forged segment asking b to switch must not switch it.
 	forged := testSeg(t, a.addr, b.addr, a.seq, b.seq, segment.ACK, 12, []byte("forged"))
-	forged.Header[forged.Auth().AO+2], forged.Header[forged.Auth().AO+3] = aOldSend, aNewRecv
+	forged.Header()[forged.Auth().AO+2], forged.Header()[forged.Auth().AO+3] = aOldSend, aNewRecv
 	if err := b.conn.Verify(forged); !errors.Is(err, ErrBadMAC) {
 		t.Fatalf("forged: %v", err)
 	}
@@ -148,7 +148,7 @@ func testRotation(t *testing.T, alg string, clientFirst bool) {
 	if err := a.conn.Sign(seg); err != nil {
 		t.Fatal(err)
 	}
-	seg.Header[seg.Auth().AO+3] = 99
+	seg.Header()[seg.Auth().AO+3] = 99
 	o := aoOpt(t, seg)
 	copy(o.MAC, refMAC(t, a.alg, a.keys[o.KeyID], sendOtherInput(a.addr, b.addr, a.isn, b.isn), seg, 0, 12, false))
 	if err := b.conn.Verify(seg); err != nil {

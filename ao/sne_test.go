@@ -88,12 +88,12 @@ func testSeg(t testing.TB, src, dst netip.AddrPort, seq, ack uint32, flags segme
 // cloneSeg deep-copies a segment, so that a test can deliver the same
 // signed bytes several times or tamper with a copy.
 func cloneSeg(s *segment.Segment) *segment.Segment {
-	buf := append(bytes.Clone([]byte(s.Header)), s.Payload...)
+	buf := append(bytes.Clone([]byte(s.Header())), s.Payload()...)
 	var frags [][]byte
-	for _, f := range s.Frags {
+	for _, f := range s.Frags() {
 		frags = append(frags, bytes.Clone(f))
 	}
-	c, err := segment.FromTCP(s.Src, s.Dst, buf, frags...)
+	c, err := segment.FromTCP(s.Src(), s.Dst(), buf, frags...)
 	if err != nil {
 		panic(err)
 	}
@@ -103,7 +103,7 @@ func cloneSeg(s *segment.Segment) *segment.Segment {
 // aoOpt returns the KeyID, RNextKeyID and MAC of a segment's AO option.
 func aoOpt(t testing.TB, s *segment.Segment) Option {
 	t.Helper()
-	o, err := ParseOption(s.Header[s.Auth().AO:])
+	o, err := ParseOption(s.Header()[s.Auth().AO:])
 	if err != nil {
 		t.Fatalf("ParseOption: %v", err)
 	}
@@ -136,8 +136,8 @@ func refMAC(t testing.TB, alg string, master []byte, in kdf.Input, s *segment.Se
 	}
 	var msg []byte
 	msg = binary.BigEndian.AppendUint32(msg, sne)
-	msg = segment.AppendPseudoHeader(msg, s.Src, s.Dst, s.Len())
-	h := bytes.Clone([]byte(s.Header))
+	msg = segment.AppendPseudoHeader(msg, s.Src(), s.Dst(), s.Len())
+	h := bytes.Clone([]byte(s.Header()))
 	h[16], h[17] = 0, 0
 	off := s.Auth().AO
 	if exclude {
@@ -148,8 +148,8 @@ func refMAC(t testing.TB, alg string, master []byte, in kdf.Input, s *segment.Se
 		clear(h[off+4 : off+4+maclen])
 		msg = append(msg, h...)
 	}
-	msg = append(msg, s.Payload...)
-	for _, f := range s.Frags {
+	msg = append(msg, s.Payload()...)
+	for _, f := range s.Frags() {
 		msg = append(msg, f...)
 	}
 	ctx.Write(msg)
@@ -349,7 +349,7 @@ func testSNEWrap(t *testing.T, alg string, cli, srv netip.AddrPort, startSNE uin
 			i := w.deliverOrder[k]
 			var seg *segment.Segment
 			for _, s := range signed[w] {
-				if s.Header.Seq() == w.seq(i) {
+				if s.Header().Seq() == w.seq(i) {
 					seg = cloneSeg(s)
 				}
 			}
@@ -439,7 +439,7 @@ func TestSNEForged(t *testing.T) {
 			{"garbage MAC", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 12, []byte("forged"))
 				o := aoOpt(t, seg)
-				seg.Header[seg.Auth().AO+2] = 1 // the server's RecvID
+				seg.Header()[seg.Auth().AO+2] = 1 // the server's RecvID
 				for i := range o.MAC {
 					o.MAC[i] = byte(seq>>uint(i%4*8)) ^ byte(i)
 				}
@@ -447,7 +447,7 @@ func TestSNEForged(t *testing.T) {
 			}},
 			{"right KeyID, wrong key", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 12, []byte("forged"))
-				seg.Header[seg.Auth().AO+2] = 1
+				seg.Header()[seg.Auth().AO+2] = 1
 				sne := ComputeSNE(0, start+0x100, seq)
 				copy(aoOpt(t, seg).MAC, refMAC(t, "hmac(sha256)", other, sendOtherInput(cli4, srv4, 11, 22), seg, sne, 12, false))
 				return seg
@@ -459,12 +459,12 @@ func TestSNEForged(t *testing.T) {
 				}
 				// Signing moved the client's send basis; the test is
 				// about the receiver, so put it back.
-				seg.Frags[0][0] ^= 0x80
+				seg.Frags()[0][0] ^= 0x80
 				return seg
 			}},
 			{"MAC length 16", func(seq uint32) *segment.Segment {
 				seg := testSeg(t, cli4, srv4, seq, 23, segment.ACK, 16, []byte("forged"))
-				seg.Header[seg.Auth().AO+2] = 1
+				seg.Header()[seg.Auth().AO+2] = 1
 				return seg
 			}},
 		} {

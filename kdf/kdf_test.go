@@ -55,11 +55,11 @@ func vectorInput(t *testing.T, v testvectors.AO) Input {
 	if err != nil {
 		t.Fatalf("%s: %v", v.Title, err)
 	}
-	in := Input{Src: seg.Src, Dst: seg.Dst, SrcPort: seg.Header.SrcPort(), DstPort: seg.Header.DstPort(), SrcISN: v.ClientISN, DstISN: v.ServerISN}
-	if seg.Header.SrcPort() == 179 {
+	in := Input{Src: seg.Src(), Dst: seg.Dst(), SrcPort: seg.Header().SrcPort(), DstPort: seg.Header().DstPort(), SrcISN: v.ClientISN, DstISN: v.ServerISN}
+	if seg.Header().SrcPort() == 179 {
 		in.SrcISN, in.DstISN = v.ServerISN, v.ClientISN
 	}
-	if seg.Header.Flags()&(segment.SYN|segment.ACK) == segment.SYN {
+	if seg.Header().Flags()&(segment.SYN|segment.ACK) == segment.SYN {
 		in.DstISN = 0
 	}
 	return in

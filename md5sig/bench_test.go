@@ -73,14 +73,14 @@ func BenchmarkVerify(b *testing.B) {
 // key, with one hash reused and no key lookup, pool or compare.
 func bareMD5(seg *segment.Segment) func() {
 	var buf [12 + 20]byte
-	hdr := segment.AppendPseudoHeader(buf[:0], seg.Src, seg.Dst, seg.Len())
-	hdr = append(hdr, seg.Header[:20]...)
+	hdr := segment.AppendPseudoHeader(buf[:0], seg.Src(), seg.Dst(), seg.Len())
+	hdr = append(hdr, seg.Header()[:20]...)
 	var h hash.Hash = md5.New()
 	sum := make([]byte, 0, md5.Size)
 	return func() {
 		h.Reset()
 		h.Write(hdr)
-		h.Write(seg.Payload)
+		h.Write(seg.Payload())
 		h.Write(benchKey)
 		sum = h.Sum(sum[:0])
 	}

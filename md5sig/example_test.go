@@ -42,7 +42,7 @@ func Example() {
 	fmt.Println("sign:", sring.Sign(&seg, 0))
 	fmt.Println("verify:", pring.Verify(&seg, 0))
 
-	seg.Frags[0][0] ^= 1 // damaged in flight
+	seg.Frags()[0][0] ^= 1 // damaged in flight
 	fmt.Println("damaged:", pring.Verify(&seg, 0))
 
 	plain, _ := segment.FromTCP(speaker, peer, tcpHeader(40000, 179, 1013, 5001, segment.ACK, false))

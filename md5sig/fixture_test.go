@@ -74,7 +74,7 @@ func TestKernelFixtures(t *testing.T) {
 					continue
 				}
 				if err := r.Verify(&seg, 0); err != nil {
-					t.Errorf("frame %d (%v -> %v, %v, %d payload bytes): %v", i+1, seg.Src, seg.Dst, seg.Header.Flags(), len(seg.Payload), err)
+					t.Errorf("frame %d (%v -> %v, %v, %d payload bytes): %v", i+1, seg.Src(), seg.Dst(), seg.Header().Flags(), len(seg.Payload()), err)
 					continue
 				}
 				verified++
@@ -108,8 +108,8 @@ func TestKernelFixtures(t *testing.T) {
 					"urgent ptr":  tcpOff + 19,
 					"src address": srcAddrOff(ip),
 				}
-				if len(seg.Payload) > 0 {
-					flips["payload"] = tcpOff + len(seg.Header) + (i*131)%len(seg.Payload)
+				if len(seg.Payload()) > 0 {
+					flips["payload"] = tcpOff + len(seg.Header()) + (i*131)%len(seg.Payload())
 				}
 				for name, off := range flips {
 					bad := bytes.Clone(ip)

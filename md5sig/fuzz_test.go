@@ -57,13 +57,13 @@ func FuzzVerify(f *testing.F) {
 		switch {
 		case err == nil:
 			if seg.Auth().MD5 == 0 {
-				if ring.Lookup(seg.Src, 0) != nil {
+				if ring.Lookup(seg.Src(), 0) != nil {
 					t.Fatalf("unsigned segment from a covered peer accepted")
 				}
 				return
 			}
-			d := refDigest(seg.Src, seg.Dst, whole(&seg), key)
-			if got := seg.Header[seg.Auth().MD5+2 : seg.Auth().MD5+18]; string(got) != string(d[:]) {
+			d := refDigest(seg.Src(), seg.Dst(), whole(&seg), key)
+			if got := seg.Header()[seg.Auth().MD5+2 : seg.Auth().MD5+18]; string(got) != string(d[:]) {
 				t.Fatalf("accepted digest %x, reference %x", got, d)
 			}
 		case errors.Is(err, ErrBadMAC), errors.Is(err, ErrMissing), errors.Is(err, ErrUnexpected),

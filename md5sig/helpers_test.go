@@ -85,9 +85,9 @@ func refDigest(src, dst netip.Addr, tcp, key []byte) [md5.Size]byte {
 
 // whole returns the segment's bytes in one piece.
 func whole(seg *segment.Segment) []byte {
-	b := append([]byte(nil), seg.Header...)
-	b = append(b, seg.Payload...)
-	for _, f := range seg.Frags {
+	b := append([]byte(nil), seg.Header()...)
+	b = append(b, seg.Payload()...)
+	for _, f := range seg.Frags() {
 		b = append(b, f...)
 	}
 	return b
@@ -96,11 +96,11 @@ func whole(seg *segment.Segment) []byte {
 // digestOf returns the digest in seg's MD5 option.
 func digestOf(t testing.TB, seg *segment.Segment) []byte {
 	t.Helper()
-	a, err := seg.Header.AuthOptions()
+	a, err := seg.Header().AuthOptions()
 	if err != nil || a.MD5 == 0 {
 		t.Fatalf("no MD5 option (%v)", err)
 	}
-	return seg.Header[a.MD5+2 : a.MD5+OptionLen]
+	return seg.Header()[a.MD5+2 : a.MD5+OptionLen]
 }
 
 func mustAdd(t testing.TB, r *Keyring, cfg keys.MD5) *Key {

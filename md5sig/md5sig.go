@@ -41,7 +41,10 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 	if auth.MD5 == 0 {
 		return ErrNoOption
 	}
-	k, pin := r.acquire(seg.Dst, l3index)
+	if !optionHolds(seg) {
+		return segment.ErrUnparsed
+	}
+	k, pin := r.acquire(seg.Dst(), l3index)
 	if k == nil {
 		r.keyNotFound.Add(1)
 		return ErrNoKey
@@ -49,7 +52,7 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 	var sum [DigestSize]byte
 	err := k.digest(seg, &sum)
 	if err == nil {
-		copy(seg.Header[auth.MD5+2:auth.MD5+OptionLen], sum[:])
+		copy(seg.Header()[auth.MD5+2:auth.MD5+OptionLen], sum[:])
 	}
 	k.guard.Release(pin)
 	return err
@@ -79,7 +82,7 @@ func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 	if auth.AO > 0 {
 		return ErrAOOption
 	}
-	k, pin := r.acquire(seg.Src, l3index)
+	k, pin := r.acquire(seg.Src(), l3index)
 	if auth.MD5 == 0 {
 		if k == nil {
 			return nil
@@ -92,10 +95,14 @@ func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
 		r.unexpected.Add(1)
 		return ErrUnexpected
 	}
+	if !optionHolds(seg) {
+		k.guard.Release(pin)
+		return segment.ErrUnparsed
+	}
 	var sum [DigestSize]byte
 	err := k.digest(seg, &sum)
 	off := auth.MD5 + 2
-	good := err == nil && mac.Equal(sum[:], seg.Header[off:off+DigestSize])
+	good := err == nil && mac.Equal(sum[:], seg.Header()[off:off+DigestSize])
 	k.guard.Release(pin)
 	if err != nil {
 		return err
@@ -125,15 +132,23 @@ func (k *Key) digest(seg *segment.Segment, sum *[DigestSize]byte) error {
 		return err
 	}
 	sc := req.Scratch
-	b := segment.AppendPseudoHeader(sc[:0], seg.Src, seg.Dst, seg.Len())
+	b := segment.AppendPseudoHeader(sc[:0], seg.Src(), seg.Dst(), seg.Len())
 	n := len(b)
-	b = append(b, seg.Header[:segment.TCPMinimumSize]...)
+	b = append(b, seg.Header()[:segment.TCPMinimumSize]...)
 	b[n+segment.TCPChecksumOffset], b[n+segment.TCPChecksumOffset+1] = 0, 0
 	req.MAC.Write(b)
-	req.MAC.Write(seg.Payload)
-	for _, f := range seg.Frags {
+	req.MAC.Write(seg.Payload())
+	for _, f := range seg.Frags() {
 		req.MAC.Write(f)
 	}
 	copy(sum[:], req.MAC.Finish(sc[sumOff:sumOff]))
 	return nil
+}
+
+// optionHolds reports whether seg's bytes still hold, where the parse
+// found it, the MD5 option: a caller that wrote over it since gets the
+// segment refused, never judged without it.
+func optionHolds(seg *segment.Segment) bool {
+	h, off := seg.Header(), seg.Auth().MD5
+	return h[off] == segment.OptionKindMD5 && h[off+1] == segment.MD5OptionLen
 }

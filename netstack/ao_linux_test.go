@@ -323,7 +323,7 @@ func checkOutbound(k *kernelNet, l *packetauth.Layer, alg string, naddr netip.Ad
 			return nil
 		}
 		if !seeded {
-			st := ao.Endpoint{Local: ci.Remote, Remote: ci.Local, LocalISN: ci.RemoteISN, RemoteISN: ci.LocalISN, SendSeq: seg.Header.Ack(), RecvSeq: seg.Header.Seq(),
+			st := ao.Endpoint{Local: ci.Remote, Remote: ci.Local, LocalISN: ci.RemoteISN, RemoteISN: ci.LocalISN, SendSeq: seg.Header().Ack(), RecvSeq: seg.Header().Seq(),
 				CurrentSendID: 1, RNextRecvID: 1}
 			if err := peer.Seed(st); err != nil {
 				return err

@@ -294,7 +294,7 @@ func (w *wireCount) see(b []byte, drop bool) bool {
 		w.dropped++
 		return true
 	}
-	h := seg.Header
+	h := seg.Header()
 	if h.Flags()&segment.SYN != 0 {
 		w.syns++
 		w.high, w.haveHigh = h.Seq()+1, true
@@ -307,7 +307,7 @@ func (w *wireCount) see(b []byte, drop bool) bool {
 	if ts {
 		w.ts++
 	}
-	if n := len(seg.Payload); n > 0 {
+	if n := len(seg.Payload()); n > 0 {
 		w.data++
 		w.bytes += int64(n)
 		end := h.Seq() + uint32(n)

@@ -21,7 +21,7 @@ func options(t *testing.T, pkt []byte) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s.Header.Options()
+	return s.Header().Options()
 }
 
 // The timestamp and SACK options as netstack lays them out: NOP NOP TS,
@@ -68,8 +68,8 @@ func TestSACKTrim(t *testing.T) {
 		if rest := opts[len(opts)-len(c.want):]; !bytes.Equal(rest, c.want) {
 			t.Fatalf("%s: options after the auth option %x, want %x", c.name, rest, c.want)
 		}
-		if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload, payload) {
-			t.Fatalf("%s: payload %q", c.name, s.Payload)
+		if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload(), payload) {
+			t.Fatalf("%s: payload %q", c.name, s.Payload())
 		}
 		// Two blocks and no TS: all of them fit.
 		wire, _ = c.p.send(c.p.a, c.p.b, segment.ACK, nil, sackN(2))
@@ -284,7 +284,7 @@ func TestSNEWrap(t *testing.T) {
 	wire, _ := p.send(p.a, p.b, segment.ACK, nil)
 	old := slices.Clone(wire)
 	s, _ := segment.ParsePacket(old)
-	s.Header.SetSeq(s.Header.Seq() + 1<<31) // half the space away: another SNE
+	s.Header().SetSeq(s.Header().Seq() + 1<<31) // half the space away: another SNE
 	if _, err := p.b.l.Inbound(nil, old); !errors.Is(err, ao.ErrBadMAC) {
 		t.Fatalf("a segment moved by 2^31: %v", err)
 	}
@@ -382,7 +382,7 @@ func TestOutboundRSTUntracked(t *testing.T) {
 
 	p = newPair(t, false, Config{MD5: md5Ring(t, addrB4, "m")}, Config{MD5: md5Ring(t, addrA4, "m")})
 	_, got := p.send(p.b, p.a, segment.RST|segment.ACK, nil)
-	if s, _ := segment.ParsePacket(got); !s.Header.Flags().Has(segment.RST) {
+	if s, _ := segment.ParsePacket(got); !s.Header().Flags().Has(segment.RST) {
 		t.Fatal("MD5 RST not delivered")
 	}
 }
@@ -409,7 +409,7 @@ func TestIPv6ExtensionHeaders(t *testing.T) {
 	if !bytes.Equal(wire[40:48], ext) || int(binary.BigEndian.Uint16(wire[4:])) != len(wire)-40 || len(wire) != len(pkt)+16 {
 		t.Fatalf("wire %x", wire)
 	}
-	if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload, payload) || s.Auth().HasAO() {
+	if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload(), payload) || s.Auth().HasAO() {
 		t.Fatalf("delivered %x", got)
 	}
 	// A fragment header (44) instead: refused both ways.
@@ -437,7 +437,7 @@ func TestIPv6ExtensionHeaders(t *testing.T) {
 	if !bytes.Equal(wire[20:24], []byte{1, 1, 1, 0}) || segment.IPv4Checksum(wire[:24]) != binary.BigEndian.Uint16(wire[10:]) {
 		t.Fatalf("IPv4 options or checksum: %x", wire[:24])
 	}
-	if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload, payload) {
+	if s, _ := segment.ParsePacket(got); !bytes.Equal(s.Payload(), payload) {
 		t.Fatalf("delivered %x", got)
 	}
 	frag4 := p4.build(p4.a, p4.b, segment.SYN, nil)
@@ -599,7 +599,7 @@ func icmpFor(t *testing.T, router netip.Addr, quoted []byte, code uint8) []byte 
 	if router.Is6() {
 		body[0] = 1
 	}
-	pkt, err := segment.AppendIP(nil, segment.IP{Src: router, Dst: s.Src}, len(body))
+	pkt, err := segment.AppendIP(nil, segment.IP{Src: router, Dst: s.Src()}, len(body))
 	if err != nil {
 		t.Fatal(err)
 	}

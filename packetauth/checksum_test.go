@@ -19,7 +19,7 @@ func checksumOK(t *testing.T, pkt []byte) bool {
 	}
 	off, end := segment.TCPOffset(pkt, &s)
 	tcp := segment.TCP(pkt[off:end])
-	got, want := tcp.Checksum(), segment.TCPChecksum(s.Src, s.Dst, tcp)
+	got, want := tcp.Checksum(), segment.TCPChecksum(s.Src(), s.Dst(), tcp)
 	return got == want || got|want == 0xffff && got&want == 0
 }
 

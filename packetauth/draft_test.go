@@ -46,7 +46,7 @@ func TestDraftAlgorithms(t *testing.T) {
 				msg := bytes.Repeat([]byte{byte(i + 1)}, 1000)
 				wire, got := p.send(dir[0], dir[1], segment.ACK|segment.PSH, msg)
 				s, _ := segment.ParsePacket(got)
-				if !bytes.Equal(s.Payload, msg) {
+				if !bytes.Equal(s.Payload(), msg) {
 					t.Fatalf("%s: payload not delivered whole", alg)
 				}
 				ws, _ := segment.ParsePacket(wire)

@@ -97,11 +97,11 @@ func macOf(t *testing.T, p *pair, wire []byte, prof fuzzProfile, st ao.Endpoint)
 	if prof == fuzzDraft {
 		ring = draftRing(t, addrA4, "kmac256-128", 2, 1, 7)
 	}
-	m := ring.LookupRecv(s.Src, s.Header[s.Auth().AO+2], 0)
+	m := ring.LookupRecv(s.Src(), s.Header()[s.Auth().AO+2], 0)
 	if m == nil {
 		return ao.ErrKeyNotFound
 	}
-	h := s.Header
+	h := s.Header()
 	isns, sne := ao.ISNs{Src: fuzzISNA, Dst: fuzzISNB}, ao.ComputeSNE(st.RecvSNE, st.RecvSeq, h.Seq())
 	if h.Flags().Has(segment.SYN) && !h.Flags().Has(segment.ACK) {
 		isns, sne = ao.ISNs{Src: h.Seq()}, 0
@@ -150,7 +150,7 @@ func FuzzLayer(f *testing.F) {
 				return
 			}
 			if same(out, in) {
-				if s, err := segment.ParsePacket(out); err == nil && p.a.l.cover(s.Dst) != 0 {
+				if s, err := segment.ParsePacket(out); err == nil && p.a.l.cover(s.Dst()) != 0 {
 					t.Fatalf("a covered peer's segment passed unsigned: %x", out)
 				}
 				return
@@ -163,8 +163,8 @@ func FuzzLayer(f *testing.F) {
 			if err != nil {
 				t.Fatalf("B refuses what A signed: %v\nstack %x\nwire %x", err, in, out)
 			}
-			if g, _ := segment.ParsePacket(got); !bytes.Equal(g.Payload, s.Payload) {
-				t.Fatalf("payload changed: %x -> %x", s.Payload, g.Payload)
+			if g, _ := segment.ParsePacket(got); !bytes.Equal(g.Payload(), s.Payload()) {
+				t.Fatalf("payload changed: %x -> %x", s.Payload(), g.Payload())
 			}
 			in = out
 		}
@@ -181,7 +181,7 @@ func FuzzLayer(f *testing.F) {
 			return
 		}
 		s, perr := segment.ParsePacket(got)
-		if perr != nil || p.b.l.cover(s.Src) == 0 {
+		if perr != nil || p.b.l.cover(s.Src()) == 0 {
 			if !same(got, wire) {
 				t.Fatal("an uncovered or non-TCP packet was copied, not passed")
 			}

@@ -68,6 +68,11 @@ func TestHandshakeFollowsConn(t *testing.T) {
 	if _, err := p.b.l.Outbound(nil, p.build(p.b, p.a, segment.ACK, payload)); !errors.Is(err, ErrNoConn) {
 		t.Fatalf("server's data before its SYN-ACK: %v", err)
 	}
+	ts := []byte{8, 10, 0, 0, 0, 1, 0, 0, 0, 0}
+	full := p.build(p.b, p.a, segment.ACK, nil, ts, ts, ts, ts) // 40 option bytes: no room for TCP-AO
+	if _, err := p.b.l.Outbound(nil, full); !errors.Is(err, ErrNoConn) {
+		t.Fatalf("server's full-options ACK before its SYN-ACK: %v", err)
+	}
 	want(p.b, StateSynReceived, 0, isnA)
 
 	wire, err := p.b.l.Outbound(nil, p.build(p.b, p.a, segment.SYN|segment.ACK, nil, mssOpt))

@@ -143,12 +143,12 @@ func (p *pair) carry(from, to *end, pkt []byte) (wire, got []byte, err error) {
 	if err != nil {
 		p.t.Fatalf("delivered packet does not parse: %v", err)
 	}
-	n := uint32(len(s.Payload))
-	if f := s.Header.Flags(); f.Has(segment.SYN) || f.Has(segment.FIN) {
+	n := uint32(len(s.Payload()))
+	if f := s.Header().Flags(); f.Has(segment.SYN) || f.Has(segment.FIN) {
 		n++
 	}
-	to.ack = s.Header.Seq() + n
-	from.seq = s.Header.Seq() + n
+	to.ack = s.Header().Seq() + n
+	from.seq = s.Header().Seq() + n
 	return wire, got, nil
 }
 

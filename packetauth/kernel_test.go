@@ -53,9 +53,9 @@ func readCapture(t *testing.T, path string) []wirePacket {
 		if err != nil {
 			t.Fatalf("%s packet %d: %v", path, i, err)
 		}
-		h := s.Header
+		h := s.Header()
 		out = append(out, wirePacket{ip: ip, seg: s,
-			src: netip.AddrPortFrom(s.Src, h.SrcPort()), dst: netip.AddrPortFrom(s.Dst, h.DstPort())})
+			src: netip.AddrPortFrom(s.Src(), h.SrcPort()), dst: netip.AddrPortFrom(s.Dst(), h.DstPort())})
 	}
 	return out
 }
@@ -79,7 +79,7 @@ func withoutAuth(t *testing.T, p wirePacket) (out []byte, ok bool) {
 	}
 	off, end := segment.TCPOffset(p.ip, &p.seg)
 	out = slices.Concat(p.ip[:off+segment.TCPMinimumSize], p.ip[off+segment.TCPMinimumSize+space:end])
-	segment.TCP(out[off:]).SetDataOffset(p.seg.Header.DataOffset() - space)
+	segment.TCP(out[off:]).SetDataOffset(p.seg.Header().DataOffset() - space)
 	if err := segment.Lengths(out); err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func checkDelivered(t *testing.T, name string, i int, p wirePacket, got []byte, 
 	}
 	off, end := segment.TCPOffset(got, &s)
 	tcp := segment.TCP(got[off:end])
-	if segment.TCPChecksum(s.Src, s.Dst, tcp) != tcp.Checksum() {
+	if segment.TCPChecksum(s.Src(), s.Dst(), tcp) != tcp.Checksum() {
 		t.Fatalf("%s packet %d: delivered with a wrong TCP checksum", name, i)
 	}
 	_, wend := segment.TCPOffset(p.ip, &p.seg)
@@ -164,7 +164,7 @@ func TestLinuxAOReplay(t *testing.T) {
 		pkts := readCapture(t, "../testvectors/linux/"+c.File)
 		first := pkts[0]
 		client, server := first.src, first.dst
-		if f := first.seg.Header.Flags(); f.Has(segment.SYN) && f.Has(segment.ACK) {
+		if f := first.seg.Header().Flags(); f.Has(segment.SYN) && f.Has(segment.ACK) {
 			client, server = server, client
 		}
 		layers := map[netip.AddrPort]*Layer{}
@@ -209,11 +209,11 @@ func TestLinuxAOReplay(t *testing.T) {
 					SendSNE: c.SNE[ep.String()], RecvSNE: c.SNE[peer.String()]}
 				for _, p := range pkts { // the first segment each way: basis and keys
 					if p.src == ep && st.SendSeq == 0 {
-						st.SendSeq = p.seg.Header.Seq()
-						st.CurrentSendID, st.RNextRecvID = p.seg.Header[p.seg.Auth().AO+2], p.seg.Header[p.seg.Auth().AO+3]
+						st.SendSeq = p.seg.Header().Seq()
+						st.CurrentSendID, st.RNextRecvID = p.seg.Header()[p.seg.Auth().AO+2], p.seg.Header()[p.seg.Auth().AO+3]
 					}
 					if p.src == peer && st.RecvSeq == 0 {
-						st.RecvSeq = p.seg.Header.Seq()
+						st.RecvSeq = p.seg.Header().Seq()
 					}
 				}
 				if err := layers[ep].Seed(st); err != nil {
@@ -226,7 +226,7 @@ func TestLinuxAOReplay(t *testing.T) {
 		for i, p := range pkts {
 			total++
 			snd, rcv := layers[p.src], layers[p.dst]
-			h := p.seg.Header
+			h := p.seg.Header()
 			a := p.seg.Auth().AO
 			if a <= 0 {
 				t.Fatalf("%s packet %d: unsigned", c.Name, i)

@@ -56,9 +56,9 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 		return l.unparsed(pkt, err, false)
 	}
 	seg := &p.seg
-	h := seg.Header
+	h := seg.Header()
 	flags := h.Flags()
-	t := tuple{seg.Src.As16(), seg.Dst.As16(), h.SrcPort(), h.DstPort()}
+	t := tuple{seg.Src().As16(), seg.Dst().As16(), h.SrcPort(), h.DstPort()}
 	for try := 0; try < 2; try++ {
 		sh, c := l.lookup(&t)
 		if c != nil && !newClient(c, flags, h.Seq()) {
@@ -70,7 +70,7 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 			return out, err
 		}
 		sh.mu.RUnlock()
-		kind := l.cover(seg.Dst)
+		kind := l.cover(seg.Dst())
 		if c != nil && kind == 0 {
 			l.remove(&t, c) // a new connection on a revoked one's addresses, to a peer no longer covered
 		}
@@ -120,8 +120,8 @@ func newClient(c *conn, flags segment.Flags, seq uint32) bool {
 // startClient tracks a connection the local stack opens with seg, a SYN.
 func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment) error {
 	now := time.Now()
-	h := seg.Header
-	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Src, h.SrcPort()), remote: netip.AddrPortFrom(seg.Dst, h.DstPort())}
+	h := seg.Header()
+	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Src(), h.SrcPort()), remote: netip.AddrPortFrom(seg.Dst(), h.DstPort())}
 	c.touch(now)
 	c.phase.Store(uint32(StateSynSent))
 	if kind == KindMD5 {
@@ -143,7 +143,7 @@ func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment) error {
 // and reports whether c is to be freed.
 func (l *Layer) outConn(sh *shard, c *conn, dst []byte, p *packet) ([]byte, bool, error) {
 	c.seen()
-	flags := p.seg.Header.Flags()
+	flags := p.seg.Header().Flags()
 	var (
 		out []byte
 		err error
@@ -156,12 +156,7 @@ func (l *Layer) outConn(sh *shard, c *conn, dst []byte, p *packet) ([]byte, bool
 	case c.kind == KindMD5:
 		out, err = l.signMD5(dst, p)
 	default:
-		// A server's ISN is in its SYN-ACK, which gives the ao.Conn its
-		// local ISN as it is signed. Anything the stack sends before it
-		// (its RST refusing the connection, say) ao cannot sign: the
-		// peer knows no connection it belongs to.
-		out, err = l.signAO(dst, p, c)
-		if errors.Is(err, ao.ErrNoISN) && c.phase.Load() == uint32(StateSynReceived) {
+		if out, err = l.signAO(dst, p, c); err != nil && beforeSynAck(c, flags) {
 			err = ErrNoConn
 		}
 	}
@@ -171,6 +166,17 @@ func (l *Layer) outConn(sh *shard, c *conn, dst []byte, p *packet) ([]byte, bool
 	c.signed.Add(1)
 	sh.signed.Add(1)
 	return out, c.track(flags, finOut), nil
+}
+
+// beforeSynAck reports whether c is a server connection whose SYN-ACK
+// has not been signed and flags are not those of that SYN-ACK. The
+// SYN-ACK gives the ao.Conn its local ISN as it is signed; nothing the
+// stack sends before it (its RST refusing the connection, say) can be
+// signed, and the peer knows no connection it belongs to: whatever
+// refused it, it is ErrNoConn. It asks the ao.Conn: for the error path.
+func beforeSynAck(c *conn, flags segment.Flags) bool {
+	return c.phase.Load() == uint32(StateSynReceived) &&
+		!flags.Only(segment.SYN|segment.ACK, segment.SYN|segment.ACK|segment.RST) && c.State() == StateSynReceived
 }
 
 // track follows FIN and RST on a segment that passed in direction dir
@@ -239,11 +245,11 @@ func (l *Layer) checksum(seg *segment.Segment, s *packet) {
 	off, _ := segment.TCPOffset(s.raw, &s.seg)
 	tcp := segment.TCP(s.raw[off:])
 	if !l.cfg.StackChecksums {
-		tcp.SetChecksum(segment.TCPChecksum(s.seg.Src, s.seg.Dst, tcp))
+		tcp.SetChecksum(segment.TCPChecksum(s.seg.Src(), s.seg.Dst(), tcp))
 		return
 	}
-	old := words(seg.Header, len(seg.Header)+len(seg.Payload))
-	tcp.SetChecksum(csum.Update(seg.Header.Checksum(), old, words(s.seg.Header, len(tcp))))
+	old := words(seg.Header(), len(seg.Header())+len(seg.Payload()))
+	tcp.SetChecksum(csum.Update(seg.Header().Checksum(), old, words(s.seg.Header(), len(tcp))))
 }
 
 // insertOption appends to dst a copy of p (up to its IP length) with opt
@@ -257,7 +263,7 @@ func insertOption(dst []byte, p *packet, opt []byte) ([]byte, packet, error) {
 		return nil, packet{}, ErrOptions // the stack signs itself: not ours to sign again
 	}
 	off, _ := segment.TCPOffset(p.raw, seg)
-	h := seg.Header
+	h := seg.Header()
 	var buf [segment.MaxOptionsLen]byte
 	n := copy(buf[:], opt)
 	rest, err := fitOptions(buf[n:n], h.Options(), len(buf)-n)
@@ -273,7 +279,7 @@ func insertOption(dst []byte, p *packet, opt []byte) ([]byte, packet, error) {
 	dst = append(dst, p.raw[:off]...)
 	dst = append(dst, h[:segment.TCPMinimumSize]...)
 	dst = append(dst, buf[:total]...)
-	dst = append(dst, seg.Payload...)
+	dst = append(dst, seg.Payload()...)
 	np := packet{raw: dst[start:]}
 	segment.TCP(np.raw[off:]).SetDataOffset(segment.TCPMinimumSize + total)
 	if err := segment.Lengths(np.raw); err != nil {
@@ -310,10 +316,10 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 		return l.unparsed(pkt, err, true)
 	}
 	seg := &p.seg
-	h := seg.Header
+	h := seg.Header()
 	flags := h.Flags()
 	synOnly := flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST)
-	t := tuple{seg.Dst.As16(), seg.Src.As16(), h.DstPort(), h.SrcPort()}
+	t := tuple{seg.Dst().As16(), seg.Src().As16(), h.DstPort(), h.SrcPort()}
 	sh, c := l.lookup(&t)
 	if c != nil && !(synOnly && newServer(c, h.Seq())) {
 		err := l.verifyConn(c, seg)
@@ -332,7 +338,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 		return out, nil
 	}
 	sh.mu.RUnlock()
-	kind := l.cover(seg.Src)
+	kind := l.cover(seg.Src())
 	switch {
 	case kind == 0 && l.cfg.Policy.AORequired && seg.Auth().AO == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
@@ -374,8 +380,8 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 // leaves it untracked.
 func (l *Layer) adoptMD5(t *tuple, seg *segment.Segment) {
 	now := time.Now()
-	h := seg.Header
-	c := &conn{kind: KindMD5, local: netip.AddrPortFrom(seg.Dst, h.DstPort()), remote: netip.AddrPortFrom(seg.Src, h.SrcPort())}
+	h := seg.Header()
+	c := &conn{kind: KindMD5, local: netip.AddrPortFrom(seg.Dst(), h.DstPort()), remote: netip.AddrPortFrom(seg.Src(), h.SrcPort())}
 	c.touch(now)
 	c.phase.Store(uint32(StateEstablished))
 	c.verified.Add(1)
@@ -400,8 +406,8 @@ func newServer(c *conn, seq uint32) bool {
 // by the caller) and tracks the connection it starts.
 func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment) error {
 	now := time.Now()
-	h := seg.Header
-	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Dst, h.DstPort()), remote: netip.AddrPortFrom(seg.Src, h.SrcPort())}
+	h := seg.Header()
+	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Dst(), h.DstPort()), remote: netip.AddrPortFrom(seg.Src(), h.SrcPort())}
 	c.touch(now)
 	if kind == KindAO {
 		c.phase.Store(uint32(StateSynReceived))
@@ -435,7 +441,7 @@ func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
 	}
 	if c.kind == KindMD5 {
 		err := unsigned(l.cfg.MD5.Verify(seg, l.cfg.L3Index))
-		if err == nil && seg.Header.Flags().Has(segment.SYN|segment.ACK) {
+		if err == nil && seg.Header().Flags().Has(segment.SYN|segment.ACK) {
 			c.phase.CompareAndSwap(uint32(StateSynSent), uint32(StateEstablished))
 		}
 		return err
@@ -467,8 +473,8 @@ func unsigned(err error) error {
 func (l *Layer) strip(dst []byte, p *packet) []byte {
 	pkt, seg := p.raw, &p.seg
 	off, end := segment.TCPOffset(pkt, seg)
-	hl := len(seg.Header)
-	old := words(seg.Header, 0) // before dst, which may be pkt[:0], overwrites it
+	hl := len(seg.Header())
+	old := words(seg.Header(), 0) // before dst, which may be pkt[:0], overwrites it
 	start := len(dst)
 	dst = append(dst, pkt[:end]...)
 	tcp := segment.TCP(dst[start+off : start+end])

@@ -56,7 +56,7 @@ func TestDraftVectorsCapture(t *testing.T) {
 					t.Fatal(err)
 				}
 				// The client's MKT (peer: the server) and the server's.
-				for _, e := range [][3]any{{seg.Dst, set.ClientKeyID, set.ServerKeyID}, {seg.Src, set.ServerKeyID, set.ClientKeyID}} {
+				for _, e := range [][3]any{{seg.Dst(), set.ClientKeyID, set.ServerKeyID}, {seg.Src(), set.ServerKeyID, set.ClientKeyID}} {
 					entries = append(entries, fmt.Sprintf(`{"alg": %q, "key": %q, "sndid": %d, "rcvid": %d, "peer": "%v", "exclude_options": %v}`,
 						strings.ToUpper(alg), key, e[1], e[2], e[0], !include))
 				}

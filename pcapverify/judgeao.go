@@ -33,7 +33,7 @@ type aoCandidate struct {
 // parseAO reads a segment's TCP-AO option into r (its kind and KeyIDs);
 // if the option does not parse, r is Malformed and ok is false.
 func parseAO(seg *segment.Segment, r *Result) (opt ao.Option, ok bool) {
-	opt, err := ao.ParseOption(seg.Header[seg.Auth().AO:])
+	opt, err := ao.ParseOption(seg.Header()[seg.Auth().AO:])
 	if err != nil { // segment.ParsePacket checked it already
 		r.Verdict, r.Reason = Malformed, err.Error()
 		return opt, false
@@ -49,7 +49,7 @@ func (v *Verifier) judgeAO(s *aoSegment, r *Result) {
 		return
 	}
 	s.opt = opt
-	f, i, h := s.f, s.i, s.seg.Header
+	f, i, h := s.f, s.i, s.seg.Header()
 	if flags := h.Flags(); flags&segment.SYN == 0 {
 		r.SNE = f.ends[i].sne.Of(h.Seq())
 	}
@@ -91,7 +91,7 @@ func (v *Verifier) judgeAOWith(s *aoSegment, r *Result, which int) {
 	}
 	v.judgedBy(r, cands[0])
 	e, o := s.ends()
-	if missing := missingISNs(s.seg.Header.Flags(), e, o); len(missing) > 0 {
+	if missing := missingISNs(s.seg.Header().Flags(), e, o); len(missing) > 0 {
 		r.Verdict, r.Reason = UnknownISN, unknownISNReason(missing)
 		for _, a := range missing {
 			v.totals.noteNeedISN(a)
@@ -126,7 +126,7 @@ func (v *Verifier) judgedBy(r *Result, c aoCandidate) {
 // first that verifies it, which moves the sender's SNE forward.
 func (v *Verifier) verifyAO(s *aoSegment, cands []aoCandidate, r *Result) {
 	e, o := s.ends()
-	flags, seq := s.seg.Header.Flags(), s.seg.Header.Seq()
+	flags, seq := s.seg.Header().Flags(), s.seg.Header().Seq()
 	r.Verdict = NoKey
 	isns := ao.ISNs{Src: e.isn, Dst: o.isn}
 	for _, c := range cands {

@@ -121,7 +121,7 @@ func (k *md5Keys) verify(seg *segment.Segment) (Verdict, string, error) {
 	v, name := NoKey, ""
 	var firstErr error
 	for _, r := range k.rings {
-		key := r.Lookup(seg.Src, 0)
+		key := r.Lookup(seg.Src(), 0)
 		if key == nil {
 			continue
 		}

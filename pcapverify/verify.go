@@ -216,9 +216,9 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 		v.broken(frame, ip, truncated, err)
 		return
 	}
-	h := seg.Header
-	src := netip.AddrPortFrom(seg.Src.Unmap(), h.SrcPort())
-	dst := netip.AddrPortFrom(seg.Dst.Unmap(), h.DstPort())
+	h := seg.Header()
+	src := netip.AddrPortFrom(seg.Src().Unmap(), h.SrcPort())
+	dst := netip.AddrPortFrom(seg.Dst().Unmap(), h.DstPort())
 	if len(v.opts.ISN)+len(v.opts.SNE) > 0 {
 		v.opts.note(src)
 		v.opts.note(dst)

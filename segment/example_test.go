@@ -21,14 +21,14 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	h, ao := s.Header, s.Auth().AO
+	h, ao := s.Header(), s.Auth().AO
 	fmt.Printf("%v:%d > %v:%d Flags [%v] seq %#x, %d bytes\n",
-		s.Src, h.SrcPort(), s.Dst, h.DstPort(), h.Flags(), h.Seq(), s.Len())
+		s.Src(), h.SrcPort(), s.Dst(), h.DstPort(), h.Flags(), h.Seq(), s.Len())
 	fmt.Printf("AO at %d: KeyID %d RNextKeyID %d MAC %x\n",
 		ao, h[ao+2], h[ao+3], h[ao+4:ao+s.Auth().AOLen])
 
 	var buf [40]byte
-	ph := segment.AppendPseudoHeader(buf[:0], s.Src, s.Dst, s.Len())
+	ph := segment.AppendPseudoHeader(buf[:0], s.Src(), s.Dst(), s.Len())
 	fmt.Printf("pseudo-header %x\n", ph)
 
 	// Hostile input: the timestamp option (10 bytes at packet offset 50)

@@ -29,25 +29,25 @@ func FuzzParsePacket(f *testing.F) {
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		s, err := ParsePacket(pkt)
 		if err != nil {
-			if s.Header != nil {
+			if s.header != nil {
 				t.Fatalf("error %v with a non-empty Segment", err)
 			}
 			return
 		}
-		h := s.Header
+		h := s.header
 		if len(h) < TCPMinimumSize || len(h) > MaxHeaderLen || len(h) != h.DataOffset() || cap(h) != len(h) {
 			t.Fatalf("header length %d, cap %d, data offset %d", len(h), cap(h), h.DataOffset())
 		}
-		if s.Len() != len(h)+len(s.Payload) || s.Frags != nil {
-			t.Fatalf("Len %d, header %d, payload %d, frags %v", s.Len(), len(h), len(s.Payload), s.Frags)
+		if s.Len() != len(h)+len(s.payload) || s.frags != nil {
+			t.Fatalf("Len %d, header %d, payload %d, frags %v", s.Len(), len(h), len(s.payload), s.frags)
 		}
 		// Header and payload are one contiguous run at the end of the IP packet.
-		seg := append(bytes.Clone(h), s.Payload...)
+		seg := append(bytes.Clone(h), s.payload...)
 		if !bytes.Contains(pkt, seg) || s.Len() > len(pkt)-20 {
 			t.Fatal("segment is not within the packet")
 		}
-		if !s.Src.IsValid() || s.Src.Is4() != s.Dst.Is4() || s.Is4() != (pkt[0]>>4 == 4) {
-			t.Fatalf("addresses %v -> %v from IP version %d", s.Src, s.Dst, pkt[0]>>4)
+		if !s.src.IsValid() || s.src.Is4() != s.dst.Is4() || s.Is4() != (pkt[0]>>4 == 4) {
+			t.Fatalf("addresses %v -> %v from IP version %d", s.src, s.dst, pkt[0]>>4)
 		}
 		checkAuth(t, h, s.Auth())
 		if a, err := h.AuthOptions(); err != nil || a != s.Auth() {
@@ -62,7 +62,7 @@ func FuzzParsePacket(f *testing.F) {
 func FuzzAuthOptions(f *testing.F) {
 	for _, p := range seedPackets(f) {
 		if s, err := ParsePacket(p); err == nil {
-			f.Add([]byte(s.Header))
+			f.Add([]byte(s.header))
 		}
 	}
 	for _, opts := range [][]byte{nil, aoOpt, md5Opt, cat(aoOpt, aoOpt), cat(md5Opt, aoOpt), {8, 0, 0, 0, 0, 0, 0, 0}, cat(aoOpt, []byte{8, 0, 0, 0})} {

@@ -41,5 +41,5 @@ func (s *Segment) WithTCP(tcp []byte) (Segment, error) {
 	if err := s.Check(); err != nil {
 		return Segment{}, err
 	}
-	return parseTCP(s.Src, s.Dst, tcp, nil)
+	return parseTCP(s.src, s.dst, tcp, nil)
 }

@@ -43,8 +43,8 @@ func TestPacketAddrs(t *testing.T) {
 		if !errors.Is(err, c.err) || (c.err == nil) != (err == nil) || src != c.src || dst != c.dst {
 			t.Errorf("%s: %v -> %v, %v; want %v -> %v, %v", c.name, src, dst, err, c.src, c.dst, c.err)
 		}
-		if s, perr := ParsePacket(c.pkt); perr == nil && (s.Src != src || s.Dst != dst) {
-			t.Errorf("%s: ParsePacket has %v -> %v", c.name, s.Src, s.Dst)
+		if s, perr := ParsePacket(c.pkt); perr == nil && (s.src != src || s.dst != dst) {
+			t.Errorf("%s: ParsePacket has %v -> %v", c.name, s.src, s.dst)
 		}
 	}
 }
@@ -72,11 +72,11 @@ func TestWithTCP(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.Src != s.Src || n.Dst != s.Dst || n.Src.Is4() != (pkt[0]>>4 == 4) {
-			t.Errorf("addresses %v -> %v, the parse's %v -> %v", n.Src, n.Dst, s.Src, s.Dst)
+		if n.src != s.src || n.dst != s.dst || n.src.Is4() != (pkt[0]>>4 == 4) {
+			t.Errorf("addresses %v -> %v, the parse's %v -> %v", n.src, n.dst, s.src, s.dst)
 		}
-		if a := n.Auth(); a.AO != 24 || a.AOLen != len(aoOpt) || !bytes.Equal(n.Payload, []byte("payload")) || len(n.Header) != 32 {
-			t.Errorf("auth %+v, header %d bytes, payload %q", a, len(n.Header), n.Payload)
+		if a := n.Auth(); a.AO != 24 || a.AOLen != len(aoOpt) || !bytes.Equal(n.payload, []byte("payload")) || len(n.header) != 32 {
+			t.Errorf("auth %+v, header %d bytes, payload %q", a, len(n.header), n.payload)
 		}
 		if err := n.Check(); err != nil {
 			t.Errorf("Check: %v", err)
@@ -127,8 +127,8 @@ func FuzzPacketAddrs(f *testing.F) {
 		if !src.IsValid() || !dst.IsValid() || src.Is4() != (pkt[0]>>4 == 4) || src.Is4() != dst.Is4() {
 			t.Fatalf("%v -> %v from version %d", src, dst, pkt[0]>>4)
 		}
-		if s, err := ParsePacket(pkt); err == nil && (s.Src != src || s.Dst != dst) {
-			t.Fatalf("%v -> %v, ParsePacket %v -> %v", src, dst, s.Src, s.Dst)
+		if s, err := ParsePacket(pkt); err == nil && (s.src != src || s.dst != dst) {
+			t.Fatalf("%v -> %v, ParsePacket %v -> %v", src, dst, s.src, s.dst)
 		}
 	})
 }
@@ -138,7 +138,7 @@ func FuzzPacketAddrs(f *testing.F) {
 func FuzzWithTCP(f *testing.F) {
 	for _, p := range seedPackets(f) {
 		if s, err := ParsePacket(p); err == nil {
-			f.Add(p, append(bytes.Clone(s.Header), s.Payload...))
+			f.Add(p, append(bytes.Clone(s.header), s.payload...))
 		}
 	}
 	f.Fuzz(func(t *testing.T, pkt, tcp []byte) {
@@ -160,8 +160,8 @@ func FuzzWithTCP(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if n.Src != p.Src || n.Dst != p.Dst || n.Auth() != p.Auth() || !bytes.Equal(n.Header, p.Header) ||
-			!bytes.Equal(n.Payload, p.Payload) || n.Check() != nil {
+		if n.src != p.src || n.dst != p.dst || n.Auth() != p.Auth() || !bytes.Equal(n.header, p.header) ||
+			!bytes.Equal(n.payload, p.payload) || n.Check() != nil {
 			t.Fatalf("WithTCP %+v, ParsePacket %+v", n, p)
 		}
 	})

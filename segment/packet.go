@@ -150,7 +150,7 @@ func TCPOffset(pkt []byte, s *Segment) (off, end int) {
 	if s == nil {
 		return end, end
 	}
-	return end - len(s.Header) - len(s.Payload), end
+	return end - len(s.header) - len(s.payload), end
 }
 
 // SetTCPChecksum computes the TCP checksum of pkt, a whole IPv4/IPv6
@@ -163,7 +163,7 @@ func SetTCPChecksum(pkt []byte) error {
 	}
 	off, end := TCPOffset(pkt, &s)
 	tcp := TCP(pkt[off:end])
-	tcp.SetChecksum(TCPChecksum(s.Src, s.Dst, tcp))
+	tcp.SetChecksum(TCPChecksum(s.src, s.dst, tcp))
 	if pkt[0]>>4 == 4 {
 		ihl := int(pkt[0]&0x0f) * 4
 		binary.BigEndian.PutUint16(pkt[10:], IPv4Checksum(pkt[:ihl]))

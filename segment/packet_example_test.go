@@ -24,7 +24,7 @@ func ExampleAppendPacket() {
 	off, end := segment.TCPOffset(pkt, &s)
 	tcp := segment.TCP(pkt[off:end])
 	fmt.Println(len(pkt), "bytes; flags", tcp.Flags(), "SYN only:", tcp.Flags().Only(segment.SYN, segment.SYN|segment.ACK))
-	fmt.Println("checksum right:", segment.TCPChecksum(s.Src, s.Dst, tcp) == tcp.Checksum())
+	fmt.Println("checksum right:", segment.TCPChecksum(s.Src(), s.Dst(), tcp) == tcp.Checksum())
 	// Output:
 	// 4500002c0000400040064e95c0000201c63364029c4000b3000003e8000000006002ffff0b140000020405b4
 	// 44 bytes; flags S SYN only: true

@@ -32,7 +32,7 @@ func TestChecksumsRFC9235(t *testing.T) {
 			t.Fatalf("%s: end %d of %d", v.Section, end, len(v.Packet))
 		}
 		tcp := segment.TCP(v.Packet[off:end])
-		if got, want := segment.TCPChecksum(s.Src, s.Dst, tcp), gopacketChecksum(t, v.Packet); got != want {
+		if got, want := segment.TCPChecksum(s.Src(), s.Dst(), tcp), gopacketChecksum(t, v.Packet); got != want {
 			t.Fatalf("%s: TCP checksum %#04x, gopacket %#04x", v.Section, got, want)
 		}
 		p := bytes.Clone(v.Packet)
@@ -45,7 +45,7 @@ func TestChecksumsRFC9235(t *testing.T) {
 		if err := segment.SetTCPChecksum(p); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(p[:off], v.Packet[:off]) || segment.TCP(p[off:]).Checksum() != segment.TCPChecksum(s.Src, s.Dst, tcp) {
+		if !bytes.Equal(p[:off], v.Packet[:off]) || segment.TCP(p[off:]).Checksum() != segment.TCPChecksum(s.Src(), s.Dst(), tcp) {
 			t.Fatalf("%s: SetTCPChecksum", v.Section)
 		}
 	}
@@ -167,14 +167,14 @@ func TestLengthsExtensionHeaders(t *testing.T) {
 		t.Fatal(err)
 	}
 	off, end := segment.TCPOffset(pkt, &s)
-	if off != 64 || end != len(pkt)-2 || string(s.Payload) != "hello" {
+	if off != 64 || end != len(pkt)-2 || string(s.Payload()) != "hello" {
 		t.Fatalf("TCP at %d, end %d", off, end)
 	}
 	if err := segment.SetTCPChecksum(pkt); err != nil {
 		t.Fatal(err)
 	}
 	tcp := segment.TCP(pkt[off:end])
-	if segment.TCPChecksum(s.Src, s.Dst, tcp) != tcp.Checksum() || tcp.Checksum() == 0 {
+	if segment.TCPChecksum(s.Src(), s.Dst(), tcp) != tcp.Checksum() || tcp.Checksum() == 0 {
 		t.Fatal("checksum not set")
 	}
 }
@@ -256,13 +256,13 @@ func TestTCPChecksumNeverZero(t *testing.T) {
 		tcp := segment.TCP(pkt[off:end])
 		// Add the checksum into the first payload word: the sum of the
 		// segment becomes all ones, and its complement zero.
-		c := uint32(segment.TCPChecksum(s.Src, s.Dst, tcp))
+		c := uint32(segment.TCPChecksum(s.Src(), s.Dst(), tcp))
 		w := uint32(binary.BigEndian.Uint16(tcp[20:])) + c
 		binary.BigEndian.PutUint16(tcp[20:], uint16(w&0xffff+w>>16))
 		if g := gopacketChecksum(t, pkt); g != 0 {
 			t.Fatalf("%s: gopacket computes %#04x, want 0 (the test's segment is wrong)", a, g)
 		}
-		got := segment.TCPChecksum(s.Src, s.Dst, tcp)
+		got := segment.TCPChecksum(s.Src(), s.Dst(), tcp)
 		if got != 0xffff {
 			t.Fatalf("%s: TCPChecksum = %#04x, want 0xffff", a, got)
 		}

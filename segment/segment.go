@@ -47,8 +47,7 @@ var (
 	ErrBothAuth       = errors.New("segment: both MD5 and AO options")
 	ErrAddrFamily     = errors.New("segment: invalid or mixed address families")
 	ErrSegmentTooLong = errors.New("segment: segment too long for the pseudo-header length field")
-	// ErrUnparsed is a Segment that ParsePacket or FromTCP did not make,
-	// or whose header, addresses or authentication option changed since.
+	// ErrUnparsed is a Segment that ParsePacket or FromTCP did not make.
 	ErrUnparsed = errors.New("segment: not as ParsePacket or FromTCP made it")
 )
 
@@ -65,16 +64,62 @@ const (
 
 // Segment is a view of a TCP segment and the addresses of its pseudo-header.
 // It never copies the header or the payload. Only ParsePacket and FromTCP
-// make one: they validate it once and note where its authentication
-// option is ([Segment.Auth]), which [Segment.Check] confirms cheaply
-// before every use.
+// (and WithTCP, from one of theirs) make one: they validate it once and
+// note where its authentication option is ([Segment.Auth]). Its fields
+// are its own, so what the parse found cannot be changed by a caller:
+// [Segment.Check] only asks whether a parse made it. (The bytes stay the
+// caller's: a signer writes the MAC into them, and whatever a caller
+// writes there is read within the lengths the parse fixed.)
 type Segment struct {
-	Src, Dst netip.Addr // from the IP header, or given to FromTCP
-	Header   TCP        // the TCP header with options: exactly DataOffset bytes of the input (capacity too)
-	Payload  []byte     // payload contiguous with the header in the input; may be empty
-	Frags    [][]byte   // further payload (scatter-gather), owned by the caller; may be nil
-	auth     Auth       // where the parse found the MD5 and AO options in Header
+	src, dst netip.Addr // from the IP header, or given to FromTCP
+	header   TCP        // the TCP header with options: exactly DataOffset bytes of the input (capacity too)
+	payload  []byte     // payload contiguous with the header in the input; may be empty
+	frags    [][]byte   // further payload (scatter-gather), owned by the caller; may be nil
+	auth     Auth       // where the parse found the MD5 and AO options in header
 	parsed   bool       // made by ParsePacket or FromTCP
+}
+
+// Src returns the source address of the segment's pseudo-header.
+func (s *Segment) Src() netip.Addr {
+	if s == nil {
+		return netip.Addr{}
+	}
+	return s.src
+}
+
+// Dst returns the destination address of the segment's pseudo-header.
+func (s *Segment) Dst() netip.Addr {
+	if s == nil {
+		return netip.Addr{}
+	}
+	return s.dst
+}
+
+// Header returns the TCP header with its options: exactly its data
+// offset's bytes of the input, a view of the caller's buffer.
+func (s *Segment) Header() TCP {
+	if s == nil {
+		return nil
+	}
+	return s.header
+}
+
+// Payload returns the payload that follows the header in the input
+// (maybe empty).
+func (s *Segment) Payload() []byte {
+	if s == nil {
+		return nil
+	}
+	return s.payload
+}
+
+// Frags returns the further payload FromTCP was given (scatter-gather),
+// the caller's; nil without.
+func (s *Segment) Frags() [][]byte {
+	if s == nil {
+		return nil
+	}
+	return s.frags
 }
 
 // Auth returns where the parse found the MD5 and AO options in Header
@@ -86,21 +131,11 @@ func (s *Segment) Auth() Auth {
 	return s.auth
 }
 
-// Check is the one check a signer or verifier makes of a segment before
-// using it: that ParsePacket or FromTCP made it and that what they found
-// still holds (a header of its data offset, the authentication option
-// where Auth says, valid addresses of one family). Any fault is
-// [ErrUnparsed]. It costs a few comparisons, not a walk of the options.
+// Check is the one check a signer or verifier makes of a segment: that
+// ParsePacket or FromTCP made it, [ErrUnparsed] otherwise (a nil or zero
+// Segment). What they found cannot have changed since.
 func (s *Segment) Check() error {
 	if s == nil || !s.parsed {
-		return ErrUnparsed
-	}
-	h, a := s.Header, s.auth
-	switch {
-	case len(h) < TCPMinimumSize || h.DataOffset() != len(h),
-		!s.Src.IsValid() || !s.Dst.IsValid() || s.Src.Is4() != s.Dst.Is4(),
-		a.AO > 0 && (a.AO+a.AOLen > len(h) || h[a.AO] != OptionKindAO || int(h[a.AO+1]) != a.AOLen),
-		a.MD5 > 0 && (a.MD5+MD5OptionLen > len(h) || h[a.MD5] != OptionKindMD5 || h[a.MD5+1] != MD5OptionLen):
 		return ErrUnparsed
 	}
 	return nil
@@ -118,9 +153,9 @@ func (s *Segment) ShortenAO(n int) error {
 	if off == 0 || n < 4 || n > old {
 		return ErrAuthOption
 	}
-	s.Header[off+1] = byte(n)
+	s.header[off+1] = byte(n)
 	for i := off + n; i < off+old; i++ {
-		s.Header[i] = OptionKindNOP
+		s.header[i] = OptionKindNOP
 	}
 	s.auth.AOLen = n
 	return nil
@@ -266,11 +301,11 @@ func parseTCP(src, dst netip.Addr, tcp []byte, frags [][]byte) (Segment, error) 
 	}
 	doff := TCP(tcp).DataOffset()
 	s := Segment{
-		Src:     src,
-		Dst:     dst,
-		Header:  TCP(tcp[:doff:doff]),
-		Payload: tcp[doff:len(tcp):len(tcp)],
-		Frags:   frags,
+		src:     src,
+		dst:     dst,
+		header:  TCP(tcp[:doff:doff]),
+		payload: tcp[doff:len(tcp):len(tcp)],
+		frags:   frags,
 		auth:    auth,
 		parsed:  true,
 	}
@@ -290,8 +325,8 @@ func (s *Segment) Len() int {
 	if s == nil {
 		return 0
 	}
-	n := len(s.Header) + len(s.Payload)
-	for _, f := range s.Frags {
+	n := len(s.header) + len(s.payload)
+	for _, f := range s.frags {
 		n += len(f)
 	}
 	return n
@@ -299,7 +334,7 @@ func (s *Segment) Len() int {
 
 // Is4 reports whether the segment has IPv4 addresses, and so the 12-byte
 // IPv4 pseudo-header.
-func (s *Segment) Is4() bool { return s != nil && s.Src.Is4() }
+func (s *Segment) Is4() bool { return s != nil && s.src.Is4() }
 
 // EachPayload calls fn with Payload and then each of Frags, skipping empty
 // ones: the bytes a MAC covers after the header, in order, without copying.
@@ -308,10 +343,10 @@ func (s *Segment) EachPayload(fn func([]byte)) {
 	if s == nil || fn == nil {
 		return
 	}
-	if len(s.Payload) > 0 {
-		fn(s.Payload)
+	if len(s.payload) > 0 {
+		fn(s.payload)
 	}
-	for _, f := range s.Frags {
+	for _, f := range s.frags {
 		if len(f) > 0 {
 			fn(f)
 		}

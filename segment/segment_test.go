@@ -154,7 +154,7 @@ func TestParsePacketErrors(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "segment: ") {
 				t.Errorf("error %q lacks the package prefix", err)
 			}
-			if s.Header != nil || s.Src.IsValid() {
+			if s.header != nil || s.src.IsValid() {
 				t.Errorf("ParsePacket returned a partial Segment %+v with its error", s)
 			}
 		})
@@ -208,9 +208,9 @@ func TestParsePacketRFC9235(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := s.Header
-			if s.Src != netip.MustParseAddr(tt.src) || s.Dst != netip.MustParseAddr(tt.dst) {
-				t.Errorf("addresses %v -> %v, want %s -> %s", s.Src, s.Dst, tt.src, tt.dst)
+			h := s.header
+			if s.src != netip.MustParseAddr(tt.src) || s.dst != netip.MustParseAddr(tt.dst) {
+				t.Errorf("addresses %v -> %v, want %s -> %s", s.src, s.dst, tt.src, tt.dst)
 			}
 			if h.SrcPort() != tt.sport || h.DstPort() != 179 {
 				t.Errorf("ports %d -> %d, want %d -> 179", h.SrcPort(), h.DstPort(), tt.sport)
@@ -235,13 +235,13 @@ func TestParsePacketRFC9235(t *testing.T) {
 			if got := hex.EncodeToString(h[a.AO+4 : a.AO+a.AOLen]); got != tt.mac {
 				t.Errorf("MAC %s, want %s", got, tt.mac)
 			}
-			if !bytes.Equal(s.Payload, tt.payload) || s.Frags != nil {
-				t.Errorf("payload %x frags %v, want %x", s.Payload, s.Frags, tt.payload)
+			if !bytes.Equal(s.payload, tt.payload) || s.frags != nil {
+				t.Errorf("payload %x frags %v, want %x", s.payload, s.frags, tt.payload)
 			}
 			if s.Len() != tt.doff+len(tt.payload) {
 				t.Errorf("Len = %d, want %d", s.Len(), tt.doff+len(tt.payload))
 			}
-			ph := AppendPseudoHeader(nil, s.Src, s.Dst, s.Len())
+			ph := AppendPseudoHeader(nil, s.src, s.dst, s.Len())
 			if want := unhex(t, tt.pseudoHdr); !bytes.Equal(ph, want) {
 				t.Errorf("pseudo-header\n got %x\nwant %x", ph, want)
 			}
@@ -265,11 +265,11 @@ func TestParsePacketTrim(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.Header, want.Header) || !bytes.Equal(got.Payload, want.Payload) || got.Len() != want.Len() {
-			t.Errorf("padding changed the segment: %x|%x, want %x|%x", got.Header, got.Payload, want.Header, want.Payload)
+		if !bytes.Equal(got.header, want.header) || !bytes.Equal(got.payload, want.payload) || got.Len() != want.Len() {
+			t.Errorf("padding changed the segment: %x|%x, want %x|%x", got.header, got.payload, want.header, want.payload)
 		}
-		if cap(got.Payload) != len(got.Payload) {
-			t.Errorf("Payload capacity %d reaches into the padding", cap(got.Payload))
+		if cap(got.payload) != len(got.payload) {
+			t.Errorf("Payload capacity %d reaches into the padding", cap(got.payload))
 		}
 	}
 }
@@ -297,11 +297,11 @@ func TestParsePacketIPv6ExtHeaders(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(s.Header, tcp) || len(s.Payload) != 0 || s.Auth().AO != 40 || s.Len() != len(tcp) {
-				t.Errorf("got header %x payload %x auth %+v", s.Header, s.Payload, s.Auth())
+			if !bytes.Equal(s.header, tcp) || len(s.payload) != 0 || s.Auth().AO != 40 || s.Len() != len(tcp) {
+				t.Errorf("got header %x payload %x auth %+v", s.header, s.payload, s.Auth())
 			}
-			if want := netip.MustParseAddr("2000::1"); s.Src != want {
-				t.Errorf("Src = %v, want %v", s.Src, want)
+			if want := netip.MustParseAddr("2000::1"); s.src != want {
+				t.Errorf("Src = %v, want %v", s.src, want)
 			}
 		})
 	}
@@ -340,14 +340,14 @@ func TestFromTCP(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if s.Is4() != tt.is4 || s.Len() != tt.length || s.Src.Zone() != "" || s.Dst.Zone() != "" {
-				t.Errorf("Is4 %v Len %d (%v -> %v), want %v %d", s.Is4(), s.Len(), s.Src, s.Dst, tt.is4, tt.length)
+			if s.Is4() != tt.is4 || s.Len() != tt.length || s.src.Zone() != "" || s.dst.Zone() != "" {
+				t.Errorf("Is4 %v Len %d (%v -> %v), want %v %d", s.Is4(), s.Len(), s.src, s.dst, tt.is4, tt.length)
 			}
-			if string(s.Payload) != "hello" || s.Auth().AO != 20 || len(s.Header) != 28 || cap(s.Header) != 28 {
-				t.Errorf("header %x payload %q auth %+v", s.Header, s.Payload, s.Auth())
+			if string(s.payload) != "hello" || s.Auth().AO != 20 || len(s.header) != 28 || cap(s.header) != 28 {
+				t.Errorf("header %x payload %q auth %+v", s.header, s.payload, s.Auth())
 			}
-			if len(tt.frags) == 0 && s.Frags != nil {
-				t.Errorf("Frags = %v, want nil", s.Frags)
+			if len(tt.frags) == 0 && s.frags != nil {
+				t.Errorf("Frags = %v, want nil", s.frags)
 			}
 		})
 	}
@@ -456,7 +456,7 @@ func TestEachPayload(t *testing.T) {
 	if strings.Join(got, "|") != "hello, |wor|ld" {
 		t.Errorf("EachPayload visited %q", got)
 	}
-	s.Payload = nil
+	s.payload = nil
 	got = got[:0]
 	s.EachPayload(func(b []byte) { got = append(got, string(b)) })
 	if strings.Join(got, "|") != "wor|ld" {
@@ -502,7 +502,7 @@ func BenchmarkParsePacket(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				AppendPseudoHeader(buf[:0], s.Src, s.Dst, s.Len())
+				AppendPseudoHeader(buf[:0], s.src, s.dst, s.Len())
 			}
 		})
 	}
@@ -517,10 +517,10 @@ func TestParsePacketV4MappedIPv6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Is4() || !s.Src.Is4In6() || s.Dst.Unmap() != netip.MustParseAddr("192.0.2.2") {
-		t.Errorf("addresses %v -> %v, Is4 %v; want v4-mapped IPv6", s.Src, s.Dst, s.Is4())
+	if s.Is4() || !s.src.Is4In6() || s.dst.Unmap() != netip.MustParseAddr("192.0.2.2") {
+		t.Errorf("addresses %v -> %v, Is4 %v; want v4-mapped IPv6", s.src, s.dst, s.Is4())
 	}
-	if n := len(AppendPseudoHeader(nil, s.Src, s.Dst, s.Len())); n != 40 {
+	if n := len(AppendPseudoHeader(nil, s.src, s.dst, s.Len())); n != 40 {
 		t.Errorf("pseudo-header is %d bytes, want 40", n)
 	}
 }
@@ -537,12 +537,12 @@ func TestCheck(t *testing.T) {
 	if err != nil || seg.Check() != nil || seg.Auth().AO != 20 || seg.Auth().AOLen != 20 {
 		t.Fatalf("parsed: %v, Check %v, Auth %+v", err, seg.Check(), seg.Auth())
 	}
-	if err := seg.ShortenAO(16); err != nil || seg.Check() != nil || seg.Header[21] != 16 || seg.Auth().AOLen != 16 {
-		t.Fatalf("ShortenAO(16): %v, Check %v, length byte %d", err, seg.Check(), seg.Header[21])
+	if err := seg.ShortenAO(16); err != nil || seg.Check() != nil || seg.header[21] != 16 || seg.Auth().AOLen != 16 {
+		t.Fatalf("ShortenAO(16): %v, Check %v, length byte %d", err, seg.Check(), seg.header[21])
 	}
 	for i := 36; i < 40; i++ {
-		if seg.Header[i] != OptionKindNOP {
-			t.Fatalf("byte %d freed by ShortenAO is %d, not NOP", i, seg.Header[i])
+		if seg.header[i] != OptionKindNOP {
+			t.Fatalf("byte %d freed by ShortenAO is %d, not NOP", i, seg.header[i])
 		}
 	}
 	for _, n := range []int{3, 17} {
@@ -550,9 +550,14 @@ func TestCheck(t *testing.T) {
 			t.Errorf("ShortenAO(%d): %v", n, err)
 		}
 	}
-	byHand := Segment{Src: src, Dst: dst, Header: seg.Header}
-	seg.Header[20] = OptionKindNOP
-	for name, s := range map[string]*Segment{"changed after the parse": &seg, "made by hand": &byHand, "nil": nil} {
+	// Only the parser sets a Segment's fields: a zero one (all another
+	// package can make) and nil are refused; a parsed one stays as the
+	// parse found it, whatever its caller writes into the bytes.
+	seg.header[20] = OptionKindNOP
+	if err := seg.Check(); err != nil || seg.Auth().AOLen != 16 || len(seg.Header()) != 40 {
+		t.Errorf("a parsed segment whose bytes changed: Check %v, Auth %+v", err, seg.Auth())
+	}
+	for name, s := range map[string]*Segment{"zero": {}, "nil": nil} {
 		if err := s.Check(); !errors.Is(err, ErrUnparsed) {
 			t.Errorf("%s: Check %v", name, err)
 		}

@@ -184,10 +184,10 @@ func (s *Shim) noteDrop(p *nfqueue.Packet, err error) {
 	keyid, rnext := -1, -1
 	var flags, seq any
 	if ok {
-		if seg, perr := segment.ParsePacket(p.Payload); perr == nil && len(seg.Header) >= 20 {
-			flags, seq = fmt.Sprintf("%#02x", seg.Header[13]), binary.BigEndian.Uint32(seg.Header[4:])
-			if a := seg.Auth(); a.HasAO() && len(seg.Header) >= a.AO+4 {
-				keyid, rnext = int(seg.Header[a.AO+2]), int(seg.Header[a.AO+3])
+		if seg, perr := segment.ParsePacket(p.Payload); perr == nil && len(seg.Header()) >= 20 {
+			flags, seq = fmt.Sprintf("%#02x", seg.Header()[13]), binary.BigEndian.Uint32(seg.Header()[4:])
+			if a := seg.Auth(); a.HasAO() && len(seg.Header()) >= a.AO+4 {
+				keyid, rnext = int(seg.Header()[a.AO+2]), int(seg.Header()[a.AO+3])
 				if kind == kindUnknown {
 					kind = kindAO
 				}

@@ -93,7 +93,7 @@ func aoSegment(t *testing.T, peer *ao.Conn, keyid uint8, sign bool, seq uint32) 
 			t.Fatal(err)
 		}
 	}
-	seg.Header[seg.Auth().AO+2] = keyid
+	seg.Header()[seg.Auth().AO+2] = keyid
 	return pkt
 }
 

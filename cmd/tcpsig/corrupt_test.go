@@ -56,21 +56,21 @@ func damage(t testing.TB, file, kind string) damaged {
 		if !ok {
 			continue
 		}
-		ports[seg.Header.SrcPort()], ports[seg.Header.DstPort()] = true, true
+		ports[seg.Header().SrcPort()], ports[seg.Header().DstPort()] = true, true
 		if seg.Auth().AO == 0 && seg.Auth().MD5 == 0 {
 			continue
 		}
 		switch kind {
 		case damagePayload:
-			if len(seg.Payload) == 0 {
+			if len(seg.Payload()) == 0 {
 				continue
 			}
 		case damageOption:
-			if _, _, ok := otherOption(seg.Header); !ok {
+			if _, _, ok := otherOption(seg.Header()); !ok {
 				continue
 			}
 		case damagePort:
-			if seg.Header.Flags()&segment.SYN != 0 {
+			if seg.Header().Flags()&segment.SYN != 0 {
 				continue
 			}
 		}
@@ -82,7 +82,7 @@ func damage(t testing.TB, file, kind string) damaged {
 	i := cands[len(cands)/2]
 	pkts[i].Data = slices.Clone(pkts[i].Data)
 	seg, _ := packetSegment(lt, pkts[i])
-	h := seg.Header
+	h := seg.Header()
 	var what, opt string
 	var src, newSrc, dst netip.AddrPort
 	switch kind {
@@ -94,8 +94,8 @@ func damage(t testing.TB, file, kind string) damaged {
 		h[at] ^= 0x10
 		what = fmt.Sprintf("MAC byte at TCP offset %d", at)
 	case damagePayload:
-		seg.Payload[len(seg.Payload)-1] ^= 0x01
-		what = fmt.Sprintf("payload byte %d of %d", len(seg.Payload), len(seg.Payload))
+		seg.Payload()[len(seg.Payload())-1] ^= 0x01
+		what = fmt.Sprintf("payload byte %d of %d", len(seg.Payload()), len(seg.Payload()))
 	case damageHeader:
 		h[15] ^= 0x01 // the window's low byte
 		what = fmt.Sprintf("window %d→%d", h.Window()^1, h.Window())
@@ -112,9 +112,9 @@ func damage(t testing.TB, file, kind string) damaged {
 		}
 		binary.BigEndian.PutUint16(h[0:], p)
 		what = fmt.Sprintf("source port %d→%d", old, p)
-		src = netip.AddrPortFrom(seg.Src.Unmap(), old)
-		newSrc = netip.AddrPortFrom(seg.Src.Unmap(), p)
-		dst = netip.AddrPortFrom(seg.Dst.Unmap(), h.DstPort())
+		src = netip.AddrPortFrom(seg.Src().Unmap(), old)
+		newSrc = netip.AddrPortFrom(seg.Src().Unmap(), p)
+		dst = netip.AddrPortFrom(seg.Dst().Unmap(), h.DstPort())
 	default:
 		t.Fatalf("no damage %q", kind)
 	}

@@ -319,7 +319,7 @@ func corrupt(t testing.TB, b []byte, where string) ([]byte, int) {
 			continue
 		}
 		seg, err := segment.ParsePacket(b[r.ipOff : r.off+r.n])
-		if err != nil || (seg.Auth().AO == 0 && seg.Auth().MD5 == 0) || (where == "payload" && len(seg.Payload) == 0) {
+		if err != nil || (seg.Auth().AO == 0 && seg.Auth().MD5 == 0) || (where == "payload" && len(seg.Payload()) == 0) {
 			continue
 		}
 		cands = append(cands, i)
@@ -338,9 +338,9 @@ func corrupt(t testing.TB, b []byte, where string) ([]byte, int) {
 		if seg.Auth().AO == 0 {
 			at = seg.Auth().MD5 + 2
 		}
-		seg.Header[at] ^= 0x10
+		seg.Header()[at] ^= 0x10
 	case "payload":
-		seg.Payload[len(seg.Payload)-1] ^= 0x01
+		seg.Payload()[len(seg.Payload())-1] ^= 0x01
 	}
 	return out, i + 1
 }
@@ -354,8 +354,8 @@ func withoutHandshake(t testing.TB, b []byte) ([]byte, map[string]uint32) {
 	isn := map[string]uint32{}
 	for _, r := range recs {
 		if r.ipOff >= 0 {
-			if seg, err := segment.ParsePacket(b[r.ipOff : r.off+r.n]); err == nil && seg.Header.Flags()&segment.SYN != 0 {
-				isn[netip.AddrPortFrom(seg.Src.Unmap(), seg.Header.SrcPort()).String()] = seg.Header.Seq()
+			if seg, err := segment.ParsePacket(b[r.ipOff : r.off+r.n]); err == nil && seg.Header().Flags()&segment.SYN != 0 {
+				isn[netip.AddrPortFrom(seg.Src().Unmap(), seg.Header().SrcPort()).String()] = seg.Header().Seq()
 				continue
 			}
 		}

@@ -34,8 +34,8 @@ func TestVerifyLinuxListenReset(t *testing.T) {
 		bent := append([]byte(nil), rst...)
 		bent[len(bent)-1] ^= 1
 		isns := []string{
-			"-isn", fmt.Sprintf("%v=%d", netip.AddrPortFrom(in.Src, in.Header.SrcPort()), in.Header.Seq()-1),
-			"-isn", fmt.Sprintf("%v=%d", netip.AddrPortFrom(in.Dst, in.Header.DstPort()), in.Header.Ack()-1),
+			"-isn", fmt.Sprintf("%v=%d", netip.AddrPortFrom(in.Src(), in.Header().SrcPort()), in.Header().Seq()-1),
+			"-isn", fmt.Sprintf("%v=%d", netip.AddrPortFrom(in.Dst(), in.Header().DstPort()), in.Header().Ack()-1),
 		}
 		for _, tc := range []struct {
 			name             string

@@ -205,7 +205,7 @@ func keepPort(ip []byte, port int) bool {
 		if err != nil {
 			return false
 		}
-		tcp = seg.Header
+		tcp = seg.Header()
 	default:
 		return false
 	}

@@ -330,7 +330,7 @@ func segSeq(t *testing.T, ip []byte) uint32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return seg.Header.Seq()
+	return seg.Header().Seq()
 }
 
 // mergeKeys concatenates the "ao" lists of keys files.

@@ -42,7 +42,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(s.Src, "->", s.Dst, s.Header.Flags(), "seq", s.Header.Seq(), "ack", s.Header.Ack())
+	fmt.Println(s.Src(), "->", s.Dst(), s.Header().Flags(), "seq", s.Header().Seq(), "ack", s.Header().Ack())
 	// Output:
 	// B expects 1005 within 509 bytes
 	// 192.0.2.1 -> 198.51.100.2 R. seq 1005 ack 7001

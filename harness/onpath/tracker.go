@@ -105,11 +105,11 @@ func (t *Tracker) Observe(pkt []byte) bool {
 	if err != nil {
 		return false
 	}
-	h := s.Header
-	key := Flow{Peer: netip.AddrPortFrom(s.Src, h.SrcPort()), Target: netip.AddrPortFrom(s.Dst, h.DstPort())}
+	h := s.Header()
+	key := Flow{Peer: netip.AddrPortFrom(s.Src(), h.SrcPort()), Target: netip.AddrPortFrom(s.Dst(), h.DstPort())}
 	flags := h.Flags()
 	seq := h.Seq()
-	end := seq + uint32(len(s.Payload))
+	end := seq + uint32(len(s.Payload()))
 	if flags.Has(segment.SYN) {
 		end++
 	}
@@ -146,7 +146,7 @@ func (t *Tracker) Observe(pkt []byte) bool {
 	if a := s.Auth(); !a.HasMD5() && !a.HasAO() {
 		x.Unsigned++
 	}
-	if len(s.Payload) > 0 {
+	if len(s.Payload()) > 0 {
 		x.Data++
 	}
 	if flags.Has(segment.SYN) {

@@ -134,12 +134,12 @@ func TestBuild(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", c.k, err)
 		}
-		h := s.Header
-		if s.Src != peer.Addr() || s.Dst != target.Addr() || h.SrcPort() != peer.Port() || h.DstPort() != target.Port() {
-			t.Errorf("%v: %v:%d > %v:%d", c.k, s.Src, h.SrcPort(), s.Dst, h.DstPort())
+		h := s.Header()
+		if s.Src() != peer.Addr() || s.Dst() != target.Addr() || h.SrcPort() != peer.Port() || h.DstPort() != target.Port() {
+			t.Errorf("%v: %v:%d > %v:%d", c.k, s.Src(), h.SrcPort(), s.Dst(), h.DstPort())
 		}
-		if h.Flags() != c.flags || h.Seq() != c.seq || h.Ack() != c.ack || string(s.Payload) != c.data || h.Window() != 502 {
-			t.Errorf("%v: flags %v seq %d ack %d window %d payload %q; want %v %d %d 502 %q", c.k, h.Flags(), h.Seq(), h.Ack(), h.Window(), s.Payload, c.flags, c.seq, c.ack, c.data)
+		if h.Flags() != c.flags || h.Seq() != c.seq || h.Ack() != c.ack || string(s.Payload()) != c.data || h.Window() != 502 {
+			t.Errorf("%v: flags %v seq %d ack %d window %d payload %q; want %v %d %d 502 %q", c.k, h.Flags(), h.Seq(), h.Ack(), h.Window(), s.Payload(), c.flags, c.seq, c.ack, c.data)
 		}
 		if a := s.Auth(); a.HasMD5() || a.HasAO() {
 			t.Errorf("%v: carries an authentication option", c.k)
@@ -150,7 +150,7 @@ func TestBuild(t *testing.T) {
 		if c.k == SYN && !bytes.Contains(h.Options(), []byte{optMSS, 4}) {
 			t.Errorf("SYN without MSS: % x", h.Options())
 		}
-		if sum := segment.TCPChecksum(s.Src, s.Dst, b[segment.IPv4HeaderLen:]); sum != h.Checksum() {
+		if sum := segment.TCPChecksum(s.Src(), s.Dst(), b[segment.IPv4HeaderLen:]); sum != h.Checksum() {
 			t.Errorf("%v: checksum %#x, want %#x", c.k, h.Checksum(), sum)
 		}
 		// What the attacker sends, the tracker reads back as sent.

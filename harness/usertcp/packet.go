@@ -43,7 +43,7 @@ type segment struct {
 func parse(pkt []byte) (segment, error) {
 	var s segment
 	seg, err := tcpseg.ParsePacket(pkt)
-	if err != nil || len(seg.Frags) != 0 {
+	if err != nil || len(seg.Frags()) != 0 {
 		return s, errMalformed
 	}
 	end := 40 + int(binary.BigEndian.Uint16(pkt[4:])) // IPv6: the payload length
@@ -53,17 +53,17 @@ func parse(pkt []byte) (segment, error) {
 			return s, errMalformed
 		}
 	}
-	h := seg.Header
-	tcp := pkt[end-len(h)-len(seg.Payload) : end]
-	if checksum(tcp, pseudoHeaderSum(seg.Src, seg.Dst, len(tcp))) != 0 {
+	h := seg.Header()
+	tcp := pkt[end-len(h)-len(seg.Payload()) : end]
+	if checksum(tcp, pseudoHeaderSum(seg.Src(), seg.Dst(), len(tcp))) != 0 {
 		return s, errMalformed
 	}
-	s.src = netip.AddrPortFrom(seg.Src, h.SrcPort())
-	s.dst = netip.AddrPortFrom(seg.Dst, h.DstPort())
+	s.src = netip.AddrPortFrom(seg.Src(), h.SrcPort())
+	s.dst = netip.AddrPortFrom(seg.Dst(), h.DstPort())
 	s.seq, s.ack = h.Seq(), h.Ack()
 	s.flags = uint8(h.Flags())
 	s.wnd = uint32(h.Window())
-	s.payload = seg.Payload
+	s.payload = seg.Payload()
 	opts := h.Options()
 	for i := 0; i < len(opts); {
 		switch opts[i] {

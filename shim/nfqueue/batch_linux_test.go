@@ -196,7 +196,7 @@ func TestSpread(t *testing.T) {
 				var p nfqueue.Packet
 				for q.Read(&p) == nil {
 					if seg, err := segment.ParsePacket(p.Payload); err == nil {
-						a, b := netip.AddrPortFrom(seg.Src, seg.Header.SrcPort()), netip.AddrPortFrom(seg.Dst, seg.Header.DstPort())
+						a, b := netip.AddrPortFrom(seg.Src(), seg.Header().SrcPort()), netip.AddrPortFrom(seg.Dst(), seg.Header().DstPort())
 						if b.Addr() == local {
 							a, b = b, a
 						}

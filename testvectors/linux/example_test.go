@@ -16,8 +16,8 @@ func ExampleListenResets() {
 	for _, r := range rsts {
 		ack, _ := segment.ParsePacket(r.ACK)
 		rst, _ := segment.ParsePacket(r.RST)
-		o := rst.Header[rst.Auth().AO:]
-		fmt.Printf("%s: RST seq = ACK ack: %v, KeyID %d RNextKeyID %d\n", r.Alg, rst.Header.Seq() == ack.Header.Ack(), o[2], o[3])
+		o := rst.Header()[rst.Auth().AO:]
+		fmt.Printf("%s: RST seq = ACK ack: %v, KeyID %d RNextKeyID %d\n", r.Alg, rst.Header().Seq() == ack.Header().Ack(), o[2], o[3])
 	}
 	// Output:
 	// hmac(sha1): RST seq = ACK ack: true, KeyID 7 RNextKeyID 7

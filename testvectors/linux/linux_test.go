@@ -23,13 +23,13 @@ func TestListenResets(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s RST: %v", r.Name, err)
 		}
-		if !r.Peer.Contains(ack.Src) || rst.Src != ack.Dst || rst.Dst != ack.Src {
-			t.Errorf("%s: ACK %v→%v, RST %v→%v, peer %v", r.Name, ack.Src, ack.Dst, rst.Src, rst.Dst, r.Peer)
+		if !r.Peer.Contains(ack.Src()) || rst.Src() != ack.Dst() || rst.Dst() != ack.Src() {
+			t.Errorf("%s: ACK %v→%v, RST %v→%v, peer %v", r.Name, ack.Src(), ack.Dst(), rst.Src(), rst.Dst(), r.Peer)
 		}
-		if ack.Header.Flags() != segment.ACK || rst.Header.Flags() != segment.RST || ack.Auth().AO == 0 || rst.Auth().AO == 0 {
-			t.Errorf("%s: flags %v / %v, AO at %d / %d", r.Name, ack.Header.Flags(), rst.Header.Flags(), ack.Auth().AO, rst.Auth().AO)
+		if ack.Header().Flags() != segment.ACK || rst.Header().Flags() != segment.RST || ack.Auth().AO == 0 || rst.Auth().AO == 0 {
+			t.Errorf("%s: flags %v / %v, AO at %d / %d", r.Name, ack.Header().Flags(), rst.Header().Flags(), ack.Auth().AO, rst.Auth().AO)
 		}
-		if o := rst.Header[rst.Auth().AO:]; int(o[1]) != 4+r.MACLen || o[2] != r.SendID || o[3] != r.RecvID {
+		if o := rst.Header()[rst.Auth().AO:]; int(o[1]) != 4+r.MACLen || o[2] != r.SendID || o[3] != r.RecvID {
 			t.Errorf("%s: RST option %x, want length %d, KeyID %d, RNextKeyID %d", r.Name, o[:4], 4+r.MACLen, r.SendID, r.RecvID)
 		}
 	}

@@ -57,9 +57,9 @@ func parseFrame(frame []byte) (seg, error) {
 	if err != nil {
 		return seg{}, err
 	}
-	h := p.Header
-	s := seg{src: p.Src, dst: p.Dst, sport: h.SrcPort(), dport: h.DstPort(),
-		seq: h.Seq(), ack: h.Ack(), flags: h.Flags(), payload: len(p.Payload)}
+	h := p.Header()
+	s := seg{src: p.Src(), dst: p.Dst(), sport: h.SrcPort(), dport: h.DstPort(),
+		seq: h.Seq(), ack: h.Ack(), flags: h.Flags(), payload: len(p.Payload())}
 	if p.Auth().AO > 0 {
 		s.hasAO, s.aoLen, s.keyID, s.rnextID = true, p.Auth().AOLen, h[p.Auth().AO+2], h[p.Auth().AO+3]
 	}

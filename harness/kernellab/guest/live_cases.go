@@ -370,9 +370,9 @@ func (t *tap) segments(since int) []liveSeg {
 		if err != nil {
 			continue
 		}
-		ls := liveSeg{out: p.out, flags: s.Header.Flags(), seq: s.Header.Seq(), payload: s.Payload}
+		ls := liveSeg{out: p.out, flags: s.Header().Flags(), seq: s.Header().Seq(), payload: s.Payload()}
 		if s.Auth().AO > 0 {
-			ls.ao, ls.keyID, ls.rnext = true, s.Header[s.Auth().AO+2], s.Header[s.Auth().AO+3]
+			ls.ao, ls.keyID, ls.rnext = true, s.Header()[s.Auth().AO+2], s.Header()[s.Auth().AO+3]
 		}
 		out = append(out, ls)
 	}
@@ -1381,10 +1381,10 @@ func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
 	if err != nil {
 		return fmt.Errorf("the engine's last segment: %w", err)
 	}
-	h := last.Header
-	f := segment.Fields{SrcPort: h.SrcPort(), DstPort: h.DstPort(), Seq: h.Seq() + uint32(len(last.Payload)),
+	h := last.Header()
+	f := segment.Fields{SrcPort: h.SrcPort(), DstPort: h.DstPort(), Seq: h.Seq() + uint32(len(last.Payload())),
 		Ack: h.Ack(), Flags: segment.ACK | segment.PSH, Window: h.Window()}
-	ip := segment.IP{Src: last.Src, Dst: last.Dst}
+	ip := segment.IP{Src: last.Src(), Dst: last.Dst()}
 	payload := []byte("a segment whose checksum is 0..")
 	var pkt []byte
 	opt := ao.AppendOption(nil, c.maclen)
@@ -1406,7 +1406,7 @@ func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
 		tcp := segment.TCP(pkt[off:end])
 		// 0xFFFF from TCPChecksum means the sum's complement is zero: TCP
 		// data never sums to +0.
-		if cs := segment.TCPChecksum(s.Src, s.Dst, tcp); cs == 0xffff {
+		if cs := segment.TCPChecksum(s.Src(), s.Dst(), tcp); cs == 0xffff {
 			tcp.SetChecksum(0)
 			break
 		}

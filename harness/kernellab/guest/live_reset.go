@@ -87,7 +87,7 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 		if err != nil {
 			break // a timeout: nothing (more) came
 		}
-		if s, err := segment.ParsePacket(buf[:k]); err == nil && s.Header.Flags()&segment.RST != 0 {
+		if s, err := segment.ParsePacket(buf[:k]); err == nil && s.Header().Flags()&segment.RST != 0 {
 			rst = bytes.Clone(buf[:k])
 		}
 	}
@@ -129,11 +129,11 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 	if want.Auth().AO == 0 {
 		return fmt.Errorf("the kernel's RST is not signed: %x", rst)
 	}
-	o := want.Header[want.Auth().AO:]
+	o := want.Header()[want.Auth().AO:]
 	got := bytes.Clone(rst)
 	mine, _ := segment.ParsePacket(got)
-	clear(mine.Header[mine.Auth().AO+4 : mine.Auth().AO+int(o[1])])
-	mine.Header[mine.Auth().AO+2], mine.Header[mine.Auth().AO+3] = 0, 0
+	clear(mine.Header()[mine.Auth().AO+4 : mine.Auth().AO+int(o[1])])
+	mine.Header()[mine.Auth().AO+2], mine.Header()[mine.Auth().AO+3] = 0, 0
 	if err := listenerReset(mirror, &in, &mine); err != nil {
 		return fmt.Errorf("listenerReset: %w", err)
 	}
@@ -145,7 +145,7 @@ func (c liveCase) listenReset(r *liveReport, n *liveNet, m liveMKT) error {
 		r.errorf("the engine's connection verified the listener's RST")
 	}
 	r.logf("MKT %d/%d: kernel RST seq %d KeyID %d RNextKeyID %d MAC %x reproduced by listenerReset\n  ack %x\n  rst %x",
-		m.send, m.recv, want.Header.Seq(), o[2], o[3], o[4:o[1]], pkt, rst)
+		m.send, m.recv, want.Header().Seq(), o[2], o[3], o[4:o[1]], pkt, rst)
 	return nil
 }
 
@@ -188,7 +188,7 @@ func aoPacket(src, dst netip.AddrPort, seq, ack uint32, maclen int, sign func(*s
 	}
 	// Again with the signed option, for the checksum (the MAC leaves the
 	// checksum out, so it does not change).
-	return build(bytes.Clone(s.Header[s.Auth().AO+2 : s.Auth().AO+4+maclen]))
+	return build(bytes.Clone(s.Header()[s.Auth().AO+2 : s.Auth().AO+4+maclen]))
 }
 
 // listenerReset signs rst as a Linux listening socket answers in, a
@@ -201,17 +201,17 @@ func listenerReset(ring *ao.Keyring, in, rst *segment.Segment) error {
 	if in.Auth().AO == 0 {
 		return ao.ErrNoOption
 	}
-	opt, err := ao.ParseOption(in.Header[in.Auth().AO:])
+	opt, err := ao.ParseOption(in.Header()[in.Auth().AO:])
 	if err != nil {
 		return err
 	}
-	m := ring.LookupRecv(in.Src, opt.RNextKeyID, 0)
+	m := ring.LookupRecv(in.Src(), opt.RNextKeyID, 0)
 	if m == nil {
 		return ao.ErrKeyNotFound
 	}
 	var k ao.TrafficKey
 	defer k.Wipe()
-	if err := k.Derive(m, ao.ISNs{Src: in.Header.Seq()}, in); err != nil {
+	if err := k.Derive(m, ao.ISNs{Src: in.Header().Seq()}, in); err != nil {
 		return err
 	}
 	return k.Sign(rst, 0, m.RecvID())
