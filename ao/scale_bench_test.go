@@ -235,6 +235,8 @@ func growRefRing(b *testing.B, set string) (*ao.Keyring, []keys.AO) {
 // BenchmarkGrowKeyring: add, delete and lookup in a keyring of 1k, 16k,
 // 64k and 256k MKTs, for the sets of growConfigs.
 //
+// fill adds the size's MKTs to a new keyring (growFillAll).
+//
 // churn-sync and churn-async delete a batch of MKTs (synchronously, or
 // Async) and add them back, the set staying between n−n/16 and n MKTs;
 // add-ns and del-ns are the wall time per add and per delete,
@@ -251,6 +253,7 @@ func BenchmarkGrowKeyring(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/mkts=%s", set, size.name), func(b *testing.B) {
 				growGate(b, size)
 				cfgs := growConfigs(set, size.n)
+				b.Run("fill", func(b *testing.B) { growFillAll(b, cfgs) })
 				r := ao.NewKeyring(nil)
 				ms := growFill(b, r, cfgs)
 				runtime.GC()
@@ -274,6 +277,29 @@ func BenchmarkGrowKeyring(b *testing.B) {
 			})
 		}
 	}
+}
+
+// growFillAll adds cfgs to a new keyring, b.N times: add-ns is the wall
+// time per add as the keyring grows from empty to the size, max-add-ns
+// the longest single add (an index growing, a collection's assist, or the
+// process descheduled).
+func growFillAll(b *testing.B, cfgs []keys.AO) {
+	var total, worst time.Duration
+	b.ReportAllocs()
+	for range b.N {
+		r := ao.NewKeyring(nil)
+		start := time.Now()
+		for _, c := range cfgs {
+			t := time.Now()
+			if _, err := r.Add(c); err != nil {
+				b.Fatal(err)
+			}
+			worst = max(worst, time.Since(t))
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total)/float64(b.N*len(cfgs)), "add-ns")
+	b.ReportMetric(float64(worst), "max-add-ns")
 }
 
 func growChurn(b *testing.B, r *ao.Keyring, cfgs []keys.AO, ms []*ao.MKT, async bool) {

@@ -5,19 +5,23 @@
 // It promises:
 //   - [Map.Lookup] takes no lock and does not allocate, and its cost does not
 //     grow with the number of entries: for each prefix length present in the
-//     address's family, longest first, it makes one lookup in a lock-free
-//     hash (sync.Map, a hash-trie since Go 1.24) keyed by (masked address,
-//     length, tag);
-//   - [Map.Insert] and [Map.Delete] change only the entries they touch: no
-//     rebuild and no copy of the index, so they cost the same at ten entries
-//     and at a million;
+//     address's family, longest first, it makes one lookup in that length's
+//     lock-free open-addressing hash, keyed by (masked address, length,
+//     tag), which reads a slot and the node of the key it finds;
+//   - [Map.Insert] and [Map.Delete] change only the entries they touch: one
+//     slot of a hash and a few nodes of an ordered B-tree (its depth grows
+//     with the logarithm of the number of entries, and each node is one run
+//     of memory). The Insert that finds its length's hash half full builds
+//     that hash again, twice as large, from the hashes it keeps (without
+//     visiting the entries): a cost spread over the inserts before the next
+//     one;
 //   - prefixes are matched as Linux matches TCP-AO and TCP-MD5 keys:
 //     host bits are ignored, a 0-length prefix
 //     matches every address of its family and none of the other, and
 //     IPv4-mapped IPv6 prefixes and addresses are IPv4.
 //
-// The tag is for the user: TCP-AO indexes its MKTs by RecvID in one Map and
-// by SendID in another, TCP-MD5 uses tag 0 or the L3 index.
+// The tag is for the user; the keyrings use tag 0 and filter a prefix's
+// few values themselves.
 //
 // Lookup may visit a value that a concurrent Delete is removing, as a Linux
 // RCU reader may; the keyrings pin values with package reclaim before using
@@ -29,7 +33,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/bits"
-	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"sync"
@@ -47,26 +50,40 @@ var ErrPrefix = errors.New("prefixmap: invalid prefix")
 // The zero Map is empty and ready to use. A Map must not be copied after
 // first use.
 type Map[V any] struct {
-	idx  sync.Map            // key -> *node[V]
+	// idx holds, per family and prefix length, the hash from key to node
+	// (written under mu): a lookup's probes of the lengths with few
+	// prefixes stay within small tables. It is allocated by the first
+	// Insert, so that an empty Map stays small.
+	idx  atomic.Pointer[[2][129]index[V]]
 	lens [2][3]atomic.Uint64 // per family, bit b set if a prefix of length b is present (any tag)
 	n    atomic.Int64        // number of values
 
-	mu    sync.Mutex        // serialises writers; guards the fields below
-	count [2][129]int32     // per family and length, number of nodes
-	trees map[tree]*node[V] // per family and tag, the nodes ordered by (address, length)
+	mu    sync.Mutex         // serialises writers; guards the fields below
+	trees map[tree]*btree[V] // per family and tag, the nodes ordered by (address, length)
 }
 
 // node holds the values of one (prefix, tag). Readers see only key and
 // vals, which never change once the node is published: a writer that
 // changes the values of a (prefix, tag) publishes a new node in place of the
-// old one. The treap fields belong to the writers.
+// old one.
 type node[V any] struct {
 	key  key
 	vals []V  // newest first
 	one  [1]V // vals' backing array when it holds one value: one allocation, one cache miss less
+}
 
-	pri         uint32 // treap priority
-	left, right *node[V]
+// index returns the hash of k's family and length, allocating the
+// hashes if alloc; nil if they are not allocated. Writers only.
+func (m *Map[V]) index(k *key, alloc bool) *index[V] {
+	ix := m.idx.Load()
+	if ix == nil {
+		if !alloc {
+			return nil
+		}
+		ix = new([2][129]index[V])
+		m.idx.Store(ix)
+	}
+	return &ix[k.family()][k.bits()]
 }
 
 func newNode[V any](k key, vals []V) *node[V] {
@@ -93,19 +110,22 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 	n := &node[V]{key: k}
 	n.one[0] = v
 	n.vals = n.one[:]
-	if x, loaded := m.idx.LoadOrStore(k, n); loaded {
-		old := x.(*node[V])
+	x := m.index(&k, true)
+	if old := x.load(&k); old != nil {
 		vs := make([]V, 0, len(old.vals)+1)
-		m.replace(old, newNode(k, append(append(vs, v), old.vals...)))
+		m.replace(newNode(k, append(append(vs, v), old.vals...)))
 	} else {
-		n.pri = rand.Uint32()
+		x.store(n)
 		if m.trees == nil {
-			m.trees = make(map[tree]*node[V])
+			m.trees = make(map[tree]*btree[V])
 		}
-		t := k.tree()
-		m.trees[t] = insert(m.trees[t], n)
-		fam, b := k.family(), k.bits()
-		if m.count[fam][b]++; m.count[fam][b] == 1 {
+		t := m.trees[k.tree()]
+		if t == nil {
+			t = new(btree[V])
+			m.trees[k.tree()] = t
+		}
+		t.insert(n)
+		if fam, b := k.family(), k.bits(); x.live == 1 {
 			m.lens[fam][b/64].Or(1 << (b % 64))
 		}
 	}
@@ -124,11 +144,14 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	x, ok := m.idx.Load(k)
-	if !ok {
+	x := m.index(&k, false)
+	if x == nil {
 		return zero, false
 	}
-	n := x.(*node[V])
+	n := x.load(&k)
+	if n == nil {
+		return zero, false
+	}
 	i := 0
 	if match != nil {
 		i = slices.IndexFunc(n.vals, match)
@@ -138,17 +161,14 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 	}
 	v := n.vals[i]
 	if len(n.vals) > 1 {
-		m.replace(n, newNode(k, slices.Delete(slices.Clone(n.vals), i, i+1)))
+		m.replace(newNode(k, slices.Delete(slices.Clone(n.vals), i, i+1)))
 	} else {
-		m.idx.Delete(k)
-		t := k.tree()
-		if root := remove(m.trees[t], n); root != nil {
-			m.trees[t] = root
-		} else {
-			delete(m.trees, t)
+		x.remove(&k)
+		t := m.trees[k.tree()]
+		if t.remove(&k); t.len == 0 {
+			delete(m.trees, k.tree())
 		}
-		fam, b := k.family(), k.bits()
-		if m.count[fam][b]--; m.count[fam][b] == 0 {
+		if fam, b := k.family(), k.bits(); x.live == 0 {
 			m.lens[fam][b/64].And(^(1 << (b % 64)))
 		}
 	}
@@ -156,11 +176,10 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 	return v, true
 }
 
-// replace publishes n, which has old's key and new values, in old's place.
-func (m *Map[V]) replace(old, n *node[V]) {
-	t := n.key.tree()
-	m.trees[t] = replaceNode(m.trees[t], old, n)
-	m.idx.Store(n.key, n)
+// replace publishes n, with new values, in place of the node of its key.
+func (m *Map[V]) replace(n *node[V]) {
+	m.trees[n.key.tree()].set(n)
+	m.index(&n.key, true).store(n)
 }
 
 // Lookup calls fn for every value whose prefix contains addr and whose tag
@@ -183,6 +202,10 @@ func (m *Map[V]) Lookup(addr netip.Addr, tag uint32, fn func(p netip.Prefix, v V
 // every present prefix length up to maxLen, longest first. It reports
 // whether fn asked to go on.
 func (m *Map[V]) containing(k key, maxLen int, fn func(netip.Prefix, V) bool) bool {
+	ix := m.idx.Load()
+	if ix == nil {
+		return true
+	}
 	fam := k.family()
 	hi, lo := k.hi, k.lo
 	for w := maxLen / 64; w >= 0; w-- {
@@ -194,11 +217,14 @@ func (m *Map[V]) containing(k key, maxLen int, fn func(netip.Prefix, V) bool) bo
 			i := bits.Len64(set) - 1
 			set &^= 1 << i
 			k.setMasked(hi, lo, fam, w*64+i)
-			x, ok := m.idx.Load(k)
-			if !ok {
+			t := ix[fam][w*64+i].tab.Load()
+			if t == nil {
 				continue
 			}
-			n := x.(*node[V])
+			n := t.find(&k, t.hash(&k))
+			if n == nil {
+				continue
+			}
 			p := n.key.prefix()
 			for _, v := range n.vals {
 				if !fn(p, v) {
@@ -216,7 +242,7 @@ func (m *Map[V]) containing(k key, maxLen int, fn func(netip.Prefix, V) bool) bo
 // returns false. It is the check Linux makes before adding a key (RFC 5925
 // §3.1: IDs of MKTs must not overlap where their connection identifiers
 // do). It costs one hash lookup per present prefix length plus a walk of an
-// ordered tree that visits only the entries inside p.
+// ordered tree (a B-tree) that visits only the entries inside p.
 //
 // Overlaps holds the Map's writer lock while it runs: fn must not call
 // Insert or Delete on the same Map.
@@ -236,7 +262,7 @@ func (m *Map[V]) Overlaps(p netip.Prefix, tag uint32, fn func(p netip.Prefix, v 
 	} else {
 		last.hi, last.lo = k.hi|^maskHi(ipv6, k.bits()), k.lo|^maskLo(ipv6, k.bits())
 	}
-	inside(m.trees[k.tree()], k, last, func(n *node[V]) bool {
+	m.trees[k.tree()].inside(k, last, func(n *node[V]) bool {
 		if n.key.bits() == k.bits() { // p itself was visited above
 			return true
 		}
@@ -271,7 +297,7 @@ func (m *Map[V]) Range(fn func(p netip.Prefix, tag uint32, v V) bool) {
 	})
 	for _, t := range ts {
 		first, last := key{}, key{hi: ^uint64(0), lo: ^uint64(0), meta: ^uint32(0)}
-		ok := inside(m.trees[t], first, last, func(n *node[V]) bool {
+		ok := m.trees[t].inside(first, last, func(n *node[V]) bool {
 			p := n.key.prefix()
 			for _, v := range n.vals {
 				if !fn(p, t.tag, v) {
@@ -306,8 +332,8 @@ func keyOf(p netip.Prefix, tag uint32) (key, bool) {
 }
 
 // key is what the hash is keyed by: a masked address, its prefix length,
-// family and tag. It is a fixed-size comparable struct with no padding and
-// no pointers, so sync.Map hashes its 24 bytes and Load does not allocate.
+// family and tag: a fixed-size comparable struct with no pointers, compared
+// with == and hashed by its words.
 type key struct {
 	hi, lo uint64 // the address; IPv4 in the low 32 bits of lo
 	tag    uint32

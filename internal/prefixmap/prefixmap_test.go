@@ -301,7 +301,7 @@ func randPrefix(r *rand.Rand) netip.Prefix {
 }
 
 // TestAgainstNaive runs random inserts and deletes and compares every
-// Lookup and Overlaps with the O(n) implementation, and checks the treaps.
+// Lookup and Overlaps with the O(n) implementation, and checks the B-trees.
 func TestAgainstNaive(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var m Map[string]
@@ -331,27 +331,8 @@ func TestAgainstNaive(t *testing.T) {
 			t.Fatalf("step %d: Overlaps(%v, %d) =\n %q, want\n %q", i, p, tag, got, want)
 		}
 	}
-	for id, root := range m.trees {
-		checkTreap(t, id, root)
-	}
-}
-
-func checkTreap(t *testing.T, id tree, n *node[string]) {
-	t.Helper()
-	for _, c := range []*node[string]{n.left, n.right} {
-		if c == nil {
-			continue
-		}
-		if c.pri > n.pri {
-			t.Fatalf("tree %v: heap order broken", id)
-		}
-		if c.key.tree() != id {
-			t.Fatalf("tree %v holds a node of tree %v", id, c.key.tree())
-		}
-		checkTreap(t, id, c)
-	}
-	if n.left != nil && compare(&n.left.key, &n.key) >= 0 || n.right != nil && compare(&n.right.key, &n.key) <= 0 {
-		t.Fatalf("tree %v: search order broken", id)
+	for id, tr := range m.trees {
+		checkBTree(t, id, tr)
 	}
 }
 
