@@ -49,6 +49,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/mac"
@@ -157,10 +158,12 @@ type shard struct {
 	_    [cacheline.Size]byte
 }
 
-// entry is one table slot. Free: alg == nil. Held: refs > 0. Released
-// but some shard's context not yet wiped (its holder had not ended): alg
-// set, refs == 0; such a slot is neither shared nor reused until the
-// wipe is done.
+// entry is one table slot. Free: alg == nil. Held: refs > 0. Idle: alg
+// set, refs == 0, its contexts wiped (or about to be, after their
+// holder's End) but kept: the next Alloc of alg takes the slot back, so
+// a keyring whose keys of one algorithm come and go neither fills the
+// table nor allocates contexts again; an Alloc of another algorithm that
+// finds no free slot takes an idle one over.
 type entry struct {
 	alg     *mac.Algorithm
 	refs    int // Alloc references, and one per leased context
@@ -185,6 +188,9 @@ type Pool struct {
 	mu      sync.Mutex
 	limit   int // slots Alloc may use: tableSize, fewer in tests
 	entries [tableSize]entry
+	// live says which slots are held (refs > 0), for Start, which reads
+	// it without mu: an idle slot's contexts are not handed out.
+	live    [tableSize]atomic.Bool
 	cleanup sync.WaitGroup // background wipes started by Release
 }
 
@@ -242,27 +248,62 @@ func (p *Pool) Alloc(alg *mac.Algorithm, scratchSize int) (ID, error) {
 	free := -1
 	for i := 0; i < p.limit; i++ {
 		e := &p.entries[i]
-		if e.alg == alg && e.refs > 0 {
+		if e.alg == alg && e.backend == p.backend {
 			p.scratch.Reserve(scratchSize)
 			e.refs++
+			p.live[i].Store(true)
 			return ID(i), nil
 		}
 		if e.alg == nil && free < 0 {
 			free = i
 		}
 	}
-	if free < 0 {
-		return -1, fmt.Errorf("%w: %d algorithms held or being released", ErrPoolFull, p.limit)
-	}
 	b := p.backend
-	// The slot is free: no shard's request for it is in use, and none
-	// can be until the ID is handed out, which happens after these writes.
-	for i := range p.shards {
-		p.shards[i].reqs[free].MAC = newContext(alg, b)
+	if free >= 0 {
+		// The slot was never used: no shard's request for it is in use,
+		// no wipe is pending, and Start reads its context only once live
+		// says so, which is stored after these writes.
+		for i := range p.shards {
+			p.shards[i].reqs[free].MAC = newContext(alg, b)
+		}
+	} else if free = p.evict(alg, b); free < 0 {
+		return -1, fmt.Errorf("%w: %d algorithms held", ErrPoolFull, p.limit)
 	}
 	p.scratch.Reserve(scratchSize)
 	p.entries[free] = entry{alg: alg, refs: 1, backend: b}
+	p.live[free].Store(true)
 	return ID(free), nil
+}
+
+// evict gives an idle slot to alg: under every shard's lock at once it
+// drops the slot's contexts and puts new ones of alg in backend b, so
+// that a wipe still pending for the slot (wipeLater) sees either. It
+// returns the slot, or -1 if none is idle with every shard free now; p.mu
+// is held. It never waits for a shard.
+func (p *Pool) evict(alg *mac.Algorithm, b Backend) int {
+	for i := 0; i < p.limit; i++ {
+		if e := &p.entries[i]; e.alg == nil || e.refs > 0 {
+			continue
+		}
+		locked := 0
+		for locked < len(p.shards) && p.shards[locked].mu.TryLock() {
+			locked++
+		}
+		if locked == len(p.shards) {
+			for j := range p.shards {
+				p.shards[j].drop(ID(i))
+				p.shards[j].reqs[i].MAC = newContext(alg, b)
+			}
+			p.entries[i] = entry{}
+		}
+		for j := 0; j < locked; j++ {
+			p.shards[j].mu.Unlock()
+		}
+		if p.entries[i].alg == nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // newContext returns a context of alg in backend b.
@@ -282,12 +323,13 @@ func (p *Pool) held(id ID) *entry {
 }
 
 // Release drops one reference, like tcp_sigpool_release(). When the last
-// one goes, every shard's context for the algorithm is wiped and the slot
-// freed. A shard whose request is in use at that moment (a Start whose
-// End has not come yet) is not disturbed: its context is wiped right after
-// that End, by a background goroutine, and the slot becomes free only
-// then. Release itself never waits, so it may be called between Start and
-// End. An ID that is not held is [ErrNotAllocated].
+// one goes, every shard's context for the algorithm is wiped, its Start is
+// [ErrNotAllocated], and the slot is idle: kept for the next Alloc of the
+// algorithm, or taken over by another. A shard whose request is in use at
+// that moment (a Start whose End has not come yet) is not disturbed: its
+// context is wiped right after that End, by a background goroutine.
+// Release itself never waits, so it may be called between Start and End.
+// An ID that is not held is [ErrNotAllocated].
 func (p *Pool) Release(id ID) error {
 	if p == nil {
 		return ErrNotAllocated
@@ -302,29 +344,28 @@ func (p *Pool) Release(id ID) error {
 	return nil
 }
 
-// unref drops one reference of id's entry e and frees the slot with the
-// last one; p.mu is held.
+// unref drops one reference of id's entry e and makes the slot idle with
+// the last one; p.mu is held.
 func (p *Pool) unref(id ID, e *entry) {
 	if e.refs--; e.refs > 0 {
 		return
 	}
+	p.live[id].Store(false)
 	e.free, e.leased = nil, nil // wiped when returned
 	var busy []*shard
 	for i := range p.shards {
 		sh := &p.shards[i]
 		if sh.mu.TryLock() {
-			sh.drop(id)
+			sh.wipe(id)
 			sh.mu.Unlock()
 		} else {
 			busy = append(busy, sh)
 		}
 	}
-	if len(busy) == 0 {
-		*e = entry{}
-		return
+	if len(busy) > 0 {
+		p.cleanup.Add(1)
+		go p.wipeLater(id, busy)
 	}
-	p.cleanup.Add(1)
-	go p.wipeLater(id, busy)
 }
 
 // Lease hands out a context of id's algorithm, in the pool's backend,
@@ -392,17 +433,25 @@ func (p *Pool) Return(id ID, c *mac.Context) error {
 }
 
 // wipeLater wipes the contexts that Release found in use, waiting for each
-// shard's current holder to End, then frees the slot.
+// shard's current holder to End. (Wiping a context between two messages
+// is harmless, should the slot be held again by then.)
 func (p *Pool) wipeLater(id ID, busy []*shard) {
 	defer p.cleanup.Done()
 	for _, sh := range busy {
 		sh.mu.Lock()
-		sh.drop(id)
+		sh.wipe(id)
 		sh.mu.Unlock()
 	}
-	p.mu.Lock()
-	p.entries[id] = entry{}
-	p.mu.Unlock()
+}
+
+// wipe clears the shard's context and spare key for id, keeping them;
+// sh.mu must be held.
+func (sh *shard) wipe(id ID) {
+	r := &sh.reqs[id]
+	if r.MAC != nil {
+		r.MAC.Wipe()
+	}
+	r.Spare.Wipe()
 }
 
 // drop wipes and forgets the shard's context for id; sh.mu must be held.
@@ -454,7 +503,8 @@ func (p *Pool) StartHint(id ID, hint uint32) (*Request, error) {
 
 func (p *Pool) take(sh *shard, id ID) (*Request, error) {
 	r := &sh.reqs[id]
-	if r.MAC == nil {
+	// live first: it is stored after Alloc writes a new slot's contexts.
+	if !p.live[id].Load() || r.MAC == nil {
 		sh.mu.Unlock()
 		return nil, ErrNotAllocated
 	}

@@ -108,19 +108,22 @@ func TestRefcount(t *testing.T) {
 		}
 		sign(t, p, id, template(t, sha256, []byte("k")), []byte("k"), nil) // still usable
 	}
+	kept := contexts(p, id)
 	p.Release(id)
 	if entryAlgorithm(p, id) != nil {
 		t.Fatal("entry still held after the last Release")
 	}
-	for i := range p.shards {
-		if p.shards[i].reqs[id].MAC != nil {
-			t.Fatalf("shard %d still has a context after the last Release", i)
-		}
-	}
-	// Release to zero, then Alloc again: a fresh entry that works.
+	idleWiped(t, p, id, sha256) // nothing key-derived left, Start refused
+	// Release to zero, then Alloc again: the idle slot back, its wiped
+	// contexts reused, working.
 	id5, err := p.Alloc(sha256, 0)
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || id5 != id {
+		t.Fatalf("Alloc after the last Release: %v, %v; want the idle slot %v back", id5, err, id)
+	}
+	for i, c := range contexts(p, id5) {
+		if c != kept[i] {
+			t.Fatalf("shard %d: a new context for the idle slot taken back", i)
+		}
 	}
 	raw := []byte("key")
 	if got, want := sign(t, p, id5, template(t, sha256, raw), raw, []byte("m")), direct(t, sha256, raw, []byte("m")); !bytes.Equal(got, want) {
@@ -134,9 +137,11 @@ func TestRefcount(t *testing.T) {
 	p.Release(id5)
 	p.Release(id3)
 	p.Release(id3)
-	for i, e := range p.entries {
-		if e.alg != nil || e.refs != 0 || e.free != nil {
-			t.Fatalf("slot %d not free at the end: %+v", i, e)
+	idleWiped(t, p, id5, sha256)
+	idleWiped(t, p, id3, sha1)
+	for i := range p.entries {
+		if e := p.entries[i]; e.refs != 0 || e.free != nil || p.live[i].Load() {
+			t.Fatalf("slot %d held at the end: %+v", i, e)
 		}
 	}
 }
@@ -167,34 +172,52 @@ func TestPoolFull(t *testing.T) {
 	t.Logf("full-table error: %v", err)
 }
 
-// TestTableFull fills the real table. There are fewer algorithms than
-// slots, so it fills the slots with entries whose cleanup is pending
-// (released while a request was in use): they are neither shared nor free.
+// TestTableFull fills the table with held entries (fewer slots than
+// algorithms: the table is cut to len(allAlgorithms())-1): Alloc of one
+// more algorithm is ErrPoolFull, a held entry is still shared; once every
+// entry is idle (released, kept), Alloc of the missing algorithm takes
+// one over, and the others stay idle, kept for their algorithms.
 func TestTableFull(t *testing.T) {
-	p := mustNew(Config{Shards: 1})
-	a := lookup(t, "hmac(sha1)")
-	keep, err := p.Alloc(a, 0) // the request we hold blocks every cleanup
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := mustStart(p, keep)
-	for i := 1; i < tableSize; i++ {
-		id, err := p.Alloc(lookup(t, "hmac(md5)"), 0)
+	algs := allAlgorithms()
+	p := mustNew(Config{Shards: 2})
+	p.limit = len(algs) - 1
+	ids := make([]ID, p.limit)
+	for i, a := range algs[:p.limit] {
+		id, err := p.Alloc(a, 0)
 		if err != nil {
 			t.Fatalf("slot %d: %v", i, err)
 		}
-		p.Release(id) // cleanup waits for our End: the slot stays taken
+		ids[i] = id
 	}
-	if _, err := p.Alloc(lookup(t, "hmac(md5)"), 0); !errors.Is(err, ErrPoolFull) {
-		t.Fatalf("got %v, want ErrPoolFull", err)
+	last := algs[p.limit]
+	if _, err := p.Alloc(last, 0); !errors.Is(err, ErrPoolFull) {
+		t.Fatalf("Alloc into a table of held entries: %v, want ErrPoolFull", err)
 	}
-	if id, err := p.Alloc(a, 0); err != nil || id != keep {
+	if id, err := p.Alloc(algs[0], 0); err != nil || id != ids[0] {
 		t.Fatalf("a held entry must still be shared: %v %v", id, err)
 	}
-	r.End()
-	p.cleanup.Wait()
-	if _, err := p.Alloc(lookup(t, "hmac(md5)"), 0); err != nil {
-		t.Fatalf("after the cleanups: %v", err)
+	p.Release(ids[0])
+	for i, id := range ids {
+		p.Release(id)
+		idleWiped(t, p, id, algs[i])
+	}
+	id, err := p.Alloc(last, 0)
+	if err != nil {
+		t.Fatalf("Alloc into a table of idle entries: %v", err)
+	}
+	if r := mustStart(p, id); r.MAC.Algorithm() != last {
+		t.Fatalf("the slot taken over has a context of %v, want %v", r.MAC.Algorithm(), last)
+	} else {
+		r.End()
+	}
+	raw := keyFor(last, 3)
+	if got, want := sign(t, p, id, template(t, last, raw), raw, []byte("m")), direct(t, last, raw, []byte("m")); !bytes.Equal(got, want) {
+		t.Fatalf("the slot taken over: %x want %x", got, want)
+	}
+	for i, old := range ids {
+		if old != id {
+			idleWiped(t, p, old, algs[i])
+		}
 	}
 }
 
@@ -412,31 +435,30 @@ func TestReleaseWhileInUse(t *testing.T) {
 		done <- sum
 	}()
 	r := <-started
+	held := r.MAC
 	p.Release(id) // must not wait for the holder: it only continues after this
 	if entryAlgorithm(p, id) != nil {
 		t.Fatal("released ID still reported held")
 	}
-	if r.MAC == nil {
-		t.Fatal("the held request was dropped under its holder")
+	if _, err := p.Start(id); !errors.Is(err, ErrNotAllocated) {
+		t.Fatalf("Start of a released ID: %v, want ErrNotAllocated", err)
 	}
-	if _, err := p.Alloc(lookup(t, "hmac(sha1)"), 0); err != nil { // the slot being cleaned is not reused
-		t.Fatal(err)
+	// Another algorithm gets a free slot; the idle one, whose shard is
+	// held, is neither its nor handed out again.
+	if id2, err := p.Alloc(lookup(t, "hmac(sha1)"), 0); err != nil || id2 == id {
+		t.Fatalf("Alloc of another algorithm: %v, %v (released slot %v)", id2, err, id)
 	}
 	if entryAlgorithm(p, id) != nil {
-		t.Fatal("a slot still being cleaned was handed out again")
+		t.Fatal("the idle slot was handed out again")
 	}
 	close(released)
 	if sum := <-done; !bytes.Equal(sum, want) {
 		t.Fatalf("holder's MAC %x want %x", sum, want)
 	}
 	p.cleanup.Wait()
-	for i := range p.shards {
-		if p.shards[i].reqs[id].MAC != nil {
-			t.Fatalf("shard %d context not dropped after End", i)
-		}
-	}
-	if e := p.entries[id]; e.alg != nil || e.refs != 0 || e.free != nil {
-		t.Fatalf("slot not freed after cleanup: %+v", e)
+	idleWiped(t, p, id, a) // the held context too, after its End
+	if c := contexts(p, id); c[r.sh.idx] != held {
+		t.Fatal("the held context was replaced, not wiped")
 	}
 }
 
@@ -448,16 +470,20 @@ func TestReleaseByHolder(t *testing.T) {
 	ia, _ := p.Alloc(a, 0)
 	ib, _ := p.Alloc(b, 0)
 	r := mustStart(p, ia)
-	p.Release(ib)
-	if _, err := p.Alloc(b, 0); err != nil {
-		t.Fatal(err)
+	p.Release(ib) // b's context is in the held shard: wiped after End
+	if id, err := p.Alloc(b, 0); err != nil || id != ib {
+		t.Fatalf("Alloc of b again: %v, %v; want its idle slot %v", id, err, ib)
 	}
-	p.Release(ia)
+	p.Release(ia) // the held request's own entry, from its holder
 	r.End()
 	p.cleanup.Wait()
-	if p.shards[0].reqs[ia].MAC != nil {
-		t.Fatal("context not dropped")
+	idleWiped(t, p, ia, a)
+	raw := keyFor(b, 1) // b, held again, still works after the late wipe
+	if got, want := sign(t, p, ib, template(t, b, raw), raw, []byte("m")), direct(t, b, raw, []byte("m")); !bytes.Equal(got, want) {
+		t.Fatalf("b after the wipe: %x want %x", got, want)
 	}
+	p.Release(ib)
+	idleWiped(t, p, ib, b)
 }
 
 // TestMisuse: every careless call gets ErrNotAllocated or ErrBackend,
@@ -580,7 +606,7 @@ func mustStartHint(p *Pool, id ID, hint uint32) *Request {
 
 // TestLease leases a context, returns it and leases again: the second
 // lease reuses the wiped context; a lease keeps the entry held past the
-// last Release, and Return then frees the slot.
+// last Release, and Return then makes the slot idle.
 func TestLease(t *testing.T) {
 	p := mustNew(Config{Shards: 2})
 	sha1 := lookup(t, "hmac(sha1)")
@@ -626,9 +652,7 @@ func TestLease(t *testing.T) {
 	if entryAlgorithm(p, id) != nil {
 		t.Fatal("entry still held after the last lease came back")
 	}
-	if _, err := p.Lease(id); !errors.Is(err, ErrNotAllocated) {
-		t.Fatalf("Lease of a freed ID: %v", err)
-	}
+	idleWiped(t, p, id, sha1) // Lease of it is ErrNotAllocated too
 	var nilPool *Pool
 	if _, err := nilPool.Lease(0); !errors.Is(err, ErrNotAllocated) {
 		t.Fatal(err)
