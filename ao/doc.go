@@ -24,12 +24,8 @@
 //     TIME-WAIT) is held, a [TrafficKey] from the ISNs the stack still
 //     knows otherwise (see the example for Linux's choice of key).
 //
-// A Conn keeps what is its own: its traffic keys, as prepared keyed
-// state, its SNEs and its current and RNext keys. Each segment's working
-// MAC context and scratch are a shard's of the keyring's pool (package
-// sigpool, the one owner of working MAC state), so a connection costs no
-// context of its own; [Policy.LeaseContexts] trades memory for the
-// shard's lock instead, keeping a leased context per direction.
+// A Conn keeps its traffic keys, SNEs and roles; each segment's working
+// context is a sigpool shard's ([Policy.LeaseContexts] keeps one leased).
 //
 // Segments come as whole IPv4/IPv6 packets or as TCP segments with their
 // addresses (see [segment.Segment]) and a TCP-AO option the stack laid out

@@ -3,10 +3,8 @@
 // the others Linux accepts, and draft-ietf-tcpm-tcp-ao-algs-07's
 // HMAC-SHA256-128 and KMAC256-128) and the keyed MD5 of TCP-MD5 (RFC 2385).
 //
-// Most programs do not need it: they sign and verify with packages ao
-// (TCP-AO), md5sig (TCP-MD5) or packetauth (whole IP packets), which take
-// the algorithm by name in a keys.AO; [Names] lists the names. This
-// package is for the layers below those and for checking an algorithm.
+// Most programs sign and verify with ao, md5sig or packetauth, which take
+// the algorithm by name ([Names] lists them); this package is below them.
 //
 // Algorithms are named as Linux names them ("hmac(sha1)", "cmac(aes128)",
 // ...), the draft's in lower case ("kmac256-128"); an [Algorithm] also
@@ -31,10 +29,8 @@
 // After warm-up nothing of a cloning context allocates per message (a
 // re-keying CMAC context does: crypto/aes allocates its key schedule).
 //
-// This package keeps no working state of its own: contexts are made by
-// their users, in tcpsig by package sigpool alone, and a key schedule
-// runs on a context ([Context.Schedule]; [Key.Init] makes a context for
-// the one call).
+// It keeps no working state: sigpool makes the contexts, and a key
+// schedule runs on one ([Context.Schedule]).
 //
 // In order: [Lookup] an algorithm by name; [Key.Init] (or
 // [Context.Schedule]) a template per key;

@@ -1,13 +1,8 @@
 // Package sigpool is a per-CPU-sharded pool of MAC contexts and scratch
 // buffers, the Go form of Linux's tcp_sigpool (net/ipv4/tcp_sigpool.c).
-// It is the one owner of tcpsig's working MAC state: every MAC, traffic
-// key derivation and key schedule runs on a context of a pool, and every
-// scratch buffer is a pool's. A call takes one shard's request for the
-// message (a connection's segment, a TCP-MD5 digest, a derivation); a
-// connection that asks to keep a context between segments leases one.
-// Each key holds a reference on its algorithm's entry, taken when the key
-// is added and dropped when it is wiped: the entry and its contexts go
-// with the algorithm's last key.
+// It owns all of tcpsig's working MAC state: every MAC, derivation and
+// key schedule runs on a shard's request (or a lease), and each key holds
+// a reference on its algorithm's entry from its add to its wipe.
 //
 // Most programs do not need it: the keyrings of packages ao and md5sig
 // compute through [Default] unless given a pool (ao.NewKeyring(pool)),
