@@ -17,13 +17,7 @@ import (
 // connection its local ISN; before it, nothing else can be signed
 // ([ErrNoISN]). A RST is signed like any other segment.
 func (c *Conn) Sign(seg *segment.Segment) error {
-	if c == nil || c.ring == nil {
-		return ErrNotInitialized
-	}
-	if c.closed.Load() {
-		return ErrConnClosed
-	}
-	if err := seg.Check(); err != nil {
+	if err := c.usable(seg); err != nil {
 		return err
 	}
 	m := c.current.Load()
@@ -35,6 +29,18 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 		return c.signAgain(m, seg, err)
 	}
 	return err
+}
+
+// usable is what Sign and Verify ask first: a set-up, open connection
+// and a parsed segment.
+func (c *Conn) usable(seg *segment.Segment) error {
+	if c == nil || c.ring == nil {
+		return ErrNotInitialized
+	}
+	if c.closed.Load() {
+		return ErrConnClosed
+	}
+	return seg.Check()
 }
 
 // signWith signs seg with current key m: it labels the option before
@@ -131,13 +137,7 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 // of our SendIDs, that MKT becomes the current key. A nil error means
 // the segment may be processed.
 func (c *Conn) Verify(seg *segment.Segment) error {
-	if c == nil || c.ring == nil {
-		return ErrNotInitialized
-	}
-	if c.closed.Load() {
-		return ErrConnClosed
-	}
-	if err := seg.Check(); err != nil {
+	if err := c.usable(seg); err != nil {
 		return err
 	}
 	if seg.Auth().MD5 > 0 {
