@@ -1,6 +1,7 @@
 package tcpsig_test
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -42,16 +43,20 @@ func floorOf(dir string) int {
 	return engineFloor
 }
 
-func TestNoImportRunsBackUp(t *testing.T) {
+// walkImports calls fn with the imports of every non-test Go file under
+// root (hidden directories and testdata skipped) and returns how many
+// files it read.
+func walkImports(t *testing.T, root string, fn func(path string, f *ast.File)) int {
+	t.Helper()
 	fset := token.NewFileSet()
 	files := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		name := d.Name()
 		if d.IsDir() {
-			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata") {
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata") {
 				return filepath.SkipDir
 			}
 			return nil
@@ -64,6 +69,17 @@ func TestNoImportRunsBackUp(t *testing.T) {
 			return err
 		}
 		files++
+		fn(path, f)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func TestNoImportRunsBackUp(t *testing.T) {
+	files := walkImports(t, ".", func(path string, f *ast.File) {
 		dir := filepath.ToSlash(filepath.Dir(path))
 		from := floorOf(dir)
 		for _, imp := range f.Imports {
@@ -76,11 +92,7 @@ func TestNoImportRunsBackUp(t *testing.T) {
 				t.Errorf("%s (%s) imports %s (%s)", path, floorNames[from], rest, floorNames[to])
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if files < 100 {
 		t.Fatalf("read %d files: not the whole tree", files)
 	}
@@ -96,27 +108,7 @@ var vectorImports = []string{"harness/capture"}
 // of the floors above, only vectorImports: a loader is usable by any test
 // without pulling in an application or the lab.
 func TestVectorsAreDataAndLoaders(t *testing.T) {
-	fset := token.NewFileSet()
-	files := 0
-	err := filepath.WalkDir("testvectors", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if strings.HasPrefix(name, ".") || name == "testdata" {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		files++
+	files := walkImports(t, "testvectors", func(path string, f *ast.File) {
 		if f.Name.Name == "main" {
 			t.Errorf("%s is a program (package main): programs that make the data belong in harness/", path)
 		}
@@ -128,11 +120,7 @@ func TestVectorsAreDataAndLoaders(t *testing.T) {
 			}
 			t.Errorf("%s imports %s (%s): testvectors/ may import the engine and %v", path, rest, floorNames[floorOf(rest)], vectorImports)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if files < 5 {
 		t.Fatalf("read %d files of testvectors/: not the whole folder", files)
 	}
@@ -145,25 +133,8 @@ func TestVectorsAreDataAndLoaders(t *testing.T) {
 var metricsImporters = []string{"shim", "cmd/tcpsig"}
 
 func TestOnlyTheShimImportsPrometheus(t *testing.T) {
-	fset := token.NewFileSet()
 	seen := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
+	walkImports(t, ".", func(path string, f *ast.File) {
 		dir := filepath.ToSlash(filepath.Dir(path))
 		allowed := false
 		for _, a := range metricsImporters {
@@ -181,11 +152,7 @@ func TestOnlyTheShimImportsPrometheus(t *testing.T) {
 				t.Errorf("%s imports %s: only %v may import the Prometheus client", path, p, metricsImporters)
 			}
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if seen == 0 {
 		t.Error("no file imports the Prometheus client: the shim's metrics are gone, or this test no longer finds them")
 	}

@@ -127,7 +127,8 @@ func TestMisuse(t *testing.T) {
 func realArg(typ reflect.Type) (reflect.Value, bool) {
 	src, dst := netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("192.0.2.2")
 	pkt, err := segment.AppendPacket(nil, segment.IP{Src: src, Dst: dst},
-		segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1000, Flags: segment.SYN, Window: 65535}, []byte("x"), ao.AppendOption(nil, 12))
+		segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1000, Flags: segment.SYN, Window: 65535,
+			Options: [][]byte{ao.AppendOption(nil, 12)}}, []byte("x"))
 	if err != nil {
 		panic(err)
 	}

@@ -12,8 +12,8 @@ import (
 
 // tcpHeader lays out a TCP header with a TCP-AO option, as a stack would.
 func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, maclen int) []byte {
-	return segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535},
-		ao.AppendOption(nil, maclen))
+	return segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535,
+		Options: [][]byte{ao.AppendOption(nil, maclen)}})
 }
 
 // A client and a server stack sign and verify the first segments of a

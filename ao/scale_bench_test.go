@@ -420,8 +420,8 @@ func growRings(b *testing.B, alg string, client, peer netip.Prefix) (cring, srin
 func growSeg(b *testing.B, buf []byte, src, dst netip.AddrPort, seq, ack uint32, flags segment.Flags, maclen int, frags [][]byte) segment.Segment {
 	b.Helper()
 	var opt [segment.MaxOptionsLen]byte
-	tcp := segment.AppendTCP(buf[:0], segment.Fields{SrcPort: src.Port(), DstPort: dst.Port(), Seq: seq, Ack: ack, Flags: flags, Window: 65535},
-		ao.AppendOption(opt[:0], maclen))
+	tcp := segment.AppendTCP(buf[:0], segment.Fields{SrcPort: src.Port(), DstPort: dst.Port(), Seq: seq, Ack: ack, Flags: flags, Window: 65535,
+		Options: [][]byte{ao.AppendOption(opt[:0], maclen)}})
 	s, err := segment.FromTCP(src.Addr(), dst.Addr(), tcp, frags...)
 	if err != nil {
 		b.Fatal(err)

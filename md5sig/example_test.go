@@ -17,7 +17,8 @@ func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, md5 bo
 	if md5 {
 		opt = md5sig.AppendOption(nil)
 	}
-	return segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535}, opt)
+	return segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535,
+		Options: [][]byte{opt}})
 }
 
 // A BGP speaker and its peer, each with a key for the other: the speaker

@@ -23,7 +23,8 @@ func tcpHeader(sport, dport uint16, seq, ack uint32, flags segment.Flags, md5 bo
 	if md5 {
 		opt = AppendOption(nil)
 	}
-	h := segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535}, opt, extra)
+	h := segment.AppendTCP(nil, segment.Fields{SrcPort: sport, DstPort: dport, Seq: seq, Ack: ack, Flags: flags, Window: 65535,
+		Options: [][]byte{opt, extra}})
 	binary.BigEndian.PutUint16(h[16:], 0xbeef) // a checksum the digest must ignore
 	return h
 }

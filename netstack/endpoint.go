@@ -155,17 +155,14 @@ func (e *Endpoint) outbound(p *stack.PacketBuffer, scratch *[]byte) *stack.Packe
 	if b == nil {
 		b = flatten(p, scratch)
 	}
-	raw := b[link:]
-	v := buffer.NewViewSize(link + len(raw) + e.layer.Overhead())
-	w := v.AsSlice()
-	copy(w, b[:link])
-	out, err := e.layer.Outbound(w[link:link], raw)
-	switch v = e.result(v, w, link, raw, out, err); v {
+	v := e.pass(b, link, e.layer.Overhead(), e.layer.Outbound)
+	switch v {
 	case nil:
 		return nil
 	case untouched:
 		return p.IncRef()
 	}
+	out := v.AsSlice()[link:]
 	q := stack.NewPacketBuffer(stack.PacketBufferOptions{Payload: buffer.MakeWithView(v)})
 	consumeHeaders(q, link, out)
 	q.NetworkProtocolNumber = p.NetworkProtocolNumber
@@ -190,12 +187,8 @@ func (e *Endpoint) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, p *st
 		defer scratches.Put(scratch)
 		b = flatten(p, scratch)
 	}
-	raw := b[link:]
-	v := buffer.NewViewSize(link + len(raw))
-	w := v.AsSlice()
-	copy(w, b[:link])
-	out, err := e.layer.Inbound(w[link:link], raw)
-	switch v = e.result(v, w, link, raw, out, err); v {
+	v := e.pass(b, link, 0, e.layer.Inbound)
+	switch v {
 	case nil:
 		return
 	case untouched:
@@ -213,14 +206,21 @@ func (e *Endpoint) DeliverNetworkPacket(proto tcpip.NetworkProtocolNumber, p *st
 	q.DecRef()
 }
 
-// untouched is what result returns for a packet the layer left alone.
+// untouched is what pass returns for a packet the layer left alone.
 var untouched = new(buffer.View)
 
-// result turns what the layer returned for raw into the view to send on:
-// v (whose slice w holds the link header, then the layer's output), a
-// copy if the layer had to grow its output elsewhere, nil for a refused
-// packet (counted), or untouched for raw itself.
-func (e *Endpoint) result(v *buffer.View, w []byte, link int, raw, out []byte, err error) *buffer.View {
+// pass runs b (link bytes of link header, then an IP packet) through fn,
+// the layer's Outbound or Inbound, and returns the view to send on: the
+// link header, then the layer's output, in a view with room bytes more
+// than b for the layer to grow into (or a copy if it had to grow its
+// output elsewhere); nil for a refused packet (counted); untouched for b
+// itself.
+func (e *Endpoint) pass(b []byte, link, room int, fn func(dst, pkt []byte) ([]byte, error)) *buffer.View {
+	raw := b[link:]
+	v := buffer.NewViewSize(len(b) + room)
+	w := v.AsSlice()
+	copy(w, b[:link])
+	out, err := fn(w[link:link], raw)
 	switch {
 	case err != nil || len(out) == 0 && len(raw) > 0:
 		v.Release()

@@ -40,8 +40,9 @@ func Example_keyfile() {
 	local := netip.MustParseAddr("192.0.2.1")
 	for _, peer := range []string{"198.51.100.2", "198.51.100.3", "198.51.100.4"} {
 		syn, _ := segment.AppendPacket(nil, segment.IP{Src: local, Dst: netip.MustParseAddr(peer)},
-			segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1000, Flags: segment.SYN, Window: 65535},
-			nil, []byte{2, 4, 0x05, 0xb4})
+			segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1000, Flags: segment.SYN, Window: 65535,
+				Options: [][]byte{{2, 4, 0x05, 0xb4}}},
+			nil)
 		wire, err := l.Outbound(nil, syn)
 		if err != nil {
 			log.Fatal(err)

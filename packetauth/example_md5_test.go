@@ -34,7 +34,7 @@ func Example_md5() {
 
 	pkt, err := segment.AppendPacket(nil, segment.IP{Src: speaker, Dst: peer},
 		segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1001, Ack: 5001, Flags: segment.ACK | segment.PSH, Window: 65535},
-		[]byte("OPEN message"), nil)
+		[]byte("OPEN message"))
 	if err != nil {
 		log.Fatal(err)
 	}

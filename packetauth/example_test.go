@@ -36,8 +36,9 @@ func Example() {
 
 	// The client stack's SYN: MSS 1460, nothing else.
 	syn, _ := segment.AppendPacket(nil, segment.IP{Src: client, Dst: server},
-		segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1000, Flags: segment.SYN, Window: 65535},
-		nil, []byte{2, 4, 0x05, 0xb4})
+		segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1000, Flags: segment.SYN, Window: 65535,
+			Options: [][]byte{{2, 4, 0x05, 0xb4}}},
+		nil)
 	wire, err := a.Outbound(make([]byte, 0, 128), syn)
 	if err != nil {
 		log.Fatal(err)

@@ -50,8 +50,9 @@ func TestHandshakeFollowsConn(t *testing.T) {
 	defer forger.Close()
 	var opt [20]byte
 	early, err := segment.AppendPacket(nil, segment.IP{Src: p.a.ap.Addr(), Dst: p.b.ap.Addr()},
-		segment.Fields{SrcPort: p.a.ap.Port(), DstPort: p.b.ap.Port(), Seq: isnA + 1, Ack: isnB + 1, Flags: segment.ACK, Window: 65535},
-		payload, ao.AppendOption(opt[:0], 12))
+		segment.Fields{SrcPort: p.a.ap.Port(), DstPort: p.b.ap.Port(), Seq: isnA + 1, Ack: isnB + 1, Flags: segment.ACK, Window: 65535,
+			Options: [][]byte{ao.AppendOption(opt[:0], 12)}},
+		payload)
 	if err != nil {
 		t.Fatal(err)
 	}

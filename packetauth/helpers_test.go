@@ -115,11 +115,11 @@ func aoPair(t testing.TB, v6 bool, keyA, keyB string) *pair {
 // payload and the options given, ACK number to's last seen, checksums set.
 func (p *pair) build(from, to *end, f segment.Flags, payload []byte, opts ...[]byte) []byte {
 	p.t.Helper()
-	fl := segment.Fields{SrcPort: from.ap.Port(), DstPort: to.ap.Port(), Seq: from.seq, Flags: f, Window: 65535}
+	fl := segment.Fields{SrcPort: from.ap.Port(), DstPort: to.ap.Port(), Seq: from.seq, Flags: f, Window: 65535, Options: opts}
 	if f.Has(segment.ACK) {
 		fl.Ack = from.ack
 	}
-	pkt, err := segment.AppendPacket(nil, segment.IP{Src: from.ap.Addr(), Dst: to.ap.Addr()}, fl, payload, opts...)
+	pkt, err := segment.AppendPacket(nil, segment.IP{Src: from.ap.Addr(), Dst: to.ap.Addr()}, fl, payload)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func TestConcurrent(t *testing.T) {
 	build := func(from, to *end, r int) []byte {
 		pkt, err := segment.AppendPacket(nil, segment.IP{Src: from.ap.Addr(), Dst: to.ap.Addr()},
 			segment.Fields{SrcPort: from.ap.Port(), DstPort: to.ap.Port(), Seq: from.seq + uint32(r*100), Ack: from.ack,
-				Flags: segment.ACK | segment.PSH, Window: 1000}, make([]byte, 100), tsOpt)
+				Flags: segment.ACK | segment.PSH, Window: 1000, Options: [][]byte{tsOpt}}, make([]byte, 100))
 		if err != nil {
 			t.Error(err)
 		}

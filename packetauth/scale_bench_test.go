@@ -78,7 +78,9 @@ func BenchmarkGrowLayerMemory(b *testing.B) {
 			// send carries one packet from one layer to the other.
 			send := func(from, to *packetauth.Layer, src, dst netip.Addr, f segment.Fields, opts ...[]byte) {
 				var err error
-				if pkt, err = segment.AppendPacket(pkt[:0], segment.IP{Src: src, Dst: dst}, f, nil, opts...); err != nil {
+				h := f // h, not f, carries the options: f escapes into the messages below
+				h.Options = opts
+				if pkt, err = segment.AppendPacket(pkt[:0], segment.IP{Src: src, Dst: dst}, h, nil); err != nil {
 					b.Fatal(err)
 				}
 				if wire, err = from.Outbound(wire[:0], pkt); err != nil {

@@ -55,7 +55,7 @@ func pkt(t testing.TB, buf []byte, src, dst netip.AddrPort, flags segment.Flags,
 		o = []byte{29, 3, 0, 1, 1, 1, 1, 1}
 	}
 	b, err := segment.AppendPacket(buf[:0], segment.IP{Src: src.Addr(), Dst: dst.Addr()},
-		segment.Fields{SrcPort: src.Port(), DstPort: dst.Port(), Seq: 1000, Ack: 2000, Flags: flags, Window: 100}, nil, o)
+		segment.Fields{SrcPort: src.Port(), DstPort: dst.Port(), Seq: 1000, Ack: 2000, Flags: flags, Window: 100, Options: [][]byte{o}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

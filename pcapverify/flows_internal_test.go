@@ -68,7 +68,7 @@ func TestRestartReusesKeySlots(t *testing.T) {
 	if m == nil {
 		t.Fatal("no MKT")
 	}
-	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: 1, DstPort: 2, Seq: 5, Flags: segment.SYN}, ao.AppendOption(nil, 12))
+	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: 1, DstPort: 2, Seq: 5, Flags: segment.SYN, Options: [][]byte{ao.AppendOption(nil, 12)}})
 	seg, err := segment.FromTCP(src, dst, tcp)
 	if err != nil {
 		t.Fatal(err)

@@ -76,26 +76,23 @@ func AppendIP(dst []byte, ip IP, tcpLen int) ([]byte, error) {
 	return append(dst, h[:]...), nil
 }
 
-// AppendPacket appends a whole IP packet: the IP header of ip, a TCP header
-// with fields f and the options (laid out as [AppendTCP] does), the
-// payload; lengths and checksums (IPv4 header, TCP) are set. A TCP-AO or
-// TCP-MD5 option passed here is signed afterwards, and the TCP checksum
-// then recomputed with [SetTCPChecksum].
-func AppendPacket(dst []byte, ip IP, f Fields, payload []byte, options ...[]byte) ([]byte, error) {
-	n := 0
-	for _, o := range options {
-		n += len(o)
-	}
+// AppendPacket appends a whole IP packet: the IP header of ip, the TCP
+// header of f (laid out as [AppendTCP] does), the payload; lengths and
+// checksums (IPv4 header, TCP) are set. A TCP-AO or TCP-MD5 option in
+// f.Options is signed afterwards, and the TCP checksum then recomputed
+// with [SetTCPChecksum].
+func AppendPacket(dst []byte, ip IP, f Fields, payload []byte) ([]byte, error) {
+	n := f.optionsLen()
 	if n > MaxOptionsLen {
 		return dst, ErrDataOffset
 	}
-	tcpLen := TCPMinimumSize + (n+3)&^3 + len(payload)
+	tcpLen := TCPMinimumSize + n + len(payload)
 	out, err := AppendIP(dst, ip, tcpLen)
 	if err != nil {
 		return dst, err
 	}
 	tcp := len(out)
-	out = AppendTCP(out, f, options...)
+	out = AppendTCP(out, f)
 	out = append(out, payload...)
 	TCP(out[tcp:]).SetChecksum(TCPChecksum(ip.Src, ip.Dst, out[tcp:]))
 	return out, nil

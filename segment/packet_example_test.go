@@ -11,9 +11,9 @@ import (
 // it: header, lengths and both checksums, in one call; then read it back.
 func ExampleAppendPacket() {
 	ip := segment.IP{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("198.51.100.2")}
-	syn := segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1000, Flags: segment.SYN, Window: 65535}
 	mss := []byte{2, 4, 0x05, 0xb4} // kind 2, length 4, 1460
-	pkt, err := segment.AppendPacket(make([]byte, 0, 64), ip, syn, nil, mss)
+	syn := segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 1000, Flags: segment.SYN, Window: 65535, Options: [][]byte{mss}}
+	pkt, err := segment.AppendPacket(make([]byte, 0, 64), ip, syn, nil)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -87,8 +87,9 @@ func TestAppendPacketGopacket(t *testing.T) {
 		for _, n := range []int{0, 1, 7, 1448} {
 			payload := bytes.Repeat([]byte{0xa5, 0x5a, 3}, n)[:n]
 			ip := segment.IP{Src: netip.MustParseAddr(c.src), Dst: netip.MustParseAddr(c.dst), TTL: 17, TOS: 0x10, ID: 777, FlowLabel: 0x12345}
-			f := segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 0xfffffff0, Ack: 5, Flags: segment.PSH | segment.ACK, Window: 512}
-			pkt, err := segment.AppendPacket([]byte("junk"), ip, f, payload, []byte{1, 1, 8, 10, 1, 2, 3, 4, 5, 6, 7, 8})
+			f := segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 0xfffffff0, Ack: 5, Flags: segment.PSH | segment.ACK, Window: 512,
+				Options: [][]byte{{1, 1, 8, 10, 1, 2, 3, 4, 5, 6, 7, 8}}}
+			pkt, err := segment.AppendPacket([]byte("junk"), ip, f, payload)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -197,7 +198,7 @@ func TestPacketErrors(t *testing.T) {
 			t.Errorf("AppendIP(%+v, %d) = %v, want %v", c.ip, c.n, err, c.want)
 		}
 	}
-	if _, err := segment.AppendPacket(nil, segment.IP{Src: v4, Dst: v4}, segment.Fields{}, nil, make([]byte, 41)); !errors.Is(err, segment.ErrDataOffset) {
+	if _, err := segment.AppendPacket(nil, segment.IP{Src: v4, Dst: v4}, segment.Fields{Options: [][]byte{make([]byte, 41)}}, nil); !errors.Is(err, segment.ErrDataOffset) {
 		t.Errorf("41 option bytes: %v", err)
 	}
 	for _, p := range [][]byte{nil, {0x45}, {0x60}, {0x75, 0, 0}, make([]byte, 20)} {

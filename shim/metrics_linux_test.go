@@ -79,8 +79,9 @@ func aoSegment(t *testing.T, peer *ao.Conn, keyid uint8, sign bool, seq uint32) 
 	t.Helper()
 	var opt [20]byte
 	pkt, err := segment.AppendPacket(nil, segment.IP{Src: aoPeer, Dst: shimAddr},
-		segment.Fields{SrcPort: 179, DstPort: 40000, Seq: seq, Ack: 2, Flags: segment.ACK | segment.PSH, Window: 65535},
-		[]byte("data"), ao.AppendOption(opt[:0], 12))
+		segment.Fields{SrcPort: 179, DstPort: 40000, Seq: seq, Ack: 2, Flags: segment.ACK | segment.PSH, Window: 65535,
+			Options: [][]byte{ao.AppendOption(opt[:0], 12)}},
+		[]byte("data"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,8 +202,9 @@ func TestReloadReplacementPeer(t *testing.T) {
 	defer forger.Close()
 	var opt [20]byte
 	pkt, err := segment.AppendPacket(nil, segment.IP{Src: p7, Dst: shimAddr},
-		segment.Fields{SrcPort: 179, DstPort: 40000, Seq: 1001, Ack: 2, Flags: segment.ACK | segment.PSH, Window: 65535},
-		[]byte("injected"), ao.AppendOption(opt[:0], 12))
+		segment.Fields{SrcPort: 179, DstPort: 40000, Seq: 1001, Ack: 2, Flags: segment.ACK | segment.PSH, Window: 65535,
+			Options: [][]byte{ao.AppendOption(opt[:0], 12)}},
+		[]byte("injected"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,12 +94,11 @@ func Build(dst []byte, k Kind, v View) ([]byte, error) {
 	if v.FromPeer.Seen {
 		f.Window = v.FromPeer.Window
 	}
-	var opts [][]byte
 	if v.FromPeer.HasTS {
 		ts := []byte{optTimestamps, 10, 0, 0, 0, 0, 0, 0, 0, 0}
 		binary.BigEndian.PutUint32(ts[2:], v.FromPeer.TSval)
 		binary.BigEndian.PutUint32(ts[6:], v.FromPeer.TSecr)
-		opts = append(opts, ts)
+		f.Options = append(f.Options, ts)
 	}
 	var payload []byte
 	switch k {
@@ -115,7 +114,7 @@ func Build(dst []byte, k Kind, v View) ([]byte, error) {
 	case SYN:
 		f.Flags = segment.SYN
 		f.Seq = rcv + off
-		opts = append([][]byte{{optMSS, 4, 0x05, 0xb4}}, opts...) // MSS 1460
+		f.Options = append([][]byte{{optMSS, 4, 0x05, 0xb4}}, f.Options...) // MSS 1460
 	}
 	if v.FromTarget.Seen && k != Data && k != SYN {
 		// An RST acknowledging what the target sent, as a reset of the
@@ -124,7 +123,7 @@ func Build(dst []byte, k Kind, v View) ([]byte, error) {
 		f.Flags |= segment.ACK
 		f.Ack = v.FromTarget.Next
 	}
-	return segment.AppendPacket(dst, segment.IP{Src: v.Flow.Peer.Addr(), Dst: v.Flow.Target.Addr()}, f, payload, opts...)
+	return segment.AppendPacket(dst, segment.IP{Src: v.Flow.Peer.Addr(), Dst: v.Flow.Target.Addr()}, f, payload)
 }
 
 // Counts are forged segments sent, by kind; Errors are sends the kernel

@@ -19,11 +19,11 @@ var (
 // pkt builds one segment from src to dst for the tracker.
 func pkt(t *testing.T, src, dst netip.AddrPort, f segment.Fields, payload []byte, opts ...[]byte) []byte {
 	t.Helper()
-	f.SrcPort, f.DstPort = src.Port(), dst.Port()
+	f.SrcPort, f.DstPort, f.Options = src.Port(), dst.Port(), opts
 	if f.Window == 0 {
 		f.Window = 1000
 	}
-	b, err := segment.AppendPacket(nil, segment.IP{Src: src.Addr(), Dst: dst.Addr()}, f, payload, opts...)
+	b, err := segment.AppendPacket(nil, segment.IP{Src: src.Addr(), Dst: dst.Addr()}, f, payload)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,8 +75,8 @@ func TestParseFrameCommitted(t *testing.T) {
 func TestParseFrameErrors(t *testing.T) {
 	eth := make([]byte, 14)
 	eth[12], eth[13] = 0x08, 0x00
-	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: 1, DstPort: 2, Flags: segment.ACK},
-		[]byte{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}, []byte{29, 16, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	tcp := segment.AppendTCP(nil, segment.Fields{SrcPort: 1, DstPort: 2, Flags: segment.ACK,
+		Options: [][]byte{{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}, {29, 16, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}}})
 	ip := []byte{0x45, 0, 0, 0, 0, 0, 0, 0, 64, 6, 0, 0, 127, 0, 0, 2, 127, 0, 0, 1}
 	frame := func(tcp []byte, proto byte) []byte {
 		ip := slices.Clone(ip)
@@ -96,8 +96,8 @@ func TestParseFrameErrors(t *testing.T) {
 	// (and segment's) walk for the auth options stops before it, gopacket's
 	// stops at it; parseFrame must not pass it over in silence.
 	ao := []byte{29, 16, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
-	bad := segment.AppendTCP(nil, segment.Fields{SrcPort: 1, DstPort: 2, Flags: segment.ACK},
-		ao, []byte{8, 10, 0, 0, 0, 1, 0, 0, 0, 2}, []byte{3, 9})
+	bad := segment.AppendTCP(nil, segment.Fields{SrcPort: 1, DstPort: 2, Flags: segment.ACK,
+		Options: [][]byte{ao, {8, 10, 0, 0, 0, 1, 0, 0, 0, 2}, {3, 9}}})
 	if _, err := parseFrame(frame(bad, 6)); err == nil || !strings.Contains(err.Error(), "malformed TCP option") {
 		t.Errorf("frame with a runaway option accepted: %x", bad[20:])
 	}

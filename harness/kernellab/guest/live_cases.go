@@ -1387,11 +1387,11 @@ func (c liveCase) runZeroChecksum(r *liveReport, n *liveNet) error {
 	ip := segment.IP{Src: last.Src(), Dst: last.Dst()}
 	payload := []byte("a segment whose checksum is 0..")
 	var pkt []byte
-	opt := ao.AppendOption(nil, c.maclen)
+	f.Options = [][]byte{ao.AppendOption(nil, c.maclen)}
 	tries := 0
 	for ; tries < 1<<22; tries++ {
 		binary.BigEndian.PutUint32(payload[len(payload)-4:], uint32(tries))
-		pkt, err = segment.AppendPacket(pkt[:0], ip, f, payload, opt)
+		pkt, err = segment.AppendPacket(pkt[:0], ip, f, payload)
 		if err != nil {
 			return err
 		}
