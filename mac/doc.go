@@ -3,8 +3,8 @@
 // the others Linux accepts, and draft-ietf-tcpm-tcp-ao-algs-07's
 // HMAC-SHA256-128 and KMAC256-128) and the keyed MD5 of TCP-MD5 (RFC 2385).
 //
-// Most programs sign and verify with ao, md5sig or packetauth, which take
-// the algorithm by name ([Names] lists them); this package is below them.
+// Most programs do not need it: they sign with packages ao, md5sig or
+// packetauth, which take the algorithm by name ([Names] lists them).
 //
 // Algorithms are named as Linux names them ("hmac(sha1)", "cmac(aes128)",
 // ...), the draft's in lower case ("kmac256-128"); an [Algorithm] also
