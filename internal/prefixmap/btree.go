@@ -37,14 +37,25 @@ type btree[V any] struct {
 	len  int
 }
 
-// compare orders keys of one tree by address, then length.
+// compare orders keys of one tree by address, then length. (cmp.Or would
+// compare all three fields before choosing; the address alone decides
+// nearly every comparison of a search.)
 func compare(a, b *key) int {
-	return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo), cmp.Compare(a.bits(), b.bits()))
+	if c := compareAddr(a, b); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.bits(), b.bits())
 }
 
 // compareAddr orders keys of one tree by address only.
 func compareAddr(a, b *key) int {
-	return cmp.Or(cmp.Compare(a.hi, b.hi), cmp.Compare(a.lo, b.lo))
+	switch {
+	case a.hi != b.hi:
+		return cmp.Compare(a.hi, b.hi)
+	case a.lo != b.lo:
+		return cmp.Compare(a.lo, b.lo)
+	}
+	return 0
 }
 
 // search returns the index of the first item of b not below k, and whether
