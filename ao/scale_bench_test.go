@@ -14,8 +14,10 @@ package ao_test
 // k calls of the measured operation and k of its reference, alternating
 // which goes first, the medians over the rounds reported as op-ns and
 // ref-ns, and the median of the rounds' time(op)/time(ref) as "op/ref".
-// Memory is the live heap after two collections, the median over rounds
-// (at least growRounds; -benchtime 1x runs exactly that many).
+// Memory is the growth of the live heap (after two collections), measured
+// in a fresh process of the test binary per round (growMemory), the
+// median over rounds (at least growRounds; -benchtime 1x runs exactly
+// that many).
 //
 // The sizes that take long or much memory to set up (256k MKTs, 100k
 // connections) run only when the -bench pattern names them, so that
@@ -26,8 +28,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"os"
+	"os/exec"
+	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,6 +68,51 @@ func growGate(b *testing.B, s growSize) {
 
 // growRounds is the least number of rounds a memory figure is the median of.
 const growRounds = 5
+
+// growChildEnv names, in a child process of growMemory, the benchmark
+// whose round it is to measure; the child prints the figure after
+// growResult.
+const (
+	growChildEnv = "TCPSIG_GROW_ROUND"
+	growResult   = "tcpsig-grow-round: "
+)
+
+// growMemory reports unit as the median of measure over rounds, each run
+// in a fresh process of this test binary that runs only this benchmark:
+// what earlier rounds or benchmarks left in the process (contexts a pool
+// keeps for reuse, entries it releases later) then never moves a round's
+// starting heap.
+func growMemory(b *testing.B, unit string, measure func() float64) {
+	b.Helper()
+	if os.Getenv(growChildEnv) == b.Name() {
+		fmt.Printf("%s%g\n", growResult, measure())
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	parts := strings.Split(b.Name(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	var per []float64
+	for range max(b.N, growRounds) {
+		cmd := exec.Command(exe, "-test.run=^$", "-test.bench="+strings.Join(parts, "/"), "-test.benchtime=1x", "-test.count=1")
+		cmd.Env = append(os.Environ(), growChildEnv+"="+b.Name())
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			b.Fatalf("%v: %v\n%s", cmd, err, out)
+		}
+		_, after, ok := strings.Cut(string(out), growResult)
+		v, perr := strconv.ParseFloat(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]), 64)
+		if !ok || perr != nil {
+			b.Fatalf("no figure from %v:\n%s", cmd, out)
+		}
+		per = append(per, v)
+	}
+	b.ReportMetric(growMedian(per), unit)
+}
 
 func growMedian(xs []float64) float64 {
 	s := slices.Clone(xs)
@@ -370,23 +421,21 @@ func growLookups(b *testing.B, r, ref *ao.Keyring, probes, refProbes []growProbe
 
 // BenchmarkGrowMKTMemory is the heap an MKT takes: the growth of the live
 // heap over the adds of n MKTs into a new keyring, per MKT (B/MKT), the
-// median over rounds.
+// median over rounds (growMemory).
 func BenchmarkGrowMKTMemory(b *testing.B) {
 	for _, set := range []string{"hosts", "mix"} {
 		for _, size := range growMKTSizes {
 			b.Run(fmt.Sprintf("%s/mkts=%s", set, size.name), func(b *testing.B) {
 				growGate(b, size)
-				cfgs := growConfigs(set, size.n)
-				var per []float64
-				for range max(b.N, growRounds) {
+				growMemory(b, "B/MKT", func() float64 {
+					cfgs := growConfigs(set, size.n)
 					r := ao.NewKeyring(nil)
 					before := growHeap()
 					growFill(b, r, cfgs)
 					after := growHeap()
-					per = append(per, (after-before)/float64(size.n))
 					runtime.KeepAlive(r)
-				}
-				b.ReportMetric(growMedian(per), "B/MKT")
+					return (after - before) / float64(size.n)
+				})
 			})
 		}
 	}
@@ -506,91 +555,92 @@ var growAlgs = []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)", "kmac256-1
 // keyrings (one MKT each), each Conn having signed one segment its peer
 // verified, both ways; B/conn is the growth of the live heap over the
 // pairs' making, divided by the 20,000 Conns (the Conn structs
-// included), the median over rounds.
+// included), the median over rounds (growMemory).
 //
 // setup=handshake: the client signs a SYN, the server's Listener.Accept
 // verifies it and its Conn signs the SYN-ACK, then each end a pure ACK.
 // setup=established: both ends start with Conn.Init of an Established
 // Endpoint, then each signs a pure ACK.
 //
-// Every round is measured from the heap before the first round, after one
-// pair made and closed: Conns closed at the end of a round may leave
-// contexts in the keyrings' pool for the next round to lease, and
-// measuring from each round's own start would not count them.
+// A round starts from the heap after one pair made and closed (what the
+// first derivation of an MKT makes once is not the connections').
 func BenchmarkGrowConnMemory(b *testing.B) {
 	const pairs = 10000
 	for _, alg := range growAlgs {
 		for _, setup := range []string{"handshake", "established"} {
 			b.Run(fmt.Sprintf("alg=%s/setup=%s/pairs=%d", alg, setup, pairs), func(b *testing.B) {
-				cring, sring, maclen := growRings(b, alg, netip.PrefixFrom(growClient, 32), netip.PrefixFrom(growServer.Addr(), 32))
-				l := ao.NewListener(sring, ao.Policy{}, 0)
-				buf := make([]byte, 0, segment.MaxHeaderLen)
-				pair := func(c, s *ao.Conn, i int) {
-					local := netip.AddrPortFrom(growClient, uint16(10000+i))
-					cisn, sisn := 1000+uint32(i)*7919, 5000+uint32(i)*104729
-					if setup == "handshake" {
-						if err := c.Init(cring, ao.Endpoint{Local: local, Remote: growServer, LocalISN: cisn}, ao.Policy{}); err != nil {
-							b.Fatal(err)
-						}
-						syn := growSeg(b, buf, local, growServer, cisn, 0, segment.SYN, maclen, nil)
-						if err := c.Sign(&syn); err != nil {
-							b.Fatal(err)
-						}
-						if signed, err := l.Accept(&syn, s); !signed || err != nil {
-							b.Fatalf("Accept: %v %v", signed, err)
-						}
-						synack := growSeg(b, buf, growServer, local, sisn, cisn+1, segment.SYN|segment.ACK, maclen, nil)
-						if err := s.Sign(&synack); err != nil {
-							b.Fatal(err)
-						}
-						if err := c.Verify(&synack); err != nil {
-							b.Fatal(err)
-						}
-					} else {
-						ep := ao.Endpoint{Local: local, Remote: growServer, LocalISN: cisn, Established: true, RemoteISN: sisn, CurrentSendID: 1, RNextRecvID: 2}
-						if err := c.Init(cring, ep, ao.Policy{}); err != nil {
-							b.Fatal(err)
-						}
-						ep = ao.Endpoint{Local: growServer, Remote: local, LocalISN: sisn, Established: true, RemoteISN: cisn, CurrentSendID: 2, RNextRecvID: 1}
-						if err := s.Init(sring, ep, ao.Policy{}); err != nil {
-							b.Fatal(err)
-						}
-					}
-					ack := growSeg(b, buf, local, growServer, cisn+1, sisn+1, segment.ACK, maclen, nil)
-					if err := c.Sign(&ack); err != nil {
-						b.Fatal(err)
-					}
-					if err := s.Verify(&ack); err != nil {
-						b.Fatal(err)
-					}
-					ack = growSeg(b, buf, growServer, local, sisn+1, cisn+1, segment.ACK, maclen, nil)
-					if err := s.Sign(&ack); err != nil {
-						b.Fatal(err)
-					}
-					if err := c.Verify(&ack); err != nil {
-						b.Fatal(err)
-					}
-				}
-				var warm [2]ao.Conn
-				pair(&warm[0], &warm[1], pairs)
-				warm[0].Close()
-				warm[1].Close()
-				base := growHeap()
-				var per []float64
-				for range max(b.N, growRounds) {
-					conns := make([]ao.Conn, 2*pairs)
-					for i := range pairs {
-						pair(&conns[2*i], &conns[2*i+1], i)
-					}
-					per = append(per, (growHeap()-base)/float64(len(conns)))
-					for i := range conns {
-						conns[i].Close()
-					}
-				}
-				b.ReportMetric(growMedian(per), "B/conn")
+				growMemory(b, "B/conn", func() float64 { return growConnRound(b, alg, setup, pairs) })
 			})
 		}
 	}
+}
+
+// growConnRound makes the pairs of BenchmarkGrowConnMemory and returns the
+// heap they take per Conn.
+func growConnRound(b *testing.B, alg, setup string, pairs int) float64 {
+	cring, sring, maclen := growRings(b, alg, netip.PrefixFrom(growClient, 32), netip.PrefixFrom(growServer.Addr(), 32))
+	l := ao.NewListener(sring, ao.Policy{}, 0)
+	buf := make([]byte, 0, segment.MaxHeaderLen)
+	pair := func(c, s *ao.Conn, i int) {
+		local := netip.AddrPortFrom(growClient, uint16(10000+i))
+		cisn, sisn := 1000+uint32(i)*7919, 5000+uint32(i)*104729
+		if setup == "handshake" {
+			if err := c.Init(cring, ao.Endpoint{Local: local, Remote: growServer, LocalISN: cisn}, ao.Policy{}); err != nil {
+				b.Fatal(err)
+			}
+			syn := growSeg(b, buf, local, growServer, cisn, 0, segment.SYN, maclen, nil)
+			if err := c.Sign(&syn); err != nil {
+				b.Fatal(err)
+			}
+			if signed, err := l.Accept(&syn, s); !signed || err != nil {
+				b.Fatalf("Accept: %v %v", signed, err)
+			}
+			synack := growSeg(b, buf, growServer, local, sisn, cisn+1, segment.SYN|segment.ACK, maclen, nil)
+			if err := s.Sign(&synack); err != nil {
+				b.Fatal(err)
+			}
+			if err := c.Verify(&synack); err != nil {
+				b.Fatal(err)
+			}
+		} else {
+			ep := ao.Endpoint{Local: local, Remote: growServer, LocalISN: cisn, Established: true, RemoteISN: sisn, CurrentSendID: 1, RNextRecvID: 2}
+			if err := c.Init(cring, ep, ao.Policy{}); err != nil {
+				b.Fatal(err)
+			}
+			ep = ao.Endpoint{Local: growServer, Remote: local, LocalISN: sisn, Established: true, RemoteISN: cisn, CurrentSendID: 2, RNextRecvID: 1}
+			if err := s.Init(sring, ep, ao.Policy{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ack := growSeg(b, buf, local, growServer, cisn+1, sisn+1, segment.ACK, maclen, nil)
+		if err := c.Sign(&ack); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Verify(&ack); err != nil {
+			b.Fatal(err)
+		}
+		ack = growSeg(b, buf, growServer, local, sisn+1, cisn+1, segment.ACK, maclen, nil)
+		if err := s.Sign(&ack); err != nil {
+			b.Fatal(err)
+		}
+		if err := c.Verify(&ack); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var warm [2]ao.Conn
+	pair(&warm[0], &warm[1], pairs)
+	warm[0].Close()
+	warm[1].Close()
+	base := growHeap()
+	conns := make([]ao.Conn, 2*pairs)
+	for i := range pairs {
+		pair(&conns[2*i], &conns[2*i+1], i)
+	}
+	v := (growHeap() - base) / float64(len(conns))
+	for i := range conns {
+		conns[i].Close()
+	}
+	return v
 }
 
 var growConnSizes = []growSize{{"1k", 1000, false}, {"10k", 10000, false}, {"100k", 100000, true}}
