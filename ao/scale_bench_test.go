@@ -15,9 +15,9 @@ package ao_test
 // which goes first, the medians over the rounds reported as op-ns and
 // ref-ns, and the median of the rounds' time(op)/time(ref) as "op/ref".
 // Memory is the growth of the live heap (after two collections), measured
-// in a fresh process of the test binary per round (growMemory), the
-// median over rounds (at least growRounds; -benchtime 1x runs exactly
-// that many).
+// in a fresh process of the test binary per round (heapgrowth.Report),
+// the median over rounds (at least heapgrowth.Rounds; -benchtime 1x runs
+// exactly that many).
 //
 // The sizes that take long or much memory to set up (256k MKTs, 100k
 // connections) run only when the -bench pattern names them, so that
@@ -28,18 +28,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
-	"os"
-	"os/exec"
-	"regexp"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/harness/heapgrowth"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -64,66 +60,6 @@ func growGate(b *testing.B, s growSize) {
 		return
 	}
 	b.Skipf("%s is set up only when the -bench pattern names it", s.name)
-}
-
-// growRounds is the least number of rounds a memory figure is the median of.
-const growRounds = 5
-
-// growChildEnv names, in a child process of growMemory, the benchmark
-// whose round it is to measure; the child prints the figure after
-// growResult.
-const (
-	growChildEnv = "TCPSIG_GROW_ROUND"
-	growResult   = "tcpsig-grow-round: "
-)
-
-// growMemory reports unit as the median of measure over rounds, each run
-// in a fresh process of this test binary that runs only this benchmark:
-// what earlier rounds or benchmarks left in the process (contexts a pool
-// keeps for reuse, entries it releases later) then never moves a round's
-// starting heap.
-func growMemory(b *testing.B, unit string, measure func() float64) {
-	b.Helper()
-	if os.Getenv(growChildEnv) == b.Name() {
-		fmt.Printf("%s%g\n", growResult, measure())
-		return
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	parts := strings.Split(b.Name(), "/")
-	for i, p := range parts {
-		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
-	}
-	var per []float64
-	for range max(b.N, growRounds) {
-		cmd := exec.Command(exe, "-test.run=^$", "-test.bench="+strings.Join(parts, "/"), "-test.benchtime=1x", "-test.count=1")
-		cmd.Env = append(os.Environ(), growChildEnv+"="+b.Name())
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.Fatalf("%v: %v\n%s", cmd, err, out)
-		}
-		_, after, ok := strings.Cut(string(out), growResult)
-		v, perr := strconv.ParseFloat(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]), 64)
-		if !ok || perr != nil {
-			b.Fatalf("no figure from %v:\n%s", cmd, out)
-		}
-		per = append(per, v)
-	}
-	b.ReportMetric(growMedian(per), unit)
-}
-
-func growMedian(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // growHeap returns the live heap after two collections (the second
@@ -169,9 +105,9 @@ func growInterleave(b *testing.B, k int, op, ref func(k int) time.Duration) {
 		ratios = append(ratios, float64(to)/float64(tr))
 	}
 	b.StopTimer()
-	b.ReportMetric(growMedian(ops), "op-ns")
-	b.ReportMetric(growMedian(refs), "ref-ns")
-	b.ReportMetric(growMedian(ratios), "op/ref")
+	b.ReportMetric(heapgrowth.Median(ops), "op-ns")
+	b.ReportMetric(heapgrowth.Median(refs), "ref-ns")
+	b.ReportMetric(heapgrowth.Median(ratios), "op/ref")
 }
 
 var growKey = []byte("32 bytes of a neighbour's secret")
@@ -421,13 +357,13 @@ func growLookups(b *testing.B, r, ref *ao.Keyring, probes, refProbes []growProbe
 
 // BenchmarkGrowMKTMemory is the heap an MKT takes: the growth of the live
 // heap over the adds of n MKTs into a new keyring, per MKT (B/MKT), the
-// median over rounds (growMemory).
+// median over rounds (heapgrowth.Report).
 func BenchmarkGrowMKTMemory(b *testing.B) {
 	for _, set := range []string{"hosts", "mix"} {
 		for _, size := range growMKTSizes {
 			b.Run(fmt.Sprintf("%s/mkts=%s", set, size.name), func(b *testing.B) {
 				growGate(b, size)
-				growMemory(b, "B/MKT", func() float64 {
+				heapgrowth.Report(b, "B/MKT", func() float64 {
 					cfgs := growConfigs(set, size.n)
 					r := ao.NewKeyring(nil)
 					before := growHeap()
@@ -555,7 +491,7 @@ var growAlgs = []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)", "kmac256-1
 // keyrings (one MKT each), each Conn having signed one segment its peer
 // verified, both ways; B/conn is the growth of the live heap over the
 // pairs' making, divided by the 20,000 Conns (the Conn structs
-// included), the median over rounds (growMemory).
+// included), the median over rounds (heapgrowth.Report).
 //
 // setup=handshake: the client signs a SYN, the server's Listener.Accept
 // verifies it and its Conn signs the SYN-ACK, then each end a pure ACK.
@@ -569,7 +505,7 @@ func BenchmarkGrowConnMemory(b *testing.B) {
 	for _, alg := range growAlgs {
 		for _, setup := range []string{"handshake", "established"} {
 			b.Run(fmt.Sprintf("alg=%s/setup=%s/pairs=%d", alg, setup, pairs), func(b *testing.B) {
-				growMemory(b, "B/conn", func() float64 { return growConnRound(b, alg, setup, pairs) })
+				heapgrowth.Report(b, "B/conn", func() float64 { return growConnRound(b, alg, setup, pairs) })
 			})
 		}
 	}

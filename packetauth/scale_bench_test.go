@@ -7,16 +7,11 @@ package packetauth_test
 import (
 	"fmt"
 	"net/netip"
-	"os"
-	"os/exec"
-	"regexp"
 	"runtime"
-	"slices"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/harness/heapgrowth"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
@@ -32,64 +27,6 @@ func growHeap() float64 {
 	return float64(ms.HeapAlloc)
 }
 
-func growMedian(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-// growRounds is the least number of rounds the figure is the median of
-// (-benchtime 1x runs exactly that many).
-const growRounds = 5
-
-// growChildEnv names, in a child process of growMemory, the benchmark
-// whose round it is to measure; the child prints the figure after
-// growResult.
-const (
-	growChildEnv = "TCPSIG_GROW_ROUND"
-	growResult   = "tcpsig-grow-round: "
-)
-
-// growMemory reports unit as the median of measure over rounds, each run
-// in a fresh process of this test binary that runs only this benchmark:
-// what earlier rounds or benchmarks left in the process (contexts a pool
-// keeps for reuse, entries it releases later) then never moves a round's
-// starting heap. (ao's scale benchmarks measure the same way.)
-func growMemory(b *testing.B, unit string, measure func() float64) {
-	b.Helper()
-	if os.Getenv(growChildEnv) == b.Name() {
-		fmt.Printf("%s%g\n", growResult, measure())
-		return
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	parts := strings.Split(b.Name(), "/")
-	for i, p := range parts {
-		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
-	}
-	var per []float64
-	for range max(b.N, growRounds) {
-		cmd := exec.Command(exe, "-test.run=^$", "-test.bench="+strings.Join(parts, "/"), "-test.benchtime=1x", "-test.count=1")
-		cmd.Env = append(os.Environ(), growChildEnv+"="+b.Name())
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			b.Fatalf("%v: %v\n%s", cmd, err, out)
-		}
-		_, after, ok := strings.Cut(string(out), growResult)
-		v, perr := strconv.ParseFloat(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]), 64)
-		if !ok || perr != nil {
-			b.Fatalf("no figure from %v:\n%s", cmd, out)
-		}
-		per = append(per, v)
-	}
-	b.ReportMetric(growMedian(per), unit)
-}
-
 // BenchmarkGrowLayerMemory is the heap a connection tracked by a Layer
 // takes: two layers, a client host's (192.0.2.1) and a server host's
 // (198.51.100.2), each with one MKT for the other, carry 10,000
@@ -97,14 +34,14 @@ func growMemory(b *testing.B, unit string, measure func() float64) {
 // SYN-ACK) and one pure ACK each way, every packet signed by one layer
 // and verified by the other; B/conn is the growth of the live heap over
 // the 20,000 tracked connections (10,000 in each layer), the median over
-// rounds (growMemory). A round starts from the heap after one connection
-// carried and ended by a RST (what the first derivation of an MKT makes
-// once is not the connections').
+// rounds (heapgrowth.Report, as in ao's scale benchmarks). A round starts
+// from the heap after one connection carried and ended by a RST (what the
+// first derivation of an MKT makes once is not the connections').
 func BenchmarkGrowLayerMemory(b *testing.B) {
 	const conns = 10000
 	for _, alg := range []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)", "kmac256-128"} {
 		b.Run(fmt.Sprintf("alg=%s/conns=%d", alg, conns), func(b *testing.B) {
-			growMemory(b, "B/conn", func() float64 { return growLayerRound(b, alg, conns) })
+			heapgrowth.Report(b, "B/conn", func() float64 { return growLayerRound(b, alg, conns) })
 		})
 	}
 }
