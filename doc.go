@@ -27,6 +27,7 @@
 //   - mac: the algorithm registry; keyed, clonable MAC contexts (under ao and md5sig)
 //   - harness: the test and interop scaffolding, in these packages:
 //   - harness/capture: record an interface's packets, read and write pcap
+//   - harness/heapgrowth: heap growth per unit, each round in a fresh child process of the test binary
 //   - harness/kstat: the kernel's TCP-MD5/TCP-AO counters
 //   - harness/netns: run code in a fresh network namespace
 //   - harness/nfprobe: whether this kernel can run the shim's queue
