@@ -25,7 +25,7 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 		return ErrNoCurrentKey
 	}
 	err := c.signWith(m, seg)
-	if errors.Is(err, ErrKeyNotFound) {
+	if err != nil && errors.Is(err, ErrKeyNotFound) {
 		return c.signAgain(m, seg, err)
 	}
 	return err
@@ -114,11 +114,14 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 	if !c.risnKnown.Load() {
 		return ErrNoISN
 	}
-	k, err := c.trafficKey(l, m, true)
-	if err != nil {
-		return err
+	k := l.ready(m)
+	if k == nil {
+		var err error
+		if k, err = c.trafficKey(l, m, true); err != nil {
+			return err
+		}
 	}
-	w, err := l.work(m, c.policy, c.hint)
+	w, err := l.work(m, c.policy.LeaseContexts, c.hint)
 	if err != nil {
 		return err
 	}
@@ -202,11 +205,14 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) e
 	case !c.lisnKnown.Load():
 		return ErrNoISN // a server's connection before its SYN-ACK
 	}
-	k, err := c.trafficKey(l, j.m, false)
-	if err != nil {
-		return c.record(j.m, nil, err)
+	k := l.ready(j.m)
+	if k == nil {
+		var err error
+		if k, err = c.trafficKey(l, j.m, false); err != nil {
+			return c.record(j.m, nil, err)
+		}
 	}
-	w, err := l.work(j.m, c.policy, c.hint)
+	w, err := l.work(j.m, c.policy.LeaseContexts, c.hint)
 	if err != nil {
 		return c.record(j.m, nil, err)
 	}

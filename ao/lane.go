@@ -68,6 +68,15 @@ func (k *laneKey) wipe() {
 	k.mkt = nil
 }
 
+// ready returns the lane's first entry if it holds m's traffic key (the
+// current key's, for every segment but a rotation's), nil otherwise.
+func (l *lane) ready(m *MKT) *laneKey {
+	if k := &l.keys[0]; k.mkt == m && k.ready {
+		return k
+	}
+	return nil
+}
+
 // find returns the lane's entry for m, nil if it has none yet.
 func (l *lane) find(m *MKT) *laneKey {
 	for i := range l.keys {
@@ -137,22 +146,41 @@ type work struct {
 func (w work) end() { w.req.End() }
 
 // work returns the working context and scratch of one segment under m;
-// the lane's lock is held. A pool entry that is gone, or holds another
-// algorithm now, means m was deleted and its algorithm's last key with
-// it: [ErrKeyNotFound], on which Sign moves on to the current key.
-func (l *lane) work(m *MKT, p Policy, hint uint32) (work, error) {
-	if p.LeaseContexts {
-		if l.lease == nil {
-			l.lease = new(lease)
-		}
-		w, err := l.lease.context(m)
-		return work{w: w, sc: l.lease.scratch[:]}, err
+// the lane's lock is held. lease is the policy's LeaseContexts. Small
+// enough to inline: a lease's context is taken here.
+func (l *lane) work(m *MKT, lease bool, hint uint32) (work, error) {
+	if s := l.lease; s != nil && s.alg == m.alg && s.pool == m.pool { // alg is nil without a context
+		return work{w: s.ctx, sc: s.scratch[:]}, nil
 	}
-	req, err := m.request(hint)
+	return l.start(m, lease, hint)
+}
+
+// start is work from a pool shard (or a new lease). A pool entry that is
+// gone, or holds another algorithm now, means m was deleted and its
+// algorithm's last key with it: [ErrKeyNotFound], on which Sign moves on
+// to the current key.
+func (l *lane) start(m *MKT, lease bool, hint uint32) (work, error) {
+	if lease {
+		return l.leased(m)
+	}
+	req, err := m.pool.StartHint(m.poolID, hint)
 	if err != nil {
-		return work{}, err
+		return work{}, ErrKeyNotFound
+	}
+	if req.MAC.Algorithm() != m.alg {
+		req.End()
+		return work{}, ErrKeyNotFound
 	}
 	return work{w: req.MAC, sc: req.Scratch, req: req}, nil
+}
+
+// leased is work from the lane's lease.
+func (l *lane) leased(m *MKT) (work, error) {
+	if l.lease == nil {
+		l.lease = new(lease)
+	}
+	w, err := l.lease.context(m)
+	return work{w: w, sc: l.lease.scratch[:]}, err
 }
 
 // context returns the lease's context for m's algorithm: the one it holds

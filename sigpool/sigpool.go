@@ -480,23 +480,11 @@ func (p *Pool) StartHint(id ID, hint uint32) (*Request, error) {
 	if p == nil || uint(id) >= tableSize || len(p.shards) == 0 {
 		return nil, ErrNotAllocated
 	}
-	n := uint32(len(p.shards))
-	i := uint32(uint64(hint) * uint64(n) >> 32) // Lemire's reduction: no division
-	for range n {
-		sh := &p.shards[i]
-		if sh.mu.TryLock() {
-			return p.take(sh, id)
-		}
-		if i++; i == n {
-			i = 0
-		}
+	i := uint32(uint64(hint) * uint64(len(p.shards)) >> 32) // Lemire's reduction: no division
+	sh := &p.shards[i]
+	if !sh.mu.TryLock() {
+		sh = p.lockNext(i)
 	}
-	sh := &p.shards[i] // back where we began: wait for it
-	sh.mu.Lock()
-	return p.take(sh, id)
-}
-
-func (p *Pool) take(sh *shard, id ID) (*Request, error) {
 	r := &sh.reqs[id]
 	// live first: it is stored after Alloc writes a new slot's contexts.
 	if !p.live[id].Load() || r.MAC == nil {
@@ -506,6 +494,20 @@ func (p *Pool) take(sh *shard, id ID) (*Request, error) {
 	r.held = true
 	r.Scratch = p.scratch.Buf(sh.idx)
 	return r, nil
+}
+
+// lockNext locks the first free shard after shard i, or waits for shard i
+// when every one is busy.
+func (p *Pool) lockNext(i uint32) *shard {
+	n := uint32(len(p.shards))
+	for j := i + 1; j != i+n; j++ {
+		if sh := &p.shards[j%n]; sh.mu.TryLock() {
+			return sh
+		}
+	}
+	sh := &p.shards[i]
+	sh.mu.Lock()
+	return sh
 }
 
 // Key begins a message under k on the request's context ([mac.Context.Start],
