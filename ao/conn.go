@@ -80,29 +80,32 @@ func (c *counters) snapshot() Counters {
 // recycled, so setting up a new connection allocates nothing in steady
 // state.
 type Conn struct {
-	ring          *Keyring
-	local, remote netip.AddrPort
-	l3            int
-	policy        Policy
+	// What a Sign reads, first and together: the fewer lines a
+	// connection's segment touches, the less a connection among many
+	// waits for memory.
+	ring   *Keyring
+	closed atomic.Bool // by Close: Sign and Verify refuse, never pass a segment unchecked
 	// lisn and risn are written once each, before lisnKnown or
 	// risnKnown is set, and read only after it is: a server learns lisn
 	// from the SYN-ACK it signs (under the send lane's lock), a client
 	// risn from the SYN-ACK it verifies (under the receive lane's).
-	lisn, risn           uint32
 	lisnKnown, risnKnown atomic.Bool
-
+	lisn, risn           uint32
 	// hint names the pool shard the connection's segments try first.
-	hint uint32
-
+	hint   uint32
+	policy Policy
 	// current and rnext are written under the lock of the MKT they
 	// leave and the one they take (setRole), read without: a signer
-	// loads current once per segment. link chains the Conn into its two
-	// MKTs' user lists, under their locks.
+	// loads current once per segment.
 	current, rnext atomic.Pointer[MKT]
-	link           [2]struct{ prev, next *Conn }
 
 	send, recv lane
-	closed     atomic.Bool // by Close: Sign and Verify refuse, never pass a segment unchecked
+
+	local, remote netip.AddrPort
+	l3            int
+	// link chains the Conn into its two MKTs' user lists, under their
+	// locks.
+	link [2]struct{ prev, next *Conn }
 	counters
 }
 

@@ -28,21 +28,26 @@ type Key struct {
 	alg *Algorithm
 	// CMAC: the AES key schedule (its subkeys k1, k2 below).
 	block cipher.Block
-	// buf holds the keyed states and the key bytes, sized for the
-	// algorithm at its first keying and kept by Wipe, so that a Key keyed
-	// again for the same algorithm allocates nothing. HMAC: state 0 is
-	// the inner hash after absorbing K0^ipad and state 1 the outer hash
-	// after K0^opad, as marshalled midstates (kindHMAC) or as the raw pad
-	// blocks (kindHMACRe); KMAC: state 0 is the keyed sponge. Then the
-	// key bytes: HMAC's K0 without its zero padding (the key, or its
-	// digest when longer than a block), the AES key, TCP-MD5's key, KMAC's
-	// key. Behind a pointer so that fmt, walking a struct that holds a
-	// Key without its methods, prints an address and not the bytes.
-	buf    *[]byte
-	slen   uint16 // the length of one state
-	nstate uint8  // states in buf: 0, 1 (KMAC) or 2 (HMAC)
-	nraw   uint8
-	k1, k2 [16]byte // CMAC's RFC 4493 subkeys
+	// small, or sized (exactly) when they do not fit or would leave most
+	// of small unused, holds the keyed states and the key bytes,
+	// allocated at the first keying and kept by Wipe, so
+	// that a Key keyed again allocates nothing. HMAC: state 0 is the
+	// inner hash after absorbing K0^ipad and state 1 the outer hash after
+	// K0^opad, as marshalled midstates (kindHMAC) or as the raw pad
+	// blocks (kindHMACRe); KMAC: state 0 is the keyed sponge. Then the key
+	// bytes: HMAC's K0 without its zero padding (the key, or its digest
+	// when longer than a block), the AES key, TCP-MD5's key, KMAC's key.
+	// small is one allocation with nothing to load before its bytes (a
+	// connection's key is read straight from the Conn); both are behind
+	// pointers so that fmt, walking a struct that holds a Key without its
+	// methods, prints addresses and not the bytes.
+	small    *[smallBuf]byte
+	sized    *[]byte
+	useSized bool
+	slen     uint16 // the length of one state
+	nstate   uint8  // states in buf: 0, 1 (KMAC) or 2 (HMAC)
+	nraw     uint8
+	k1, k2   [16]byte // CMAC's RFC 4493 subkeys
 	// KMAC: the output length in bytes, and whether the template was made
 	// with a customization or prefix ([KMACParams]), so raw cannot rebuild
 	// it.
@@ -57,29 +62,50 @@ type Key struct {
 // keyGen numbers every keying.
 var keyGen atomic.Uint64
 
+// smallBuf is room for the states and key bytes of HMAC with MD5,
+// RIPEMD-160, SHA-1, SHA-224 or SHA-256; what needs less than minSmall
+// (CMAC's and TCP-MD5's key bytes, which the per-segment path does not
+// read from here, or reads once) is sized exactly instead.
+const (
+	smallBuf = 280
+	minSmall = 128
+)
+
+// mem returns the storage in use: every byte of it, of which the first
+// nstate*slen+nraw hold the states and the key.
+func (k *Key) mem() []byte {
+	if k.useSized {
+		return *k.sized
+	}
+	return k.small[:]
+}
+
 // state returns keyed state i.
 func (k *Key) state(i int) []byte {
 	n := int(k.slen)
-	return (*k.buf)[i*n : (i+1)*n]
+	return k.mem()[i*n : (i+1)*n]
 }
 
 // raw returns the key bytes.
 func (k *Key) raw() []byte {
 	o := int(k.nstate) * int(k.slen)
-	return (*k.buf)[o : o+int(k.nraw)]
+	return k.mem()[o : o+int(k.nraw)]
 }
 
-// layout sizes buf for nstate states of slen bytes and nraw key bytes,
-// reusing its memory when it is large enough.
+// layout makes room for nstate states of slen bytes and nraw key bytes,
+// reusing k's storage when it is sized enough.
 func (k *Key) layout(nstate, slen, nraw int) {
 	n := nstate*slen + nraw
-	if k.buf == nil {
-		k.buf = new([]byte)
+	k.useSized = n > smallBuf || n < minSmall
+	switch {
+	case !k.useSized && k.small == nil:
+		k.small = new([smallBuf]byte)
+	case k.useSized && k.sized == nil:
+		k.sized = new([]byte)
+		fallthrough
+	case k.useSized && len(*k.sized) < n:
+		*k.sized = make([]byte, n)
 	}
-	if cap(*k.buf) < n {
-		*k.buf = make([]byte, n)
-	}
-	*k.buf = (*k.buf)[:n]
 	k.nstate, k.slen, k.nraw = uint8(nstate), uint16(slen), uint8(nraw)
 }
 
@@ -241,10 +267,13 @@ func (k *Key) Wipe() {
 	if k == nil {
 		return
 	}
-	if k.buf != nil {
-		clear((*k.buf)[:cap(*k.buf)])
-		*k.buf = (*k.buf)[:0]
+	if k.small != nil {
+		clear(k.small[:])
 	}
+	if k.sized != nil {
+		clear(*k.sized)
+	}
+	k.useSized = false
 	clear(k.k1[:])
 	clear(k.k2[:])
 	k.block, k.slen, k.nstate, k.nraw, k.alg, k.gen = nil, 0, 0, 0, nil, 0
@@ -257,17 +286,22 @@ func (k *Key) Empty() bool {
 	if k == nil {
 		return true
 	}
-	if k.buf != nil {
-		for _, b := range (*k.buf)[:cap(*k.buf)] {
+	var sized []byte
+	if k.sized != nil {
+		sized = *k.sized
+	}
+	var small []byte
+	if k.small != nil {
+		small = k.small[:]
+	}
+	for _, m := range [2][]byte{small, sized} {
+		for _, b := range m {
 			if b != 0 {
 				return false
 			}
 		}
-		if len(*k.buf) != 0 {
-			return false
-		}
 	}
-	return k.alg == nil && k.block == nil && k.k1 == [16]byte{} && k.k2 == [16]byte{}
+	return k.nstate == 0 && k.nraw == 0 && k.alg == nil && k.block == nil && k.k1 == [16]byte{} && k.k2 == [16]byte{}
 }
 
 // String describes k without its key material.

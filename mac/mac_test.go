@@ -432,14 +432,24 @@ func TestKeyNeverPrinted(t *testing.T) {
 	}
 }
 
+// TestWipe checks that Wipe clears the storage a key kept its states in,
+// in both kinds (hmac(sha256)'s fits the small one, hmac(sha512)'s and
+// cmac(aes128)'s are sized exactly).
 func TestWipe(t *testing.T) {
-	a, _ := Lookup("hmac(sha256)")
-	var k Key
-	_ = k.Init(a, []byte("k"))
-	buf := (*k.buf)[:cap(*k.buf)]
-	k.Wipe()
-	if !k.Empty() || len(buf) == 0 || string(buf) != string(make([]byte, len(buf))) {
-		t.Fatal("Wipe left key material")
+	for _, name := range []string{"hmac(sha256)", "hmac(sha512)", "cmac(aes128)"} {
+		a, _ := Lookup(name)
+		var k Key
+		if err := k.Init(a, []byte("sixteen byte key")); err != nil {
+			t.Fatal(err)
+		}
+		buf := k.mem()
+		if k.Empty() || string(buf) == string(make([]byte, len(buf))) {
+			t.Fatalf("%s: a keyed Key looks empty", name)
+		}
+		k.Wipe()
+		if !k.Empty() || len(buf) == 0 || string(buf) != string(make([]byte, len(buf))) {
+			t.Fatalf("%s: Wipe left key material", name)
+		}
 	}
 }
 
