@@ -33,9 +33,22 @@ type Keyring struct {
 	// it is taken before an MKT's lock, never under it or a lane's.
 	mu     sync.Mutex
 	pool   *sigpool.Pool
-	byPeer prefixmap.Map[*MKT] // every MKT by peer prefix (tag 0); lookups by ID filter a prefix's few MKTs
-	added  uint64              // under mu: MKTs ever added, for MKT.added
+	byPeer prefixmap.Map[entry] // every MKT by peer prefix (tag 0); lookups by ID filter a prefix's few MKTs
+	added  uint64               // under mu: MKTs ever added, for MKT.added
 }
+
+// entry is what the index holds of an MKT: the MKT and the IDs lookups
+// filter by, so that a lookup reads no MKT but the one it returns.
+type entry struct {
+	m              *MKT
+	sendID, recvID uint8
+	hasIfIndex     bool // then m.ifindex decides the L3 domain
+}
+
+func entryOf(m *MKT) entry { return entry{m, m.sendID, m.recvID, m.hasIfIndex} }
+
+// matchesL3 is m.matchesL3, reading m only for an MKT bound to a domain.
+func (e entry) matchesL3(l3 int) bool { return !e.hasIfIndex || e.m.ifindex == l3 }
 
 // NewKeyring returns an empty keyring whose MKTs compute through pool
 // (sigpool.Default when nil).
@@ -115,7 +128,7 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 		m.added = r.added // before the insert publishes m
 		m.ring = r
 		// newMKT validated the prefix, so the insert cannot fail.
-		_ = r.byPeer.Insert(m.peer, 0, m)
+		_ = r.byPeer.Insert(m.peer, 0, entryOf(m))
 	}
 	return 0, nil
 }
@@ -124,23 +137,12 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 // and takes each one's reference on its algorithm's pool entry, which
 // its wipe drops; under r.mu.
 func (r *Keyring) admit(ms []*MKT, names []string) (int, error) {
-	var batch prefixmap.Map[*MKT] // ms[:i], for a batch
-	var index map[*MKT]int        // their places in ms
-	if len(ms) > 1 {
-		index = make(map[*MKT]int, len(ms))
-	}
-	for i, m := range ms {
-		if o := clash(&r.byPeer, m); o != nil {
-			return i, fmt.Errorf("%w: %v (adding %v)", ErrKeyExists, o, m)
+	if len(ms) == 1 { // an Add: no batch to check against
+		if o := clash(&r.byPeer, ms[0]); o != nil {
+			return 0, fmt.Errorf("%w: %v (adding %v)", ErrKeyExists, o, ms[0])
 		}
-		if len(ms) > 1 {
-			if o := clash(&batch, m); o != nil {
-				j := index[o]
-				return i, fmt.Errorf("%w: %s of the same list, %v (adding %v)", ErrKeyExists, keys.Label("ao", j, nameAt(names, j)), o, m)
-			}
-			_ = batch.Insert(m.peer, 0, m)
-			index[m] = i
-		}
+	} else if i, err := r.admitBatch(ms, names); err != nil {
+		return i, err
 	}
 	if r.pool == nil {
 		r.pool = sigpool.Default
@@ -155,14 +157,32 @@ func (r *Keyring) admit(ms []*MKT, names []string) (int, error) {
 	return 0, nil
 }
 
+// admitBatch is admit's clash check for the MKTs of an AddAll.
+func (r *Keyring) admitBatch(ms []*MKT, names []string) (int, error) {
+	var batch prefixmap.Map[entry]       // ms[:i]
+	index := make(map[*MKT]int, len(ms)) // their places in ms
+	for i, m := range ms {
+		if o := clash(&r.byPeer, m); o != nil {
+			return i, fmt.Errorf("%w: %v (adding %v)", ErrKeyExists, o, m)
+		}
+		if o := clash(&batch, m); o != nil {
+			j := index[o]
+			return i, fmt.Errorf("%w: %s of the same list, %v (adding %v)", ErrKeyExists, keys.Label("ao", j, nameAt(names, j)), o, m)
+		}
+		_ = batch.Insert(m.peer, 0, entryOf(m))
+		index[m] = i
+	}
+	return 0, nil
+}
+
 // clash returns an MKT of in that m may not sit beside: one whose SendID
 // or RecvID is m's, for an overlapping peer prefix in an overlapping L3
 // domain (Linux's tcp_ao_add_cmd refuses it with EEXIST), or nil.
-func clash(in *prefixmap.Map[*MKT], m *MKT) *MKT {
+func clash(in *prefixmap.Map[entry], m *MKT) *MKT {
 	var found *MKT
-	in.Overlaps(m.peer, 0, func(_ netip.Prefix, o *MKT) bool {
-		if (o.sendID == m.sendID || o.recvID == m.recvID) && (!m.hasIfIndex || !o.hasIfIndex || m.ifindex == o.ifindex) {
-			found = o
+	in.Overlaps(m.peer, 0, func(_ netip.Prefix, o entry) bool {
+		if (o.sendID == m.sendID || o.recvID == m.recvID) && (!m.hasIfIndex || o.matchesL3(m.ifindex)) {
+			found = o.m
 		}
 		return found == nil
 	})
@@ -202,23 +222,39 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 			return fmt.Errorf("%w: replacement %v", ErrNoSuchKey, rep)
 		}
 	}
-	lockAll(m, reps[0], reps[1])
-	err := m.moveUsers(reps)
-	if err == nil {
-		m.ring = nil
-	}
-	unlockAll(m, reps[0], reps[1])
-	if err != nil {
+	if err := m.unring(reps); err != nil {
 		r.mu.Unlock()
 		return err
 	}
-	r.byPeer.Delete(m.peer, 0, func(o *MKT) bool { return o == m })
+	r.byPeer.Delete(m.peer, 0, func(o entry) bool { return o.m == m })
 	r.mu.Unlock()
 	if opts.Async {
 		m.guard.Retire(m.wipe)
 	} else {
 		m.guard.RetireWait(m.wipe)
 	}
+	return nil
+}
+
+// unring moves m's users to reps (moveUsers) and marks m deleted, under
+// the locks of m and reps; under r.mu. Without replacements it locks m
+// alone, as lockAll would, without lockAll's sorted copy.
+func (m *MKT) unring(reps [2]*MKT) error {
+	if reps[0] == nil && reps[1] == nil {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if err := m.moveUsers(reps); err != nil {
+			return err
+		}
+		m.ring = nil
+		return nil
+	}
+	lockAll(m, reps[0], reps[1])
+	defer unlockAll(m, reps[0], reps[1])
+	if err := m.moveUsers(reps); err != nil {
+		return err
+	}
+	m.ring = nil
 	return nil
 }
 
@@ -264,9 +300,9 @@ func (r *Keyring) Find(peer netip.Prefix, sendID, recvID uint8) *MKT {
 	if peer.Addr().Is4In6() && peer.Bits() >= 96 {
 		peer = netip.PrefixFrom(peer.Addr().Unmap(), peer.Bits()-96)
 	}
-	r.byPeer.Lookup(peer.Addr(), 0, func(p netip.Prefix, m *MKT) bool {
-		if p == peer.Masked() && m.sendID == sendID && m.recvID == recvID {
-			found = m
+	r.byPeer.Lookup(peer.Addr(), 0, func(p netip.Prefix, e entry) bool {
+		if p == peer.Masked() && e.sendID == sendID && e.recvID == recvID {
+			found = e.m
 			return false
 		}
 		return true
@@ -280,7 +316,7 @@ func (r *Keyring) LookupRecv(addr netip.Addr, keyID uint8, l3 int) *MKT {
 	if r == nil {
 		return nil
 	}
-	return r.lookup(addr, l3, func(m *MKT) bool { return m.recvID == keyID })
+	return r.lookup(addr, l3, func(e entry) bool { return e.recvID == keyID })
 }
 
 // LookupSend returns the MKT whose SendID is sendID for peer addr, or nil.
@@ -288,7 +324,7 @@ func (r *Keyring) LookupSend(addr netip.Addr, sendID uint8, l3 int) *MKT {
 	if r == nil {
 		return nil
 	}
-	return r.lookup(addr, l3, func(m *MKT) bool { return m.sendID == sendID })
+	return r.lookup(addr, l3, func(e entry) bool { return e.sendID == sendID })
 }
 
 // Covers reports whether any MKT applies to peer addr in L3 domain l3:
@@ -298,7 +334,7 @@ func (r *Keyring) Covers(addr netip.Addr, l3 int) bool { return r != nil && r.fi
 // first returns an MKT for a peer regardless of IDs (the most specific):
 // whether the peer is covered, and which key signs a connectionless RST.
 func (r *Keyring) first(addr netip.Addr, l3 int) *MKT {
-	return r.lookup(addr, l3, func(*MKT) bool { return true })
+	return r.lookup(addr, l3, func(entry) bool { return true })
 }
 
 // newest returns the most recently added MKT that matches a peer,
@@ -311,9 +347,9 @@ func (r *Keyring) newest(addr netip.Addr, l3 int) *MKT {
 		return nil
 	}
 	var found *MKT
-	r.byPeer.Lookup(addr, 0, func(_ netip.Prefix, m *MKT) bool {
-		if m.matchesL3(l3) && (found == nil || m.added > found.added) {
-			found = m
+	r.byPeer.Lookup(addr, 0, func(_ netip.Prefix, e entry) bool {
+		if e.matchesL3(l3) && (found == nil || e.m.added > found.added) {
+			found = e.m
 		}
 		return true
 	})
@@ -322,11 +358,11 @@ func (r *Keyring) newest(addr netip.Addr, l3 int) *MKT {
 
 // lookup returns the MKT of the longest prefix containing addr (the newest
 // of that prefix) that is in domain l3 and for which match is true.
-func (r *Keyring) lookup(addr netip.Addr, l3 int, match func(*MKT) bool) *MKT {
+func (r *Keyring) lookup(addr netip.Addr, l3 int, match func(entry) bool) *MKT {
 	var found *MKT
-	r.byPeer.Lookup(addr, 0, func(_ netip.Prefix, m *MKT) bool {
-		if match(m) && m.matchesL3(l3) {
-			found = m
+	r.byPeer.Lookup(addr, 0, func(_ netip.Prefix, e entry) bool {
+		if match(e) && e.matchesL3(l3) {
+			found = e.m
 			return false
 		}
 		return true

@@ -2,13 +2,14 @@ package prefixmap
 
 import "cmp"
 
-// The writers keep, for each family and tag, the nodes in a B-tree ordered
+// The writers keep, for each family and tag, the keys in a B-tree ordered
 // by (address, length). It answers the one question the hash cannot: which
-// prefixes lie inside p (those whose masked address is in p's range). A
-// B-tree node holds up to 2·btreeT−1 keys next to each other, so an insert
-// or a delete visits a few nodes (a handful of levels even at a million
-// prefixes) rather than one scattered node per level of a binary tree.
-// Only writers touch it, under Map.mu.
+// prefixes lie inside p (those whose masked address is in p's range); the
+// nodes of the keys it finds are the hash's. A B-tree node holds up to
+// 2·btreeT−1 keys next to each other, so an insert or a delete visits a few
+// nodes (a handful of levels even at a million prefixes) rather than one
+// scattered node per level of a binary tree. Only writers touch it, under
+// Map.mu.
 //
 // The algorithms are the textbook ones: an insert splits every full node
 // on its way down, a delete makes every node it descends into hold at
@@ -16,25 +17,32 @@ import "cmp"
 // siblings), so neither walks back up.
 
 // btreeT is the B-tree's minimum degree: every node but the root holds
-// btreeT−1 to 2·btreeT−1 items.
+// btreeT−1 to 2·btreeT−1 keys.
 const btreeT = 16
 
-// item is a key of the tree and the node that has it.
-type item[V any] struct {
-	k key
-	n *node[V]
-}
-
-type bnode[V any] struct {
-	n     int
-	items [2*btreeT - 1]item[V]
-	kids  []*bnode[V] // 2·btreeT slots in an inner node; nil in a leaf
+// bnode is a node of the B-tree. A search reads ord, one word per key
+// (four cache lines a node), and keys only where ords tie.
+type bnode struct {
+	n    int
+	ord  [2*btreeT - 1]uint64 // ordOf(&keys[i])
+	keys [2*btreeT - 1]key
+	kids []*bnode // 2·btreeT slots in an inner node, in the node's allocation; nil in a leaf
 }
 
 // btree is one ordered tree; its zero value is empty.
-type btree[V any] struct {
-	root *bnode[V]
+type btree struct {
+	root *bnode
 	len  int
+}
+
+// ordOf is a word that orders keys of one tree as compare does where the
+// words differ: an IPv4 key's address and length (exact), an IPv6 key's
+// first 64 bits.
+func ordOf(k *key) uint64 {
+	if k.family() == ipv4 {
+		return k.lo<<8 | uint64(k.bits())
+	}
+	return k.hi
 }
 
 // compare orders keys of one tree by address, then length. (cmp.Or would
@@ -58,71 +66,93 @@ func compareAddr(a, b *key) int {
 	return 0
 }
 
-// search returns the index of the first item of b not below k, and whether
+// search returns the index of the first key of b not below k, and whether
 // it is k.
-func (b *bnode[V]) search(k *key) (int, bool) {
+func (b *bnode) search(k *key) (int, bool) {
+	o := ordOf(k)
 	lo, hi := 0, b.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if compare(&b.items[m].k, k) < 0 {
+		if b.ord[m] < o || b.ord[m] == o && compare(&b.keys[m], k) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo, lo < b.n && compare(&b.items[lo].k, k) == 0
+	return lo, lo < b.n && b.ord[lo] == o && b.keys[lo] == *k
 }
 
-func newInner[V any]() *bnode[V] { return &bnode[V]{kids: make([]*bnode[V], 2*btreeT)} }
+// newInner returns an empty inner node, its children's slots in its own
+// allocation (a descent reads no separate array).
+func newInner() *bnode {
+	in := &struct {
+		b    bnode
+		kids [2 * btreeT]*bnode
+	}{}
+	in.b.kids = in.kids[:]
+	return &in.b
+}
 
-// insert adds n, whose key is not in t.
-func (t *btree[V]) insert(n *node[V]) {
+// put makes key i of b key j of from.
+func (b *bnode) put(i int, from *bnode, j int) {
+	b.ord[i], b.keys[i] = from.ord[j], from.keys[j]
+}
+
+// moveKeys moves b's keys [from, b.n) to start at to.
+func (b *bnode) moveKeys(to, from int) {
+	copy(b.ord[to:], b.ord[from:b.n])
+	copy(b.keys[to:], b.keys[from:b.n])
+}
+
+// insert adds k, which is not in t.
+func (t *btree) insert(k *key) {
 	if t.root == nil {
-		t.root = new(bnode[V])
+		t.root = new(bnode)
 	}
-	if t.root.n == len(t.root.items) {
-		r := newInner[V]()
+	if t.root.n == len(t.root.keys) {
+		r := newInner()
 		r.kids[0] = t.root
 		r.split(0)
 		t.root = r
 	}
-	t.root.insertNonFull(item[V]{n.key, n})
+	t.root.insertNonFull(k)
 	t.len++
 }
 
-// split splits b's full child i in two around its median item, which
+// split splits b's full child i in two around its median key, which
 // moves up into b (which is not full).
-func (b *bnode[V]) split(i int) {
+func (b *bnode) split(i int) {
 	y := b.kids[i]
-	z := new(bnode[V])
+	var z *bnode
 	if y.kids != nil {
-		z.kids = make([]*bnode[V], 2*btreeT)
+		z = newInner()
 		copy(z.kids, y.kids[btreeT:])
 		clear(y.kids[btreeT:])
+	} else {
+		z = new(bnode)
 	}
-	copy(z.items[:], y.items[btreeT:])
+	copy(z.ord[:], y.ord[btreeT:])
+	copy(z.keys[:], y.keys[btreeT:])
 	z.n, y.n = btreeT-1, btreeT-1
-	mid := y.items[btreeT-1]
-	clear(y.items[btreeT-1:])
 	copy(b.kids[i+2:b.n+2], b.kids[i+1:b.n+1])
 	b.kids[i+1] = z
-	copy(b.items[i+1:b.n+1], b.items[i:b.n])
-	b.items[i] = mid
+	b.moveKeys(i+1, i)
+	b.put(i, y, btreeT-1)
 	b.n++
 }
 
-func (b *bnode[V]) insertNonFull(it item[V]) {
+func (b *bnode) insertNonFull(k *key) {
 	for {
-		i, _ := b.search(&it.k)
+		i, _ := b.search(k)
 		if b.kids == nil {
-			copy(b.items[i+1:b.n+1], b.items[i:b.n])
-			b.items[i] = it
+			b.moveKeys(i+1, i)
+			b.ord[i], b.keys[i] = ordOf(k), *k
 			b.n++
 			return
 		}
-		if b.kids[i].n == len(b.items) {
+		if b.kids[i].n == len(b.keys) {
 			b.split(i)
-			if compare(&it.k, &b.items[i].k) > 0 {
+			if compare(k, &b.keys[i]) > 0 {
 				i++
 			}
 		}
@@ -130,27 +160,12 @@ func (b *bnode[V]) insertNonFull(it item[V]) {
 	}
 }
 
-// set makes n the node of its key, which t has.
-func (t *btree[V]) set(n *node[V]) {
-	for b := t.root; b != nil; {
-		i, ok := b.search(&n.key)
-		if ok {
-			b.items[i].n = n
-			return
-		}
-		if b.kids == nil {
-			return
-		}
-		b = b.kids[i]
-	}
-}
-
-// remove takes the item of k out of t, if t has it.
-func (t *btree[V]) remove(k *key) {
+// remove takes k out of t, if t has it.
+func (t *btree) remove(k *key) {
 	if t.root == nil {
 		return
 	}
-	if t.root.remove(k) {
+	if t.root.remove(*k) {
 		t.len--
 	}
 	if r := t.root; r.n == 0 {
@@ -163,27 +178,27 @@ func (t *btree[V]) remove(k *key) {
 }
 
 // remove takes k out of the subtree of b, which holds at least btreeT
-// items unless it is the root, and reports whether it was there.
-func (b *bnode[V]) remove(k *key) bool {
+// keys unless it is the root, and reports whether it was there.
+func (b *bnode) remove(k key) bool {
 	for {
-		i, found := b.search(k)
+		i, found := b.search(&k)
 		if b.kids == nil {
 			if !found {
 				return false
 			}
-			b.deleteItem(i)
+			b.deleteKey(i)
 			return true
 		}
 		if found {
 			switch {
 			case b.kids[i].n >= btreeT:
-				pred := b.kids[i].last()
-				b.items[i] = pred
-				b, k = b.kids[i], &pred.k
+				l, j := b.kids[i].last()
+				b.put(i, l, j)
+				b, k = b.kids[i], l.keys[j]
 			case b.kids[i+1].n >= btreeT:
-				succ := b.kids[i+1].first()
-				b.items[i] = succ
-				b, k = b.kids[i+1], &succ.k
+				f := b.kids[i+1].first()
+				b.put(i, f, 0)
+				b, k = b.kids[i+1], f.keys[0]
 			default:
 				b.merge(i)
 				b = b.kids[i]
@@ -197,54 +212,55 @@ func (b *bnode[V]) remove(k *key) bool {
 	}
 }
 
-// deleteItem removes item i of b; b's children are the caller's to move.
-func (b *bnode[V]) deleteItem(i int) {
-	copy(b.items[i:], b.items[i+1:b.n])
-	b.items[b.n-1] = item[V]{}
+// deleteKey removes key i of b; b's children are the caller's to move.
+func (b *bnode) deleteKey(i int) {
+	b.moveKeys(i, i+1)
 	b.n--
 }
 
-func (b *bnode[V]) first() item[V] {
+// first returns the leftmost leaf under b (its key 0 is the smallest).
+func (b *bnode) first() *bnode {
 	for b.kids != nil {
 		b = b.kids[0]
 	}
-	return b.items[0]
+	return b
 }
 
-func (b *bnode[V]) last() item[V] {
+// last returns the rightmost leaf under b and the index of its largest key.
+func (b *bnode) last() (*bnode, int) {
 	for b.kids != nil {
 		b = b.kids[b.n]
 	}
-	return b.items[b.n-1]
+	return b, b.n - 1
 }
 
-// merge joins b's child i, item i and child i+1 (both children with
-// btreeT−1 items) into child i.
-func (b *bnode[V]) merge(i int) {
+// merge joins b's child i, key i and child i+1 (both children with
+// btreeT−1 keys) into child i.
+func (b *bnode) merge(i int) {
 	y, z := b.kids[i], b.kids[i+1]
-	y.items[y.n] = b.items[i]
-	copy(y.items[y.n+1:], z.items[:z.n])
+	y.put(y.n, b, i)
+	copy(y.ord[y.n+1:], z.ord[:z.n])
+	copy(y.keys[y.n+1:], z.keys[:z.n])
 	if y.kids != nil {
 		copy(y.kids[y.n+1:], z.kids[:z.n+1])
 	}
 	y.n += 1 + z.n
-	b.deleteItem(i)
+	b.deleteKey(i)
 	copy(b.kids[i+1:], b.kids[i+2:b.n+2])
 	b.kids[b.n+1] = nil
 }
 
-// fill gives b's child i, which has btreeT−1 items, one more: from a
+// fill gives b's child i, which has btreeT−1 keys, one more: from a
 // sibling that can spare one, through b, or by merging it with a sibling.
-// It returns the index of the child that now holds child i's items.
-func (b *bnode[V]) fill(i int) int {
+// It returns the index of the child that now holds child i's keys.
+func (b *bnode) fill(i int) int {
 	c := b.kids[i]
 	switch {
 	case i > 0 && b.kids[i-1].n >= btreeT:
 		l := b.kids[i-1]
-		copy(c.items[1:c.n+1], c.items[:c.n])
-		c.items[0] = b.items[i-1]
-		b.items[i-1] = l.items[l.n-1]
-		l.items[l.n-1] = item[V]{}
+		c.moveKeys(1, 0)
+		c.put(0, b, i-1)
+		b.put(i-1, l, l.n-1)
 		if c.kids != nil {
 			copy(c.kids[1:c.n+2], c.kids[:c.n+1])
 			c.kids[0] = l.kids[l.n]
@@ -255,14 +271,14 @@ func (b *bnode[V]) fill(i int) int {
 		return i
 	case i < b.n && b.kids[i+1].n >= btreeT:
 		r := b.kids[i+1]
-		c.items[c.n] = b.items[i]
-		b.items[i] = r.items[0]
+		c.put(c.n, b, i)
+		b.put(i, r, 0)
 		if c.kids != nil {
 			c.kids[c.n+1] = r.kids[0]
 			copy(r.kids, r.kids[1:r.n+1])
 			r.kids[r.n] = nil
 		}
-		r.deleteItem(0)
+		r.deleteKey(0)
 		c.n++
 		return i
 	case i < b.n:
@@ -274,24 +290,24 @@ func (b *bnode[V]) fill(i int) int {
 	}
 }
 
-// inside calls fn, in order, for the nodes of t whose address lies in
+// inside calls fn, in order, for the keys of t whose address lies in
 // [first, last] and whose length is at least first's, until fn returns
 // false, and reports whether it did not. It descends only into the
 // subtrees that can hold such addresses, so the walk costs O(depth +
-// nodes visited).
-func (t *btree[V]) inside(first, last key, fn func(*node[V]) bool) bool {
+// keys visited).
+func (t *btree) inside(first, last key, fn func(*key) bool) bool {
 	if t == nil || t.root == nil {
 		return true
 	}
 	return t.root.inside(&first, &last, fn)
 }
 
-func (b *bnode[V]) inside(first, last *key, fn func(*node[V]) bool) bool {
-	// The first item whose address is not below first's.
+func (b *bnode) inside(first, last *key, fn func(*key) bool) bool {
+	// The first key whose address is not below first's.
 	lo, hi := 0, b.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if compareAddr(&b.items[m].k, first) < 0 {
+		if compareAddr(&b.keys[m], first) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -304,11 +320,11 @@ func (b *bnode[V]) inside(first, last *key, fn func(*node[V]) bool) bool {
 		if i == b.n {
 			return true
 		}
-		it := &b.items[i]
-		if compareAddr(&it.k, last) > 0 {
+		k := &b.keys[i]
+		if compareAddr(k, last) > 0 {
 			return true
 		}
-		if it.k.bits() >= first.bits() && !fn(it.n) {
+		if k.bits() >= first.bits() && !fn(k) {
 			return false
 		}
 	}

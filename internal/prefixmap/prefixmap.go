@@ -29,7 +29,6 @@
 package prefixmap
 
 import (
-	"cmp"
 	"encoding/binary"
 	"errors"
 	"math/bits"
@@ -58,8 +57,8 @@ type Map[V any] struct {
 	lens [2][3]atomic.Uint64 // per family, bit b set if a prefix of length b is present (any tag)
 	n    atomic.Int64        // number of values
 
-	mu    sync.Mutex         // serialises writers; guards the fields below
-	trees map[tree]*btree[V] // per family and tag, the nodes ordered by (address, length)
+	mu    sync.Mutex      // serialises writers; guards the fields below
+	trees map[tree]*btree // per family and tag, the keys ordered by (address, length)
 }
 
 // node holds the values of one (prefix, tag). Readers see only key and
@@ -69,7 +68,7 @@ type Map[V any] struct {
 type node[V any] struct {
 	key  key
 	vals []V  // newest first
-	one  [1]V // vals' backing array when it holds one value: one allocation, one cache miss less
+	inl  [2]V // vals' backing array when it holds one or two values (a key in rotation): one allocation, one cache miss less
 }
 
 // index returns the hash of k's family and length, allocating the
@@ -86,11 +85,28 @@ func (m *Map[V]) index(k *key, alloc bool) *index[V] {
 	return &ix[k.family()][k.bits()]
 }
 
-func newNode[V any](k key, vals []V) *node[V] {
+// newNode returns a node of k holding head (when one is true) followed by
+// rest without rest[skip] (skip < 0: all of rest).
+func newNode[V any](k key, head V, one bool, rest []V, skip int) *node[V] {
 	n := &node[V]{key: k}
-	if len(vals) == 1 {
-		n.one[0] = vals[0]
-		vals = n.one[:]
+	size := len(rest)
+	if one {
+		size++
+	}
+	if skip >= 0 {
+		size--
+	}
+	vals := n.inl[:0]
+	if size > len(n.inl) {
+		vals = make([]V, 0, size)
+	}
+	if one {
+		vals = append(vals, head)
+	}
+	if skip < 0 {
+		vals = append(vals, rest...)
+	} else {
+		vals = append(append(vals, rest[:skip]...), rest[skip+1:]...)
 	}
 	n.vals = vals
 	return n
@@ -107,24 +123,21 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n := &node[V]{key: k}
-	n.one[0] = v
-	n.vals = n.one[:]
 	x := m.index(&k, true)
 	if old := x.load(&k); old != nil {
-		vs := make([]V, 0, len(old.vals)+1)
-		m.replace(newNode(k, append(append(vs, v), old.vals...)))
+		m.replace(newNode(k, v, true, old.vals, -1))
 	} else {
+		n := newNode(k, v, true, nil, -1)
 		x.store(n)
 		if m.trees == nil {
-			m.trees = make(map[tree]*btree[V])
+			m.trees = make(map[tree]*btree)
 		}
 		t := m.trees[k.tree()]
 		if t == nil {
-			t = new(btree[V])
+			t = new(btree)
 			m.trees[k.tree()] = t
 		}
-		t.insert(n)
+		t.insert(&k)
 		if fam, b := k.family(), k.bits(); x.live == 1 {
 			m.lens[fam][b/64].Or(1 << (b % 64))
 		}
@@ -161,7 +174,7 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 	}
 	v := n.vals[i]
 	if len(n.vals) > 1 {
-		m.replace(newNode(k, slices.Delete(slices.Clone(n.vals), i, i+1)))
+		m.replace(newNode(k, zero, false, n.vals, i))
 	} else {
 		x.remove(&k)
 		t := m.trees[k.tree()]
@@ -176,11 +189,15 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 	return v, true
 }
 
-// replace publishes n, with new values, in place of the node of its key.
+// replace publishes n, with new values, in place of the node of its key
+// (the B-tree holds keys only: it does not change).
 func (m *Map[V]) replace(n *node[V]) {
-	m.trees[n.key.tree()].set(n)
 	m.index(&n.key, true).store(n)
 }
+
+// nodeOf returns the node of k, which m has, for a walk of a B-tree;
+// writers only.
+func (m *Map[V]) nodeOf(k *key) *node[V] { return m.index(k, false).load(k) }
 
 // Lookup calls fn for every value whose prefix contains addr and whose tag
 // is tag, longest prefix first (newest first within one prefix), until fn
@@ -262,12 +279,12 @@ func (m *Map[V]) Overlaps(p netip.Prefix, tag uint32, fn func(p netip.Prefix, v 
 	} else {
 		last.hi, last.lo = k.hi|^maskHi(ipv6, k.bits()), k.lo|^maskLo(ipv6, k.bits())
 	}
-	m.trees[k.tree()].inside(k, last, func(n *node[V]) bool {
-		if n.key.bits() == k.bits() { // p itself was visited above
+	m.trees[k.tree()].inside(k, last, func(in *key) bool {
+		if in.bits() == k.bits() { // p itself was visited above
 			return true
 		}
-		p := n.key.prefix()
-		for _, v := range n.vals {
+		p := in.prefix()
+		for _, v := range m.nodeOf(in).vals {
 			if !fn(p, v) {
 				return false
 			}
@@ -292,15 +309,13 @@ func (m *Map[V]) Range(fn func(p netip.Prefix, tag uint32, v V) bool) {
 	for t := range m.trees {
 		ts = append(ts, t)
 	}
-	slices.SortFunc(ts, func(a, b tree) int {
-		return cmp.Or(cmp.Compare(a.fam, b.fam), cmp.Compare(a.tag, b.tag))
-	})
+	slices.Sort(ts)
 	for _, t := range ts {
 		first, last := key{}, key{hi: ^uint64(0), lo: ^uint64(0), meta: ^uint32(0)}
-		ok := m.trees[t].inside(first, last, func(n *node[V]) bool {
-			p := n.key.prefix()
-			for _, v := range n.vals {
-				if !fn(p, t.tag, v) {
+		ok := m.trees[t].inside(first, last, func(k *key) bool {
+			p := k.prefix()
+			for _, v := range m.nodeOf(k).vals {
+				if !fn(p, t.tag(), v) {
 					return false
 				}
 			}
@@ -350,13 +365,13 @@ func maxBits(fam int) int { return 32 + 96*fam }
 func (k key) family() int { return int(k.meta >> 8) }
 func (k key) bits() int   { return int(k.meta & 0xff) }
 
-// tree identifies one ordered tree: the nodes of one family and tag.
-type tree struct {
-	tag uint32
-	fam int
-}
+// tree identifies one ordered tree, the keys of one family and tag: the
+// family above the tag, so that trees sort by family, then tag.
+type tree uint64
 
-func (k key) tree() tree { return tree{k.tag, k.family()} }
+func (k key) tree() tree { return tree(uint64(k.family())<<32 | uint64(k.tag)) }
+
+func (t tree) tag() uint32 { return uint32(t) }
 
 // setAddr stores a (IPv4, or IPv6 that is not IPv4-mapped) as a full-length
 // prefix.

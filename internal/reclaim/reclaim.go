@@ -120,8 +120,14 @@ func (g *Guard) Retire(wipe func()) {
 //
 // A Guard is retired once: a second call of Retire or RetireWait panics.
 func (g *Guard) RetireWait(wipe func()) {
+	g.claim()
+	if g.idle() { // no reader in flight: no channel to wait on
+		g.state.Store(drained)
+		wipe()
+		return
+	}
 	done := make(chan struct{})
-	g.retire(func() { close(done) })
+	g.publish(func() { close(done) })
 	<-done
 	wipe()
 }
@@ -136,9 +142,29 @@ func (g *Guard) retire(drain func()) {
 	if drain == nil {
 		drain = func() {}
 	}
+	g.claim()
+	g.publish(drain)
+}
+
+// claim moves the Guard from live to retiring: from now on every Acquire
+// fails, and a tryDrain returns at once.
+func (g *Guard) claim() {
 	if !g.state.CompareAndSwap(live, retiring) {
 		panic("reclaim: Guard retired twice")
 	}
+}
+
+// idle reports, for a claimed Guard, whether no reader holds a pin: the
+// shards read after the claim are all zero (as in tryDrain, so none can
+// be taken either). A failing Acquire's brief increment may make it false.
+func (g *Guard) idle() bool {
+	col := g.cells.Load()
+	return col == nil || col.zero()
+}
+
+// publish completes the retirement of a claimed Guard: drain runs once no
+// reader holds a pin.
+func (g *Guard) publish(drain func()) {
 	g.drain = drain
 	g.state.Store(retired)
 	g.tryDrain()
@@ -187,13 +213,19 @@ func (g *Guard) retire(drain func()) {
 // that sees retiring returns at once; the retirer's own tryDrain, which reads
 // the shards after the store of retired, does the work.
 //
+// RetireWait first reads the shards while the Guard is still retiring: the
+// claim already made every later Acquire fail, so the argument above, with
+// the claim in place of the store of retired, shows that all zero means no
+// pin is held or can be taken; it then wipes at once, with no drain function
+// and no channel. Otherwise it publishes its drain function as Retire does.
+//
 // tryDrain runs the drain function if the Guard is retired and no reader
 // holds a pin, at most once over all callers. See the Guard comment.
 func (g *Guard) tryDrain() {
 	if g.state.Load() != retired {
 		return
 	}
-	if col := g.cells.Load(); col != nil && !col.zero() {
+	if !g.idle() {
 		return
 	}
 	if g.state.CompareAndSwap(retired, drained) {

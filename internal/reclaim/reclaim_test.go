@@ -260,3 +260,30 @@ func TestShards(t *testing.T) {
 		}
 	}
 }
+
+// TestRetireWaitWithoutReadersDoesNotAllocate: with no pin held (none ever
+// taken, or all released), RetireWait wipes at once, without the channel
+// it waits on when a reader is in flight.
+func TestRetireWaitWithoutReadersDoesNotAllocate(t *testing.T) {
+	for _, used := range []bool{false, true} {
+		gs := make([]Guard, 1001)
+		if used {
+			for i := range gs {
+				p, _ := gs[i].Acquire()
+				gs[i].Release(p)
+			}
+		}
+		var c counter
+		i := 0
+		allocs := testing.AllocsPerRun(1000, func() {
+			gs[i].RetireWait(c.wipe)
+			i++
+		})
+		if allocs != 0 {
+			t.Fatalf("used=%v: RetireWait allocates %v times, want 0", used, allocs)
+		}
+		if c.runs() != int32(i) {
+			t.Fatalf("used=%v: %d wipes for %d RetireWaits", used, c.runs(), i)
+		}
+	}
+}
