@@ -500,28 +500,34 @@ var growAlgs = []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)", "kmac256-1
 //
 // A round starts from the heap after one pair made and closed (what the
 // first derivation of an MKT makes once is not the connections').
+//
+// mode=pool is the default Policy (each segment's context from a pool
+// shard), mode=lease Policy.LeaseContexts (a context kept per direction).
 func BenchmarkGrowConnMemory(b *testing.B) {
 	const pairs = 10000
 	for _, alg := range growAlgs {
 		for _, setup := range []string{"handshake", "established"} {
-			b.Run(fmt.Sprintf("alg=%s/setup=%s/pairs=%d", alg, setup, pairs), func(b *testing.B) {
-				heapgrowth.Report(b, "B/conn", func() float64 { return growConnRound(b, alg, setup, pairs) })
-			})
+			for _, mode := range []string{"pool", "lease"} {
+				pol := ao.Policy{LeaseContexts: mode == "lease"}
+				b.Run(fmt.Sprintf("alg=%s/setup=%s/pairs=%d/mode=%s", alg, setup, pairs, mode), func(b *testing.B) {
+					heapgrowth.Report(b, "B/conn", func() float64 { return growConnRound(b, alg, setup, pairs, pol) })
+				})
+			}
 		}
 	}
 }
 
-// growConnRound makes the pairs of BenchmarkGrowConnMemory and returns the
-// heap they take per Conn.
-func growConnRound(b *testing.B, alg, setup string, pairs int) float64 {
+// growConnRound makes the pairs of BenchmarkGrowConnMemory under pol and
+// returns the heap they take per Conn.
+func growConnRound(b *testing.B, alg, setup string, pairs int, pol ao.Policy) float64 {
 	cring, sring, maclen := growRings(b, alg, netip.PrefixFrom(growClient, 32), netip.PrefixFrom(growServer.Addr(), 32))
-	l := ao.NewListener(sring, ao.Policy{}, 0)
+	l := ao.NewListener(sring, pol, 0)
 	buf := make([]byte, 0, segment.MaxHeaderLen)
 	pair := func(c, s *ao.Conn, i int) {
 		local := netip.AddrPortFrom(growClient, uint16(10000+i))
 		cisn, sisn := 1000+uint32(i)*7919, 5000+uint32(i)*104729
 		if setup == "handshake" {
-			if err := c.Init(cring, ao.Endpoint{Local: local, Remote: growServer, LocalISN: cisn}, ao.Policy{}); err != nil {
+			if err := c.Init(cring, ao.Endpoint{Local: local, Remote: growServer, LocalISN: cisn}, pol); err != nil {
 				b.Fatal(err)
 			}
 			syn := growSeg(b, buf, local, growServer, cisn, 0, segment.SYN, maclen, nil)
@@ -540,11 +546,11 @@ func growConnRound(b *testing.B, alg, setup string, pairs int) float64 {
 			}
 		} else {
 			ep := ao.Endpoint{Local: local, Remote: growServer, LocalISN: cisn, Established: true, RemoteISN: sisn, CurrentSendID: 1, RNextRecvID: 2}
-			if err := c.Init(cring, ep, ao.Policy{}); err != nil {
+			if err := c.Init(cring, ep, pol); err != nil {
 				b.Fatal(err)
 			}
 			ep = ao.Endpoint{Local: growServer, Remote: local, LocalISN: sisn, Established: true, RemoteISN: cisn, CurrentSendID: 2, RNextRecvID: 1}
-			if err := s.Init(sring, ep, ao.Policy{}); err != nil {
+			if err := s.Init(sring, ep, pol); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -301,6 +301,7 @@ fi
 # kernel sockets configured through package linuxsock from a keys file:
 # tcpsig verify must pass every segment of their capture with that very file
 if [ -f "$WORK/results/linuxsock-ao.pcap" ]; then
+	chmod 600 "$WORK/results/linuxsock-keys.json" # as for BIRD's below: tcpsig warns of a keys file others may read
 	(cd "$ROOT" && go run ./cmd/tcpsig verify -keys "$WORK/results/linuxsock-keys.json" "$WORK/results/linuxsock-ao.pcap" | tail -3) ||
 		{ echo "linuxsock: tcpsig verify failed on linuxsock-ao.pcap"; CRC=1; }
 fi
