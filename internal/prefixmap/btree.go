@@ -21,23 +21,27 @@ import "cmp"
 const btreeT = 16
 
 // bnode is a node of the B-tree. A search reads ord, one word per key
-// (four cache lines a node), and keys only where ords tie.
+// (four cache lines a node). In an IPv4 tree the word is the key (its
+// address and length; the tag is the tree's), so a node holds nothing
+// else; in an IPv6 tree ext holds the keys, read only where ords tie.
 type bnode struct {
 	n    int
-	ord  [2*btreeT - 1]uint64 // ordOf(&keys[i])
-	keys [2*btreeT - 1]key
-	kids []*bnode // 2·btreeT slots in an inner node, in the node's allocation; nil in a leaf
+	ord  [2*btreeT - 1]uint64 // ordOf of each key
+	ext  *[2*btreeT - 1]key   // the keys, in an IPv6 tree's node (in its allocation); nil in an IPv4 tree
+	kids []*bnode             // 2·btreeT slots in an inner node, in its allocation; nil in a leaf
 }
 
-// btree is one ordered tree; its zero value is empty.
+// btree is one ordered tree, of the keys of tree id; its zero value is
+// empty, for IPv4 and tag 0.
 type btree struct {
 	root *bnode
 	len  int
+	id   tree
 }
 
 // ordOf is a word that orders keys of one tree as compare does where the
-// words differ: an IPv4 key's address and length (exact), an IPv6 key's
-// first 64 bits.
+// words differ: an IPv4 key's address and length (all of the key but its
+// tree), an IPv6 key's first 64 bits.
 func ordOf(k *key) uint64 {
 	if k.family() == ipv4 {
 		return k.lo<<8 | uint64(k.bits())
@@ -66,6 +70,11 @@ func compareAddr(a, b *key) int {
 	return 0
 }
 
+// below reports whether key i of b, whose ord is o, is below k.
+func (b *bnode) below(i int, o uint64, k *key) bool {
+	return b.ord[i] < o || b.ord[i] == o && b.ext != nil && compare(&b.ext[i], k) < 0
+}
+
 // search returns the index of the first key of b not below k, and whether
 // it is k.
 func (b *bnode) search(k *key) (int, bool) {
@@ -73,44 +82,95 @@ func (b *bnode) search(k *key) (int, bool) {
 	lo, hi := 0, b.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if b.ord[m] < o || b.ord[m] == o && compare(&b.keys[m], k) < 0 {
+		if b.below(m, o, k) {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return lo, lo < b.n && b.ord[lo] == o && b.keys[lo] == *k
+	return lo, lo < b.n && b.ord[lo] == o && (b.ext == nil || b.ext[lo] == *k)
 }
 
-// newInner returns an empty inner node, its children's slots in its own
-// allocation (a descent reads no separate array).
-func newInner() *bnode {
-	in := &struct {
-		b    bnode
-		kids [2 * btreeT]*bnode
-	}{}
-	in.b.kids = in.kids[:]
-	return &in.b
+// key returns key i of b, a node of tree id.
+func (b *bnode) key(i int, id tree) key {
+	if b.ext != nil {
+		return b.ext[i]
+	}
+	k := key{tag: id.tag()}
+	k.setMasked(0, b.ord[i]>>8, ipv4, int(b.ord[i]&0xff))
+	return k
+}
+
+// newBnode returns an empty node, inner or a leaf, for an IPv6 tree or an
+// IPv4 one: one allocation with its children's slots and its keys.
+func newBnode(inner, v6 bool) *bnode {
+	switch {
+	case inner && v6:
+		s := &struct {
+			b    bnode
+			kids [2 * btreeT]*bnode
+			keys [2*btreeT - 1]key
+		}{}
+		s.b.kids, s.b.ext = s.kids[:], &s.keys
+		return &s.b
+	case inner:
+		s := &struct {
+			b    bnode
+			kids [2 * btreeT]*bnode
+		}{}
+		s.b.kids = s.kids[:]
+		return &s.b
+	case v6:
+		s := &struct {
+			b    bnode
+			keys [2*btreeT - 1]key
+		}{}
+		s.b.ext = &s.keys
+		return &s.b
+	}
+	return new(bnode)
 }
 
 // put makes key i of b key j of from.
 func (b *bnode) put(i int, from *bnode, j int) {
-	b.ord[i], b.keys[i] = from.ord[j], from.keys[j]
+	b.ord[i] = from.ord[j]
+	if b.ext != nil {
+		b.ext[i] = from.ext[j]
+	}
+}
+
+// set makes key i of b k.
+func (b *bnode) set(i int, k *key) {
+	b.ord[i] = ordOf(k)
+	if b.ext != nil {
+		b.ext[i] = *k
+	}
 }
 
 // moveKeys moves b's keys [from, b.n) to start at to.
 func (b *bnode) moveKeys(to, from int) {
 	copy(b.ord[to:], b.ord[from:b.n])
-	copy(b.keys[to:], b.keys[from:b.n])
+	if b.ext != nil {
+		copy(b.ext[to:], b.ext[from:b.n])
+	}
+}
+
+// copyKeys makes keys [to, to+n) of b keys [from, from+n) of src.
+func (b *bnode) copyKeys(to int, src *bnode, from, n int) {
+	copy(b.ord[to:], src.ord[from:from+n])
+	if b.ext != nil {
+		copy(b.ext[to:], src.ext[from:from+n])
+	}
 }
 
 // insert adds k, which is not in t.
 func (t *btree) insert(k *key) {
+	v6 := t.id.fam() == ipv6
 	if t.root == nil {
-		t.root = new(bnode)
+		t.root = newBnode(false, v6)
 	}
-	if t.root.n == len(t.root.keys) {
-		r := newInner()
+	if t.root.n == len(t.root.ord) {
+		r := newBnode(true, v6)
 		r.kids[0] = t.root
 		r.split(0)
 		t.root = r
@@ -123,16 +183,12 @@ func (t *btree) insert(k *key) {
 // moves up into b (which is not full).
 func (b *bnode) split(i int) {
 	y := b.kids[i]
-	var z *bnode
+	z := newBnode(y.kids != nil, y.ext != nil)
 	if y.kids != nil {
-		z = newInner()
 		copy(z.kids, y.kids[btreeT:])
 		clear(y.kids[btreeT:])
-	} else {
-		z = new(bnode)
 	}
-	copy(z.ord[:], y.ord[btreeT:])
-	copy(z.keys[:], y.keys[btreeT:])
+	z.copyKeys(0, y, btreeT, btreeT-1)
 	z.n, y.n = btreeT-1, btreeT-1
 	copy(b.kids[i+2:b.n+2], b.kids[i+1:b.n+1])
 	b.kids[i+1] = z
@@ -146,13 +202,13 @@ func (b *bnode) insertNonFull(k *key) {
 		i, _ := b.search(k)
 		if b.kids == nil {
 			b.moveKeys(i+1, i)
-			b.ord[i], b.keys[i] = ordOf(k), *k
+			b.set(i, k)
 			b.n++
 			return
 		}
-		if b.kids[i].n == len(b.keys) {
+		if b.kids[i].n == len(b.ord) {
 			b.split(i)
-			if compare(k, &b.keys[i]) > 0 {
+			if o := ordOf(k); b.below(i, o, k) { // k is not key i, which came from below
 				i++
 			}
 		}
@@ -165,7 +221,7 @@ func (t *btree) remove(k *key) {
 	if t.root == nil {
 		return
 	}
-	if t.root.remove(*k) {
+	if t.root.remove(*k, t.id) {
 		t.len--
 	}
 	if r := t.root; r.n == 0 {
@@ -179,7 +235,7 @@ func (t *btree) remove(k *key) {
 
 // remove takes k out of the subtree of b, which holds at least btreeT
 // keys unless it is the root, and reports whether it was there.
-func (b *bnode) remove(k key) bool {
+func (b *bnode) remove(k key, id tree) bool {
 	for {
 		i, found := b.search(&k)
 		if b.kids == nil {
@@ -194,11 +250,11 @@ func (b *bnode) remove(k key) bool {
 			case b.kids[i].n >= btreeT:
 				l, j := b.kids[i].last()
 				b.put(i, l, j)
-				b, k = b.kids[i], l.keys[j]
+				b, k = b.kids[i], l.key(j, id)
 			case b.kids[i+1].n >= btreeT:
 				f := b.kids[i+1].first()
 				b.put(i, f, 0)
-				b, k = b.kids[i+1], f.keys[0]
+				b, k = b.kids[i+1], f.key(0, id)
 			default:
 				b.merge(i)
 				b = b.kids[i]
@@ -239,8 +295,7 @@ func (b *bnode) last() (*bnode, int) {
 func (b *bnode) merge(i int) {
 	y, z := b.kids[i], b.kids[i+1]
 	y.put(y.n, b, i)
-	copy(y.ord[y.n+1:], z.ord[:z.n])
-	copy(y.keys[y.n+1:], z.keys[:z.n])
+	y.copyKeys(y.n+1, z, 0, z.n)
 	if y.kids != nil {
 		copy(y.kids[y.n+1:], z.kids[:z.n+1])
 	}
@@ -295,33 +350,33 @@ func (b *bnode) fill(i int) int {
 // false, and reports whether it did not. It descends only into the
 // subtrees that can hold such addresses, so the walk costs O(depth +
 // keys visited).
-func (t *btree) inside(first, last key, fn func(*key) bool) bool {
+func (t *btree) inside(first, last key, fn func(key) bool) bool {
 	if t == nil || t.root == nil {
 		return true
 	}
-	return t.root.inside(&first, &last, fn)
+	return t.root.inside(&first, &last, t.id, fn)
 }
 
-func (b *bnode) inside(first, last *key, fn func(*key) bool) bool {
+func (b *bnode) inside(first, last *key, id tree, fn func(key) bool) bool {
 	// The first key whose address is not below first's.
 	lo, hi := 0, b.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if compareAddr(&b.keys[m], first) < 0 {
+		if k := b.key(m, id); compareAddr(&k, first) < 0 {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
 	for i := lo; ; i++ {
-		if b.kids != nil && !b.kids[i].inside(first, last, fn) {
+		if b.kids != nil && !b.kids[i].inside(first, last, id, fn) {
 			return false
 		}
 		if i == b.n {
 			return true
 		}
-		k := &b.keys[i]
-		if compareAddr(k, last) > 0 {
+		k := b.key(i, id)
+		if compareAddr(&k, last) > 0 {
 			return true
 		}
 		if k.bits() >= first.bits() && !fn(k) {

@@ -47,8 +47,9 @@ func checkBTree(t *testing.T, id tree, tr *btree) {
 			if i == b.n {
 				break
 			}
-			k := &b.keys[i]
-			if k.tree() != id || b.ord[i] != ordOf(k) {
+			kv := b.key(i, id)
+			k := &kv
+			if k.tree() != id || b.ord[i] != ordOf(k) || (b.ext != nil) != (id.fam() == ipv6) {
 				t.Fatalf("tree %v: key %v of tree %v, ord %#x", id, k.prefix(), k.tree(), b.ord[i])
 			}
 			if prev != nil && compare(prev, k) >= 0 {
@@ -85,7 +86,7 @@ func TestBTree(t *testing.T) {
 }
 
 func testBTree(t *testing.T, id tree, randKey func() key, r *rand.Rand) {
-	var tr btree
+	tr := btree{id: id}
 	var want []key // sorted
 	has := func(k key) (int, bool) {
 		return slices.BinarySearchFunc(want, k, func(a, b key) int { return compare(&a, &b) })
@@ -96,7 +97,7 @@ func testBTree(t *testing.T, id tree, randKey func() key, r *rand.Rand) {
 			first, last = last, first
 		}
 		var got, exp []key
-		tr.inside(first, last, func(k *key) bool { got = append(got, *k); return true })
+		tr.inside(first, last, func(k key) bool { got = append(got, k); return true })
 		for _, k := range want {
 			if compareAddr(&k, &first) >= 0 && compareAddr(&k, &last) <= 0 && k.bits() >= first.bits() {
 				exp = append(exp, k)
@@ -107,7 +108,7 @@ func testBTree(t *testing.T, id tree, randKey func() key, r *rand.Rand) {
 		}
 		if len(exp) > 1 { // stopping early
 			n := 0
-			if tr.inside(first, last, func(*key) bool { n++; return n < 2 }) || n != 2 {
+			if tr.inside(first, last, func(key) bool { n++; return n < 2 }) || n != 2 {
 				t.Fatalf("inside did not stop when fn returned false")
 			}
 		}

@@ -134,7 +134,7 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 		}
 		t := m.trees[k.tree()]
 		if t == nil {
-			t = new(btree)
+			t = &btree{id: k.tree()}
 			m.trees[k.tree()] = t
 		}
 		t.insert(&k)
@@ -279,12 +279,12 @@ func (m *Map[V]) Overlaps(p netip.Prefix, tag uint32, fn func(p netip.Prefix, v 
 	} else {
 		last.hi, last.lo = k.hi|^maskHi(ipv6, k.bits()), k.lo|^maskLo(ipv6, k.bits())
 	}
-	m.trees[k.tree()].inside(k, last, func(in *key) bool {
+	m.trees[k.tree()].inside(k, last, func(in key) bool {
 		if in.bits() == k.bits() { // p itself was visited above
 			return true
 		}
 		p := in.prefix()
-		for _, v := range m.nodeOf(in).vals {
+		for _, v := range m.nodeOf(&in).vals {
 			if !fn(p, v) {
 				return false
 			}
@@ -312,9 +312,9 @@ func (m *Map[V]) Range(fn func(p netip.Prefix, tag uint32, v V) bool) {
 	slices.Sort(ts)
 	for _, t := range ts {
 		first, last := key{}, key{hi: ^uint64(0), lo: ^uint64(0), meta: ^uint32(0)}
-		ok := m.trees[t].inside(first, last, func(k *key) bool {
+		ok := m.trees[t].inside(first, last, func(k key) bool {
 			p := k.prefix()
-			for _, v := range m.nodeOf(k).vals {
+			for _, v := range m.nodeOf(&k).vals {
 				if !fn(p, t.tag(), v) {
 					return false
 				}
@@ -372,6 +372,7 @@ type tree uint64
 func (k key) tree() tree { return tree(uint64(k.family())<<32 | uint64(k.tag)) }
 
 func (t tree) tag() uint32 { return uint32(t) }
+func (t tree) fam() int    { return int(t >> 32) }
 
 // setAddr stores a (IPv4, or IPv6 that is not IPv4-mapped) as a full-length
 // prefix.
