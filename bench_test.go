@@ -360,15 +360,25 @@ func established(tb testing.TB, alg string) (c, s *ao.Conn) {
 	return establishedOn(tb, cring, sring)
 }
 
-// leaseContexts runs the benchmarks' connections with
-// Policy.LeaseContexts: go test -bench Floor -args -lease.
-var leaseContexts = flag.Bool("lease", false, "benchmark connections keep leased contexts (ao.Policy.LeaseContexts)")
+// benchContexts is the Policy.Contexts of the benchmarks' connections:
+// go test -bench Floor -args -contexts segment.
+var benchContexts = flag.String("contexts", "adaptive", "the benchmark connections' ao.Policy.Contexts: adaptive, segment or leased")
+
+// benchPolicy is the benchmarks' Policy, from -contexts.
+func benchPolicy(tb testing.TB) ao.Policy {
+	modes := map[string]ao.Contexts{"adaptive": ao.ContextsAdaptive, "segment": ao.ContextsPerSegment, "leased": ao.ContextsLeased}
+	m, ok := modes[*benchContexts]
+	if !ok {
+		tb.Fatalf("-contexts %q: want adaptive, segment or leased", *benchContexts)
+	}
+	return ao.Policy{Contexts: m}
+}
 
 // establishedOn is established on the given keyrings.
 func establishedOn(tb testing.TB, cring, sring *ao.Keyring) (c, s *ao.Conn) {
 	tb.Helper()
 	c, s = new(ao.Conn), new(ao.Conn)
-	pol := ao.Policy{LeaseContexts: *leaseContexts}
+	pol := benchPolicy(tb)
 	if err := c.Init(cring, ao.Endpoint{Local: client, Remote: server, LocalISN: 1000}, pol); err != nil {
 		tb.Fatal(err)
 	}

@@ -46,14 +46,37 @@ type Policy struct {
 	// AcceptICMP lets ICMP hard errors act on a connection (RFC 5925
 	// §7.8; Linux accept_icmps). By default they are ignored and counted.
 	AcceptICMP bool
-	// LeaseContexts makes a connection keep a working MAC context and
-	// scratch of its own per direction, leased from the pool while it
-	// uses keys of that algorithm, instead of taking a pool shard's for
-	// each segment: a few nanoseconds less per segment, which counts
-	// where a segment costs least (CMAC's pure ACK), for a context per
-	// direction more per connection (see BENCHMARKS.md).
-	LeaseContexts bool
+	// Contexts says where the connection's segments find their working
+	// MAC context and scratch; the zero value is [ContextsAdaptive].
+	Contexts Contexts
 }
+
+// Contexts is where a connection's segments find their working MAC
+// context (BENCHMARKS.md has what each costs).
+type Contexts uint8
+
+const (
+	// ContextsAdaptive, the default: a direction takes a pool shard's
+	// context per segment until it has carried busySegments segments,
+	// then keeps one leased from the pool while fewer than
+	// adaptiveLeases are out on lease: an idle connection costs the least
+	// memory, a busy one a lock less per segment.
+	ContextsAdaptive Contexts = iota
+	// ContextsPerSegment: every segment takes a pool shard's context; the
+	// least memory, a shard's lock per segment.
+	ContextsPerSegment
+	// ContextsLeased: each direction keeps a leased context from its
+	// first segment on, whatever is out on lease.
+	ContextsLeased
+)
+
+// busySegments and adaptiveLeases are ContextsAdaptive's bounds: the
+// segments a direction carries before it asks for a lease (and again
+// after a refusal), and the contexts a pool may have out on lease for it.
+const (
+	busySegments   = 64
+	adaptiveLeases = 1024
+)
 
 // Counters are Linux's per-connection TCP-AO counters (TCP_AO_INFO).
 type Counters struct {

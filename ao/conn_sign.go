@@ -121,7 +121,7 @@ func (c *Conn) signLocked(l *lane, m *MKT, seg *segment.Segment, off int) error 
 			return err
 		}
 	}
-	w, err := l.work(m, c.policy.LeaseContexts, c.hint)
+	w, err := l.work(m, c.policy.Contexts, c.hint)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) e
 			return c.record(j.m, nil, err)
 		}
 	}
-	w, err := l.work(j.m, c.policy.LeaseContexts, c.hint)
+	w, err := l.work(j.m, c.policy.Contexts, c.hint)
 	if err != nil {
 		return c.record(j.m, nil, err)
 	}

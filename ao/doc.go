@@ -24,8 +24,9 @@
 //     TIME-WAIT) is held, a [TrafficKey] from the ISNs the stack still
 //     knows otherwise (see the example for Linux's choice of key).
 //
-// A Conn keeps its traffic keys, SNEs and roles; each segment's working
-// context is a sigpool shard's ([Policy.LeaseContexts] keeps one leased).
+// A Conn keeps its traffic keys, SNEs and roles; a segment's working
+// context is a sigpool shard's, until a direction is busy and keeps one
+// leased ([Policy.Contexts]).
 //
 // Segments come as whole IPv4/IPv6 packets or as TCP segments with their
 // addresses (see [segment.Segment]) and a TCP-AO option the stack laid out

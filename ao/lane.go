@@ -28,7 +28,8 @@ type lane struct {
 	// and reused.
 	keys  [2]laneKey
 	more  []*laneKey
-	lease *lease               // Policy.LeaseContexts: the context kept between segments
+	lease *lease               // the context kept between segments, if any (Policy.Contexts)
+	segs  uint8                // ContextsAdaptive: segments since the last ask for a lease
 	_     [cacheline.Size]byte // the next lane's lock on another line
 }
 
@@ -132,6 +133,7 @@ func (l *lane) wipe() {
 	if l.lease != nil {
 		l.lease.giveBack()
 	}
+	l.segs = 0
 }
 
 // work is a segment's working context and scratch: a pool shard's,
@@ -146,21 +148,21 @@ type work struct {
 func (w work) end() { w.req.End() }
 
 // work returns the working context and scratch of one segment under m;
-// the lane's lock is held. lease is the policy's LeaseContexts. Small
-// enough to inline: a lease's context is taken here.
-func (l *lane) work(m *MKT, lease bool, hint uint32) (work, error) {
+// the lane's lock is held. Small enough to inline: a lease's context is
+// taken here.
+func (l *lane) work(m *MKT, p Contexts, hint uint32) (work, error) {
 	if s := l.lease; s != nil && s.alg == m.alg && s.pool == m.pool { // alg is nil without a context
 		return work{w: s.ctx, sc: s.scratch[:]}, nil
 	}
-	return l.start(m, lease, hint)
+	return l.start(m, p, hint)
 }
 
-// start is work from a pool shard (or a new lease). A pool entry that is
-// gone, or holds another algorithm now, means m was deleted and its
-// algorithm's last key with it: [ErrKeyNotFound], on which Sign moves on
-// to the current key.
-func (l *lane) start(m *MKT, lease bool, hint uint32) (work, error) {
-	if lease {
+// start is work from a new lease, or from a pool shard. A pool entry
+// that is gone, or holds another algorithm now, means m was deleted and
+// its algorithm's last key with it: [ErrKeyNotFound], on which Sign moves
+// on to the current key.
+func (l *lane) start(m *MKT, p Contexts, hint uint32) (work, error) {
+	if l.leases(m, p) {
 		return l.leased(m)
 	}
 	req, err := m.pool.StartHint(m.poolID, hint)
@@ -172,6 +174,24 @@ func (l *lane) start(m *MKT, lease bool, hint uint32) (work, error) {
 		return work{}, ErrKeyNotFound
 	}
 	return work{w: req.MAC, sc: req.Scratch, req: req}, nil
+}
+
+// leases reports whether the lane leases a context for m's segment under
+// policy p: always with ContextsLeased, while it holds one (a rotation to
+// another algorithm leases anew), and with ContextsAdaptive once a
+// direction is busy and the pool has few out on lease.
+func (l *lane) leases(m *MKT, p Contexts) bool {
+	switch {
+	case p == ContextsLeased || l.lease != nil && l.lease.ctx != nil:
+		return true
+	case p != ContextsAdaptive:
+		return false
+	}
+	if l.segs++; l.segs < busySegments {
+		return false
+	}
+	l.segs = 0
+	return m.pool.Leased() < adaptiveLeases
 }
 
 // leased is work from the lane's lease.

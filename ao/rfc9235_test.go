@@ -38,7 +38,7 @@ func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, s
 		t.Fatal(err)
 	}
 	c := new(Conn)
-	if err := c.Init(ring, Endpoint{Local: local, Remote: remote, LocalISN: lisn}, Policy{}); err != nil {
+	if err := c.Init(ring, Endpoint{Local: local, Remote: remote, LocalISN: lisn}, Policy{Contexts: rfc9235Contexts}); err != nil {
 		t.Fatal(err)
 	}
 	// The peer's ISN is known except to a client before the SYN-ACK.
@@ -54,7 +54,7 @@ func rfc9235Side(t *testing.T, set *testvectors.RFC9235Set, v *testvectors.AO, s
 func rfc9235Verify(c *Conn, s *segment.Segment) error {
 	if s.Header().Flags()&(segment.SYN|segment.ACK) == segment.SYN {
 		var nc Conn
-		_, err := NewListener(c.ring, Policy{}, 0).Accept(s, &nc)
+		_, err := NewListener(c.ring, Policy{Contexts: rfc9235Contexts}, 0).Accept(s, &nc)
 		return err
 	}
 	return c.Verify(s)
@@ -104,15 +104,29 @@ func TestRFC9235Rekey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rfc9235Pool = p
-	defer func() { rfc9235Pool = nil }()
+	rfc9235Pool, rfc9235Contexts = p, ContextsLeased
+	defer func() { rfc9235Pool, rfc9235Contexts = nil, ContextsAdaptive }()
 	TestRFC9235(t)
 }
 
+// TestRFC9235Leased is TestRFC9235 with connections that lease their
+// contexts from their first segment (Policy.Contexts), which the test
+// then checks.
+func TestRFC9235Leased(t *testing.T) {
+	rfc9235Contexts = ContextsLeased
+	defer func() { rfc9235Contexts = ContextsAdaptive }()
+	TestRFC9235(t)
+}
+
+// rfc9235Contexts is the Policy.Contexts of the tests' connections.
+var rfc9235Contexts Contexts
+
 // TestRFC9235 signs and verifies all 32 segments of RFC 9235 and checks
 // the MAC against the published one; then flips bits that the MAC covers.
-// It also checks that the signing lane computed with a context leased from
-// the keyring's pool, in the pool's backend.
+// With rfc9235Contexts ContextsLeased it also checks that the signing
+// lane computed every segment but a SYN (whose one-segment key lives in a
+// pool request) with a context leased from the keyring's pool, in the
+// pool's backend.
 func TestRFC9235(t *testing.T) {
 	set, err := testvectors.RFC9235()
 	if err != nil {
@@ -137,7 +151,7 @@ func TestRFC9235(t *testing.T) {
 			if got := seg.Header()[off : off+set.MACLen]; !bytes.Equal(got, v.MAC) {
 				t.Fatalf("%s: signed MAC %x, RFC 9235 has %x", v.Title, got, v.MAC)
 			}
-			if l := c.send.lease; c.policy.LeaseContexts && (l == nil || l.pool != c.ring.pool || l.ctx.Rekeys() != (rfc9235Pool != nil)) {
+			if l := c.send.lease; c.policy.Contexts == ContextsLeased && !isSYN(seg.Header().Flags()) && (l == nil || l.pool != c.ring.pool || l.ctx.Rekeys() != (rfc9235Pool != nil)) {
 				t.Fatalf("%s: the send lane's context is not a lease from the keyring's pool", v.Title)
 			}
 			signed++

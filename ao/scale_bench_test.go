@@ -501,14 +501,19 @@ var growAlgs = []string{"hmac(sha1)", "hmac(sha256)", "cmac(aes128)", "kmac256-1
 // A round starts from the heap after one pair made and closed (what the
 // first derivation of an MKT makes once is not the connections').
 //
-// mode=pool is the default Policy (each segment's context from a pool
-// shard), mode=lease Policy.LeaseContexts (a context kept per direction).
+// mode=pool is Policy.Contexts ContextsPerSegment (each segment's context
+// from a pool shard), mode=lease ContextsLeased (a context kept per
+// direction); the default, ContextsAdaptive, is mode=pool for these
+// connections, which carry a segment each way.
 func BenchmarkGrowConnMemory(b *testing.B) {
 	const pairs = 10000
 	for _, alg := range growAlgs {
 		for _, setup := range []string{"handshake", "established"} {
 			for _, mode := range []string{"pool", "lease"} {
-				pol := ao.Policy{LeaseContexts: mode == "lease"}
+				pol := ao.Policy{Contexts: ao.ContextsPerSegment}
+				if mode == "lease" {
+					pol.Contexts = ao.ContextsLeased
+				}
 				b.Run(fmt.Sprintf("alg=%s/setup=%s/pairs=%d/mode=%s", alg, setup, pairs, mode), func(b *testing.B) {
 					heapgrowth.Report(b, "B/conn", func() float64 { return growConnRound(b, alg, setup, pairs, pol) })
 				})

@@ -41,6 +41,9 @@ func TestReturnOnlyLeased(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := p.Leased(); n != 2 {
+		t.Fatalf("Leased %d with two out", n)
+	}
 	if err := p.Return(id, c); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +53,9 @@ func TestReturnOnlyLeased(t *testing.T) {
 	stranger := alg.NewContext()
 	if err := p.Return(id, stranger); !errors.Is(err, ErrNotLeased) {
 		t.Fatalf("Return of a context never leased: %v, want ErrNotLeased", err)
+	}
+	if n := p.Leased(); n != 1 {
+		t.Fatalf("Leased %d after one good and two refused Returns of two leases, want 1", n)
 	}
 	a, errA := p.Lease(id)
 	b, errB := p.Lease(id)

@@ -186,6 +186,7 @@ type Pool struct {
 	// live says which slots are held (refs > 0), for Start, which reads
 	// it without mu: an idle slot's contexts are not handed out.
 	live    [tableSize]atomic.Bool
+	leased  atomic.Int64   // contexts out on Lease, for Leased, which reads it without mu
 	cleanup sync.WaitGroup // background wipes started by Release
 }
 
@@ -393,7 +394,18 @@ func (p *Pool) Lease(id ID) (*mac.Context, error) {
 	}
 	e.leased[c] = struct{}{}
 	e.refs++
+	p.leased.Add(1)
 	return c, nil
+}
+
+// Leased returns how many contexts are out on [Pool.Lease] now: what a
+// caller that leases only while few are out (a connection that keeps a
+// context once it is busy) reads first.
+func (p *Pool) Leased() int {
+	if p == nil {
+		return 0
+	}
+	return int(p.leased.Load())
 }
 
 // Return wipes c, a context that Lease handed out for id, keeps it for
@@ -419,6 +431,7 @@ func (p *Pool) Return(id ID, c *mac.Context) error {
 		return ErrNotLeased
 	}
 	delete(e.leased, c)
+	p.leased.Add(-1)
 	c.Wipe()
 	if e.refs > 1 {
 		e.free = append(e.free, c)
