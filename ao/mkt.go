@@ -93,10 +93,12 @@ func newMKT(cfg *keys.AO) (*MKT, error) {
 		m      MKT
 		master kdf.Master
 	}{}
+	// Field by field: the allocation is zero already, and a composite
+	// literal would clear and copy the whole MKT again.
 	m := &both.m
-	*m = MKT{peer: c.Peer, sendID: c.SendID, recvID: c.RecvID, maclen: uint8(c.MACLen),
-		exclude: c.ExcludeOptions, hasIfIndex: c.HasIfIndex, ifindex: c.IfIndex, alg: alg,
-		master: &both.master}
+	m.alg, m.master = alg, &both.master
+	m.peer, m.sendID, m.recvID, m.maclen = c.Peer, c.SendID, c.RecvID, uint8(c.MACLen)
+	m.exclude, m.hasIfIndex, m.ifindex = c.ExcludeOptions, c.HasIfIndex, c.IfIndex
 	if err := m.master.Init(alg, c.Key); err != nil {
 		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
