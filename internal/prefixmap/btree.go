@@ -79,6 +79,20 @@ func (b *bnode) below(i int, o uint64, k *key) bool {
 // it is k.
 func (b *bnode) search(k *key) (int, bool) {
 	o := ordOf(k)
+	if b.ext == nil && b.n > 0 { // IPv4: ord is the key, and the halving needs no branch
+		base, n := 0, b.n
+		for n > 1 {
+			half := n >> 1
+			if b.ord[base+half-1] < o {
+				base += half
+			}
+			n -= half
+		}
+		if b.ord[base] < o {
+			base++
+		}
+		return base, base < b.n && b.ord[base] == o
+	}
 	lo, hi := 0, b.n
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
