@@ -144,8 +144,13 @@ type work struct {
 	req *sigpool.Request
 }
 
-// end hands a shard's request back; a lease stays with its lane.
-func (w work) end() { w.req.End() }
+// end hands a shard's request back; a lease stays with its lane (and
+// costs no call).
+func (w work) end() {
+	if w.req != nil {
+		w.req.End()
+	}
+}
 
 // work returns the working context and scratch of one segment under m;
 // the lane's lock is held. Small enough to inline: a lease's context is
