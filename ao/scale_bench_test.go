@@ -598,83 +598,97 @@ var growConnSizes = []growSize{{"1k", 1000, false}, {"10k", 10000, false}, {"100
 // order), interleaved with Sign on one more connection over and over:
 // op-ns is the cost of a segment round-robin, ref-ns on the one
 // connection, op/ref their ratio. A pure ACK and a 1448-byte payload, all
-// segments' payload in one buffer.
+// segments' payload in one buffer. contexts=default is the default
+// Policy (the one connection, busy, leases its context; the n take a
+// shard's, unless they are few enough to lease too), contexts=segment
+// ContextsPerSegment for all.
 func BenchmarkGrowRoundRobin(b *testing.B) {
 	for _, size := range growConnSizes {
-		b.Run("alg=hmac(sha1)/conns="+size.name, func(b *testing.B) {
-			growGate(b, size)
-			n := size.n
-			clients := netip.MustParsePrefix("10.0.0.0/8")
-			signer, mirror, maclen := growRings(b, "hmac(sha1)", netip.PrefixFrom(growServer.Addr(), 32), clients)
-			payload := make([]byte, 1448)
-			for i := range payload {
-				payload[i] = byte(i)
+		for _, mode := range []string{"default", "segment"} {
+			pol := ao.Policy{}
+			if mode == "segment" {
+				pol.Contexts = ao.ContextsPerSegment
 			}
-			conns := make([]ao.Conn, n+1) // conns[n] is the one signing in a loop
-			endpoint := func(i int) (remote netip.AddrPort, lisn, risn uint32) {
-				return netip.AddrPortFrom(growHost4(i), 40000), 5000 + uint32(i)*104729, 1000 + uint32(i)*7919
+			growRoundRobin(b, size, mode, pol)
+		}
+	}
+}
+
+// growRoundRobin is one size and policy of BenchmarkGrowRoundRobin.
+func growRoundRobin(b *testing.B, size growSize, mode string, pol ao.Policy) {
+	b.Run("alg=hmac(sha1)/conns="+size.name+"/contexts="+mode, func(b *testing.B) {
+		growGate(b, size)
+		n := size.n
+		clients := netip.MustParsePrefix("10.0.0.0/8")
+		signer, mirror, maclen := growRings(b, "hmac(sha1)", netip.PrefixFrom(growServer.Addr(), 32), clients)
+		payload := make([]byte, 1448)
+		for i := range payload {
+			payload[i] = byte(i)
+		}
+		conns := make([]ao.Conn, n+1) // conns[n] is the one signing in a loop
+		endpoint := func(i int) (remote netip.AddrPort, lisn, risn uint32) {
+			return netip.AddrPortFrom(growHost4(i), 40000), 5000 + uint32(i)*104729, 1000 + uint32(i)*7919
+		}
+		for i := range conns {
+			remote, lisn, risn := endpoint(i)
+			ep := ao.Endpoint{Local: growServer, Remote: remote, LocalISN: lisn, Established: true, RemoteISN: risn, CurrentSendID: 1, RNextRecvID: 2}
+			if err := conns[i].Init(signer, ep, pol); err != nil {
+				b.Fatal(err)
 			}
-			for i := range conns {
-				remote, lisn, risn := endpoint(i)
-				ep := ao.Endpoint{Local: growServer, Remote: remote, LocalISN: lisn, Established: true, RemoteISN: risn, CurrentSendID: 1, RNextRecvID: 2}
-				if err := conns[i].Init(signer, ep, ao.Policy{}); err != nil {
-					b.Fatal(err)
+		}
+		hdrs := make([]byte, (n+1)*segment.MaxHeaderLen)
+		segs := make([]segment.Segment, n+1)
+		order := rand.New(rand.NewPCG(3, 4)).Perm(n)
+		for _, size := range []int{0, 1448} {
+			b.Run(fmt.Sprintf("payload=%d", size), func(b *testing.B) {
+				var frags [][]byte
+				flags := segment.ACK
+				if size > 0 {
+					frags, flags = [][]byte{payload[:size]}, segment.ACK|segment.PSH
 				}
-			}
-			hdrs := make([]byte, (n+1)*segment.MaxHeaderLen)
-			segs := make([]segment.Segment, n+1)
-			order := rand.New(rand.NewPCG(3, 4)).Perm(n)
-			for _, size := range []int{0, 1448} {
-				b.Run(fmt.Sprintf("payload=%d", size), func(b *testing.B) {
-					var frags [][]byte
-					flags := segment.ACK
-					if size > 0 {
-						frags, flags = [][]byte{payload[:size]}, segment.ACK|segment.PSH
+				for i := range segs {
+					remote, lisn, risn := endpoint(i)
+					h := hdrs[i*segment.MaxHeaderLen : i*segment.MaxHeaderLen : (i+1)*segment.MaxHeaderLen]
+					segs[i] = growSeg(b, h, growServer, remote, lisn+1, risn+1, flags, maclen, frags)
+				}
+				for i := range conns { // the first Sign of a segment kind derives its traffic key
+					if err := conns[i].Sign(&segs[i]); err != nil {
+						b.Fatal(err)
 					}
-					for i := range segs {
-						remote, lisn, risn := endpoint(i)
-						h := hdrs[i*segment.MaxHeaderLen : i*segment.MaxHeaderLen : (i+1)*segment.MaxHeaderLen]
-						segs[i] = growSeg(b, h, growServer, remote, lisn+1, risn+1, flags, maclen, frags)
+				}
+				for _, i := range []int{n, order[0], order[n/2], order[n-1]} {
+					growCheck(b, mirror, &conns[i], &segs[i])
+				}
+				next := 0
+				rr := func(k int) time.Duration {
+					t := time.Now()
+					for range k {
+						if err := conns[order[next]].Sign(&segs[order[next]]); err != nil {
+							b.Fatal(err)
+						}
+						if next++; next == n {
+							next = 0
+						}
 					}
-					for i := range conns { // the first Sign of a segment kind derives its traffic key
-						if err := conns[i].Sign(&segs[i]); err != nil {
+					return time.Since(t)
+				}
+				one := func(k int) time.Duration {
+					t := time.Now()
+					for range k {
+						if err := conns[n].Sign(&segs[n]); err != nil {
 							b.Fatal(err)
 						}
 					}
-					for _, i := range []int{n, order[0], order[n/2], order[n-1]} {
-						growCheck(b, mirror, &conns[i], &segs[i])
-					}
-					next := 0
-					rr := func(k int) time.Duration {
-						t := time.Now()
-						for range k {
-							if err := conns[order[next]].Sign(&segs[order[next]]); err != nil {
-								b.Fatal(err)
-							}
-							if next++; next == n {
-								next = 0
-							}
-						}
-						return time.Since(t)
-					}
-					one := func(k int) time.Duration {
-						t := time.Now()
-						for range k {
-							if err := conns[n].Sign(&segs[n]); err != nil {
-								b.Fatal(err)
-							}
-						}
-						return time.Since(t)
-					}
-					b.ReportAllocs()
-					growInterleave(b, 32, rr, one)
-				})
-			}
-			for i := range conns {
-				conns[i].Close()
-			}
-		})
-	}
+					return time.Since(t)
+				}
+				b.ReportAllocs()
+				growInterleave(b, 32, rr, one)
+			})
+		}
+		for i := range conns {
+			conns[i].Close()
+		}
+	})
 }
 
 // growCheck signs seg on s and verifies it on a mirror of s made on ring:
