@@ -31,9 +31,10 @@ import (
 //
 // The zero index is empty.
 type index[V any] struct {
-	tab  atomic.Pointer[table[V]]
-	live int // nodes in tab; writers only
-	used int // slots of tab with a hash: nodes and tombstones; writers only
+	tab    atomic.Pointer[table[V]]
+	live   int // nodes in tab; writers only
+	ghosts int // of them, nodes without values (Map.ghosts); writers only
+	used   int // slots of tab with a hash: nodes and tombstones; writers only
 }
 
 type table[V any] struct {

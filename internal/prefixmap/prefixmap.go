@@ -11,10 +11,13 @@
 //   - [Map.Insert] and [Map.Delete] change only the entries they touch: one
 //     slot of a hash and a few nodes of an ordered B-tree (its depth grows
 //     with the logarithm of the number of entries, and each node is one run
-//     of memory). The Insert that finds its length's hash half full builds
-//     that hash again, twice as large, from the hashes it keeps (without
-//     visiting the entries): a cost spread over the inserts before the next
-//     one;
+//     of memory). A Delete of a (prefix, tag)'s last value leaves its key in
+//     both for a while (a ghost, which no reader sees), so that inserting it
+//     again (a key replaced, a configuration reloaded) changes one slot; a
+//     later Delete purges it. The Insert that finds its length's hash half
+//     full builds that hash again, twice as large, from the hashes it keeps
+//     (without visiting the entries): a cost spread over the inserts before
+//     the next one;
 //   - prefixes are matched as Linux matches TCP-AO and TCP-MD5 keys:
 //     host bits are ignored, a 0-length prefix
 //     matches every address of its family and none of the other, and
@@ -59,7 +62,20 @@ type Map[V any] struct {
 
 	mu    sync.Mutex      // serialises writers; guards the fields below
 	trees map[tree]*btree // per family and tag, the keys ordered by (address, length)
+	// ghosts lists, oldest first, keys whose last value was deleted: each
+	// stays in its hash (as a node without values) and in its B-tree, so
+	// that an Insert of the key again changes neither, until purgeGhosts
+	// takes it out. A key may be listed twice; one given a value again
+	// stays listed until its turn comes. The list is ghosts[gone:].
+	ghosts []key
+	gone   int
 }
+
+// A Delete that leaves a ghost purges the oldest two once more than
+// maxGhosts plus an eighth of the values are listed: the ghosts stay a
+// bounded share of the index, and each costs one purge, as the Delete
+// that made it would have.
+const maxGhosts = 64
 
 // node holds the values of one (prefix, tag). Readers see only key and
 // vals, which never change once the node is published: a writer that
@@ -124,11 +140,17 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	x := m.index(&k, true)
-	if old := x.load(&k); old != nil {
+	old := x.load(&k)
+	switch {
+	case old != nil && len(old.vals) > 0:
 		m.replace(newNode(k, v, true, old.vals, -1))
-	} else {
-		n := newNode(k, v, true, nil, -1)
-		x.store(n)
+	case old != nil: // a ghost: its key is in the B-tree already
+		x.store(newNode(k, v, true, nil, -1))
+		if x.ghosts--; x.live-x.ghosts == 1 {
+			m.lens[k.family()][k.bits()/64].Or(1 << (k.bits() % 64))
+		}
+	default:
+		x.store(newNode(k, v, true, nil, -1))
 		if m.trees == nil {
 			m.trees = make(map[tree]*btree)
 		}
@@ -138,7 +160,7 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 			m.trees[k.tree()] = t
 		}
 		t.insert(&k)
-		if fam, b := k.family(), k.bits(); x.live == 1 {
+		if fam, b := k.family(), k.bits(); x.live-x.ghosts == 1 {
 			m.lens[fam][b/64].Or(1 << (b % 64))
 		}
 	}
@@ -162,7 +184,7 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 		return zero, false
 	}
 	n := x.load(&k)
-	if n == nil {
+	if n == nil || len(n.vals) == 0 {
 		return zero, false
 	}
 	i := 0
@@ -173,20 +195,54 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 		}
 	}
 	v := n.vals[i]
+	m.n.Add(-1)
 	if len(n.vals) > 1 {
 		m.replace(newNode(k, zero, false, n.vals, i))
-	} else {
-		x.remove(&k)
-		t := m.trees[k.tree()]
-		if t.remove(&k); t.len == 0 {
-			delete(m.trees, k.tree())
-		}
-		if fam, b := k.family(), k.bits(); x.live == 0 {
-			m.lens[fam][b/64].And(^(1 << (b % 64)))
-		}
+		return v, true
 	}
-	m.n.Add(-1)
+	x.store(&node[V]{key: k}) // a ghost
+	if x.ghosts++; x.live-x.ghosts == 0 {
+		m.lens[k.family()][k.bits()/64].And(^(1 << (k.bits() % 64)))
+	}
+	m.ghosts = append(m.ghosts, k)
+	m.purgeGhosts()
 	return v, true
+}
+
+// purgeGhosts takes the oldest two ghosts out (all of them once m holds no
+// value) if more are listed than the bound of maxGhosts.
+func (m *Map[V]) purgeGhosts() {
+	n := len(m.ghosts) - m.gone
+	if values := int(m.n.Load()); values == 0 {
+		n = 0
+	} else if n > maxGhosts+values/8 {
+		n -= 2
+	}
+	for len(m.ghosts)-m.gone > n {
+		m.purge(&m.ghosts[m.gone])
+		m.gone++
+	}
+	switch {
+	case m.gone == len(m.ghosts):
+		m.ghosts, m.gone = nil, 0 // let an emptied list go of its array
+	case m.gone > len(m.ghosts)/2: // reuse the array's front, in place
+		m.ghosts = m.ghosts[:copy(m.ghosts, m.ghosts[m.gone:])]
+		m.gone = 0
+	}
+}
+
+// purge takes k out of its hash and B-tree if it is still a ghost.
+func (m *Map[V]) purge(k *key) {
+	x := m.index(k, false)
+	if n := x.load(k); n == nil || len(n.vals) > 0 {
+		return // purged already, or given a value again
+	}
+	x.remove(k)
+	x.ghosts--
+	t := m.trees[k.tree()]
+	if t.remove(k); t.len == 0 {
+		delete(m.trees, k.tree())
+	}
 }
 
 // replace publishes n, with new values, in place of the node of its key

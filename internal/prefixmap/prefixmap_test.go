@@ -415,3 +415,54 @@ func TestConcurrent(t *testing.T) {
 		t.Fatalf("Len = %d after the writers removed their values", m.Len())
 	}
 }
+
+// TestGhosts: a key whose last value is deleted stays in its B-tree (and
+// its hash, with no value) for an Insert of it again, unseen by Lookup,
+// Overlaps, Range and Delete; the ghosts stay within their bound as
+// deletes go on, and an emptied Map keeps none.
+func TestGhosts(t *testing.T) {
+	var m Map[string]
+	const n = 4096
+	for i := range n {
+		m.Insert(host(i), 0, fmt.Sprint(i))
+	}
+	m.Insert(pfx("10.0.0.0/8"), 0, "net")
+	tr := m.trees[tree(0)]
+	m.Delete(host(5), 0, nil)
+	if tr.len != n+1 || m.Len() != n {
+		t.Fatalf("after a delete: tree holds %d keys, Len %d", tr.len, m.Len())
+	}
+	if got := lookup(&m, host(5).Addr(), 0); got != "10.0.0.0/8=net" {
+		t.Fatalf("Lookup of a deleted host: %q", got)
+	}
+	if got := overlaps(&m, pfx("10.0.0.0/29"), 0); strings.Contains(got, "10.0.0.5/32") {
+		t.Fatalf("Overlaps sees a deleted host: %q", got)
+	}
+	m.Range(func(p netip.Prefix, _ uint32, _ string) bool {
+		if p == host(5) {
+			t.Fatal("Range visits a deleted host")
+		}
+		return true
+	})
+	if _, ok := m.Delete(host(5), 0, nil); ok {
+		t.Fatal("Delete of a deleted host succeeded")
+	}
+	m.Insert(host(5), 0, "again")
+	if tr.len != n+1 || lookup(&m, host(5).Addr(), 0) != "10.0.0.5/32=again 10.0.0.0/8=net" {
+		t.Fatalf("Insert again: tree holds %d keys, Lookup %q", tr.len, lookup(&m, host(5).Addr(), 0))
+	}
+	for i := range n {
+		m.Delete(host(i), 0, nil)
+		if limit := maxGhosts + m.Len()/8 + 2; len(m.ghosts)-m.gone > limit || tr.len > m.Len()+limit {
+			t.Fatalf("%d values: %d ghosts listed, tree of %d keys", m.Len(), len(m.ghosts)-m.gone, tr.len)
+		}
+	}
+	checkBTree(t, tree(0), tr)
+	if m.lens[ipv4][0].Load() != 1<<8 { // the /8 only
+		t.Fatal("a length with only ghosts is still probed")
+	}
+	m.Delete(pfx("10.0.0.0/8"), 0, nil)
+	if len(m.trees) != 0 || m.ghosts != nil || m.lens[ipv4][0].Load() != 0 {
+		t.Fatalf("emptied Map: %d trees, %d ghosts", len(m.trees), len(m.ghosts))
+	}
+}
