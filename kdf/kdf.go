@@ -81,24 +81,8 @@ type Master struct {
 	mu    sync.Mutex              // makes the template once
 }
 
-// lazyKey is a master key waiting for its template: in its own array
-// when it fits (every key Linux takes does), so that an MKT's add makes
-// one allocation for it, not two.
-type lazyKey struct {
-	b   []byte
-	own [maxKMACMaster]byte
-}
-
-// newLazyKey copies key into a new lazyKey.
-func newLazyKey(key []byte) *lazyKey {
-	k := new(lazyKey)
-	if len(key) <= len(k.own) {
-		k.b = k.own[:copy(k.own[:], key)]
-	} else {
-		k.b = append([]byte(nil), key...)
-	}
-	return k
-}
+// lazyKey is a master key waiting for its template.
+type lazyKey struct{ b []byte }
 
 // maxKMACMaster is the longest master key the KMAC256 KDF takes (Linux's
 // TCP_AO_MAXKEYLEN).
@@ -125,7 +109,7 @@ func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 	}
 	m.mu.Lock()
 	m.alg = alg
-	m.raw.Store(newLazyKey(masterKey))
+	m.raw.Store(&lazyKey{b: append([]byte(nil), masterKey...)})
 	m.mu.Unlock()
 	return nil
 }
@@ -262,7 +246,6 @@ func (m *Master) Wipe() {
 func (k *lazyKey) wipe() {
 	if k != nil {
 		clear(k.b)
-		clear(k.own[:])
 		k.b = nil
 	}
 }
