@@ -1,12 +1,11 @@
-// Package tcpsig is a pure-Go engine that signs and verifies TCP segments
-// with TCP-AO (RFC 5925/5926, the algorithms Linux accepts and those of
-// draft-ietf-tcpm-tcp-ao-algs) and TCP-MD5 (RFC 2385), byte for byte as
-// Linux; this package holds benchmarks only. Start with: cmd/tcpsig
-// (operators), pcapverify (captures), linuxsock (kernel sockets),
-// packetauth or netstack (stacks without TCP-AO), ao and md5sig (stacks
-// that track connections); keyfile reads keys; go.mod lines: the README's
-// "Using tcpsig from your module". internal/ holds the checksum, prefix
-// index, deferred wipe and cache-line size. By floor (layers_test.go):
+// Package tcpsig signs and verifies TCP segments with TCP-AO (RFC
+// 5925/5926, Linux's algorithms and draft-ietf-tcpm-tcp-ao-algs') and
+// TCP-MD5 (RFC 2385) in pure Go, byte for byte as Linux; this package
+// holds benchmarks only. Start with: cmd/tcpsig (operators), pcapverify
+// (captures), linuxsock (kernel sockets), packetauth or netstack (stacks
+// without TCP-AO), ao and md5sig (stacks that track connections); keyfile
+// reads keys; internal/ holds the checksum, prefix index, deferred wipe,
+// cache-line size and redaction. By floor (layers_test.go):
 //
 //   - cmd/tcpsig: the command: verify captures, bench, shim
 //   - pcapverify: verify a capture's segments against a keys file

@@ -101,30 +101,28 @@ func (m *Map[V]) index(k *key, alloc bool) *index[V] {
 	return &ix[k.family()][k.bits()]
 }
 
-// newNode returns a node of k holding head (when one is true) followed by
-// rest without rest[skip] (skip < 0: all of rest).
-func newNode[V any](k key, head V, one bool, rest []V, skip int) *node[V] {
+// withValue returns a node of k holding v followed by rest.
+func withValue[V any](k key, v V, rest []V) *node[V] {
+	n := sized[V](k, len(rest)+1)
+	n.vals = append(append(n.vals, v), rest...)
+	return n
+}
+
+// without returns a node of k holding vals without vals[i].
+func without[V any](k key, vals []V, i int) *node[V] {
+	n := sized[V](k, len(vals)-1)
+	n.vals = append(append(n.vals, vals[:i]...), vals[i+1:]...)
+	return n
+}
+
+// sized returns an empty node of k with room for size values: inline
+// when they fit.
+func sized[V any](k key, size int) *node[V] {
 	n := &node[V]{key: k}
-	size := len(rest)
-	if one {
-		size++
-	}
-	if skip >= 0 {
-		size--
-	}
-	vals := n.inl[:0]
+	n.vals = n.inl[:0]
 	if size > len(n.inl) {
-		vals = make([]V, 0, size)
+		n.vals = make([]V, 0, size)
 	}
-	if one {
-		vals = append(vals, head)
-	}
-	if skip < 0 {
-		vals = append(vals, rest...)
-	} else {
-		vals = append(append(vals, rest[:skip]...), rest[skip+1:]...)
-	}
-	n.vals = vals
 	return n
 }
 
@@ -143,14 +141,14 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 	old := x.load(&k)
 	switch {
 	case old != nil && len(old.vals) > 0:
-		m.replace(newNode(k, v, true, old.vals, -1))
+		m.replace(withValue(k, v, old.vals))
 	case old != nil: // a ghost: its key is in the B-tree already
-		x.store(newNode(k, v, true, nil, -1))
+		x.store(withValue(k, v, nil))
 		if x.ghosts--; x.live-x.ghosts == 1 {
 			m.lens[k.family()][k.bits()/64].Or(1 << (k.bits() % 64))
 		}
 	default:
-		x.store(newNode(k, v, true, nil, -1))
+		x.store(withValue(k, v, nil))
 		if m.trees == nil {
 			m.trees = make(map[tree]*btree)
 		}
@@ -197,7 +195,7 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 	v := n.vals[i]
 	m.n.Add(-1)
 	if len(n.vals) > 1 {
-		m.replace(newNode(k, zero, false, n.vals, i))
+		m.replace(without(k, n.vals, i))
 		return v, true
 	}
 	x.store(&node[V]{key: k}) // a ghost
