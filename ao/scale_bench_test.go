@@ -62,16 +62,6 @@ func growGate(b *testing.B, s growSize) {
 	b.Skipf("%s is set up only when the -bench pattern names it", s.name)
 }
 
-// growHeap returns the live heap after two collections (the second
-// empties what sync.Pools kept from the first).
-func growHeap() float64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return float64(ms.HeapAlloc)
-}
-
 // growCPU returns the process's CPU time (all threads, the collector's
 // included).
 func growCPU() time.Duration {
@@ -366,9 +356,9 @@ func BenchmarkGrowMKTMemory(b *testing.B) {
 				heapgrowth.Report(b, "B/MKT", func() float64 {
 					cfgs := growConfigs(set, size.n)
 					r := ao.NewKeyring(nil)
-					before := growHeap()
+					before := heapgrowth.Live()
 					growFill(b, r, cfgs)
-					after := growHeap()
+					after := heapgrowth.Live()
 					runtime.KeepAlive(r)
 					return (after - before) / float64(size.n)
 				})
@@ -578,12 +568,12 @@ func growConnRound(b *testing.B, alg, setup string, pairs int, pol ao.Policy) fl
 	pair(&warm[0], &warm[1], pairs)
 	warm[0].Close()
 	warm[1].Close()
-	base := growHeap()
+	base := heapgrowth.Live()
 	conns := make([]ao.Conn, 2*pairs)
 	for i := range pairs {
 		pair(&conns[2*i], &conns[2*i+1], i)
 	}
-	v := (growHeap() - base) / float64(len(conns))
+	v := (heapgrowth.Live() - base) / float64(len(conns))
 	for i := range conns {
 		conns[i].Close()
 	}

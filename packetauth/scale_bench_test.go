@@ -7,7 +7,6 @@ package packetauth_test
 import (
 	"fmt"
 	"net/netip"
-	"runtime"
 	"testing"
 
 	"github.com/tcpsig/tcpsig/ao"
@@ -16,16 +15,6 @@ import (
 	"github.com/tcpsig/tcpsig/packetauth"
 	"github.com/tcpsig/tcpsig/segment"
 )
-
-// growHeap returns the live heap after two collections (the second
-// empties what sync.Pools kept from the first).
-func growHeap() float64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return float64(ms.HeapAlloc)
-}
 
 // BenchmarkGrowLayerMemory is the heap a connection tracked by a Layer
 // takes: two layers, a client host's (192.0.2.1) and a server host's
@@ -103,12 +92,12 @@ func growLayerRound(b *testing.B, alg string, conns int) float64 {
 	connect(conns)
 	reset(conns)
 	tracked(0)
-	base := growHeap()
+	base := heapgrowth.Live()
 	for i := range conns {
 		connect(i)
 	}
 	tracked(uint64(conns))
-	v := (growHeap() - base) / float64(2*conns)
+	v := (heapgrowth.Live() - base) / float64(2*conns)
 	for i := range conns {
 		reset(i)
 	}
