@@ -170,13 +170,9 @@ func (l *lane) start(m *MKT, p Contexts, hint uint32) (work, error) {
 	if l.leases(m, p) {
 		return l.leased(m)
 	}
-	req, err := m.pool.StartHint(m.poolID, hint)
+	req, err := m.request(hint)
 	if err != nil {
-		return work{}, ErrKeyNotFound
-	}
-	if req.MAC.Algorithm() != m.alg {
-		req.End()
-		return work{}, ErrKeyNotFound
+		return work{}, err
 	}
 	return work{w: req.MAC, sc: req.Scratch, req: req}, nil
 }
