@@ -210,6 +210,7 @@ var guideExamples = []struct{ file, anchor, dir, example string }{
 	{"docs/library.md", "From `ExampleTrafficKey_reset` (`ao/example_test.go`)", "ao", "ExampleTrafficKey_reset"},
 	{"docs/library.md", "`ExampleConn_Init_established` (`ao/example_test.go`)", "ao", "ExampleConn_Init_established"},
 	{"docs/library.md", "From\n`ExampleKeyring_AddAll` (`ao/example_test.go`)", "ao", "ExampleKeyring_AddAll"},
+	{"docs/library.md", "From\n`ExamplePolicy_contexts` (`ao/example_contexts_test.go`)", "ao", "ExamplePolicy_contexts"},
 	{"docs/library.md", "`md5sig`'s `ExampleKeyring_AddAll` (`md5sig/example_test.go`)", "md5sig", "ExampleKeyring_AddAll"},
 	{"docs/library.md", "From the package's `Example`\n(`md5sig/example_test.go`", "md5sig", "Example"},
 	{"docs/packetauth.md", "The\npackage's `Example`\n(`packetauth/example_test.go`", "packetauth", "Example"},
