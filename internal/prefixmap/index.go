@@ -82,14 +82,22 @@ func (t *table[V]) hash(k *key) uint64 {
 // find returns the node of k, whose hash is h, or nil. It is the readers'
 // search; it takes no lock.
 func (t *table[V]) find(k *key, h uint64) *node[V] {
+	_, n := t.lookup(k, h)
+	return n
+}
+
+// lookup returns the slot holding k's node (hash h) and the node it
+// loaded from it, or nil, nil: one load of the slot's node, so that a
+// reader never returns a node a writer replaced between two.
+func (t *table[V]) lookup(k *key, h uint64) (*slot[V], *node[V]) {
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		s := &t.slots[i]
 		switch s.hash.Load() {
 		case 0:
-			return nil
+			return nil, nil
 		case h:
 			if n := s.node.Load(); n != nil && n != t.tomb && n.key == *k {
-				return n
+				return s, n
 			}
 		}
 	}
@@ -158,20 +166,12 @@ func (x *index[V]) remove(k *key) *node[V] {
 	if t == nil {
 		return nil
 	}
-	h := t.hash(k)
-	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		s := &t.slots[i]
-		switch s.hash.Load() {
-		case 0:
-			return nil
-		case h:
-			if n := s.node.Load(); n != t.tomb && n.key == *k {
-				s.node.Store(t.tomb)
-				x.live--
-				return n
-			}
-		}
+	s, n := t.lookup(k, t.hash(k))
+	if n != nil {
+		s.node.Store(t.tomb)
+		x.live--
 	}
+	return n
 }
 
 // rebuild publishes a table with the live nodes of old and n (new, and
