@@ -33,7 +33,7 @@ var (
 // can still use it. Printing an MKT never shows key bytes.
 type MKT struct {
 	// The pointers first (the garbage collector then scans only the
-	// first words of an MKT and of the master key allocated with it).
+	// first words of an MKT and of the master key allocated before it).
 	alg *mac.Algorithm
 	// Behind a pointer so that fmt, walking a copied MKT's fields
 	// without its methods, prints an address and not the keyed state
@@ -88,10 +88,13 @@ func newMKT(cfg *keys.AO) (*MKT, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
-	// One allocation for the MKT and its master key.
+	// One allocation for the MKT and its master key, the master key
+	// first: a delete's wipe then finds it on the lines of the MKT's
+	// lock and guard, and the garbage collector scans the allocation
+	// only up to the MKT's last pointer, not over its counters' padding.
 	both := &struct {
-		m      MKT
 		master kdf.Master
+		m      MKT
 	}{}
 	// Field by field: the allocation is zero already, and a composite
 	// literal would clear and copy the whole MKT again.

@@ -67,21 +67,30 @@ const MaxInputLen = 53
 // Init checks the key at once. Safe for concurrent use after Init.
 // Printing it (any fmt verb, slog) shows its algorithm, never key bytes.
 type Master struct {
-	// key is the template once ready; raw holds the master key until
-	// then, and is cleared and let go when the template is made. Both
-	// are atomic.Pointers, not arrays or plain pointers, for fmt: a
-	// Master held by value in another struct is printed field by field
-	// (no method of Master stops that), and fmt prints an array's bytes,
-	// follows a plain pointer under a verb it does not fit (%s, %q), but
-	// shows an atomic.Pointer's unsafe.Pointer as an address, always.
+	// key is the template once ready; until then short (a key of up to
+	// shortKeyLen bytes, n of them) or long (a longer one) holds the
+	// master key, and is cleared and let go when the template is made.
+	// All three are atomic.Pointers, not arrays or plain pointers, for
+	// fmt: a Master held by value in another struct is printed field by
+	// field (no method of Master stops that), and fmt prints an array's
+	// bytes, follows a plain pointer under a verb it does not fit (%s,
+	// %q), but shows an atomic.Pointer's unsafe.Pointer as an address,
+	// always.
 	key   atomic.Pointer[mac.Key]
-	raw   atomic.Pointer[lazyKey] // written under mu
-	alg   *mac.Algorithm          // set by Init
-	ready atomic.Bool             // key holds the template
-	mu    sync.Mutex              // makes the template once
+	short atomic.Pointer[[shortKeyLen]byte] // written under mu
+	long  atomic.Pointer[lazyKey]           // written under mu
+	alg   *mac.Algorithm                    // set by Init
+	ready atomic.Bool                       // key holds the template
+	n     uint8                             // the length of the key in short; under mu
+	mu    sync.Mutex                        // makes the template once
 }
 
-// lazyKey is a master key waiting for its template.
+// shortKeyLen is the longest master key kept in one allocation of its
+// own length (the keys of the RFC 5926 and draft algorithms, and of most
+// configurations): a longer one takes a lazyKey and its bytes.
+const shortKeyLen = 32
+
+// lazyKey is a master key longer than shortKeyLen waiting for its template.
 type lazyKey struct{ b []byte }
 
 // maxKMACMaster is the longest master key the KMAC256 KDF takes (Linux's
@@ -96,7 +105,26 @@ func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 	if m == nil {
 		return ErrMasterKey
 	}
-	m.Wipe()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.wipe()
+	if err := checkMasterKey(alg, masterKey); err != nil {
+		return err
+	}
+	m.alg = alg
+	if len(masterKey) <= shortKeyLen {
+		b := new([shortKeyLen]byte)
+		m.n = uint8(copy(b[:], masterKey))
+		m.short.Store(b)
+	} else {
+		m.long.Store(&lazyKey{b: append([]byte(nil), masterKey...)})
+	}
+	return nil
+}
+
+// checkMasterKey returns the error Init gives for a master key alg cannot
+// take, or nil.
+func checkMasterKey(alg *mac.Algorithm, masterKey []byte) error {
 	if err := alg.CheckMasterKey(len(masterKey)); err != nil {
 		return fmt.Errorf("%w: %w", ErrMasterKey, err)
 	}
@@ -107,10 +135,17 @@ func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 	if alg.KDF() == mac.KMAC256KDF && len(masterKey) > maxKMACMaster {
 		return fmt.Errorf("%w: %d-byte master key", ErrMasterKey, len(masterKey))
 	}
-	m.mu.Lock()
-	m.alg = alg
-	m.raw.Store(&lazyKey{b: append([]byte(nil), masterKey...)})
-	m.mu.Unlock()
+	return nil
+}
+
+// waiting returns the master key waiting for its template, or nil; under mu.
+func (m *Master) waiting() []byte {
+	if b := m.short.Load(); b != nil {
+		return b[:m.n]
+	}
+	if k := m.long.Load(); k != nil {
+		return k.b
+	}
 	return nil
 }
 
@@ -125,7 +160,7 @@ func (m *Master) keyed(w *mac.Context) (*mac.Key, error) {
 	if m.ready.Load() {
 		return m.key.Load(), nil
 	}
-	raw := m.raw.Load()
+	raw := m.waiting()
 	if m.alg == nil || raw == nil {
 		return nil, ErrMasterKey
 	}
@@ -133,11 +168,10 @@ func (m *Master) keyed(w *mac.Context) (*mac.Key, error) {
 		return nil, fmt.Errorf("%w: a %v context for a %v key", ErrMasterKey, w.Algorithm(), m.alg)
 	}
 	k := new(mac.Key)
-	if err := makeTemplate(w, k, m.alg, raw.b); err != nil {
+	if err := makeTemplate(w, k, m.alg, raw); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMasterKey, err)
 	}
-	raw.wipe()
-	m.raw.Store(nil)
+	m.wipeWaiting()
 	m.key.Store(k)
 	m.ready.Store(true)
 	return k, nil
@@ -234,19 +268,35 @@ func (m *Master) Wipe() {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.key.Load().Wipe() // nil-safe: no template was made
-	m.raw.Load().wipe()
-	m.key.Store(nil)
-	m.raw.Store(nil)
-	m.alg = nil
-	m.ready.Store(false)
+	m.wipe()
 }
 
-// wipe clears the waiting key; nil-safe.
-func (k *lazyKey) wipe() {
-	if k != nil {
+// wipe is Wipe under mu. It stores only into the fields that hold
+// something: a fresh Master (Init's) is left as it is.
+func (m *Master) wipe() {
+	if k := m.key.Load(); k != nil {
+		k.Wipe()
+		m.key.Store(nil)
+	}
+	m.wipeWaiting()
+	m.alg = nil
+	if m.ready.Load() {
+		m.ready.Store(false)
+	}
+}
+
+// wipeWaiting clears the master key waiting for its template and lets it
+// go; under mu.
+func (m *Master) wipeWaiting() {
+	if b := m.short.Load(); b != nil {
+		clear(b[:])
+		m.short.Store(nil)
+		m.n = 0
+	}
+	if k := m.long.Load(); k != nil {
 		clear(k.b)
 		k.b = nil
+		m.long.Store(nil)
 	}
 }
 

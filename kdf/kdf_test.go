@@ -194,7 +194,61 @@ func TestLazyTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	fresh.Wipe()
-	if _, err := fresh.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil); err == nil || fresh.raw.Load() != nil {
+	if _, err := fresh.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil); err == nil || fresh.short.Load() != nil || fresh.long.Load() != nil {
 		t.Fatal("a Master wiped before its first use kept its key or derived")
+	}
+}
+
+// TestWaitingKeyWiped checks that a master key waiting for its template,
+// short (one array) or long (a lazyKey), is cleared when the template is
+// made and by a Wipe before that, and that both derive the same keys.
+func TestWaitingKeyWiped(t *testing.T) {
+	alg, err := mac.Lookup("hmac(sha1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := Input{Src: netip.MustParseAddr("192.0.2.1"), Dst: netip.MustParseAddr("192.0.2.2"), SrcPort: 179, DstPort: 4000, SrcISN: 1}
+	for _, n := range []int{1, shortKeyLen, shortKeyLen + 1, 80} {
+		key := bytes.Repeat([]byte{0xa5}, n)
+		waiting := func(m *Master) []byte {
+			if b := m.short.Load(); b != nil {
+				return b[:]
+			}
+			return m.long.Load().b
+		}
+		var m, wiped Master
+		if err := m.Init(alg, key); err != nil {
+			t.Fatal(err)
+		}
+		if err := wiped.Init(alg, key); err != nil {
+			t.Fatal(err)
+		}
+		raw, rawWiped := waiting(&m), waiting(&wiped)
+		if (m.short.Load() != nil) != (n <= shortKeyLen) || !bytes.Equal(m.waiting(), key) {
+			t.Fatalf("%d-byte key kept as %x", n, m.waiting())
+		}
+		got, err := m.Derive(alg.NewContext(), make([]byte, MaxInputLen), &in, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, w := new(mac.Key), alg.NewContext() // the template made at once
+		if err := makeTemplate(w, k, alg, key); err != nil {
+			t.Fatal(err)
+		}
+		want, err := in.Append(nil, alg.Size()*8)
+		if err != nil || w.Start(k) != nil {
+			t.Fatal(err)
+		}
+		w.Write(want)
+		if want = w.Finish(nil); !bytes.Equal(got, want) {
+			t.Fatalf("%d-byte key: traffic key %x, want %x", n, got, want)
+		}
+		wiped.Wipe()
+		if !bytes.Equal(raw, make([]byte, len(raw))) || m.waiting() != nil {
+			t.Errorf("%d-byte key: the template's making left the key's bytes", n)
+		}
+		if !bytes.Equal(rawWiped, make([]byte, len(rawWiped))) || wiped.waiting() != nil || wiped.n != 0 {
+			t.Errorf("%d-byte key: Wipe before the first derivation left the key's bytes", n)
+		}
 	}
 }
