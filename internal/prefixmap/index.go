@@ -21,6 +21,11 @@ import (
 //   - a node is replaced by a new node of the same key, in its slot;
 //   - a removed key's slot keeps its hash and holds the table's tombstone,
 //     so that the keys after it stay reachable;
+//   - a ghost's slot (Map.ghosts) keeps its hash and holds the index's
+//     ghost mark, a node whose key is no key's: readers pass it by as they
+//     pass another key's node, and a writer that gives the key a value
+//     again stores its node in a marked slot of the key's hash (which one
+//     does not matter: a marked slot stands for any ghost of its hash);
 //   - when the used slots (nodes and tombstones) would pass half of the
 //     table, a new table is built from the stored hashes (one seed for the
 //     index's life, so no node is read), without the tombstones, and
@@ -42,7 +47,12 @@ type table[V any] struct {
 	mask  uint64
 	seed  [4]uint64
 	tomb  *node[V] // the node of a removed key's slot
+	ghost *node[V] // the node of a ghost's slot, the same in every table of the index
 }
+
+// ghostKey is the key of the ghost mark: of no family, so that no key
+// equals it.
+var ghostKey = key{meta: ^uint32(0)}
 
 type slot[V any] struct {
 	hash atomic.Uint64 // 0: never used
@@ -56,8 +66,9 @@ const minSlots = 8
 func newTable[V any](n int, old *table[V]) *table[V] {
 	t := &table[V]{slots: make([]slot[V], n), mask: uint64(n - 1), tomb: new(node[V])}
 	if old != nil {
-		t.seed = old.seed
+		t.seed, t.ghost = old.seed, old.ghost
 	} else {
+		t.ghost = &node[V]{key: ghostKey}
 		for i := range t.seed {
 			t.seed[i] = rand.Uint64()
 		}
@@ -172,6 +183,37 @@ func (x *index[V]) remove(k *key) *node[V] {
 		x.live--
 	}
 	return n
+}
+
+// bury puts the ghost mark in place of the node of k, which x has.
+// Writers only.
+func (x *index[V]) bury(k *key) {
+	t := x.tab.Load()
+	s, _ := t.lookup(k, t.hash(k))
+	s.node.Store(t.ghost)
+}
+
+// marked returns a slot of x holding the ghost mark under the hash of k,
+// a ghost of x. Writers only.
+func (x *index[V]) marked(k *key) *slot[V] {
+	t := x.tab.Load()
+	h := t.hash(k)
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		if s := &t.slots[i]; s.hash.Load() == h && s.node.Load() == t.ghost {
+			return s
+		}
+	}
+}
+
+// revive stores n, whose key is a ghost of x, in place of a ghost mark
+// of its hash. Writers only.
+func (x *index[V]) revive(n *node[V]) { x.marked(&n.key).node.Store(n) }
+
+// purge takes k, a ghost of x, out: a ghost mark of its hash becomes a
+// tombstone. Writers only.
+func (x *index[V]) purge(k *key) {
+	x.marked(k).node.Store(x.tab.Load().tomb)
+	x.live--
 }
 
 // rebuild publishes a table with the live nodes of old and n (new, and

@@ -62,17 +62,26 @@ type Map[V any] struct {
 
 	mu    sync.Mutex      // serialises writers; guards the fields below
 	trees map[tree]*btree // per family and tag, the keys ordered by (address, length)
-	// ghosts lists, oldest first, keys whose last value was deleted: each
-	// stays in its hash (as a node without values) and in its B-tree, so
-	// that an Insert of the key again changes neither, until purgeGhosts
-	// takes it out. A key may be listed twice; one given a value again
-	// stays listed until its turn comes. The list is ghosts[gone:].
-	ghosts []key
+	// ghosts holds the keys whose last value was deleted, each with its
+	// turn in turns: each stays in its hash (as a ghost mark, which no
+	// reader sees) and in its B-tree, so that an Insert of the key again
+	// changes neither, until purgeGhosts takes it out. turns lists them
+	// oldest first, from turns[gone]; an entry whose key is no longer a
+	// ghost of its turn (given a value again) is passed over.
+	ghosts map[key]uint64
+	turns  []turn
 	gone   int
+	next   uint64 // the next ghost's turn
 }
 
-// A Delete that leaves a ghost purges the oldest two once more than
-// maxGhosts plus an eighth of the values are listed: the ghosts stay a
+// turn is an entry of Map.turns: key k became a ghost at turn n.
+type turn struct {
+	k key
+	n uint64
+}
+
+// A Delete that leaves a ghost purges the oldest ghosts while more than
+// maxGhosts plus an eighth of the values are left: the ghosts stay a
 // bounded share of the index, and each costs one purge, as the Delete
 // that made it would have.
 const maxGhosts = 64
@@ -138,16 +147,18 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	x := m.index(&k, true)
-	old := x.load(&k)
-	switch {
-	case old != nil && len(old.vals) > 0:
+	if old := x.load(&k); old != nil {
 		m.replace(withValue(k, v, old.vals))
-	case old != nil: // a ghost: its key is in the B-tree already
-		x.store(withValue(k, v, nil))
+		m.n.Add(1)
+		return nil
+	}
+	if _, ghost := m.ghosts[k]; ghost { // its key is in the B-tree already
+		delete(m.ghosts, k)
+		x.revive(withValue(k, v, nil))
 		if x.ghosts--; x.live-x.ghosts == 1 {
 			m.lens[k.family()][k.bits()/64].Or(1 << (k.bits() % 64))
 		}
-	default:
+	} else {
 		x.store(withValue(k, v, nil))
 		if m.trees == nil {
 			m.trees = make(map[tree]*btree)
@@ -198,44 +209,59 @@ func (m *Map[V]) Delete(p netip.Prefix, tag uint32, match func(V) bool) (V, bool
 		m.replace(without(k, n.vals, i))
 		return v, true
 	}
-	x.store(&node[V]{key: k}) // a ghost
+	x.bury(&k)
 	if x.ghosts++; x.live-x.ghosts == 0 {
 		m.lens[k.family()][k.bits()/64].And(^(1 << (k.bits() % 64)))
 	}
-	m.ghosts = append(m.ghosts, k)
+	if m.ghosts == nil {
+		m.ghosts = make(map[key]uint64)
+	}
+	m.ghosts[k] = m.next
+	m.turns = append(m.turns, turn{k, m.next})
+	m.next++
 	m.purgeGhosts()
 	return v, true
 }
 
-// purgeGhosts takes the oldest two ghosts out (all of them once m holds no
-// value) if more are listed than the bound of maxGhosts.
+// purgeGhosts takes the oldest ghosts out while there are more than the
+// bound of maxGhosts (all of them once m holds no value), and keeps turns
+// within twice the ghosts' number plus maxGhosts.
 func (m *Map[V]) purgeGhosts() {
-	n := len(m.ghosts) - m.gone
-	if values := int(m.n.Load()); values == 0 {
-		n = 0
-	} else if n > maxGhosts+values/8 {
-		n -= 2
+	keep := 0
+	if values := int(m.n.Load()); values > 0 {
+		keep = maxGhosts + values/8
 	}
-	for len(m.ghosts)-m.gone > n {
-		m.purge(&m.ghosts[m.gone])
+	for len(m.ghosts) > keep {
+		t := &m.turns[m.gone]
 		m.gone++
+		if n, ok := m.ghosts[t.k]; ok && n == t.n {
+			m.purge(&t.k)
+		}
 	}
-	switch {
-	case m.gone == len(m.ghosts):
-		m.ghosts, m.gone = nil, 0 // let an emptied list go of its array
-	case m.gone > len(m.ghosts)/2: // reuse the array's front, in place
-		m.ghosts = m.ghosts[:copy(m.ghosts, m.ghosts[m.gone:])]
+	switch live := m.turns[m.gone:]; {
+	case len(m.ghosts) == 0:
+		m.ghosts, m.turns, m.gone = nil, nil, 0 // let them go of their memory
+	case len(live) > 2*len(m.ghosts)+maxGhosts: // keep the ghosts' turns only
+		n := 0
+		for _, t := range live {
+			if g, ok := m.ghosts[t.k]; ok && g == t.n {
+				m.turns[n] = t
+				n++
+			}
+		}
+		clear(m.turns[n:])
+		m.turns, m.gone = m.turns[:n], 0
+	case m.gone > len(m.turns)/2: // reuse the array's front, in place
+		m.turns = m.turns[:copy(m.turns, live)]
 		m.gone = 0
 	}
 }
 
-// purge takes k out of its hash and B-tree if it is still a ghost.
+// purge takes k, a ghost, out of its hash and B-tree.
 func (m *Map[V]) purge(k *key) {
+	delete(m.ghosts, *k)
 	x := m.index(k, false)
-	if n := x.load(k); n == nil || len(n.vals) > 0 {
-		return // purged already, or given a value again
-	}
-	x.remove(k)
+	x.purge(k)
 	x.ghosts--
 	t := m.trees[k.tree()]
 	if t.remove(k); t.len == 0 {
@@ -249,9 +275,14 @@ func (m *Map[V]) replace(n *node[V]) {
 	m.index(&n.key, true).store(n)
 }
 
-// nodeOf returns the node of k, which m has, for a walk of a B-tree;
-// writers only.
-func (m *Map[V]) nodeOf(k *key) *node[V] { return m.index(k, false).load(k) }
+// valuesOf returns the values of k, a key of a B-tree (none for a
+// ghost), for a walk of it; writers only.
+func (m *Map[V]) valuesOf(k *key) []V {
+	if n := m.index(k, false).load(k); n != nil {
+		return n.vals
+	}
+	return nil
+}
 
 // Lookup calls fn for every value whose prefix contains addr and whose tag
 // is tag, longest prefix first (newest first within one prefix), until fn
@@ -338,7 +369,7 @@ func (m *Map[V]) Overlaps(p netip.Prefix, tag uint32, fn func(p netip.Prefix, v 
 			return true
 		}
 		p := in.prefix()
-		for _, v := range m.nodeOf(&in).vals {
+		for _, v := range m.valuesOf(&in) {
 			if !fn(p, v) {
 				return false
 			}
@@ -368,7 +399,7 @@ func (m *Map[V]) Range(fn func(p netip.Prefix, tag uint32, v V) bool) {
 		first, last := key{}, key{hi: ^uint64(0), lo: ^uint64(0), meta: ^uint32(0)}
 		ok := m.trees[t].inside(first, last, func(k key) bool {
 			p := k.prefix()
-			for _, v := range m.nodeOf(&k).vals {
+			for _, v := range m.valuesOf(&k) {
 				if !fn(p, t.tag(), v) {
 					return false
 				}

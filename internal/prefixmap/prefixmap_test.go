@@ -453,8 +453,9 @@ func TestGhosts(t *testing.T) {
 	}
 	for i := range n {
 		m.Delete(host(i), 0, nil)
-		if limit := maxGhosts + m.Len()/8 + 2; len(m.ghosts)-m.gone > limit || tr.len > m.Len()+limit {
-			t.Fatalf("%d values: %d ghosts listed, tree of %d keys", m.Len(), len(m.ghosts)-m.gone, tr.len)
+		limit := maxGhosts + m.Len()/8
+		if len(m.ghosts) > limit || tr.len > m.Len()+limit || len(m.turns)-m.gone > 2*len(m.ghosts)+maxGhosts {
+			t.Fatalf("%d values: %d ghosts, %d turns listed, tree of %d keys", m.Len(), len(m.ghosts), len(m.turns)-m.gone, tr.len)
 		}
 	}
 	checkBTree(t, tree(0), tr)
@@ -462,7 +463,57 @@ func TestGhosts(t *testing.T) {
 		t.Fatal("a length with only ghosts is still probed")
 	}
 	m.Delete(pfx("10.0.0.0/8"), 0, nil)
-	if len(m.trees) != 0 || m.ghosts != nil || m.lens[ipv4][0].Load() != 0 {
+	if len(m.trees) != 0 || m.ghosts != nil || m.turns != nil || m.lens[ipv4][0].Load() != 0 {
 		t.Fatalf("emptied Map: %d trees, %d ghosts", len(m.trees), len(m.ghosts))
 	}
+}
+
+// TestGhostChurn: keys deleted and inserted again, over and over, beside
+// a ghost that is never given a value again: Lookup sees each as it is,
+// after each delete the turns listed are within their bound, and once the Map's memory is
+// warm a delete of a last value allocates nothing and its insert again
+// only the new node.
+func TestGhostChurn(t *testing.T) {
+	var m Map[string]
+	const n = 512
+	for i := range n {
+		m.Insert(host(i), 0, fmt.Sprint(i))
+	}
+	m.Delete(host(0), 0, nil) // a ghost for good
+	for round := range 20 {
+		for i := 1 + round%7; i < n; i += 7 {
+			if _, ok := m.Delete(host(i), 0, nil); !ok {
+				t.Fatalf("round %d: Delete of host %d failed", round, i)
+			}
+			if len(m.turns)-m.gone > 2*len(m.ghosts)+maxGhosts {
+				t.Fatalf("%d turns listed for %d ghosts", len(m.turns)-m.gone, len(m.ghosts))
+			}
+			if got := lookup(&m, host(i).Addr(), 0); got != "" {
+				t.Fatalf("round %d: deleted host %d: Lookup %q", round, i, got)
+			}
+			m.Insert(host(i), 0, "again")
+			if got, want := lookup(&m, host(i).Addr(), 0), host(i).String()+"=again"; got != want {
+				t.Fatalf("round %d: Lookup %q, want %q", round, got, want)
+			}
+		}
+	}
+	if _, ghost := m.ghosts[keyOfT(t, host(0))]; !ghost || lookup(&m, host(0).Addr(), 0) != "" {
+		t.Fatal("the lasting ghost was lost or seen")
+	}
+	a := testing.AllocsPerRun(100, func() {
+		m.Delete(host(3), 0, nil)
+		m.Insert(host(3), 0, "again")
+	})
+	if a != 1 {
+		t.Fatalf("a delete and its insert again allocate %v times, want 1 (the node)", a)
+	}
+}
+
+func keyOfT(t *testing.T, p netip.Prefix) key {
+	t.Helper()
+	k, ok := keyOf(p, 0)
+	if !ok {
+		t.Fatalf("keyOf(%v) failed", p)
+	}
+	return k
 }
