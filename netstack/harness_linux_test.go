@@ -204,8 +204,10 @@ func duplex(c halfCloser, seed uint64, n int64) (sent, got digest, err error) {
 }
 
 // tap sits on the wire side of the stack (below the wrapper): it drops
-// every hundredth TCP packet in each direction when drop is set, and
-// counts what it passes.
+// every hundredth TCP packet in each direction while drop is set, the
+// first one ten packets after it was set (so a short window, as around a
+// rotation, loses packets both ways however the two directions happen
+// to share it), and counts what it passes.
 type tap struct {
 	nested.Endpoint
 	drop atomic.Bool
@@ -242,6 +244,7 @@ type wireCount struct {
 	other    int64 // anything else
 	ts       int64 // segments with a timestamps option
 	dropped  int64
+	window   int64 // TCP packets seen since drop was last set
 	syns     int64
 	data     int64 // segments with payload
 	bytes    int64 // their payload bytes
@@ -290,7 +293,9 @@ func (w *wireCount) see(b []byte, drop bool) bool {
 	w.packets++
 	w.last[w.nlast%len(w.last)] = append(w.last[w.nlast%len(w.last)][:0], b...)
 	w.nlast++
-	if drop && w.packets%100 == 50 {
+	if !drop {
+		w.window = 0
+	} else if w.window++; w.window%100 == 10 {
 		w.dropped++
 		return true
 	}
