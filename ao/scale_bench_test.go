@@ -72,32 +72,45 @@ func growCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// growInterleave runs rounds of k calls of op and k of ref (each times its
-// own k calls), alternating which goes first, about b.N calls of each in
-// all, and reports the median ns per call of each and the median of the
-// rounds' ratio time(op)/time(ref).
-func growInterleave(b *testing.B, k int, op, ref func(k int) time.Duration) {
+// growInterleave runs rounds of k calls of op, of ref and of each of more
+// (each times its own k calls), rotating which goes first, about b.N
+// calls of each in all, and reports the median ns per call of each and
+// the median of the rounds' ratios to ref (op/ref, name/ref).
+func growInterleave(b *testing.B, k int, op, ref func(k int) time.Duration, more ...growRun) {
 	b.Helper()
 	rounds := max(1, (b.N+k-1)/k)
-	ops, refs, ratios := make([]float64, 0, rounds), make([]float64, 0, rounds), make([]float64, 0, rounds)
-	op(k) // warm both up outside the rounds
-	ref(k)
+	runs := append([]growRun{{"op", op}, {"ref", ref}}, more...)
+	ns := make([][]float64, len(runs))
+	ratios := make([][]float64, len(runs))
+	for _, r := range runs { // warm each up outside the rounds
+		r.f(k)
+	}
 	b.ResetTimer()
+	t := make([]time.Duration, len(runs))
 	for i := range rounds {
-		var to, tr time.Duration
-		if i%2 == 0 {
-			to, tr = op(k), ref(k)
-		} else {
-			tr, to = ref(k), op(k)
+		for j := range runs { // each round rotates which goes first
+			r := (i + j) % len(runs)
+			t[r] = runs[r].f(k)
 		}
-		ops = append(ops, float64(to)/float64(k))
-		refs = append(refs, float64(tr)/float64(k))
-		ratios = append(ratios, float64(to)/float64(tr))
+		for r := range runs {
+			ns[r] = append(ns[r], float64(t[r])/float64(k))
+			ratios[r] = append(ratios[r], float64(t[r])/float64(t[1]))
+		}
 	}
 	b.StopTimer()
-	b.ReportMetric(heapgrowth.Median(ops), "op-ns")
-	b.ReportMetric(heapgrowth.Median(refs), "ref-ns")
-	b.ReportMetric(heapgrowth.Median(ratios), "op/ref")
+	for r, run := range runs {
+		b.ReportMetric(heapgrowth.Median(ns[r]), run.name+"-ns")
+		if r != 1 {
+			b.ReportMetric(heapgrowth.Median(ratios[r]), run.name+"/ref")
+		}
+	}
+}
+
+// growRun is one more operation growInterleave times in its rounds and
+// reports as name-ns and name/ref.
+type growRun struct {
+	name string
+	f    func(k int) time.Duration
 }
 
 var growKey = []byte("32 bytes of a neighbour's secret")
@@ -588,10 +601,16 @@ var growConnSizes = []growSize{{"1k", 1000, false}, {"10k", 10000, false}, {"100
 // order), interleaved with Sign on one more connection over and over:
 // op-ns is the cost of a segment round-robin, ref-ns on the one
 // connection, op/ref their ratio. A pure ACK and a 1448-byte payload, all
-// segments' payload in one buffer. contexts=default is the default
+// segments' payload in one buffer; segment=own signs each connection's
+// segment made beforehand, segment=built writes each into one buffer
+// just before its Sign, as a stack does. contexts=default is the default
 // Policy (the one connection, busy, leases its context; the n take a
 // shard's, unless they are few enough to lease too), contexts=segment
-// ContextsPerSegment for all.
+// ContextsPerSegment for all. floor-ns is what the round-robin would
+// cost if a connection's state were one cache line: one line read from
+// each of n cold 1 KiB blocks in the same order, then a Sign on the one
+// connection; floor/ref bounds from below what any layout of per-
+// connection state gets on this machine.
 func BenchmarkGrowRoundRobin(b *testing.B) {
 	for _, size := range growConnSizes {
 		for _, mode := range []string{"default", "segment"} {
@@ -629,6 +648,14 @@ func growRoundRobin(b *testing.B, size growSize, mode string, pol ao.Policy) {
 		hdrs := make([]byte, (n+1)*segment.MaxHeaderLen)
 		segs := make([]segment.Segment, n+1)
 		order := rand.New(rand.NewPCG(3, 4)).Perm(n)
+		// blocks are n connection-sized blocks for the floor, every line
+		// written (an untouched page would read as the one zero page).
+		blocks := make([][1024]byte, n)
+		for i := range blocks {
+			for j := 0; j < len(blocks[i]); j += 64 {
+				blocks[i][j] = 1
+			}
+		}
 		for _, size := range []int{0, 1448} {
 			b.Run(fmt.Sprintf("payload=%d", size), func(b *testing.B) {
 				var frags [][]byte
@@ -649,36 +676,79 @@ func growRoundRobin(b *testing.B, size growSize, mode string, pol ao.Policy) {
 				for _, i := range []int{n, order[0], order[n/2], order[n-1]} {
 					growCheck(b, mirror, &conns[i], &segs[i])
 				}
-				next := 0
-				rr := func(k int) time.Duration {
-					t := time.Now()
-					for range k {
-						if err := conns[order[next]].Sign(&segs[order[next]]); err != nil {
-							b.Fatal(err)
-						}
-						if next++; next == n {
-							next = 0
-						}
+				for _, built := range []bool{false, true} {
+					name := "segment=own"
+					if built {
+						name = "segment=built"
 					}
-					return time.Since(t)
+					b.Run(name, func(b *testing.B) {
+						sign := growSigner(b, conns, segs, flags, maclen, frags, endpoint, built)
+						growRoundRobinRun(b, order, blocks, sign)
+					})
 				}
-				one := func(k int) time.Duration {
-					t := time.Now()
-					for range k {
-						if err := conns[n].Sign(&segs[n]); err != nil {
-							b.Fatal(err)
-						}
-					}
-					return time.Since(t)
-				}
-				b.ReportAllocs()
-				growInterleave(b, 32, rr, one)
 			})
 		}
 		for i := range conns {
 			conns[i].Close()
 		}
 	})
+}
+
+// growSigner returns what signs connection i's segment: with built,
+// the segment is written into one buffer just before Sign, as a stack
+// builds each segment it sends (the buffer stays in the caches, the
+// connection's state does not); without, each connection signs the
+// segment of its own made beforehand (cold too, like its state).
+func growSigner(b *testing.B, conns []ao.Conn, segs []segment.Segment, flags segment.Flags, maclen int, frags [][]byte,
+	endpoint func(int) (netip.AddrPort, uint32, uint32), built bool) func(i int) {
+	if !built {
+		return func(i int) {
+			if err := conns[i].Sign(&segs[i]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	var hot [segment.MaxHeaderLen]byte
+	var opt [segment.MaxOptionsLen]byte
+	f := segment.Fields{SrcPort: growServer.Port(), Flags: flags, Window: 65535, Options: [][]byte{ao.AppendOption(opt[:0], maclen)}}
+	return func(i int) {
+		remote, lisn, risn := endpoint(i)
+		f.DstPort, f.Seq, f.Ack = remote.Port(), lisn+1, risn+1
+		seg, err := segment.FromTCP(growServer.Addr(), remote.Addr(), segment.AppendTCP(hot[:0], f), frags...)
+		if err == nil {
+			err = conns[i].Sign(&seg)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// growRoundRobinRun times sign (of connection i) round-robin over
+// order against the one connection len(order) signing over and over,
+// and the floor: one line read from each of blocks in the same order,
+// then the one connection's sign, as if a connection's state were one
+// cache line and signing needed nothing else.
+func growRoundRobinRun(b *testing.B, order []int, blocks [][1024]byte, sign func(i int)) {
+	n := len(order)
+	turn := func(each func(i int)) func(k int) time.Duration {
+		next := 0
+		return func(k int) time.Duration {
+			t := time.Now()
+			for range k {
+				each(order[next])
+				if next++; next == n {
+					next = 0
+				}
+			}
+			return time.Since(t)
+		}
+	}
+	rr := turn(sign)
+	one := turn(func(int) { sign(n) })
+	floor := turn(func(i int) { sign(n + 1 - int(blocks[i][0])) }) // blocks[i][0] is 1
+	b.ReportAllocs()
+	growInterleave(b, 32, rr, one, growRun{"floor", floor})
 }
 
 // growCheck signs seg on s and verifies it on a mirror of s made on ring:
