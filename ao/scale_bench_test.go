@@ -606,10 +606,10 @@ var growConnSizes = []growSize{{"1k", 1000, false}, {"10k", 10000, false}, {"100
 // just before its Sign, as a stack does. contexts=default is the default
 // Policy (the one connection, busy, leases its context; the n take a
 // shard's, unless they are few enough to lease too), contexts=segment
-// ContextsPerSegment for all. floor-ns is what the round-robin would
+// ContextsPerSegment for all. memfloor-ns is what the round-robin would
 // cost if a connection's state were one cache line: one line read from
 // each of n cold 1 KiB blocks in the same order, then a Sign on the one
-// connection; floor/ref bounds from below what any layout of per-
+// connection; memfloor/ref bounds from below what any layout of per-
 // connection state gets on this machine.
 func BenchmarkGrowRoundRobin(b *testing.B) {
 	for _, size := range growConnSizes {
@@ -748,7 +748,7 @@ func growRoundRobinRun(b *testing.B, order []int, blocks [][1024]byte, sign func
 	one := turn(func(int) { sign(n) })
 	floor := turn(func(i int) { sign(n + 1 - int(blocks[i][0])) }) // blocks[i][0] is 1
 	b.ReportAllocs()
-	growInterleave(b, 32, rr, one, growRun{"floor", floor})
+	growInterleave(b, 32, rr, one, growRun{"memfloor", floor})
 }
 
 // growCheck signs seg on s and verifies it on a mirror of s made on ring:
