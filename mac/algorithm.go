@@ -291,8 +291,8 @@ func init() {
 					panic("mac: " + a.name + " state cannot be marshalled into a fixed buffer")
 				}
 			}
-			if a.lenSize > 0 && !finishWorks(a) {
-				a.lenSize = 0
+			if a.lenSize > 0 && (a.blockSize&(a.blockSize-1) != 0 || !finishWorks(a)) {
+				a.lenSize = 0 // appendPad masks by the block size
 			}
 		}
 		registry[a.name] = a

@@ -277,7 +277,7 @@ func (c *Context) Compute(k *Key, dst, msg []byte) ([]byte, error) {
 	}
 	c.Restart()
 	if c.alg.kind == kindHMAC && c.alg.lenSize > 0 {
-		full := len(msg) - len(msg)%c.alg.blockSize
+		full := len(msg) &^ (c.alg.blockSize - 1) // a power of two (init)
 		if full > 0 {
 			c.inner.Write(msg[:full])
 		}

@@ -27,10 +27,12 @@ const maxPad = 256
 
 // appendPad appends to b the padding of a message of n bytes: 0x80,
 // zeros, and n in bits in a lenSize-byte field, big-endian (MD5: an
-// 8-byte field, little-endian).
+// 8-byte field, little-endian). The block size of a hash that pads itself
+// is a power of two (init), so the zeros are counted with a mask, not a
+// division.
 func (a *Algorithm) appendPad(b []byte, n int) []byte {
-	bs, l := a.blockSize, int(a.lenSize)
-	z := (2*bs - (n+1+l)%bs) % bs
+	m, l := a.blockSize-1, int(a.lenSize)
+	z := -(n + 1 + l) & m
 	b = append(b, 0x80)
 	if a.le {
 		b = append(b, make([]byte, z)...)
@@ -49,8 +51,9 @@ func (a *Algorithm) digest(h encoding.BinaryAppender, scratch *[maxStateSize]byt
 	}
 	d := st[stateMagic : stateMagic+a.size]
 	if a.le {
-		for i := 0; i+4 <= len(d); i += 4 {
-			binary.LittleEndian.PutUint32(d[i:], binary.BigEndian.Uint32(d[i:]))
+		w := (*[md5.Size]byte)(d) // le is MD5's alone
+		for i := 0; i < md5.Size; i += 4 {
+			binary.LittleEndian.PutUint32(w[i:], binary.BigEndian.Uint32(w[i:]))
 		}
 	}
 	return d
