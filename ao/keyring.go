@@ -35,6 +35,47 @@ type Keyring struct {
 	pool   *sigpool.Pool
 	byPeer prefixmap.Map[entry] // every MKT by peer prefix (tag 0); lookups by ID filter a prefix's few MKTs
 	added  uint64               // under mu: MKTs ever added, for MKT.added
+	ids    *idCounts            // under mu: byPeer's MKTs by family and ID; allocated by the first add
+}
+
+// idCounts counts a keyring's MKTs by peer family (IPv4, IPv6), then by
+// SendID (0) and RecvID (1). Only MKTs of one family can overlap, and only
+// those sharing a SendID or a RecvID can clash: an MKT neither of whose
+// IDs its family has needs no overlap check, which for a catch-all (a /0
+// with a KeyID of its own) would otherwise visit every prefix of the
+// family.
+type idCounts [2][2][256]uint32
+
+// family is the index family of m's peer prefix, which keys.AO.Validate
+// has unmapped (the prefix map keys an IPv4-mapped prefix as IPv4 too).
+func family(m *MKT) int {
+	if m.peer.Addr().Is4() {
+		return 0
+	}
+	return 1
+}
+
+// count adds m to c; uncount takes it out.
+func (c *idCounts) count(m *MKT) {
+	f := family(m)
+	c[f][0][m.sendID]++
+	c[f][1][m.recvID]++
+}
+
+func (c *idCounts) uncount(m *MKT) {
+	f := family(m)
+	c[f][0][m.sendID]--
+	c[f][1][m.recvID]--
+}
+
+// mayClash reports whether an MKT of m's family has m's SendID or RecvID:
+// whether m needs the overlap check. A nil c counts nothing.
+func (c *idCounts) mayClash(m *MKT) bool {
+	if c == nil {
+		return false
+	}
+	f := family(m)
+	return c[f][0][m.sendID] != 0 || c[f][1][m.recvID] != 0
 }
 
 // entry is what the index holds of an MKT: the MKT and the IDs lookups
@@ -123,12 +164,16 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 		}
 		return i, err
 	}
+	if r.ids == nil {
+		r.ids = new(idCounts)
+	}
 	for _, m := range ms {
 		r.added++
 		m.added = r.added // before the insert publishes m
 		m.ring = r
 		// newMKT validated the prefix, so the insert cannot fail.
 		_ = r.byPeer.Insert(m.peer, 0, entryOf(m))
+		r.ids.count(m)
 	}
 	return 0, nil
 }
@@ -138,7 +183,7 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 // its wipe drops; under r.mu.
 func (r *Keyring) admit(ms []*MKT, names []string) (int, error) {
 	if len(ms) == 1 { // an Add: no batch to check against
-		if o := clash(&r.byPeer, ms[0]); o != nil {
+		if o := r.clash(ms[0]); o != nil {
 			return 0, fmt.Errorf("%w: %v (adding %v)", ErrKeyExists, o, ms[0])
 		}
 	} else if i, err := r.admitBatch(ms, names); err != nil {
@@ -162,7 +207,7 @@ func (r *Keyring) admitBatch(ms []*MKT, names []string) (int, error) {
 	var batch prefixmap.Map[entry]       // ms[:i]
 	index := make(map[*MKT]int, len(ms)) // their places in ms
 	for i, m := range ms {
-		if o := clash(&r.byPeer, m); o != nil {
+		if o := r.clash(m); o != nil {
 			return i, fmt.Errorf("%w: %v (adding %v)", ErrKeyExists, o, m)
 		}
 		if o := clash(&batch, m); o != nil {
@@ -173,6 +218,16 @@ func (r *Keyring) admitBatch(ms []*MKT, names []string) (int, error) {
 		index[m] = i
 	}
 	return 0, nil
+}
+
+// clash returns an MKT of r that m may not sit beside (see the other
+// clash), or nil; under r.mu. It checks only an m whose IDs its family
+// has (idCounts).
+func (r *Keyring) clash(m *MKT) *MKT {
+	if !r.ids.mayClash(m) {
+		return nil
+	}
+	return clash(&r.byPeer, m)
 }
 
 // clash returns an MKT of in that m may not sit beside: one whose SendID
@@ -227,6 +282,7 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 		return err
 	}
 	r.byPeer.Delete(m.peer, 0, func(o entry) bool { return o.m == m })
+	r.ids.uncount(m)
 	r.mu.Unlock()
 	if opts.Async {
 		m.guard.Retire(m.wipe)
