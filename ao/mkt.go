@@ -88,21 +88,27 @@ func newMKT(cfg *keys.AO) (*MKT, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
-	// One allocation for the MKT and its master key, the master key
-	// first: a delete's wipe then finds it on the lines of the MKT's
-	// lock and guard, and the garbage collector scans the allocation
-	// only up to the MKT's last pointer, not over its counters' padding.
-	both := &struct {
+	// One allocation for the MKT, its master key and the key's bytes
+	// until its template is made, the master key first: a delete's wipe
+	// then finds it on the lines of the MKT's lock and guard, and the
+	// garbage collector scans the allocation only up to the MKT's last
+	// pointer, not over its counters' padding or the key's bytes. The
+	// bytes are last (no field of the MKT moves) and take what their own
+	// allocation took (the object's size class grows by as much); no
+	// field of the MKT or of the master key holds them by value (fmt
+	// walking a copy would print them).
+	all := &struct {
 		master kdf.Master
 		m      MKT
+		key    [kdf.ShortKeyLen]byte
 	}{}
 	// Field by field: the allocation is zero already, and a composite
 	// literal would clear and copy the whole MKT again.
-	m := &both.m
-	m.alg, m.master = alg, &both.master
+	m := &all.m
+	m.alg, m.master = alg, &all.master
 	m.peer, m.sendID, m.recvID, m.maclen = c.Peer, c.SendID, c.RecvID, uint8(c.MACLen)
 	m.exclude, m.hasIfIndex, m.ifindex = c.ExcludeOptions, c.HasIfIndex, c.IfIndex
-	if err := m.master.Init(alg, c.Key); err != nil {
+	if err := m.master.InitIn(alg, c.Key, &all.key); err != nil {
 		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
 	return m, nil

@@ -85,9 +85,10 @@ type Master struct {
 	mu    sync.Mutex                        // makes the template once
 }
 
-// shortKeyLen is the longest master key kept in one allocation of its
-// own length (the keys of the RFC 5926 and draft algorithms, and of most
-// configurations): a longer one takes a lazyKey and its bytes.
+// shortKeyLen is the longest master key kept in one array of its own
+// length, allocated by Init or given to InitIn (the keys of the RFC 5926
+// and draft algorithms, and of most configurations): a longer one takes a
+// lazyKey and its bytes.
 const shortKeyLen = 32
 
 // lazyKey is a master key longer than shortKeyLen waiting for its template.
@@ -102,6 +103,20 @@ const maxKMACMaster = 80
 // key that is not 16 bytes long is reduced then, as RFC 5926 §3.1.1.2
 // says (Linux tcp_ao_parse_crypto does the same).
 func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
+	return m.InitIn(alg, masterKey, nil)
+}
+
+// ShortKeyLen is the longest master key that [Master.InitIn] keeps in its
+// caller's buffer.
+const ShortKeyLen = shortKeyLen
+
+// InitIn is Init keeping a master key of up to ShortKeyLen bytes in buf,
+// when buf is not nil, rather than in an allocation of its own: its caller
+// can place buf in the allocation that holds m, one allocation less. m
+// then owns buf: it clears buf when the template is made and when it is
+// wiped (by Wipe, or by another Init), and nothing else may read or write
+// it. A longer key is kept as Init keeps it.
+func (m *Master) InitIn(alg *mac.Algorithm, masterKey []byte, buf *[ShortKeyLen]byte) error {
 	if m == nil {
 		return ErrMasterKey
 	}
@@ -113,9 +128,11 @@ func (m *Master) Init(alg *mac.Algorithm, masterKey []byte) error {
 	}
 	m.alg = alg
 	if len(masterKey) <= shortKeyLen {
-		b := new([shortKeyLen]byte)
-		m.n = uint8(copy(b[:], masterKey))
-		m.short.Store(b)
+		if buf == nil {
+			buf = new([shortKeyLen]byte)
+		}
+		m.n = uint8(copy(buf[:], masterKey))
+		m.short.Store(buf)
 	} else {
 		m.long.Store(&lazyKey{b: append([]byte(nil), masterKey...)})
 	}

@@ -200,9 +200,15 @@ func TestLazyTemplate(t *testing.T) {
 }
 
 // TestWaitingKeyWiped checks that a master key waiting for its template,
-// short (one array) or long (a lazyKey), is cleared when the template is
-// made and by a Wipe before that, and that both derive the same keys.
+// short (one array, Init's or InitIn's) or long (a lazyKey), is cleared
+// when the template is made and by a Wipe before that, and that both
+// derive the same keys.
 func TestWaitingKeyWiped(t *testing.T) {
+	t.Run("Init", func(t *testing.T) { testWaitingKeyWiped(t, false) })
+	t.Run("InitIn", func(t *testing.T) { testWaitingKeyWiped(t, true) })
+}
+
+func testWaitingKeyWiped(t *testing.T, into bool) {
 	alg, err := mac.Lookup("hmac(sha1)")
 	if err != nil {
 		t.Fatal(err)
@@ -217,13 +223,20 @@ func TestWaitingKeyWiped(t *testing.T) {
 			return m.long.Load().b
 		}
 		var m, wiped Master
-		if err := m.Init(alg, key); err != nil {
+		var buf, bufWiped *[ShortKeyLen]byte
+		if into {
+			buf, bufWiped = new([ShortKeyLen]byte), new([ShortKeyLen]byte)
+		}
+		if err := m.InitIn(alg, key, buf); err != nil {
 			t.Fatal(err)
 		}
-		if err := wiped.Init(alg, key); err != nil {
+		if err := wiped.InitIn(alg, key, bufWiped); err != nil {
 			t.Fatal(err)
 		}
 		raw, rawWiped := waiting(&m), waiting(&wiped)
+		if into && n <= ShortKeyLen && (&raw[0] != &buf[0] || &rawWiped[0] != &bufWiped[0]) {
+			t.Fatalf("%d-byte key: InitIn did not keep it in its buffer", n)
+		}
 		if (m.short.Load() != nil) != (n <= shortKeyLen) || !bytes.Equal(m.waiting(), key) {
 			t.Fatalf("%d-byte key kept as %x", n, m.waiting())
 		}
