@@ -98,7 +98,8 @@ func TestIDCountsFollowTheKeyring(t *testing.T) {
 	}
 }
 
-// checkIDCounts fails t unless r.ids counts exactly r's MKTs.
+// checkIDCounts fails t unless r.ids counts exactly r's MKTs, each count
+// with a range of prefix lengths that holds those of its MKTs.
 func checkIDCounts(t *testing.T, r *Keyring, step int) {
 	t.Helper()
 	var want idCounts
@@ -108,10 +109,58 @@ func checkIDCounts(t *testing.T, r *Keyring, step int) {
 	})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ids == nil && want == (idCounts{}) {
+	if r.ids == nil {
+		if want.n != (idCounts{}).n {
+			t.Fatalf("step %d: no ID counts for %d MKTs", step, r.Len())
+		}
 		return
 	}
-	if r.ids == nil || *r.ids != want {
+	if r.ids.n != want.n {
 		t.Fatalf("step %d: the ID counts are not those of the keyring's %d MKTs", step, r.Len())
+	}
+	for f := range want.n {
+		for kind := range want.n[f] {
+			for id, n := range want.n[f][kind] {
+				if n != 0 && (r.ids.min[f][kind][id] > want.min[f][kind][id] || r.ids.max[f][kind][id] < want.max[f][kind][id]) {
+					t.Fatalf("step %d: family %d, kind %d, ID %d: lengths %d-%d, the MKTs' %d-%d", step, f, kind, id,
+						r.ids.min[f][kind][id], r.ids.max[f][kind][id], want.min[f][kind][id], want.max[f][kind][id])
+				}
+			}
+		}
+	}
+}
+
+// TestAddClashAtEachLength: with MKTs at every length of a chain of
+// nested prefixes (IDs of their own, so that every length is present in
+// the index), an MKT at one length and one at another that share an ID clash,
+// whichever is added first: the lengths the check skips are never those
+// of a clashing MKT.
+func TestAddClashAtEachLength(t *testing.T) {
+	for _, chain := range [][]string{
+		{"0.0.0.0/0", "10.0.0.0/8", "10.1.0.0/16", "10.1.2.0/24", "10.1.2.3/32"},
+		{"::/0", "2001:db8::/32", "2001:db8::/64", "2001:db8::/127", "2001:db8::1/128"},
+	} {
+		for i, a := range chain {
+			for j, b := range chain {
+				if i == j {
+					continue
+				}
+				r := NewKeyring(nil)
+				for k, p := range chain {
+					if k != i && k != j {
+						mustAdd(t, r, cfg4(p, uint8(20+2*k), uint8(21+2*k)))
+					}
+				}
+				mustAdd(t, r, cfg4(a, 7, 8))
+				for _, c := range []keys.AO{cfg4(b, 7, 9), cfg4(b, 9, 8)} {
+					if _, err := r.Add(c); !errors.Is(err, ErrKeyExists) {
+						t.Errorf("%v (%d, %d) beside %v (7, 8): %v, want ErrKeyExists", c.Peer, c.SendID, c.RecvID, a, err)
+					}
+				}
+				if _, err := r.Add(cfg4(b, 9, 10)); err != nil {
+					t.Errorf("%v (9, 10) beside %v (7, 8): %v", b, a, err)
+				}
+			}
+		}
 	}
 }

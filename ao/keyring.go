@@ -39,12 +39,20 @@ type Keyring struct {
 }
 
 // idCounts counts a keyring's MKTs by peer family (IPv4, IPv6), then by
-// SendID (0) and RecvID (1). Only MKTs of one family can overlap, and only
-// those sharing a SendID or a RecvID can clash: an MKT neither of whose
-// IDs its family has needs no overlap check, which for a catch-all (a /0
-// with a KeyID of its own) would otherwise visit every prefix of the
-// family.
-type idCounts [2][2][256]uint32
+// SendID (0) and RecvID (1), with the range of their prefix lengths. Only
+// MKTs of one family with a shared SendID or RecvID can clash: the
+// overlap check of a new MKT visits only the prefix lengths of the MKTs
+// that share one of its IDs, and none if there are none. It then skips
+// the hashes of the other lengths, and the walk of the prefixes inside
+// the new one when none of them can clash (for a catch-all with a KeyID
+// of its own, every prefix of the family).
+type idCounts struct {
+	n [2][2][256]uint32
+	// The shortest and longest prefix among the MKTs counted in n since
+	// their count was last 0: a range that may be wider than theirs
+	// (after a delete), never narrower.
+	min, max [2][2][256]uint8
+}
 
 // family is the index family of m's peer prefix, which keys.AO.Validate
 // has unmapped (the prefix map keys an IPv4-mapped prefix as IPv4 too).
@@ -57,25 +65,39 @@ func family(m *MKT) int {
 
 // count adds m to c; uncount takes it out.
 func (c *idCounts) count(m *MKT) {
-	f := family(m)
-	c[f][0][m.sendID]++
-	c[f][1][m.recvID]++
+	f, b := family(m), uint8(m.peer.Bits())
+	for kind, id := range [2]uint8{m.sendID, m.recvID} {
+		if c.n[f][kind][id]++; c.n[f][kind][id] == 1 {
+			c.min[f][kind][id], c.max[f][kind][id] = b, b
+		} else {
+			c.min[f][kind][id] = min(c.min[f][kind][id], b)
+			c.max[f][kind][id] = max(c.max[f][kind][id], b)
+		}
+	}
 }
 
 func (c *idCounts) uncount(m *MKT) {
 	f := family(m)
-	c[f][0][m.sendID]--
-	c[f][1][m.recvID]--
+	c.n[f][0][m.sendID]--
+	c.n[f][1][m.recvID]--
 }
 
-// mayClash reports whether an MKT of m's family has m's SendID or RecvID:
-// whether m needs the overlap check. A nil c counts nothing.
-func (c *idCounts) mayClash(m *MKT) bool {
+// lengths returns the range of prefix lengths of the MKTs of m's family
+// that have m's SendID or RecvID, and whether there are any (none can
+// clash with m otherwise). A nil c counts nothing.
+func (c *idCounts) lengths(m *MKT) (prefixmap.Lengths, bool) {
 	if c == nil {
-		return false
+		return prefixmap.Lengths{}, false
 	}
 	f := family(m)
-	return c[f][0][m.sendID] != 0 || c[f][1][m.recvID] != 0
+	l := prefixmap.Lengths{Min: 255, Max: -1}
+	for kind, id := range [2]uint8{m.sendID, m.recvID} {
+		if c.n[f][kind][id] != 0 {
+			l.Min = min(l.Min, int(c.min[f][kind][id]))
+			l.Max = max(l.Max, int(c.max[f][kind][id]))
+		}
+	}
+	return l, l.Max >= 0
 }
 
 // entry is what the index holds of an MKT: the MKT and the IDs lookups
@@ -221,21 +243,27 @@ func (r *Keyring) admitBatch(ms []*MKT, names []string) (int, error) {
 }
 
 // clash returns an MKT of r that m may not sit beside (see the other
-// clash), or nil; under r.mu. It checks only an m whose IDs its family
-// has (idCounts).
+// clash), or nil; under r.mu. It visits only the prefix lengths of the
+// MKTs that share an ID with m (idCounts).
 func (r *Keyring) clash(m *MKT) *MKT {
-	if !r.ids.mayClash(m) {
+	lens, ok := r.ids.lengths(m)
+	if !ok {
 		return nil
 	}
-	return clash(&r.byPeer, m)
+	return clashWithin(&r.byPeer, m, lens)
 }
 
 // clash returns an MKT of in that m may not sit beside: one whose SendID
 // or RecvID is m's, for an overlapping peer prefix in an overlapping L3
 // domain (Linux's tcp_ao_add_cmd refuses it with EEXIST), or nil.
 func clash(in *prefixmap.Map[entry], m *MKT) *MKT {
+	return clashWithin(in, m, prefixmap.Lengths{Min: 0, Max: 128})
+}
+
+// clashWithin is clash among the MKTs whose prefix length is in lens.
+func clashWithin(in *prefixmap.Map[entry], m *MKT, lens prefixmap.Lengths) *MKT {
 	var found *MKT
-	in.Overlaps(m.peer, 0, func(_ netip.Prefix, o entry) bool {
+	in.OverlapsWithin(m.peer, 0, lens, func(_ netip.Prefix, o entry) bool {
 		if (o.sendID == m.sendID || o.recvID == m.recvID) && (!m.hasIfIndex || o.matchesL3(m.ifindex)) {
 			found = o.m
 		}

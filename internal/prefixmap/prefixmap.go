@@ -297,23 +297,26 @@ func (m *Map[V]) Lookup(addr netip.Addr, tag uint32, fn func(p netip.Prefix, v V
 	}
 	k := key{tag: tag}
 	k.setAddr(addr)
-	m.containing(k, maxBits(k.family()), fn)
+	m.containing(k, Lengths{0, maxBits(k.family())}, fn)
 }
 
 // containing visits the values under (prefix of k's address, k's tag) for
-// every present prefix length up to maxLen, longest first. It reports
-// whether fn asked to go on.
-func (m *Map[V]) containing(k key, maxLen int, fn func(netip.Prefix, V) bool) bool {
+// every present prefix length in lens, longest first. It reports whether
+// fn asked to go on.
+func (m *Map[V]) containing(k key, lens Lengths, fn func(netip.Prefix, V) bool) bool {
 	ix := m.idx.Load()
-	if ix == nil {
+	if ix == nil || lens.Min > lens.Max {
 		return true
 	}
 	fam := k.family()
 	hi, lo := k.hi, k.lo
-	for w := maxLen / 64; w >= 0; w-- {
+	for w := lens.Max / 64; w >= lens.Min/64; w-- {
 		set := m.lens[fam][w].Load()
-		if w == maxLen/64 {
-			set &= 2<<(maxLen%64) - 1 // lengths <= maxLen
+		if w == lens.Max/64 {
+			set &= 2<<(lens.Max%64) - 1 // lengths <= Max
+		}
+		if w == lens.Min/64 {
+			set &^= 1<<(lens.Min%64) - 1 // lengths >= Min
 		}
 		for set != 0 {
 			i := bits.Len64(set) - 1
@@ -349,14 +352,27 @@ func (m *Map[V]) containing(k key, maxLen int, fn func(netip.Prefix, V) bool) bo
 // Overlaps holds the Map's writer lock while it runs: fn must not call
 // Insert or Delete on the same Map.
 func (m *Map[V]) Overlaps(p netip.Prefix, tag uint32, fn func(p netip.Prefix, v V) bool) {
+	m.OverlapsWithin(p, tag, Lengths{0, 128}, fn)
+}
+
+// Lengths is a range of prefix lengths, Min to Max included; for an
+// IPv4-mapped prefix, the lengths of the IPv4 prefixes it is stored as.
+type Lengths struct{ Min, Max int }
+
+// OverlapsWithin is Overlaps visiting only the prefixes whose length is in
+// lens: for a caller that knows no other can matter to fn, it probes only
+// the hashes of those lengths, and walks the B-tree only if a length in
+// lens is longer than p's.
+func (m *Map[V]) OverlapsWithin(p netip.Prefix, tag uint32, lens Lengths, fn func(p netip.Prefix, v V) bool) {
 	k, ok := keyOf(p, tag)
 	if !ok {
 		return
 	}
+	lens.Min = max(lens.Min, 0)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.containing(k, k.bits(), fn) || k.bits() == maxBits(k.family()) {
-		return // a host prefix has no prefixes strictly inside it
+	if !m.containing(k, Lengths{lens.Min, min(lens.Max, k.bits())}, fn) || k.bits() >= min(lens.Max, maxBits(k.family())) {
+		return // none inside p has a length in lens (a host prefix has none inside it)
 	}
 	last := k // the highest address in p
 	if k.family() == ipv4 {
@@ -365,7 +381,8 @@ func (m *Map[V]) Overlaps(p netip.Prefix, tag uint32, fn func(p netip.Prefix, v 
 		last.hi, last.lo = k.hi|^maskHi(ipv6, k.bits()), k.lo|^maskLo(ipv6, k.bits())
 	}
 	m.trees[k.tree()].inside(k, last, func(in key) bool {
-		if in.bits() == k.bits() { // p itself was visited above
+		// p itself was visited above; lengths out of lens are not.
+		if in.bits() == k.bits() || in.bits() < lens.Min || in.bits() > lens.Max {
 			return true
 		}
 		p := in.prefix()

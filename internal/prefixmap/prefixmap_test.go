@@ -38,6 +38,15 @@ func overlaps(m *Map[string], p netip.Prefix, tag uint32) string {
 	return strings.Join(out, " ")
 }
 
+func overlapsWithin(m *Map[string], p netip.Prefix, tag uint32, lens Lengths) string {
+	var out []string
+	m.OverlapsWithin(p, tag, lens, func(p netip.Prefix, v string) bool {
+		out = append(out, p.String()+"="+v)
+		return true
+	})
+	return strings.Join(out, " ")
+}
+
 // TestLinuxMatching follows __tcp_ao_key_cmp() and tcp_md5_do_lookup():
 // masked prefixes, 0-length prefixes per family,
 // IPv4-mapped IPv6 as IPv4, longest prefix first, tags never cross.
@@ -277,6 +286,16 @@ func naiveOverlaps(es []entry, p netip.Prefix, tag uint32) string {
 	return render(append(out, in...))
 }
 
+// naiveOverlapsWithin is naiveOverlaps among the entries whose
+// (normalised) prefix length is in lens.
+func naiveOverlapsWithin(es []entry, p netip.Prefix, tag uint32, lens Lengths) string {
+	es = slices.DeleteFunc(slices.Clone(es), func(e entry) bool {
+		b := normal(e.p).Bits()
+		return b < lens.Min || b > lens.Max
+	})
+	return naiveOverlaps(es, p, tag)
+}
+
 func render(es []entry) string {
 	var out []string
 	for _, e := range es {
@@ -329,6 +348,12 @@ func TestAgainstNaive(t *testing.T) {
 		}
 		if got, want := overlaps(&m, p, tag), naiveOverlaps(es, p, tag); got != want {
 			t.Fatalf("step %d: Overlaps(%v, %d) =\n %q, want\n %q", i, p, tag, got, want)
+		}
+		top := []int{33, 129}[r.IntN(2)] // IPv4's lengths or all
+		lo := r.IntN(top)
+		lens := Lengths{lo, lo + r.IntN(top-lo)}
+		if got, want := overlapsWithin(&m, p, tag, lens), naiveOverlapsWithin(es, p, tag, lens); got != want {
+			t.Fatalf("step %d: OverlapsWithin(%v, %d, %v) =\n %q, want\n %q", i, p, tag, lens, got, want)
 		}
 	}
 	for id, tr := range m.trees {
