@@ -152,8 +152,9 @@ func (m *Map[V]) Insert(p netip.Prefix, tag uint32, v V) error {
 		m.n.Add(1)
 		return nil
 	}
-	if _, ghost := m.ghosts[k]; ghost { // its key is in the B-tree already
-		delete(m.ghosts, k)
+	ghosts := len(m.ghosts)
+	delete(m.ghosts, k)         // whether k was a ghost is whether ghosts shrank: one map operation
+	if len(m.ghosts) < ghosts { // its key is in the B-tree already
 		x.revive(withValue(k, v, nil))
 		if x.ghosts--; x.live-x.ghosts == 1 {
 			m.lens[k.family()][k.bits()/64].Or(1 << (k.bits() % 64))
