@@ -298,19 +298,57 @@ func (m *Map[V]) Lookup(addr netip.Addr, tag uint32, fn func(p netip.Prefix, v V
 	}
 	k := key{tag: tag}
 	k.setAddr(addr)
-	m.containing(k, Lengths{0, maxBits(k.family())}, fn)
+	m.containing(k, maxBits(k.family()), fn)
 }
 
 // containing visits the values under (prefix of k's address, k's tag) for
-// every present prefix length in lens, longest first. It reports whether
-// fn asked to go on.
-func (m *Map[V]) containing(k key, lens Lengths, fn func(netip.Prefix, V) bool) bool {
+// every present prefix length up to maxLen, longest first. It reports
+// whether fn asked to go on. It is the readers' loop: the writers'
+// OverlapsWithin, which also skips the lengths below a shortest, has a
+// loop of its own (containingWithin), so that what that costs is not
+// Lookup's.
+func (m *Map[V]) containing(k key, maxLen int, fn func(netip.Prefix, V) bool) bool {
 	ix := m.idx.Load()
-	if ix == nil || lens.Min > lens.Max {
+	if ix == nil {
 		return true
 	}
 	fam := k.family()
 	hi, lo := k.hi, k.lo
+	for w := maxLen / 64; w >= 0; w-- {
+		set := m.lens[fam][w].Load()
+		if w == maxLen/64 {
+			set &= 2<<(maxLen%64) - 1 // lengths <= maxLen
+		}
+		for set != 0 {
+			i := bits.Len64(set) - 1
+			set &^= 1 << i
+			k.setMasked(hi, lo, fam, w*64+i)
+			t := ix[fam][w*64+i].tab.Load()
+			if t == nil {
+				continue
+			}
+			n := t.find(&k, t.hash(&k))
+			if n == nil {
+				continue
+			}
+			p := n.key.prefix()
+			for _, v := range n.vals {
+				if !fn(p, v) {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// containingWithin is containing for the present prefix lengths in lens
+// (Min at least 0, Max at most k's length); writers only.
+func (m *Map[V]) containingWithin(k key, lens Lengths, fn func(netip.Prefix, V) bool) bool {
+	if m.idx.Load() == nil || lens.Min > lens.Max {
+		return true
+	}
+	fam := k.family()
 	for w := lens.Max / 64; w >= lens.Min/64; w-- {
 		set := m.lens[fam][w].Load()
 		if w == lens.Max/64 {
@@ -322,12 +360,9 @@ func (m *Map[V]) containing(k key, lens Lengths, fn func(netip.Prefix, V) bool) 
 		for set != 0 {
 			i := bits.Len64(set) - 1
 			set &^= 1 << i
-			k.setMasked(hi, lo, fam, w*64+i)
-			t := ix[fam][w*64+i].tab.Load()
-			if t == nil {
-				continue
-			}
-			n := t.find(&k, t.hash(&k))
+			at := k
+			at.setMasked(k.hi, k.lo, fam, w*64+i)
+			n := m.index(&at, false).load(&at)
 			if n == nil {
 				continue
 			}
@@ -372,7 +407,7 @@ func (m *Map[V]) OverlapsWithin(p netip.Prefix, tag uint32, lens Lengths, fn fun
 	lens.Min = max(lens.Min, 0)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.containing(k, Lengths{lens.Min, min(lens.Max, k.bits())}, fn) || k.bits() >= min(lens.Max, maxBits(k.family())) {
+	if !m.containingWithin(k, Lengths{lens.Min, min(lens.Max, k.bits())}, fn) || k.bits() >= min(lens.Max, maxBits(k.family())) {
 		return // none inside p has a length in lens (a host prefix has none inside it)
 	}
 	last := k // the highest address in p
