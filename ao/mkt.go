@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/kdf"
@@ -69,13 +68,36 @@ type MKT struct {
 	poolID         sigpool.ID
 	added          uint64 // order of addition in its keyring (newest wins by default)
 
-	// The counters, written per verified segment, on a line of their own
-	// so that they do not share one with what signers read.
-	_    [cacheline.Size]byte
+	// The counters, written per verified segment, start a line of their
+	// own in newMKT's allocation (mktAlloc), so that they share none with
+	// what signers read: the pad makes their offset there a multiple of
+	// cacheline.Size (TestMKTLayout).
+	_    [countersPad]byte
 	good atomic.Uint64 // segments counted here: by listeners, handshakes and wiped lane entries
 	bad  atomic.Uint64
-	_    [cacheline.Size - 16]byte
 }
+
+// countersPad puts an MKT's counters at the start of a line of mktAlloc.
+const countersPad = 40
+
+// mktAlloc is newMKT's one allocation: the MKT, its master key, and the
+// key's bytes until its template is made, the master key first: a
+// delete's wipe then finds it on the lines of the MKT's lock and guard,
+// and the garbage collector scans the allocation only up to the MKT's
+// last pointer, not over its counters or the key's bytes. The bytes are
+// last (no field of the MKT moves); no field of the MKT or of the master
+// key holds them by value (fmt walking a copy would print them). Its size
+// is a whole number of lines, so that every allocation starts one and the
+// counters' line holds nothing else that is written.
+type mktAlloc struct {
+	master kdf.Master
+	m      MKT
+	key    [kdf.ShortKeyLen]byte
+	_      [mktTail]byte
+}
+
+// mktTail fills mktAlloc to three lines.
+const mktTail = 80
 
 // newMKT validates cfg and prepares its master key; the keyring takes
 // its pool reference.
@@ -88,20 +110,7 @@ func newMKT(cfg *keys.AO) (*MKT, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
-	// One allocation for the MKT, its master key and the key's bytes
-	// until its template is made, the master key first: a delete's wipe
-	// then finds it on the lines of the MKT's lock and guard, and the
-	// garbage collector scans the allocation only up to the MKT's last
-	// pointer, not over its counters' padding or the key's bytes. The
-	// bytes are last (no field of the MKT moves) and take what their own
-	// allocation took (the object's size class grows by as much); no
-	// field of the MKT or of the master key holds them by value (fmt
-	// walking a copy would print them).
-	all := &struct {
-		master kdf.Master
-		m      MKT
-		key    [kdf.ShortKeyLen]byte
-	}{}
+	all := new(mktAlloc)
 	// Field by field: the allocation is zero already, and a composite
 	// literal would clear and copy the whole MKT again.
 	m := &all.m

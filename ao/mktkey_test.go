@@ -6,8 +6,26 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/kdf"
 )
+
+// TestMKTLayout: newMKT's allocation is a whole number of lines, and the
+// MKT's counters start a line after every field signers read (countersPad
+// and mktTail follow the fields).
+func TestMKTLayout(t *testing.T) {
+	var a mktAlloc
+	if n := unsafe.Sizeof(a); n%cacheline.Size != 0 {
+		t.Errorf("mktAlloc is %d bytes, not a whole number of %d-byte lines: set mktTail", n, cacheline.Size)
+	}
+	good := unsafe.Offsetof(a.m) + unsafe.Offsetof(a.m.good)
+	if good%cacheline.Size != 0 {
+		t.Errorf("the counters are at %d in mktAlloc, not at the start of a line: set countersPad", good)
+	}
+	if last := unsafe.Offsetof(a.m) + unsafe.Offsetof(a.m.added) + unsafe.Sizeof(a.m.added); last > good || good-last >= cacheline.Size {
+		t.Errorf("the MKT's fields end at %d, the counters start at %d: countersPad is more than a line's fill", last, good)
+	}
+}
 
 // keyBytes returns the bytes that follow m in its allocation, where
 // newMKT keeps a short master key until its template is made.
