@@ -175,8 +175,12 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	}
 	l := &c.recv
 	j := job{m: m, off: off}
+	// Whether the segment asks for another current key: only then does
+	// its freshness matter.
+	cur := c.current.Load()
+	ask := cur == nil || opt.RNextKeyID != cur.sendID
 	l.mu.Lock()
-	fresh, err := c.verifyLocked(l, &j, seg, opt.MAC)
+	fresh, err := c.verifyLocked(l, &j, seg, opt.MAC, ask)
 	l.mu.Unlock()
 	if err == nil && fresh {
 		c.rotate(opt) // takes MKTs' locks: never under a lane's
@@ -185,17 +189,23 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 }
 
 // verifyLocked is Verify's part under the receive lane's lock, for j's
-// MKT and option offset; got is the option's MAC. It reports whether the
-// segment is fresh: not older than the newest the direction accepted, so
-// that its RNextKeyID may be followed (a replayed old segment's may not).
-func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) (fresh bool, err error) {
+// MKT and option offset; got is the option's MAC. For a segment that
+// asks for another current key, it reports whether the segment is fresh
+// (lane.fresh), so that its RNextKeyID may be followed; a replayed old
+// segment's may not. (A segment that asks for the current key cannot roll
+// it back, and the freshness mark need only follow the segments that
+// moved it.)
+func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte, ask bool) (fresh bool, err error) {
 	h := seg.Header()
 	flags, seq := h.Flags(), h.Seq()
 	switch {
 	case isSYN(flags):
 		// A (retransmitted) SYN: Receive_SYN key with the SYN's own ISN.
 		in := c.input(false, true, seq)
-		return l.fresh(h), c.record(j.m, nil, c.live(j.m, j.once(&in, seg, got, c.hint)))
+		if err := c.record(j.m, nil, c.live(j.m, j.once(&in, seg, got, c.hint))); err != nil {
+			return false, err
+		}
+		return ask && l.fresh(h), nil
 	case !c.risnKnown.Load():
 		if flags&segment.SYN == 0 {
 			return false, ErrNoISN
@@ -206,7 +216,7 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) (
 			return false, err
 		}
 		c.setRISN(seq)
-		return l.fresh(h), nil
+		return ask && l.fresh(h), nil
 	case !c.lisnKnown.Load():
 		return false, ErrNoISN // a server's connection before its SYN-ACK
 	}
@@ -227,7 +237,7 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) (
 		return false, c.record(j.m, k, err)
 	}
 	c.goodIn(k) // record's good case, inlined on the per-segment path
-	fresh = l.fresh(h)
+	fresh = ask && l.fresh(h)
 	if flags&segment.SYN == 0 {
 		l.sne.Advance(seq)
 	}

@@ -255,8 +255,8 @@ func (c *Conn) trafficKey(l *lane, m *MKT, send bool) (*laneKey, error) {
 
 // fresh reports whether a verified segment with header h is not older
 // than the newest the lane accepted: not before the SNE's basis, and at
-// the basis not acknowledging less than before. It raises the mark.
-// The lane's lock is held.
+// the basis not acknowledging less than the last segment that moved the
+// current key (the mark it raises). The lane's lock is held.
 func (l *lane) fresh(h segment.TCP) bool {
 	seq := h.Seq()
 	_, basis := l.sne.Basis()
