@@ -1,0 +1,266 @@
+package ao
+
+import (
+	"context"
+	"math"
+	"net/netip"
+	"time"
+
+	"github.com/tcpsig/tcpsig/keys"
+)
+
+// An MKT's lifetimes (RFC 8177, keys.Lifetime) are applied by its
+// keyring on the keyring's clock, never per segment: Advance computes
+// each MKT's state (MKT.off) at the clock's now, moves the connections
+// it concerns, and says when the next state change is due; Run calls it
+// at each such moment. A segment reads the state with the load of its
+// MKT it already makes. A keyring none of whose MKTs has a lifetime does
+// nothing here.
+
+// The bits of MKT.off: the MKT is outside its send lifetime (it signs
+// nothing) or outside its accept lifetime widened by its tolerance (it
+// verifies nothing).
+const (
+	offSend uint32 = 1 << iota
+	offAccept
+	offBoth = offSend | offAccept
+)
+
+// schedule is a keys.Lifetime in Unix nanoseconds: each window is
+// [from, to), the accept window already widened by the tolerance; an open
+// bound is math.MinInt64 or math.MaxInt64.
+type schedule struct {
+	sendFrom, sendTo, acceptFrom, acceptTo int64
+}
+
+// scheduleOf returns l as a schedule, and whether it limits its key at
+// all.
+func scheduleOf(l keys.Lifetime) (schedule, bool) {
+	a := l.AcceptWindow()
+	s := schedule{bound(l.Send.Start, math.MinInt64), bound(l.Send.End, math.MaxInt64),
+		bound(a.Start, math.MinInt64), bound(a.End, math.MaxInt64)}
+	return s, l.Scheduled()
+}
+
+// bound is t in Unix nanoseconds, open for the zero time, clamped to the
+// int64 range (a far end such as 9999-12-31 is no end here).
+func bound(t time.Time, open int64) int64 {
+	switch {
+	case t.IsZero():
+		return open
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	case t.Before(time.Unix(0, math.MinInt64)):
+		return math.MinInt64
+	}
+	return t.UnixNano()
+}
+
+// offAt returns the MKT's state at now (bits offSend, offAccept).
+func (s *schedule) offAt(now int64) uint32 {
+	var off uint32
+	if now < s.sendFrom || now >= s.sendTo {
+		off |= offSend
+	}
+	if now < s.acceptFrom || now >= s.acceptTo {
+		off |= offAccept
+	}
+	return off
+}
+
+// ended reports whether both lifetimes are over at now: the MKT will
+// never sign or verify again.
+func (s *schedule) ended(now int64) bool { return now >= s.sendTo && now >= s.acceptTo }
+
+// next returns the first bound after now, math.MaxInt64 without one.
+func (s *schedule) next(now int64) int64 {
+	n := int64(math.MaxInt64)
+	for _, b := range [...]int64{s.sendFrom, s.sendTo, s.acceptFrom, s.acceptTo} {
+		if b > now && b < n {
+			n = b
+		}
+	}
+	return n
+}
+
+// SendActive reports whether the MKT is inside its send lifetime as of
+// its keyring's last Advance (RFC 8177's send-lifetime-active).
+func (m *MKT) SendActive() bool { return m != nil && m.off.Load()&offSend == 0 }
+
+// AcceptActive reports whether the MKT is inside its accept lifetime,
+// widened by its tolerance, as of its keyring's last Advance (RFC 8177's
+// accept-lifetime-active).
+func (m *MKT) AcceptActive() bool { return m != nil && m.off.Load()&offAccept == 0 }
+
+// SetClock makes now the keyring's clock (time.Now when nil): what Add
+// and Advance read. Tests give a fake one, so that nothing sleeps.
+func (r *Keyring) SetClock(now func() time.Time) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.clock = now
+	r.mu.Unlock()
+}
+
+// nowNanos reads the keyring's clock; under r.mu.
+func (r *Keyring) nowNanos() int64 {
+	if r.clock == nil {
+		return bound(time.Now(), 0)
+	}
+	return bound(r.clock(), 0)
+}
+
+// Advance applies the MKTs' lifetimes at the clock's now. An MKT whose
+// send lifetime ended signs no more: its connections move to the newest
+// MKT of their peer that may sign. One whose accept lifetime ended
+// verifies no more: connections asking for it (RNext) move on, and one
+// whose lifetimes are both over is left as a delete leaves it (its users
+// move or are revoked). One whose send lifetime began becomes
+// the current and RNext key of the connections of its peer whose current
+// key began sending before it (RFC 5925 §7.5.2: the peer is asked for it
+// with RNextKeyID). Advance returns the next moment at which a lifetime
+// begins or ends, the zero time without one.
+func (r *Keyring) Advance() time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.timed == 0 {
+		return time.Time{}
+	}
+	now := r.nowNanos()
+	next := int64(math.MaxInt64)
+	type change struct {
+		m   *MKT
+		was uint32
+	}
+	var changed []change
+	r.byPeer.Range(func(_ netip.Prefix, _ uint32, e entry) bool {
+		m := e.m
+		if !m.timed {
+			return true
+		}
+		if was, off := m.off.Load(), m.sched.offAt(now); off != was {
+			m.off.Store(off)
+			changed = append(changed, change{m, was})
+		}
+		next = min(next, m.sched.next(now))
+		return true
+	})
+	for _, ch := range changed {
+		off, ended := ch.m.off.Load(), ch.m.sched.ended(now)
+		if off&offSend != 0 {
+			r.moveOff(ch.m, roleCurrent, offSend, ended)
+		}
+		if off&offAccept != 0 {
+			r.moveOff(ch.m, roleRNext, offAccept, ended)
+		}
+		if ch.was&offSend != 0 && off&offSend == 0 {
+			r.adopt(ch.m)
+		}
+	}
+	if next == math.MaxInt64 {
+		return time.Time{}
+	}
+	return time.Unix(0, next)
+}
+
+// moveOff moves the connections whose key in role is m, which lost the
+// state bit need, to the newest MKT of their peer that has it. Without
+// one a connection keeps m (its segments fail meanwhile), unless gone
+// (both of m's lifetimes are over): then it moves to the newest MKT of
+// its peer in any state, and is revoked, as a delete would, if its peer
+// has none. Under r.mu.
+func (r *Keyring) moveOff(m *MKT, role int, need uint32, gone bool) {
+	for _, c := range m.usersOf(role) {
+		rep := r.newestWith(c.remote.Addr(), c.l3, need, m)
+		if rep == nil && gone {
+			rep = r.newestWith(c.remote.Addr(), c.l3, 0, m)
+		}
+		if rep == nil && !gone {
+			continue
+		}
+		c.leave(role, m, rep)
+	}
+}
+
+// adopt makes m, which began sending, the current key of every
+// connection it covers whose current key began sending before it, and
+// its RNext key if m verifies. Under r.mu.
+func (r *Keyring) adopt(m *MKT) {
+	var conns []*Conn
+	r.byPeer.Range(func(_ netip.Prefix, _ uint32, e entry) bool {
+		if o := e.m; o != m && o.peer.Overlaps(m.peer) && (o.off.Load()&offSend != 0 || o.sched.sendFrom < m.sched.sendFrom) {
+			conns = append(conns, o.usersOf(roleCurrent)...)
+		}
+		return true
+	})
+	for _, c := range conns {
+		if !m.covers(c.remote.Addr(), c.l3) || c.state.Load() != stateOpen {
+			continue
+		}
+		c.setRole(roleCurrent, m)
+		if m.off.Load()&offAccept == 0 {
+			c.setRole(roleRNext, m)
+		}
+	}
+}
+
+// usersOf returns the connections whose key in role is m, at this moment.
+func (m *MKT) usersOf(role int) []*Conn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*Conn
+	for c := m.users[role]; c != nil; c = c.link[role].next {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Run calls Advance now and at every moment it names, until ctx is done;
+// an Add or a Delete makes it look again. A keyring whose MKTs have
+// lifetimes needs Run (or the application's own calls of Advance) for
+// them to take effect over time.
+func (r *Keyring) Run(ctx context.Context) {
+	if r == nil {
+		return
+	}
+	wake := r.wakeup()
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		wait := time.Duration(math.MaxInt64)
+		if next := r.Advance(); !next.IsZero() {
+			r.mu.Lock()
+			wait = time.Duration(bound(next, 0) - r.nowNanos())
+			r.mu.Unlock()
+		}
+		t.Reset(max(wait, 0))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-wake:
+		}
+	}
+}
+
+// wakeup returns the channel an Add or Delete of a timed MKT signals.
+func (r *Keyring) wakeup() chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.wake == nil {
+		r.wake = make(chan struct{}, 1)
+	}
+	return r.wake
+}
+
+// kick wakes Run; under r.mu.
+func (r *Keyring) kick() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
