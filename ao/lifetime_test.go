@@ -18,7 +18,7 @@ type fakeClock struct {
 	now time.Time
 }
 
-func (f *fakeClock) Now() time.Time { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
+func (f *fakeClock) Now() time.Time  { f.mu.Lock(); defer f.mu.Unlock(); return f.now }
 func (f *fakeClock) Set(t time.Time) { f.mu.Lock(); f.now = t; f.mu.Unlock() }
 
 // t0 is the tests' reference moment.
