@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
-	"time"
 
+	"github.com/tcpsig/tcpsig/internal/lifetime"
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/sigpool"
@@ -41,7 +41,7 @@ type Keyring struct {
 	ids    *idCounts            // under mu: byPeer's MKTs by family and ID; allocated by the first add
 	// The lifetimes (lifetime.go), under mu: the clock (nil: time.Now),
 	// how many MKTs have a lifetime, and Run's wake-up.
-	clock func() time.Time
+	clock lifetime.Clock
 	timed int
 	wake  chan struct{}
 }
@@ -199,9 +199,9 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 	}
 	for _, m := range ms {
 		if m.timed {
-			m.off.Store(m.sched.offAt(r.nowNanos()))
+			m.off.Store(m.sched.Off(r.nowNanos()))
 			r.timed++
-			r.kick()
+			lifetime.Kick(r.wake)
 		}
 	}
 	for _, m := range ms {
@@ -350,7 +350,7 @@ func (r *Keyring) remove(m *MKT, opts DeleteOptions) error {
 	r.ids.uncount(m)
 	if m.timed {
 		r.timed--
-		r.kick()
+		lifetime.Kick(r.wake)
 	}
 	r.evict(m)
 	return nil

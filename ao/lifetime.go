@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/tcpsig/tcpsig/keys"
+	"github.com/tcpsig/tcpsig/internal/lifetime"
 )
 
 // An MKT's lifetimes (RFC 8177, keys.Lifetime) are applied by its
@@ -17,71 +17,11 @@ import (
 // MKT it already makes. A keyring none of whose MKTs has a lifetime does
 // nothing here.
 
-// The bits of MKT.off: the MKT is outside its send lifetime (it signs
-// nothing) or outside its accept lifetime widened by its tolerance (it
-// verifies nothing).
+// The bits of MKT.off (package lifetime's state bits).
 const (
-	offSend uint32 = 1 << iota
-	offAccept
-	offBoth = offSend | offAccept
+	offSend   = lifetime.OffSend
+	offAccept = lifetime.OffAccept
 )
-
-// schedule is a keys.Lifetime in Unix nanoseconds: each window is
-// [from, to), the accept window already widened by the tolerance; an open
-// bound is math.MinInt64 or math.MaxInt64.
-type schedule struct {
-	sendFrom, sendTo, acceptFrom, acceptTo int64
-}
-
-// scheduleOf returns l as a schedule, and whether it limits its key at
-// all.
-func scheduleOf(l keys.Lifetime) (schedule, bool) {
-	a := l.AcceptWindow()
-	s := schedule{bound(l.Send.Start, math.MinInt64), bound(l.Send.End, math.MaxInt64),
-		bound(a.Start, math.MinInt64), bound(a.End, math.MaxInt64)}
-	return s, l.Scheduled()
-}
-
-// bound is t in Unix nanoseconds, open for the zero time, clamped to the
-// int64 range (a far end such as 9999-12-31 is no end here).
-func bound(t time.Time, open int64) int64 {
-	switch {
-	case t.IsZero():
-		return open
-	case t.After(time.Unix(0, math.MaxInt64)):
-		return math.MaxInt64
-	case t.Before(time.Unix(0, math.MinInt64)):
-		return math.MinInt64
-	}
-	return t.UnixNano()
-}
-
-// offAt returns the MKT's state at now (bits offSend, offAccept).
-func (s *schedule) offAt(now int64) uint32 {
-	var off uint32
-	if now < s.sendFrom || now >= s.sendTo {
-		off |= offSend
-	}
-	if now < s.acceptFrom || now >= s.acceptTo {
-		off |= offAccept
-	}
-	return off
-}
-
-// ended reports whether both lifetimes are over at now: the MKT will
-// never sign or verify again.
-func (s *schedule) ended(now int64) bool { return now >= s.sendTo && now >= s.acceptTo }
-
-// next returns the first bound after now, math.MaxInt64 without one.
-func (s *schedule) next(now int64) int64 {
-	n := int64(math.MaxInt64)
-	for _, b := range [...]int64{s.sendFrom, s.sendTo, s.acceptFrom, s.acceptTo} {
-		if b > now && b < n {
-			n = b
-		}
-	}
-	return n
-}
 
 // SendActive reports whether the MKT is inside its send lifetime as of
 // its keyring's last Advance (RFC 8177's send-lifetime-active).
@@ -104,12 +44,7 @@ func (r *Keyring) SetClock(now func() time.Time) {
 }
 
 // nowNanos reads the keyring's clock; under r.mu.
-func (r *Keyring) nowNanos() int64 {
-	if r.clock == nil {
-		return bound(time.Now(), 0)
-	}
-	return bound(r.clock(), 0)
-}
+func (r *Keyring) nowNanos() int64 { return lifetime.Clock(r.clock).Now() }
 
 // Advance applies the MKTs' lifetimes at the clock's now. An MKT whose
 // send lifetime ended signs no more: its connections move to the newest
@@ -142,15 +77,15 @@ func (r *Keyring) Advance() time.Time {
 		if !m.timed {
 			return true
 		}
-		if was, off := m.off.Load(), m.sched.offAt(now); off != was {
+		if was, off := m.off.Load(), m.sched.Off(now); off != was {
 			m.off.Store(off)
 			changed = append(changed, change{m, was})
 		}
-		next = min(next, m.sched.next(now))
+		next = min(next, m.sched.Next(now))
 		return true
 	})
 	for _, ch := range changed {
-		off, ended := ch.m.off.Load(), ch.m.sched.ended(now)
+		off, ended := ch.m.off.Load(), ch.m.sched.Ended(now)
 		if off&offSend != 0 {
 			r.moveOff(ch.m, roleCurrent, offSend, ended)
 		}
@@ -192,7 +127,7 @@ func (r *Keyring) moveOff(m *MKT, role int, need uint32, gone bool) {
 func (r *Keyring) adopt(m *MKT) {
 	var conns []*Conn
 	r.byPeer.Range(func(_ netip.Prefix, _ uint32, e entry) bool {
-		if o := e.m; o != m && o.peer.Overlaps(m.peer) && (o.off.Load()&offSend != 0 || o.sched.sendFrom < m.sched.sendFrom) {
+		if o := e.m; o != m && o.peer.Overlaps(m.peer) && (o.off.Load()&offSend != 0 || o.sched.SendFrom < m.sched.SendFrom) {
 			conns = append(conns, o.usersOf(roleCurrent)...)
 		}
 		return true
@@ -220,47 +155,23 @@ func (m *MKT) usersOf(role int) []*Conn {
 }
 
 // Run calls Advance now and at every moment it names, until ctx is done;
-// an Add or a Delete makes it look again. A keyring whose MKTs have
-// lifetimes needs Run (or the application's own calls of Advance) for
-// them to take effect over time.
+// an Add or a Delete of an MKT with a lifetime makes it look again. A
+// keyring whose MKTs have lifetimes needs Run (or the application's own
+// calls of Advance) for them to take effect over time.
 func (r *Keyring) Run(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	wake := r.wakeup()
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	for {
-		wait := time.Duration(math.MaxInt64)
-		if next := r.Advance(); !next.IsZero() {
-			r.mu.Lock()
-			wait = time.Duration(bound(next, 0) - r.nowNanos())
-			r.mu.Unlock()
-		}
-		t.Reset(max(wait, 0))
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-wake:
-		}
-	}
-}
-
-// wakeup returns the channel an Add or Delete of a timed MKT signals.
-func (r *Keyring) wakeup() chan struct{} {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.wake == nil {
 		r.wake = make(chan struct{}, 1)
 	}
-	return r.wake
-}
-
-// kick wakes Run; under r.mu.
-func (r *Keyring) kick() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
+	wake := r.wake
+	r.mu.Unlock()
+	clock := func() lifetime.Clock {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.clock
 	}
+	lifetime.Run(ctx, clock, r.Advance, wake)
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/lifetime"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/kdf"
@@ -86,7 +87,7 @@ type MKT struct {
 	bad  atomic.Uint64
 	// sched is the MKT's lifetime, read by its keyring's Advance only
 	// (the counters' line holds nothing else that is written).
-	sched schedule
+	sched lifetime.Schedule
 }
 
 // countersPad puts an MKT's counters at the start of a line of mktAlloc.
@@ -129,7 +130,7 @@ func newMKT(cfg *keys.AO) (*MKT, error) {
 	m.alg, m.master = alg, &all.master
 	m.peer, m.sendID, m.recvID, m.maclen = c.Peer, c.SendID, c.RecvID, uint8(c.MACLen)
 	m.exclude, m.hasIfIndex, m.ifindex = c.ExcludeOptions, c.HasIfIndex, c.IfIndex
-	m.sched, m.timed = scheduleOf(c.Lifetime)
+	m.sched, m.timed = lifetime.Of(c.Lifetime)
 	if err := m.master.InitIn(alg, c.Key, &all.key); err != nil {
 		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}
