@@ -411,13 +411,13 @@ func (m *MKT) moveUsers(reps [2]*MKT) error {
 func (r *Keyring) evict(m *MKT) {
 	for role := range m.users {
 		for {
-			m.mu.Lock()
-			c := m.users[role]
-			m.mu.Unlock()
-			if c == nil {
+			us := m.usersOf(role)
+			if len(us) == 0 {
 				break
 			}
-			c.leave(role, m, r.pick(c.remote.Addr(), c.l3, roleNeeds[role]))
+			for _, u := range us {
+				u.c.move(role, m, r.pick(u.addr, u.l3, roleNeeds[role]), true)
+			}
 		}
 	}
 }

@@ -109,15 +109,12 @@ func (r *Keyring) Advance() time.Time {
 // its peer in any state, and is revoked, as a delete would, if its peer
 // has none. Under r.mu.
 func (r *Keyring) moveOff(m *MKT, role int, need uint32, gone bool) {
-	for _, c := range m.usersOf(role) {
-		rep := r.newestWith(c.remote.Addr(), c.l3, need, m)
+	for _, u := range m.usersOf(role) {
+		rep := r.newestWith(u.addr, u.l3, need, m)
 		if rep == nil && gone {
-			rep = r.newestWith(c.remote.Addr(), c.l3, 0, m)
+			rep = r.newestWith(u.addr, u.l3, 0, m)
 		}
-		if rep == nil && !gone {
-			continue
-		}
-		c.leave(role, m, rep)
+		u.c.move(role, m, rep, gone)
 	}
 }
 
@@ -125,33 +122,23 @@ func (r *Keyring) moveOff(m *MKT, role int, need uint32, gone bool) {
 // connection it covers whose current key began sending before it, and
 // its RNext key if m verifies. Under r.mu.
 func (r *Keyring) adopt(m *MKT) {
-	var conns []*Conn
+	var olds []*MKT
 	r.byPeer.Range(func(_ netip.Prefix, _ uint32, e entry) bool {
 		if o := e.m; o != m && o.peer.Overlaps(m.peer) && (o.off.Load()&offSend != 0 || o.sched.SendFrom < m.sched.SendFrom) {
-			conns = append(conns, o.usersOf(roleCurrent)...)
+			olds = append(olds, o)
 		}
 		return true
 	})
-	for _, c := range conns {
-		if !m.covers(c.remote.Addr(), c.l3) || c.state.Load() != stateOpen {
-			continue
-		}
-		c.setRole(roleCurrent, m)
-		if m.off.Load()&offAccept == 0 {
-			c.setRole(roleRNext, m)
+	for _, o := range olds {
+		for _, u := range o.usersOf(roleCurrent) {
+			if !m.covers(u.addr, u.l3) || !u.c.move(roleCurrent, o, m, false) {
+				continue
+			}
+			if n := u.c.rnext.Load(); n != nil && n != m && m.off.Load()&offAccept == 0 {
+				u.c.move(roleRNext, n, m, false)
+			}
 		}
 	}
-}
-
-// usersOf returns the connections whose key in role is m, at this moment.
-func (m *MKT) usersOf(role int) []*Conn {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []*Conn
-	for c := m.users[role]; c != nil; c = c.link[role].next {
-		out = append(out, c)
-	}
-	return out
 }
 
 // Run calls Advance now and at every moment it names, until ctx is done;

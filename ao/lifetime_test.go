@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"sync"
 	"testing"
 	"time"
@@ -247,4 +248,54 @@ func TestLifetimeRun(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestLifetimeAdvanceConcurrent: Advance moving sessions between keys
+// while other goroutines set connections up, sign on them and close
+// them: no race, no lost or foreign key (run with -race).
+func TestLifetimeAdvanceConcurrent(t *testing.T) {
+	r := NewKeyring(nil)
+	clk := &fakeClock{now: t0.Add(-time.Hour)}
+	r.SetClock(clk.Now)
+	for i, w := range [][2]keys.Window{{{End: t0}, {End: t0.Add(time.Minute)}}, {{Start: t0}, {Start: t0.Add(-time.Minute)}}} {
+		mustAdd(t, r, timed(cfg4("192.0.2.0/24", uint8(1+10*i), uint8(2+10*i)), w[0], w[1]))
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var c Conn
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					c.Close()
+					return
+				default:
+				}
+				peer := netip.AddrPortFrom(netip.AddrFrom4([4]byte{192, 0, 2, byte(2 + g)}), 179)
+				if err := restore(&c, r, Endpoint{Local: cli4, Remote: peer}, Policy{}, Endpoint{LocalISN: 10, RemoteISN: 20, SendSeq: 11, RecvSeq: 21, CurrentSendID: 1, RNextRecvID: 2}); err != nil {
+					t.Errorf("restore: %v", err)
+					return
+				}
+				seg := testSeg(t, cli4, peer, 11, 21, segment.ACK, 12, []byte("data"))
+				if err := c.Sign(seg); err != nil && !errors.Is(err, ErrNoCurrentKey) {
+					t.Errorf("sign: %v", err)
+				}
+				if m := c.Current(); m != nil && !m.covers(peer.Addr(), 0) {
+					t.Errorf("a foreign current key %v", m)
+				}
+				if i%3 == 0 {
+					c.Close()
+				}
+			}
+		}()
+	}
+	for i := range 2000 {
+		clk.Set(t0.Add(time.Duration(i%3-1) * time.Minute))
+		r.Advance()
+	}
+	close(stop)
+	wg.Wait()
 }
