@@ -60,8 +60,7 @@ func (r *Keyring) SignWith(seg *segment.Segment, l3index int, peerKey *Key) (*Ke
 	if !optionHolds(seg) {
 		return nil, segment.ErrUnparsed
 	}
-	g := r.group(seg.Dst(), l3index)
-	k, pin := g.signer(peerKey)
+	k, pin := r.signer(seg.Dst(), l3index, peerKey)
 	if k == nil {
 		r.keyNotFound.Add(1)
 		return nil, ErrNoKey
@@ -125,8 +124,35 @@ func (r *Keyring) VerifyWith(seg *segment.Segment, l3index int, peerKey *Key) (*
 		return nil, segment.ErrUnparsed
 	}
 	got := seg.Header()[auth.MD5+2 : auth.MD5+2+DigestSize]
-	g.first(peerKey)
-	var tried *Key
+	for {
+		g.first(peerKey)
+		k, tried, err := g.verify(seg, got)
+		if err != nil || k != nil {
+			return k, err
+		}
+		if tried != nil {
+			r.bad.Add(1)
+			tried.bad.Add(1)
+			return nil, ErrBadMAC
+		}
+		// Every key the lookup found was deleted as the segment arrived,
+		// or none is inside its accept lifetime: a deleted key has left
+		// the index, so looking up again finds what replaced it.
+		switch g = r.group(seg.Src(), l3index); {
+		case g.n == 0:
+			r.unexpected.Add(1)
+			return nil, ErrUnexpected
+		case g.accepting() == 0:
+			r.bad.Add(1)
+			return nil, ErrBadMAC
+		}
+	}
+}
+
+// verify tries the keys of g inside their accept lifetimes in order and
+// returns the one that verifies seg (got is its digest), else the first
+// it tried (nil: it could pin none).
+func (g *group) verify(seg *segment.Segment, got []byte) (k, tried *Key, err error) {
 	for _, k := range g.keys[:g.n] {
 		if k.off.Load()&(lifetime.OffAccept|gone) != 0 {
 			continue
@@ -139,23 +165,30 @@ func (r *Keyring) VerifyWith(seg *segment.Segment, l3index int, peerKey *Key) (*
 		err := k.digest(seg, &sum)
 		good := err == nil && mac.Equal(sum[:], got)
 		k.guard.Release(pin)
-		if err != nil {
-			return nil, err
-		}
-		if good {
-			r.good.Add(1)
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case good:
+			k.ring.good.Add(1)
 			k.good.Add(1)
-			return k, nil
-		}
-		if tried == nil {
+			return k, nil, nil
+		case tried == nil:
 			tried = k
 		}
 	}
-	r.bad.Add(1)
-	if tried != nil {
-		tried.bad.Add(1)
+	return nil, tried, nil
+}
+
+// accepting counts g's keys inside their accept lifetimes and not
+// deleted.
+func (g *group) accepting() int {
+	n := 0
+	for _, k := range g.keys[:g.n] {
+		if k.off.Load()&(lifetime.OffAccept|gone) == 0 {
+			n++
+		}
 	}
-	return nil, ErrBadMAC
+	return n
 }
 
 // maxSchedule bounds the keys of one peer and binding that a segment
@@ -212,12 +245,26 @@ func (g *group) first(k *Key) {
 	}
 }
 
-// signer returns the key of g a Sign uses, pinned (see SignWith), or nil.
-func (g *group) signer(peerKey *Key) (*Key, reclaim.Pin) {
+// signer returns the key a Sign to addr uses, pinned (see SignWith), or
+// nil. A key deleted between the lookup and the pin has left the index,
+// so looking up again finds what replaced it, if anything.
+func (r *Keyring) signer(addr netip.Addr, l3 int, peerKey *Key) (*Key, reclaim.Pin) {
+	for {
+		g := r.group(addr, l3)
+		k, pin, retry := g.signer(peerKey)
+		if !retry {
+			return k, pin
+		}
+	}
+}
+
+// signer returns the key of g a Sign uses, pinned, or nil; retry if that
+// key was deleted as it was picked.
+func (g *group) signer(peerKey *Key) (k *Key, pin reclaim.Pin, retry bool) {
 	for _, k := range g.keys[:g.n] {
 		if k == peerKey && k.off.Load()&(lifetime.OffAccept|gone) == 0 {
 			if pin, ok := k.guard.Acquire(); ok {
-				return k, pin
+				return k, pin, false
 			}
 		}
 	}
@@ -228,13 +275,13 @@ func (g *group) signer(peerKey *Key) (*Key, reclaim.Pin) {
 		}
 	}
 	if best == nil {
-		return nil, reclaim.Pin{}
+		return nil, reclaim.Pin{}, false
 	}
 	pin, ok := best.guard.Acquire()
 	if !ok {
-		return nil, reclaim.Pin{}
+		return nil, reclaim.Pin{}, true
 	}
-	return best, pin
+	return best, pin, false
 }
 
 // digest computes the RFC 2385 signature of seg as Linux's

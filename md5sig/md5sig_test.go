@@ -436,7 +436,7 @@ func TestDelete(t *testing.T) {
 	// Async delete while a reader holds the key: the wipe waits for it.
 	k = mustAdd(t, r, keys.MD5{Peer: pfx("2001:db8::/64"), Key: []byte("async")})
 	g := r.group(addr("2001:db8::2"), 0)
-	got, pin := g.signer(nil)
+	got, pin, _ := g.signer(nil)
 	if got != k {
 		t.Fatal("the signer's pin found another key")
 	}
