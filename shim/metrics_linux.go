@@ -308,6 +308,11 @@ var (
 		[]string{"peer"}, nil)
 	descUnseen = prometheus.NewDesc("tcpsig_shim_sessions_unseen",
 		"TCP-AO sessions met without their handshake and not resumed from the state file: their packets are dropped.", nil, nil)
+	descUnseenEvicted = prometheus.NewDesc("tcpsig_shim_sessions_unseen_evicted_total",
+		"Unseen sessions let go to make room in the table of 1024 (or refused room, the table full of better evidence), by evidence: once (only the peer's segments, within a second: forgeries with made-up ports look so), persisting (only the peer's, over longer), local (the local stack sent on it).",
+		[]string{"evidence"}, nil)
+	descUnseenSuppressed = prometheus.NewDesc("tcpsig_shim_sessions_unseen_log_suppressed_total",
+		"Unseen sessions' first sights not logged: the log's rate limit was reached.", nil, nil)
 	descSessionEvents = prometheus.NewDesc("tcpsig_shim_sessions_events_total",
 		"Sessions started (from a handshake or the state file), closed (RST, FIN both ways) and expired (idle).",
 		[]string{"event"}, nil)
@@ -333,7 +338,7 @@ type shimCollector struct{ s *Shim }
 // Describe sends every description.
 func (c shimCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSegments, descPackets, descDropped, descQueueDropped, descQueueWaiting,
-		descSessions, descPending, descUnseen, descSessionEvents, descResumed, descRotations, descKeys,
+		descSessions, descPending, descUnseen, descUnseenEvicted, descUnseenSuppressed, descSessionEvents, descResumed, descRotations, descKeys,
 		descReloads, descLastGood, descLastOK} {
 		ch <- d
 	}
@@ -437,7 +442,12 @@ func (s *Shim) collectLayer(out emit) {
 	out.counter(descSessionEvents, lc.Closed, "closed")
 	out.counter(descSessionEvents, lc.Expired, "expired")
 	out.counter(descResumed, s.seeded)
-	out.gauge(descUnseen, float64(len(s.unseen)))
+	u := s.unseen.counts()
+	out.gauge(descUnseen, float64(u.len))
+	for l, n := range u.evicted {
+		out.counter(descUnseenEvicted, n, unseenEvidence[l])
+	}
+	out.counter(descUnseenSuppressed, u.suppressed)
 }
 
 // collectQueues: the kernel's counts of each queue; under s.mu.
