@@ -49,6 +49,11 @@ type observer struct {
 	lastFailed               atomic.Bool  // the last reload was refused
 
 	drops dropLog
+
+	// httpLimits bound the -metrics server (zero fields: the defaults);
+	// metricsConns is its connection limiter once it serves.
+	httpLimits   httpLimits
+	metricsConns *connLimiter
 }
 
 // keyLabels identify one key in the metrics.
@@ -87,7 +92,8 @@ func (s *Shim) metricsHandler() http.Handler {
 
 // serveMetrics serves /metrics over HTTP on the TCP address
 // Config.Metrics: only the metrics, never the status (which shows ISNs and
-// SNEs).
+// SNEs). Whoever can reach the address gets bounded time and connections
+// (httpLimits).
 func (s *Shim) serveMetrics() (net.Listener, error) {
 	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", s.cfg.Metrics)
 	if err != nil {
@@ -95,9 +101,10 @@ func (s *Shim) serveMetrics() (net.Listener, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.metricsHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
+	srv, lim := s.obs.httpLimits.server(mux)
+	s.obs.metricsConns = lim
 	go func() { _ = srv.Serve(ln) }()
-	s.log.Info("serving metrics", "addr", ln.Addr().String())
+	s.log.Info("serving metrics", "addr", ln.Addr().String(), "max_conns", lim.max, "idle_timeout", srv.IdleTimeout)
 	return ln, nil
 }
 
