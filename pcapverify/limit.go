@@ -24,12 +24,25 @@ func (o *Options) maxFlows() int {
 // index, tracking it if it is new; nil when the table is full.
 func (v *Verifier) track(src, dst netip.AddrPort) (*flow, int) {
 	f, i := v.flows.find(src, dst)
-	if f == nil {
-		if f = v.flows.add(src, dst, v.opts); f == nil {
-			v.noteOverflow()
-		}
+	switch {
+	case f != nil:
+		v.flows.touch(f)
+	case v.flows.add(src, dst, v.opts) == nil:
+		v.noteOverflow()
+	default:
+		f, i = v.flows.find(src, dst)
+		v.noteEvicted()
 	}
 	return f, i
+}
+
+// noteEvicted copies the count of the flows evicted into the totals, if
+// the last add evicted one.
+func (v *Verifier) noteEvicted() {
+	if v.flows.lastEvicted {
+		v.totals.EvictedFlows = v.flows.evicted
+		v.totals.MaxFlows = v.flows.max
+	}
 }
 
 // noteOverflow copies the count of the flows turned away into the totals.
