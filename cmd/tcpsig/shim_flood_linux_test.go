@@ -24,17 +24,19 @@ const floodPackets = 100000
 // TestShimFlood (issue 38, finding 4): M, off the sessions' path as far as
 // their keys go, sends 100,000 ACKs from A's address (a covered TCP-AO
 // peer of B's shim) to B, each with a TCP-AO option and its own source
-// port, while a session tracked by both shims moves data both ways. Then
-// a real session that B's shim never saw the handshake of (opened before
-// the shims started) sends. Before, each forgery logged a WARN line, the
-// unseen table stopped at 1024 forgeries, and the real session was never
+// port, while a session tracked by both shims moves data both ways. Two
+// real sessions that B's shim never saw the handshake of (opened before
+// the shims started) send: one before the flood, one only after it.
+// Before, each forgery logged a WARN line, the unseen table stopped at
+// 1024 forgeries, and the session that sent after the flood was never
 // listed. Now:
 //
 //   - B's shim logs a bounded number of lines: its unseen lines are at
 //     most two buckets' worth (10 each, one more per 6 s of the run), its
 //     WARN lines in all far fewer than the forgeries it dropped;
-//   - the real unseen session is listed, with the evidence "local" (B's
-//     stack sent on it, which no forgery makes it do);
+//   - both real unseen sessions are listed after the flood, with the
+//     evidence "local" (B's stack sent on them, which no forgery makes it
+//     do);
 //   - the tracked session's bytes arrive whole both ways, during the flood
 //     and after it.
 //
@@ -51,10 +53,11 @@ func TestShimFlood(t *testing.T) {
 	nsA, nsB := &ns{on.A}, &ns{on.B}
 	plain := &net.ListenConfig{}
 
-	// The session the shims never see the handshake of: plain, before
+	// The sessions the shims never see the handshake of: plain, before
 	// either shim runs.
-	unseen := dialDuplex(t, nsA, nsB, "unseen", plain, onpath.AddrA, 3)
-	exchange(t, 4<<10, unseen)
+	before := dialDuplex(t, nsA, nsB, "unseen before", plain, onpath.AddrA, 3)
+	unseen := dialDuplex(t, nsA, nsB, "unseen after", plain, onpath.AddrA, 4)
+	exchange(t, 4<<10, before, unseen)
 
 	mkt := func(peer netip.Addr) string {
 		return fmt.Sprintf(`{"ao": [{"alg": "hmac(sha256)", "key": "hex:%x", "sndid": 5, "rcvid": 5, "peer": "%v/32"}]}`,
@@ -66,6 +69,8 @@ func TestShimFlood(t *testing.T) {
 
 	main := dialDuplex(t, nsA, nsB, "main", plain, onpath.AddrA, 1)
 	exchange(t, 64<<10, main)
+	before.writeBA(1 << 10)
+	listedLocal(t, sockB, before.flow, "before the flood")
 
 	inFlight := exchangeStart(256<<10, main)
 	sent, err := flood(on, main.flow, floodPackets)
@@ -74,23 +79,15 @@ func TestShimFlood(t *testing.T) {
 	}
 	exchangeEnd(t, inFlight)
 
-	// The real unseen session sends after the flood.
+	// The second real unseen session sends after the flood.
 	unseen.writeBA(1 << 10)
 	unseen.writeAB(1 << 10)
-	var st shim.Status
-	var u *shim.UnseenConn
-	if !waitFor(30*time.Second, func() bool {
-		st, err = shimStatusOf(sockB)
-		u = findUnseen(st, unseen.flow)
-		return err == nil && u != nil && u.Evidence == "local"
-	}) {
-		t.Errorf("after the flood, the real unseen session %v is not listed with evidence local: %+v (%d listed, totals %+v, err %v)",
-			unseen.flow, u, len(st.Unseen), st.UnseenTotals, err)
-	}
+	u := listedLocal(t, sockB, unseen.flow, "sending after the flood")
+	listedLocal(t, sockB, before.flow, "after the flood")
 	exchange(t, 64<<10, main)
 	main.close(t)
 
-	st, err = shimStatusOf(sockB)
+	st, err := shimStatusOf(sockB)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +112,24 @@ func TestShimFlood(t *testing.T) {
 	if st.UnseenTotals.Evicted["once"] == 0 || len(st.Unseen) > 1024 {
 		t.Errorf("the unseen table: %d listed, totals %+v; want at most 1024, forgeries evicted", len(st.Unseen), st.UnseenTotals)
 	}
+}
+
+// listedLocal waits until the status of the shim at sock lists f as an
+// unseen session with the evidence local, or fails t.
+func listedLocal(t *testing.T, sock string, f onpath.Flow, when string) *shim.UnseenConn {
+	t.Helper()
+	var st shim.Status
+	var u *shim.UnseenConn
+	var err error
+	if !waitFor(30*time.Second, func() bool {
+		st, err = shimStatusOf(sock)
+		u = findUnseen(st, f)
+		return err == nil && u != nil && u.Evidence == "local"
+	}) {
+		t.Errorf("%s, the real unseen session %v is not listed with evidence local: %+v (%d listed, totals %+v, err %v)",
+			when, f, u, len(st.Unseen), st.UnseenTotals, err)
+	}
+	return u
 }
 
 // findUnseen returns the status's entry of f (its target is B's end).
