@@ -23,17 +23,17 @@ func (o *Options) maxFlows() int {
 // track returns the flow of a segment from src to dst and the sender's
 // index, tracking it if it is new; nil when the table is full.
 func (v *Verifier) track(src, dst netip.AddrPort) (*flow, int) {
-	f, i := v.flows.find(src, dst)
-	switch {
-	case f != nil:
+	if f, i := v.flows.find(src, dst); f != nil {
 		v.flows.touch(f)
-	case v.flows.add(src, dst, v.opts) == nil:
-		v.noteOverflow()
-	default:
-		f, i = v.flows.find(src, dst)
-		v.noteEvicted()
+		return f, i
 	}
-	return f, i
+	f := v.flows.add(src, dst, v.opts)
+	if f == nil {
+		v.noteOverflow()
+		return nil, 0
+	}
+	v.noteEvicted()
+	return f, 0 // a new flow's sender is ends[0]
 }
 
 // noteEvicted copies the count of the flows evicted into the totals, if

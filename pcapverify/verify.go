@@ -94,7 +94,7 @@ type Totals struct {
 
 	// EvictedFlows counts the flows let go to make room for a new one,
 	// MaxFlows being tracked: each the least recently seen of those with
-	// no verified segment and no answered SYN (spoofed segments look so).
+	// no verified segment (spoofed segments look so).
 	// Their segments were judged and counted, but they have no table.
 	EvictedFlows uint64
 }

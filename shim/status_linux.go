@@ -81,16 +81,16 @@ type Status struct {
 	Rules    string        `json:"rules"`    // how the rules queue packets (nfrules.Method)
 	Overhead int           `json:"overhead"` // option bytes added at most; the MSS clamp
 	Counters Counters      `json:"counters"`
-	Queues   []QueueStatus `json:"queues"` // the kernel's counters of each queue
-	Conns    []ConnStatus  `json:"conns"`  // tracked sessions
-	Unseen   []UnseenConn  `json:"unseen"` // TCP-AO sessions met without their handshake, the best evidence first
-	// UnseenTotals: what the unseen table let go under pressure.
-	UnseenTotals UnseenTotals `json:"unseen_totals"`
-	Seeded       uint64       `json:"ao_resumed"` // TCP-AO sessions resumed from the state file
+	Queues   []QueueStatus `json:"queues"`     // the kernel's counters of each queue
+	Conns    []ConnStatus  `json:"conns"`      // tracked sessions
+	Unseen   []UnseenConn  `json:"unseen"`     // TCP-AO sessions met without their handshake, the best evidence first
+	Seeded   uint64        `json:"ao_resumed"` // TCP-AO sessions resumed from the state file
 	// QueueMalformed: queued packets dropped because the kernel's message
 	// did not parse or their verdict could not carry the rewritten packet.
 	QueueMalformed uint64         `json:"queue_malformed"`
 	Keys           map[string]int `json:"keys"` // entries of the keys file: "ao", "md5"
+	// UnseenTotals: what the unseen table let go under pressure.
+	UnseenTotals UnseenTotals `json:"unseen_totals"`
 }
 
 // QueueStatus is the kernel's count of one queue's packets
