@@ -90,7 +90,7 @@ type DirSummary struct {
 // summarize makes the tables of the flows that had judged segments.
 func summarize(t *flows) []FlowSummary {
 	var out []FlowSummary
-	for _, f := range t.order {
+	for _, f := range t.inOrder() {
 		// The client first: the end that sent a SYN, else the first seen.
 		order := [2]int{0, 1}
 		if f.ends[1].isnFrom == isnFromSYN && f.ends[0].isnFrom != isnFromSYN {

@@ -90,7 +90,13 @@ type Totals struct {
 	// 65536 of them; past that UntrackedMore says there were more.
 	UntrackedFlows uint64
 	UntrackedMore  bool
-	MaxFlows       int // the flows a verifier tracked at most, when UntrackedFlows > 0
+	MaxFlows       int // the flows a verifier tracked at most, when UntrackedFlows or EvictedFlows > 0
+
+	// EvictedFlows counts the flows let go to make room for a new one,
+	// MaxFlows being tracked: each the least recently seen of those with
+	// no verified segment (spoofed segments look so).
+	// Their segments were judged and counted, but they have no table.
+	EvictedFlows uint64
 }
 
 // maxNeedISN bounds Totals.NeedISN.
@@ -109,6 +115,7 @@ func (t *Totals) Add(o *Totals) {
 	t.UntrackedFlows += o.UntrackedFlows
 	t.UntrackedMore = t.UntrackedMore || o.UntrackedMore
 	t.MaxFlows = max(t.MaxFlows, o.MaxFlows)
+	t.EvictedFlows += o.EvictedFlows
 }
 
 // noteNeedISN adds ap to t.NeedISN, once, while there is room.
@@ -235,6 +242,9 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 			v.untracked(&seg, r)
 			return
 		}
+		v.noteEvicted()
+	} else {
+		v.flows.touch(f)
 	}
 	f.learn(i, h, v.opts)
 	f.ends[i].last, f.ends[i].lastSet = h.Seq(), true
@@ -248,6 +258,9 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 	default:
 		r.Verdict = Unsigned
 		r.Reason = "no TCP-AO or TCP-MD5 option, but " + v.coverage(d, src.Addr(), dst.Addr())
+	}
+	if r.Verdict == Good {
+		v.flows.keep(f)
 	}
 	v.record(d, r)
 }
