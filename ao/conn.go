@@ -317,6 +317,10 @@ func (c *Conn) Close() {
 	}
 }
 
+// Revoked reports whether every MKT the connection could use for its
+// peer was deleted: it then signs and accepts nothing ([ErrRevoked]).
+func (c *Conn) Revoked() bool { return c != nil && c.state.Load() == stateRevoked }
+
 // Current returns the connection's current MKT (the one it signs with).
 func (c *Conn) Current() *MKT {
 	if c == nil {

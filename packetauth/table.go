@@ -261,7 +261,7 @@ func (l *Layer) Conns(yield func(ConnInfo) bool) {
 func (c *conn) info() ConnInfo {
 	ci := ConnInfo{Local: c.local, Remote: c.remote, Kind: c.kind, State: c.State(),
 		Signed: c.signed.Load(), Verified: c.verified.Load(), Dropped: c.dropped.Load(),
-		LastSeen: time.Unix(0, c.last.Load()), Revoked: c.revoked.Load()}
+		LastSeen: time.Unix(0, c.last.Load()), Revoked: c.revoked.Load() || c.kind == KindAO && c.ao.Revoked()}
 	if c.kind == KindAO && !ci.Revoked {
 		ep := c.ao.Endpoint()
 		ci.LocalISN, ci.RemoteISN = ep.LocalISN, ep.RemoteISN
@@ -339,7 +339,7 @@ func (l *Layer) revoke(c *conn) bool {
 	case KindMD5:
 		gone = l.cover(c.remote.Addr()) != KindMD5
 	case KindAO:
-		gone = c.ao.Current() == nil
+		gone = c.ao.Revoked() || c.ao.Current() == nil
 	}
 	if gone {
 		c.revoked.Store(true)
