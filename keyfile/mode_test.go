@@ -144,3 +144,25 @@ func TestCheckOwner(t *testing.T) {
 		}
 	}
 }
+
+// An Error a careless caller built, zero or nil, says so and unwraps to
+// ErrNoCause (keys.ErrNoCause): never a panic, never an empty message.
+func TestErrorMisuse(t *testing.T) {
+	for _, c := range []struct {
+		e    *Error
+		want string
+	}{
+		{&Error{}, "keys: entry error without a cause"},
+		{&Error{Entry: "ao[1]", Field: "sndid"}, "ao[1].sndid: keys: entry error without a cause"},
+		{&Error{Err: ErrValue}, "keyfile: bad value"},
+		{nil, "keyfile: nil *Error"},
+	} {
+		want := ErrNoCause
+		if c.e != nil && c.e.Err != nil {
+			want = c.e.Err
+		}
+		if msg := c.e.Error(); msg != c.want || !errors.Is(c.e, want) {
+			t.Errorf("%#v: %q (Is %v), want %q", c.e, msg, errors.Is(c.e, want), c.want)
+		}
+	}
+}

@@ -67,6 +67,17 @@ func TestNotSetUp(t *testing.T) {
 	if n := nilVerifier.Totals().Packets; n != 0 || nilVerifier.Flows() != nil {
 		t.Errorf("nil Verifier: %d packets, flows %v", n, nilVerifier.Flows())
 	}
+	// Nil Totals and Options count and warn of nothing; adding nil adds
+	// nothing.
+	var nilTotals *pcapverify.Totals
+	var nilOptions *pcapverify.Options
+	nilTotals.Add(&pcapverify.Totals{Packets: 1})
+	nilOptions.WarnUnseen()
+	tot := pcapverify.Totals{Packets: 2}
+	tot.Add(nil)
+	if tot.Packets != 2 || nilTotals.Checked() != 0 || nilTotals.Failing() || nilTotals.Verdicts() != (pcapverify.VerdictCounts{}) {
+		t.Errorf("nil Totals: %+v, %d checked, failing %v", tot, nilTotals.Checked(), nilTotals.Failing())
+	}
 	if s := pcapverify.Verdict(200).String(); s != "Verdict(200)" {
 		t.Errorf("Verdict(200) is %q", s)
 	}

@@ -51,8 +51,13 @@ type VerdictCounts struct {
 	Untracked  uint64 `json:"untracked"`
 }
 
-// Verdicts are t's counts by name.
-func (t *Totals) Verdicts() VerdictCounts { return countsOf(&t.Counts) }
+// Verdicts are t's counts by name (all zero for nil Totals).
+func (t *Totals) Verdicts() VerdictCounts {
+	if t == nil {
+		return VerdictCounts{}
+	}
+	return countsOf(&t.Counts)
+}
 
 // countsOf names the counts of c by verdict.
 func countsOf(c *[NumVerdicts]uint64) VerdictCounts {
