@@ -49,7 +49,7 @@ var sentinels = []error{
 	packetauth.ErrUnsigned, packetauth.ErrNoConn, packetauth.ErrFragment, packetauth.ErrNoRoom,
 	packetauth.ErrOptions, packetauth.ErrFull, packetauth.ErrClosed, packetauth.ErrConfig, packetauth.ErrRevoked,
 	packetauth.ErrICMP, packetauth.ErrNotCovered,
-	pcapverify.ErrNotSetUp,
+	pcapverify.ErrNotSetUp, pcapverify.ErrCapture,
 	linuxsock.ErrInvalid, errors.ErrUnsupported, // linuxsock's ErrNoAO, ErrNoMD5, ErrMPTCP, ... wrap it
 	fs.ErrNotExist, io.EOF, // keyfile.Load(""), the end of a capture
 }
@@ -314,6 +314,51 @@ func check(t *testing.T, name string, f func() []reflect.Value, want error) {
 // zero ones, real ones, and integers out of range. None may panic, and
 // every error must be a sentinel.
 func TestMisuseReady(t *testing.T) {
+	ready := readyValues(t)
+	calls := 0
+	for p := range passes {
+		for typ, mk := range ready {
+			n := reflect.ValueOf(mk()).NumMethod()
+			for i := range n {
+				recv := reflect.ValueOf(mk())
+				call(t, fmt.Sprintf("(%s).%s", typ, recv.Type().Method(i).Name), recv.Method(i), p, nil)
+				calls++
+			}
+		}
+	}
+	t.Logf("%d methods of set-up values called", calls)
+}
+
+// TestMisusePairs calls every ordered pair of exported methods on a fresh
+// set-up value, with the arguments of every pass: a method after Close,
+// Wipe, End, Release, Delete or itself (End twice, Close twice) must not
+// panic, nor unlock what it did not lock (a fatal error no recover
+// catches), and every error must be a sentinel.
+func TestMisusePairs(t *testing.T) {
+	ready := readyValues(t)
+	calls := 0
+	for p := range passes {
+		for typ, mk := range ready {
+			n := reflect.ValueOf(mk()).NumMethod()
+			for i := range n {
+				for j := range n {
+					recv := reflect.ValueOf(mk())
+					first := recv.Type().Method(i).Name
+					call(t, fmt.Sprintf("(%s).%s", typ, first), recv.Method(i), p, nil)
+					call(t, fmt.Sprintf("(%s).%s after %s", typ, recv.Type().Method(j).Name, first), recv.Method(j), p, nil)
+					calls++
+				}
+			}
+		}
+	}
+	t.Logf("%d pairs of calls", calls)
+}
+
+// readyValues returns, by type, functions that make set-up values: a
+// keyring with a key, a pool with an algorithm, a layer, a verifier, a
+// parsed segment, ....
+func readyValues(t *testing.T) map[string]func() any {
+	t.Helper()
 	alg, err := mac.Lookup("hmac(sha1)")
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +372,7 @@ func TestMisuseReady(t *testing.T) {
 	}
 	demo, err := os.ReadFile("cmd/tcpsig/testdata/demo.pcap")
 	must(err)
-	ready := map[string]func() any{
+	return map[string]func() any{
 		"md5sig.Keyring": func() any {
 			r := md5sig.NewKeyring(nil)
 			_, err := r.Add(keys.MD5{Peer: peer, Key: []byte("k")})
@@ -416,18 +461,6 @@ func TestMisuseReady(t *testing.T) {
 		"pcapverify.Totals":  func() any { return &pcapverify.Totals{} },
 		"pcapverify.Options": func() any { return &pcapverify.Options{} },
 	}
-	calls := 0
-	for p := range passes {
-		for typ, mk := range ready {
-			n := reflect.ValueOf(mk()).NumMethod()
-			for i := range n {
-				recv := reflect.ValueOf(mk())
-				call(t, fmt.Sprintf("(%s).%s", typ, recv.Type().Method(i).Name), recv.Method(i), p, nil)
-				calls++
-			}
-		}
-	}
-	t.Logf("%d methods of set-up values called", calls)
 }
 
 // demoVerifier returns the keys of the built-in sample capture.

@@ -32,7 +32,7 @@ func Verify(r io.Reader, keys *Keys, opts *Options, emit func(*Result)) (*Report
 			break
 		}
 		if err != nil {
-			err = fmt.Errorf("frame %d: %v", frame, err)
+			err = fmt.Errorf("frame %d: %w", frame, err)
 			return &Report{Totals: v.totals, Flows: v.Flows()}, err
 		}
 		v.judge(frame, ip, truncated)
