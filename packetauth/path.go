@@ -47,8 +47,8 @@ func (l *Layer) cover(peer netip.Addr) Kind {
 // RST it cannot sign (RFC 5925 §7.7); the peer's own timers then end its
 // side. TCP-MD5 needs no ISNs: every segment to an MD5 peer is signed.
 func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
-	if l == nil {
-		return nil, ErrConfig
+	if !l.setUp() {
+		return nil, ErrNotSetUp
 	}
 	p := packet{raw: pkt}
 	var err error
@@ -307,8 +307,8 @@ func insertOption(dst []byte, p *packet, opt []byte) ([]byte, packet, error) {
 // tracked connection (else ErrNoConn). Fragments to or from covered peers
 // are dropped (ErrFragment): one fragment carries no verifiable segment.
 func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
-	if l == nil {
-		return nil, ErrConfig
+	if !l.setUp() {
+		return nil, ErrNotSetUp
 	}
 	p := packet{raw: pkt}
 	var err error

@@ -102,8 +102,12 @@ type Totals struct {
 // maxNeedISN bounds Totals.NeedISN.
 const maxNeedISN = 4
 
-// Add adds o's counts to t.
+// Add adds o's counts to t; a nil o adds nothing, and a nil t has nowhere
+// to add them.
 func (t *Totals) Add(o *Totals) {
+	if t == nil || o == nil {
+		return
+	}
 	t.Packets += o.Packets
 	t.Skipped += o.Skipped
 	for i := range t.Counts {
@@ -125,16 +129,23 @@ func (t *Totals) noteNeedISN(ap netip.AddrPort) {
 	}
 }
 
-// Checked is the number of segments judged.
+// Checked is the number of segments judged (none for nil Totals).
 func (t *Totals) Checked() (n uint64) {
+	if t == nil {
+		return 0
+	}
 	for _, c := range t.Counts {
 		n += c
 	}
 	return n
 }
 
-// Failing reports whether a segment had a failing verdict.
+// Failing reports whether a segment had a failing verdict (false for nil
+// Totals).
 func (t *Totals) Failing() bool {
+	if t == nil {
+		return false
+	}
 	for v := range NumVerdicts {
 		if v.Failing() && t.Counts[v] > 0 {
 			return true

@@ -53,7 +53,8 @@ type Shim struct {
 
 // New loads the keys file and prepares the layer; nothing is installed
 // until Run. A keys file that group or others may read is refused
-// (keyfile.ErrMode), as OpenSSH refuses such a private key.
+// (keyfile.ErrMode), as OpenSSH refuses such a private key, and so is
+// one owned by a user other than root and the shim's (keyfile.ErrOwner).
 func New(cfg Config) (*Shim, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
