@@ -99,6 +99,9 @@ type Quote struct {
 	Proto uint8
 }
 
+// TCP reports whether the kernel hands the error to TCP (Proto is 6).
+func (q Quote) TCP() bool { return q.Proto == protoTCP }
+
 // Quoted reads the packet an ICMP error message quotes as Linux reads it
 // before handing the error to a protocol (icmp_unreach and
 // icmp_socket_deliver, icmpv6_notify), then to tcp_v4_err or tcp_v6_err:
@@ -136,7 +139,7 @@ func (m ICMP) Quoted() (q Quote, err error) {
 	if len(b) < off+8 {
 		return q, ErrShortPacket
 	}
-	if q.Proto == protoTCP {
+	if q.TCP() {
 		q.Src = netip.AddrPortFrom(q.Src.Addr(), binary.BigEndian.Uint16(b[off:]))
 		q.Dst = netip.AddrPortFrom(q.Dst.Addr(), binary.BigEndian.Uint16(b[off+2:]))
 	}
@@ -147,7 +150,7 @@ func (m ICMP) Quoted() (q Quote, err error) {
 // ICMP error message quotes, as [ICMP.Quoted] reads it, or false.
 func (m ICMP) QuotedTCP() (src, dst netip.AddrPort, ok bool) {
 	q, err := m.Quoted()
-	if err != nil || q.Proto != protoTCP {
+	if err != nil || !q.TCP() {
 		return netip.AddrPort{}, netip.AddrPort{}, false
 	}
 	return q.Src, q.Dst, true
