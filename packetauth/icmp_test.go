@@ -220,3 +220,36 @@ func TestICMPFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestICMPZeroAllocs: judging an ICMP error allocates nothing, whether it
+// is dropped for a tracked session, dropped as one the layer cannot judge
+// (a first fragment), or passed (quoting a peer no key covers).
+func TestICMPZeroAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	r6 := netip.MustParseAddr("2001:db8:ff::1")
+	p := aoPair(t, true, "k", "k")
+	p.handshake()
+	wire, _ := p.send(p.a, p.b, segment.ACK|segment.PSH, payload)
+	hard := icmpFor(t, r6, wire, 4)
+	other := slices.Clone(wire)
+	other[39] ^= 0xff
+	for _, c := range []struct {
+		name string
+		pkt  []byte
+		want error
+	}{
+		{"tracked, quoting destination options then hop-by-hop", quoting(hard, chainExt(wire, 60, 0)), ErrICMP},
+		{"first fragment of 8 bytes", firstFragment(chainExt(hard, 44), 16), ErrICMP},
+		{"quoting another peer", quoting(hard, other), nil},
+	} {
+		if n := testing.AllocsPerRun(200, func() {
+			if _, err := p.a.l.Inbound(nil, c.pkt); !errors.Is(err, c.want) {
+				t.Fatalf("%s: %v, want %v", c.name, err, c.want)
+			}
+		}); n != 0 {
+			t.Errorf("%s: %v allocs", c.name, n)
+		}
+	}
+}
