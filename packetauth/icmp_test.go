@@ -253,3 +253,111 @@ func TestICMPZeroAllocs(t *testing.T) {
 		}
 	}
 }
+
+// kernelActs reports whether Linux would take pkt, an IPv4 packet with a
+// 20-byte header or an IPv6 one with no extension headers, neither
+// fragmented, as a §7.8 hard error for the TCP segment local -> remote:
+// written apart from the layer, from icmp_unreach, icmp_socket_deliver
+// and tcp_v4_err, and icmpv6_notify, ipv6_skip_exthdr and tcp_v6_err.
+func kernelActs(pkt []byte, local, remote netip.AddrPort) bool {
+	be := binary.BigEndian
+	tuple := func(src, dst netip.Addr, th []byte) bool {
+		return src == local.Addr() && dst == remote.Addr() && be.Uint16(th) == local.Port() && be.Uint16(th[2:]) == remote.Port()
+	}
+	switch {
+	case len(pkt) >= 28 && pkt[0] == 0x45:
+		total := int(be.Uint16(pkt[2:]))
+		if total < 28 || total > len(pkt) || pkt[9] != 1 || be.Uint16(pkt[6:])&0x3fff != 0 {
+			return false
+		}
+		m := pkt[20:total]
+		q := m[8:]
+		if m[0] != 3 || m[1] < 2 || m[1] > 4 || len(q) < 20 {
+			return false
+		}
+		ihl := int(q[0]&0x0f) * 4
+		if ihl < 20 || len(q) < ihl+8 || q[9] != 6 {
+			return false
+		}
+		return tuple(netip.AddrFrom4([4]byte(q[12:16])), netip.AddrFrom4([4]byte(q[16:20])), q[ihl:])
+	case len(pkt) >= 48 && pkt[0]>>4 == 6 && pkt[6] == 58:
+		end := 40 + int(be.Uint16(pkt[4:]))
+		if end > len(pkt) || end < 48 {
+			return false
+		}
+		m := pkt[40:end]
+		q := m[8:]
+		if m[0] != 1 || m[1] != 1 && m[1] != 4 || len(q) < 40 {
+			return false
+		}
+		next, off := q[6], 40
+		for next == 0 || next == 43 || next == 44 || next == 51 || next == 60 {
+			if off+4 > len(q) {
+				return false
+			}
+			hl := (int(q[off+1]) + 1) * 8
+			switch next {
+			case 44:
+				if be.Uint16(q[off+2:])&^7 != 0 {
+					return false // a later fragment's header: no handler
+				}
+				hl = 8
+			case 51:
+				hl = (int(q[off+1]) + 2) * 4
+			}
+			next, off = q[off], off+hl
+		}
+		if next != 6 || off+8 > len(q) {
+			return false
+		}
+		return tuple(netip.AddrFrom16([16]byte(q[8:24])), netip.AddrFrom16([16]byte(q[24:40])), q[off:])
+	}
+	return false
+}
+
+// FuzzICMP: whatever ICMP error arrives, the layer never panics, and
+// every one the kernel would take as a §7.8 hard error for a tracked
+// TCP-AO session (kernelActs) is dropped.
+func FuzzICMP(f *testing.F) {
+	r4, r6 := netip.MustParseAddr("203.0.113.254"), netip.MustParseAddr("2001:db8:ff::1")
+	var pairs [2]*pair
+	var wires [2][]byte
+	for i, v6 := range []bool{false, true} {
+		pairs[i] = aoPair(f, v6, "k", "k")
+		pairs[i].handshake()
+		wires[i], _ = pairs[i].send(pairs[i].a, pairs[i].b, segment.ACK|segment.PSH, payload)
+	}
+	// msg is the destination unreachable with code from router to
+	// quoted's source, quoting it, as icmpFor makes it.
+	msg := func(router netip.Addr, quoted []byte, code uint8) []byte {
+		to := netip.AddrFrom4([4]byte(quoted[12:16]))
+		typ := uint8(3)
+		if router.Is6() {
+			to, typ = netip.AddrFrom16([16]byte(quoted[8:24])), 1
+		}
+		body := slices.Concat([]byte{typ, code, 0, 0, 0, 0, 0, 0}, quoted)
+		pkt, err := segment.AppendIP(nil, segment.IP{Src: router, Dst: to}, len(body))
+		if err != nil {
+			f.Fatal(err)
+		}
+		if router.Is4() {
+			pkt[9] = 1
+			binary.BigEndian.PutUint16(pkt[10:], segment.IPv4Checksum(pkt))
+		} else {
+			pkt[6] = 58
+		}
+		return append(pkt, body...)
+	}
+	f.Add(msg(r4, wires[0], 3))
+	f.Add(msg(r6, wires[1], 4))
+	f.Add(msg(r6, chainExt(wires[1], 60, 0, 44), 1))
+	f.Add(firstFragment(chainExt(msg(r6, wires[1], 4), 44), 16))
+	f.Fuzz(func(t *testing.T, pkt []byte) {
+		for _, p := range pairs {
+			_, err := p.a.l.Inbound(nil, slices.Clone(pkt))
+			if kernelActs(pkt, p.a.ap, p.b.ap) && !errors.Is(err, ErrICMP) {
+				t.Fatalf("the kernel would act on %x; the layer: %v", pkt, err)
+			}
+		}
+	})
+}
