@@ -131,12 +131,19 @@ func (r *Keyring) adopt(m *MKT) {
 	})
 	for _, o := range olds {
 		for _, u := range o.usersOf(roleCurrent) {
-			if !m.covers(u.addr, u.l3) || !u.c.move(roleCurrent, o, m, false) {
-				continue
+			if m.covers(u.addr, u.l3) {
+				u.c.move(roleCurrent, o, m, false)
 			}
-			if n := u.c.rnext.Load(); n != nil && n != m && m.off.Load()&offAccept == 0 {
-				u.c.move(roleRNext, n, m, false)
-			}
+		}
+	}
+	if m.off.Load()&offAccept != 0 {
+		return
+	}
+	// Every session now on m (moved here, or by this Advance's moveOff
+	// when its old key stopped sending) asks its peer for m too.
+	for _, u := range m.usersOf(roleCurrent) {
+		if n := u.c.rnext.Load(); n != nil && n != m {
+			u.c.move(roleRNext, n, m, false)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -65,11 +66,23 @@ func pairLayers(alg string) (la, lb *packetauth.Layer, err error) {
 		default:
 			// Two MKTs, KeyIDs 1 and 2, for rotations; 1 is added last,
 			// so it starts as the current key. 32 bytes or more: the
-			// draft's algorithms refuse shorter master keys.
+			// draft's algorithms refuse shorter master keys. With the
+			// suffix "+schedule", key 1 sends until schedT0 and key 2
+			// from then, each keyring on schedClock (schedRings lists
+			// them).
+			name, scheduled := strings.CutSuffix(alg, "+schedule")
 			cfg.AO = ao.NewKeyring(nil)
+			if scheduled {
+				cfg.AO.SetClock(schedClock.Now)
+				schedRings = append(schedRings, cfg.AO)
+			}
 			for _, id := range []uint8{2, 1} {
 				key := fmt.Sprintf("tcpsig netstack ao key %d, of 32 bytes", id)
-				if _, err := cfg.AO.Add(keys.AO{Peer: p, SendID: id, RecvID: id, Algorithm: alg, Key: []byte(key)}); err != nil {
+				c := keys.AO{Peer: p, SendID: id, RecvID: id, Algorithm: name, Key: []byte(key)}
+				if scheduled {
+					c.Lifetime = schedLifetime(id)
+				}
+				if _, err := cfg.AO.Add(c); err != nil {
 					return nil, err
 				}
 			}

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/packetauth"
 	"gvisor.dev/gvisor/pkg/tcpip/adapters/gonet"
 )
@@ -222,6 +225,84 @@ func TestPairEthernet(t *testing.T) {
 			arp := (ca.Passed + cb.Passed) / 2
 			if arp == 0 || ca.Dropped.Total()+cb.Dropped.Total() != 0 || ca.Verified+cb.Verified != moved-arp {
 				t.Fatalf("%d packets carried, %d of them ARP, %d verified", moved, arp, ca.Verified+cb.Verified)
+			}
+		})
+	}
+}
+
+// schedClock, schedT0 and schedRings are pairLayers' "+schedule" keys:
+// key 1 sends until schedT0 and is accepted until an hour later, key 2 is
+// accepted from an hour before and sends from schedT0; the keyrings read
+// schedClock, a clock the test moves.
+var (
+	schedT0    = time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	schedClock = &testClock{t: schedT0.Add(-time.Minute)}
+	schedRings []*ao.Keyring
+)
+
+func schedLifetime(id uint8) keys.Lifetime {
+	if id == 1 {
+		return keys.Lifetime{Send: keys.Window{End: schedT0}, Accept: keys.Window{End: schedT0.Add(time.Hour)}}
+	}
+	return keys.Lifetime{Send: keys.Window{Start: schedT0}, Accept: keys.Window{Start: schedT0.Add(-time.Hour)}}
+}
+
+// testClock is a clock a test moves.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *testClock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+// TestPairScheduleRotation: during a transfer both keyrings' clocks
+// reach key 2's send start (the client's first, the server's a little
+// later); with no call on the connections, both sides move to KeyID 2
+// both ways (the keyring's Advance, RFC 5925 §7.5.2), nothing is refused,
+// and the data arrives intact. Every algorithm.
+func TestPairScheduleRotation(t *testing.T) {
+	for _, alg := range []string{"hmac(sha1)", "cmac(aes128)", "hmac(sha256)", "hmac-sha256-128", "kmac256-128"} {
+		t.Run(alg, func(t *testing.T) {
+			schedClock.Set(schedT0.Add(-time.Minute))
+			schedRings = nil
+			p, err := newPair(alg+"+schedule", 1500)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.close()
+			if len(schedRings) != 2 {
+				t.Fatalf("%d scheduled keyrings, want 2", len(schedRings))
+			}
+			client, server := p.connect(t, 80)
+			done := make(chan error, 1)
+			go func() { done <- exchange(client, server, 8<<20) }()
+			for i, after := range []int64{2000, 4000} {
+				for p.segments.Load() < after {
+					time.Sleep(time.Millisecond)
+				}
+				if i == 0 {
+					schedClock.Set(schedT0)
+				}
+				schedRings[i].Advance()
+			}
+			at := p.segments.Load()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			ca, cb, moved := p.settle()
+			if at > p.segments.Load()-1000 {
+				t.Fatalf("the rotation came at packet %d of %d: too late to tell", at, p.segments.Load())
+			}
+			for _, l := range []*packetauth.Layer{p.la, p.lb} {
+				for ci := range l.Conns {
+					if ci.CurrentKeyID != 2 || ci.RNextKeyID != 2 {
+						t.Errorf("%v -> %v: current KeyID %d, RNext %d; want 2, 2", ci.Local, ci.Remote, ci.CurrentKeyID, ci.RNextKeyID)
+					}
+				}
+			}
+			if err := p.allVerified(ca, cb, moved); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}
