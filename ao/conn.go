@@ -30,6 +30,9 @@ var (
 	ErrNotInitialized = errors.New("ao: not set up (nil, or a zero value never initialized)")
 	// ErrConnClosed: the connection was closed; Init starts it over.
 	ErrConnClosed = errors.New("ao: connection closed")
+	// ErrRevoked: every MKT the connection could use for its peer was
+	// deleted; it signs and accepts nothing more (Init starts it over).
+	ErrRevoked = errors.New("ao: connection revoked: its keys were deleted")
 )
 
 // Policy is what a connection or listener does with segments that are not
@@ -92,6 +95,13 @@ type counters struct {
 	laneGood uint64
 }
 
+// A Conn's states.
+const (
+	stateOpen uint32 = iota
+	stateClosed
+	stateRevoked
+)
+
 func (c *counters) snapshot() Counters {
 	return Counters{c.good.Load(), c.bad.Load(), c.keyNotFound.Load(), c.aoRequired.Load(), c.droppedICMP.Load()}
 }
@@ -106,8 +116,11 @@ type Conn struct {
 	// What a Sign reads, first and together: the fewer lines a
 	// connection's segment touches, the less a connection among many
 	// waits for memory.
-	ring   *Keyring
-	closed atomic.Bool // by Close: Sign and Verify refuse, never pass a segment unchecked
+	ring *Keyring
+	// state is open, closed (by Close) or revoked (by a delete that left
+	// no key for the peer): Sign and Verify refuse, never pass a segment
+	// unchecked, unless it is open.
+	state atomic.Uint32
 	// lisn and risn are written once each, before lisnKnown or
 	// risnKnown is set, and read only after it is: a server learns lisn
 	// from the SYN-ACK it signs (under the send lane's lock), a client
@@ -223,7 +236,7 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 // unknown.
 func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.ring, c.policy, c.l3 = ring, p, ep.L3Index
-	c.closed.Store(false)
+	c.state.Store(stateOpen)
 	c.local = netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
 	c.remote = netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
 	c.lisn, c.risn = 0, 0
@@ -231,6 +244,7 @@ func (c *Conn) reset(ring *Keyring, ep Endpoint, p Policy) {
 	c.risnKnown.Store(false)
 	c.send.sne = NewSNE(0, 0)
 	c.recv.sne = NewSNE(0, 0)
+	c.recv.acked = false
 	c.counters = counters{}
 	c.hint = rand.Uint32()
 }
@@ -246,6 +260,7 @@ func (c *Conn) setLISN(lisn uint32) {
 func (c *Conn) setRISN(risn uint32) {
 	c.risn = risn
 	c.recv.sne = NewSNE(0, risn)
+	c.recv.acked = false
 	c.risnKnown.Store(true)
 }
 
@@ -289,7 +304,7 @@ func (c *Conn) Close() {
 	if c == nil {
 		return
 	}
-	c.closed.Store(true)
+	c.state.Store(stateClosed)
 	c.setRole(roleCurrent, nil)
 	c.setRole(roleRNext, nil)
 	for _, l := range []*lane{&c.send, &c.recv} {

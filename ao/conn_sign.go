@@ -37,10 +37,13 @@ func (c *Conn) usable(seg *segment.Segment) error {
 	if c == nil || c.ring == nil {
 		return ErrNotInitialized
 	}
-	if c.closed.Load() {
-		return ErrConnClosed
+	switch c.state.Load() {
+	case stateOpen:
+		return seg.Check()
+	case stateRevoked:
+		return ErrRevoked
 	}
-	return seg.Check()
+	return ErrConnClosed
 }
 
 // signWith signs seg with current key m: it labels the option before
@@ -172,61 +175,82 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	}
 	l := &c.recv
 	j := job{m: m, off: off}
+	// Whether the segment asks for another current key: only then does
+	// its freshness matter.
+	cur := c.current.Load()
+	ask := cur == nil || opt.RNextKeyID != cur.sendID
 	l.mu.Lock()
-	err = c.verifyLocked(l, &j, seg, opt.MAC)
+	fresh, err := c.verifyLocked(l, &j, seg, opt.MAC, ask)
 	l.mu.Unlock()
-	if err == nil {
+	if err == nil && fresh {
 		c.rotate(opt) // takes MKTs' locks: never under a lane's
 	}
 	return err
 }
 
 // verifyLocked is Verify's part under the receive lane's lock, for j's
-// MKT and option offset; got is the option's MAC.
-func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte) error {
+// MKT and option offset; got is the option's MAC. For a segment that
+// asks for another current key, it reports whether the segment is fresh
+// (lane.fresh), so that its RNextKeyID may be followed; a replayed old
+// segment's may not. (A segment that asks for the current key cannot roll
+// it back, and the freshness mark need only follow the segments that
+// moved it.)
+func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte, ask bool) (fresh bool, err error) {
 	h := seg.Header()
 	flags, seq := h.Flags(), h.Seq()
 	switch {
 	case isSYN(flags):
 		// A (retransmitted) SYN: Receive_SYN key with the SYN's own ISN.
 		in := c.input(false, true, seq)
-		return c.record(j.m, nil, j.once(&in, seg, got, c.hint))
+		if err := c.record(j.m, nil, c.live(j.m, j.once(&in, seg, got, c.hint))); err != nil {
+			return false, err
+		}
+		return ask && l.fresh(h), nil
 	case !c.risnKnown.Load():
 		if flags&segment.SYN == 0 {
-			return ErrNoISN
+			return false, ErrNoISN
 		}
 		// The SYN-ACK teaches the peer's ISN, but only once it verifies.
 		in := c.input(false, false, seq)
-		if err := c.record(j.m, nil, j.once(&in, seg, got, c.hint)); err != nil {
-			return err
+		if err := c.record(j.m, nil, c.live(j.m, j.once(&in, seg, got, c.hint))); err != nil {
+			return false, err
 		}
 		c.setRISN(seq)
-		return nil
+		return ask && l.fresh(h), nil
 	case !c.lisnKnown.Load():
-		return ErrNoISN // a server's connection before its SYN-ACK
+		return false, ErrNoISN // a server's connection before its SYN-ACK
 	}
 	k := l.ready(j.m)
 	if k == nil {
-		var err error
 		if k, err = c.trafficKey(l, j.m, false); err != nil {
-			return c.record(j.m, nil, err)
+			return false, c.record(j.m, nil, err)
 		}
 	}
 	w, err := l.work(j.m, c.policy.Contexts, c.hint)
 	if err != nil {
-		return c.record(j.m, nil, err)
+		return false, c.record(j.m, nil, err)
 	}
 	j.key, j.w, j.sc, j.sne = &k.key, w.w, w.sc, l.sne.Of(seq)
-	err = j.verify(seg, got)
+	err = c.live(j.m, j.verify(seg, got))
 	w.end()
 	if err != nil {
-		return c.record(j.m, k, err)
+		return false, c.record(j.m, k, err)
 	}
 	c.goodIn(k) // record's good case, inlined on the per-segment path
+	fresh = ask && l.fresh(h)
 	if flags&segment.SYN == 0 {
 		l.sne.Advance(seq)
 	}
-	return nil
+	return fresh, nil
+}
+
+// live is err, or [ErrKeyNotFound] for a segment that verified with m
+// after m's delete began: a removal wins over a verify racing with it.
+func (c *Conn) live(m *MKT, err error) error {
+	if err == nil && m.ring.Load() != c.ring {
+		return ErrKeyNotFound
+	}
+	return err
 }
 
 // rotate follows a verified segment's RNextKeyID: if it names another of

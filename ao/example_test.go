@@ -179,15 +179,18 @@ func ExampleKeyring_Delete() {
 	defer s.Close()
 	a := cring.Find(netip.MustParsePrefix("192.0.2.2/32"), 1, 2)
 	b := cring.Find(netip.MustParsePrefix("192.0.2.2/32"), 3, 4)
-	fmt.Println("delete A:", cring.Delete(a, ao.DeleteOptions{}))
 	fmt.Println("delete A, replaced by B:", cring.Delete(a, ao.DeleteOptions{Current: b, RNext: b}))
 	fmt.Println("client keys:", c.Current().SendID(), c.RNext().RecvID(), "left:", cring.Len())
 	fmt.Println("delete A again:", cring.Delete(a, ao.DeleteOptions{}))
+	// A removal always wins: deleting the last key revokes the connection.
+	fmt.Println("delete B:", cring.Delete(b, ao.DeleteOptions{}), "left:", cring.Len())
+	fmt.Println("client signs:", c.Sign(&segment.Segment{}))
 	// Output:
-	// delete A: ao: MKT is a connection's current or RNext key
 	// delete A, replaced by B: <nil>
 	// client keys: 3 4 left: 1
 	// delete A again: ao: no such MKT
+	// delete B: <nil> left: 0
+	// client signs: ao: connection revoked: its keys were deleted
 }
 
 // A connection whose handshake another stack made (or one restored after

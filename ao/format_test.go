@@ -125,7 +125,7 @@ func TestFormatNoKey(t *testing.T) {
 		_, err := NewKeyring(nil).Add(x)
 		add(err)
 	}
-	add(ring.Delete(m, DeleteOptions{}))
+	add(NewKeyring(nil).Delete(m, DeleteOptions{})) // another keyring's MKT
 	add(ring.Delete(m, DeleteOptions{Current: m}))
 	add(c.SetCurrent(200))
 	add(c.SetRNext(200))

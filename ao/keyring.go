@@ -1,8 +1,10 @@
 package ao
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
@@ -192,7 +194,7 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 	for _, m := range ms {
 		r.added++
 		m.added = r.added // before the insert publishes m
-		m.ring = r
+		m.ring.Store(r)
 		// newMKT validated the prefix, so the insert cannot fail.
 		_ = r.byPeer.Insert(m.peer, 0, entryOf(m))
 		r.ids.count(m)
@@ -280,38 +282,32 @@ type DeleteOptions struct {
 	Async bool
 	// Current and RNext replace the MKT on connections that use it as
 	// their current or RNext key (Linux's set_current/set_rnext in
-	// TCP_AO_DEL_KEY), at once. Without them such a delete fails with
-	// ErrKeyBusy.
+	// TCP_AO_DEL_KEY), at once; each must cover every such connection's
+	// peer ([ErrReplacement]). Without them those connections move to
+	// the newest MKT left that covers their peer, or are revoked.
 	Current, RNext *MKT
 }
 
-// Delete removes m. A synchronous delete returns once no reader can still
-// use m's master key and it is wiped; neither kind makes the readers of
-// other keys wait. Each connection wipes the traffic keys it derived from
-// m itself: when it next needs a key it has not derived yet, and at Close.
+// Delete removes m, and the removal always wins: from its first moment
+// no lookup finds m, no connection can take it up, and a verify that
+// finishes after it refuses m's segments. The connections whose current
+// or RNext key m was move to the named replacement, else to the newest
+// MKT left for their peer and L3 domain; one with none left is revoked
+// ([ErrRevoked]: it signs and accepts nothing more). A synchronous delete
+// returns once no reader can still use m's master key and it is wiped;
+// neither kind makes the readers of other keys wait. Each connection
+// wipes the traffic keys it derived from m itself: when it next needs a
+// key it has not derived yet, and at Close. (Linux refuses to delete a
+// socket's current key with EBUSY; a keyring is shared by every
+// connection, as a listener's keys are, and a listener's delete always
+// succeeds.)
 func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	if r == nil {
 		return ErrNotInitialized
 	}
-	r.mu.Lock()
-	if m == nil || !r.has(m) {
-		r.mu.Unlock()
-		return ErrNoSuchKey
-	}
-	reps := [2]*MKT{opts.Current, opts.RNext}
-	for _, rep := range reps {
-		if rep != nil && (rep == m || !r.has(rep)) {
-			r.mu.Unlock()
-			return fmt.Errorf("%w: replacement %v", ErrNoSuchKey, rep)
-		}
-	}
-	if err := m.unring(reps); err != nil {
-		r.mu.Unlock()
+	if err := r.remove(m, opts); err != nil {
 		return err
 	}
-	r.byPeer.Delete(m.peer, 0, func(o entry) bool { return o.m == m })
-	r.ids.uncount(m)
-	r.mu.Unlock()
 	if opts.Async {
 		m.guard.Retire(m.wipe)
 	} else {
@@ -320,17 +316,39 @@ func (r *Keyring) Delete(m *MKT, opts DeleteOptions) error {
 	return nil
 }
 
-// unring moves m's users to reps (moveUsers) and marks m deleted, under
-// the locks of m and reps; under r.mu. Without replacements it locks m
-// alone, as lockAll would, without lockAll's sorted copy.
+// remove takes m out of r and moves or revokes its users: Delete but the
+// wipe.
+func (r *Keyring) remove(m *MKT, opts DeleteOptions) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m == nil || !r.has(m) {
+		return ErrNoSuchKey
+	}
+	reps := [2]*MKT{opts.Current, opts.RNext}
+	for _, rep := range reps {
+		if rep != nil && (rep == m || !r.has(rep)) {
+			return fmt.Errorf("%w: replacement %v", ErrNoSuchKey, rep)
+		}
+	}
+	if err := m.unring(reps); err != nil {
+		return err
+	}
+	r.byPeer.Delete(m.peer, 0, func(o entry) bool { return o.m == m })
+	r.ids.uncount(m)
+	r.evict(m)
+	return nil
+}
+
+// unring moves the users of m that reps name a replacement for (moveUsers)
+// and marks m deleted, under the locks of m and reps; under r.mu. From
+// then on no connection can take m up (setRole checks m.ring under m's
+// lock). Without replacements it locks m alone, as lockAll would,
+// without lockAll's sorted copy.
 func (m *MKT) unring(reps [2]*MKT) error {
 	if reps[0] == nil && reps[1] == nil {
 		m.mu.Lock()
-		defer m.mu.Unlock()
-		if err := m.moveUsers(reps); err != nil {
-			return err
-		}
-		m.ring = nil
+		m.ring.Store(nil)
+		m.mu.Unlock()
 		return nil
 	}
 	lockAll(m, reps[0], reps[1])
@@ -338,21 +356,19 @@ func (m *MKT) unring(reps [2]*MKT) error {
 	if err := m.moveUsers(reps); err != nil {
 		return err
 	}
-	m.ring = nil
+	m.ring.Store(nil)
 	return nil
 }
 
-// moveUsers moves every connection that has m in a role to reps[role],
-// or refuses: [ErrKeyBusy] without a replacement, [ErrReplacement] for one
-// that does not apply to a user's peer and L3 domain (it would sign with
-// a key that peer never gave us). m and the replacements are locked.
+// moveUsers moves every connection that has m in a role that reps name a
+// replacement for to it, or refuses with [ErrReplacement], changing
+// nothing, if the replacement does not apply to a user's peer and L3
+// domain (it would sign with a key that peer never gave us). m and the
+// replacements are locked.
 func (m *MKT) moveUsers(reps [2]*MKT) error {
 	for role, rep := range reps {
-		if m.users[role] == nil {
-			continue
-		}
 		if rep == nil {
-			return ErrKeyBusy
+			continue
 		}
 		for c := m.users[role]; c != nil; c = c.link[role].next {
 			if !rep.covers(c.remote.Addr(), c.l3) {
@@ -361,7 +377,7 @@ func (m *MKT) moveUsers(reps [2]*MKT) error {
 		}
 	}
 	for role, rep := range reps {
-		for m.users[role] != nil {
+		for rep != nil && m.users[role] != nil {
 			c := m.users[role]
 			unlink(c, role, m)
 			link(c, role, rep)
@@ -371,8 +387,26 @@ func (m *MKT) moveUsers(reps [2]*MKT) error {
 	return nil
 }
 
+// evict moves the users m has left, once it is out of the index, each to
+// the newest MKT of r for its peer and L3 domain, or revokes it without
+// one; under r.mu, so that no replacement it picks can go meanwhile. No
+// connection can take m up any more, so its user lists only shrink.
+func (r *Keyring) evict(m *MKT) {
+	for role := range m.users {
+		for {
+			m.mu.Lock()
+			c := m.users[role]
+			m.mu.Unlock()
+			if c == nil {
+				break
+			}
+			c.leave(role, m, r.newest(c.remote.Addr(), c.l3))
+		}
+	}
+}
+
 // has reports whether m is in r (and not deleted); under r.mu.
-func (r *Keyring) has(m *MKT) bool { return m != nil && m.ring == r }
+func (r *Keyring) has(m *MKT) bool { return m != nil && m.ring.Load() == r }
 
 // Find returns the MKT added with exactly this peer prefix, SendID and
 // RecvID (for deleting by description, as TCP_AO_DEL_KEY matches).
@@ -452,6 +486,23 @@ func (r *Keyring) lookup(addr netip.Addr, l3 int, match func(entry) bool) *MKT {
 		return true
 	})
 	return found
+}
+
+// MKTs returns the keyring's MKTs, in order of addition: what a status
+// page lists, so that no key can be in the keyring unseen.
+func (r *Keyring) MKTs() []*MKT {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*MKT, 0, r.byPeer.Len())
+	r.byPeer.Range(func(_ netip.Prefix, _ uint32, e entry) bool {
+		out = append(out, e.m)
+		return true
+	})
+	slices.SortFunc(out, func(a, b *MKT) int { return cmp.Compare(a.added, b.added) })
+	return out
 }
 
 // Len returns the number of MKTs.

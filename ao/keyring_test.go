@@ -297,9 +297,8 @@ func signData(t *testing.T, c *Conn, seq uint32) (Option, error) {
 	return aoOpt(t, seg), nil
 }
 
-// TestDelete checks deletion with Linux semantics: the
-// current or RNext key of a live connection is busy unless replacements
-// are named; a forced delete moves the connection on its next segment;
+// TestDelete checks deletion: a delete naming replacements moves the
+// connection to them (Linux's set_current/set_rnext in TCP_AO_DEL_KEY);
 // deleting twice, nil or another keyring's key is ENOENT; a synchronous
 // delete returns with the master key and every traffic key derived from
 // it wiped.
@@ -312,19 +311,10 @@ func TestDelete(t *testing.T) {
 	if o, err := signData(t, c, 11); err != nil || o.KeyID != 1 || o.RNextKeyID != 4 {
 		t.Fatalf("sign: %v %v", o, err)
 	}
-	if err := r.Delete(k1, DeleteOptions{}); !errors.Is(err, ErrKeyBusy) {
-		t.Fatalf("delete current: %v", err)
-	}
-	if err := r.Delete(k3, DeleteOptions{}); !errors.Is(err, ErrKeyBusy) {
-		t.Fatalf("delete RNext: %v", err)
-	}
-	if err := r.Delete(k3, DeleteOptions{Current: k5}); !errors.Is(err, ErrKeyBusy) {
-		t.Fatalf("delete RNext naming only a current replacement: %v", err)
-	}
 	if err := r.Delete(k1, DeleteOptions{Current: k1}); !errors.Is(err, ErrNoSuchKey) {
 		t.Fatalf("delete naming itself as replacement: %v", err)
 	}
-	// Busy deletes changed nothing.
+	// A refused delete changed nothing.
 	if r.Len() != 3 || r.LookupRecv(srv4.Addr(), 2, 0) != k1 || r.LookupSend(srv4.Addr(), 1, 0) != k1 {
 		t.Fatal("refused delete changed the keyring")
 	}
@@ -653,9 +643,6 @@ func TestDeleteReplacementChain(t *testing.T) {
 	if st := c.Endpoint(); c.Current() != k3 || c.RNext() != k3 || st.CurrentSendID != 3 || st.RNextRecvID != 4 {
 		t.Fatalf("after the forced delete: current %v RNext %v, exported %+v", c.Current(), c.RNext(), st)
 	}
-	if err := r.Delete(k3, DeleteOptions{}); !errors.Is(err, ErrKeyBusy) {
-		t.Fatalf("delete of the pending replacement: %v, want ErrKeyBusy", err)
-	}
 	if o, err := signData(t, c, 11); err != nil || o.KeyID != 3 || o.RNextKeyID != 4 {
 		t.Fatalf("sign: %+v %v", o, err)
 	}
@@ -670,12 +657,12 @@ func TestDeleteReplacementChain(t *testing.T) {
 	if o, err := signData(t, c, 15); err != nil || o.KeyID != 7 || o.RNextKeyID != 8 {
 		t.Fatalf("sign after two forced deletes: %+v %v", o, err)
 	}
-	if err := r.Delete(k7, DeleteOptions{}); !errors.Is(err, ErrKeyBusy) {
+	// The last key of the peer: the delete wins and revokes the connection.
+	if err := r.Delete(k7, DeleteOptions{}); err != nil {
 		t.Fatalf("delete of the current key: %v", err)
 	}
-	c.Close()
-	if err := r.Delete(k7, DeleteOptions{}); err != nil {
-		t.Fatalf("delete after Close: %v", err)
+	if _, err := signData(t, c, 19); !errors.Is(err, ErrRevoked) {
+		t.Fatalf("sign after the last key's delete: %v, want ErrRevoked", err)
 	}
 }
 

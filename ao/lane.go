@@ -6,6 +6,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/internal/cacheline"
 	"github.com/tcpsig/tcpsig/mac"
+	"github.com/tcpsig/tcpsig/segment"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
@@ -23,6 +24,11 @@ type lane struct {
 	// holding an MKT's lock takes a lane's.
 	mu  sync.Mutex
 	sne SNE
+	// ack is the highest acknowledgment number accepted at the SNE's
+	// basis (acked: one was): with it fresh tells a replayed pure ACK
+	// from a new one.
+	ack   uint32
+	acked bool
 	// keys holds the entries of the current key and one more (a
 	// rotation's); more holds the rest. Entries of deleted MKTs are wiped
 	// and reused.
@@ -245,6 +251,27 @@ func (c *Conn) trafficKey(l *lane, m *MKT, send bool) (*laneKey, error) {
 	}
 	k.ready = true
 	return k, nil
+}
+
+// fresh reports whether a verified segment with header h is not older
+// than the newest the lane accepted: not before the SNE's basis, and at
+// the basis not acknowledging less than the last segment that moved the
+// current key (the mark it raises). The lane's lock is held.
+func (l *lane) fresh(h segment.TCP) bool {
+	seq := h.Seq()
+	_, basis := l.sne.Basis()
+	if before(seq, basis) {
+		return false
+	}
+	if h.Flags()&segment.ACK == 0 {
+		return true
+	}
+	ack := h.Ack()
+	if seq == basis && l.acked && before(ack, l.ack) {
+		return false
+	}
+	l.ack, l.acked = ack, true
+	return true
 }
 
 // ComputeSNE returns the sequence number extension of seq, given the SNE

@@ -21,7 +21,11 @@ import (
 var (
 	ErrKeyExists = errors.New("ao: an MKT with this SendID or RecvID already covers the peer") // EEXIST
 	ErrNoSuchKey = errors.New("ao: no such MKT")                                               // ENOENT
-	ErrKeyBusy   = errors.New("ao: MKT is a connection's current or RNext key")                // EBUSY
+	// ErrKeyBusy is Linux's EBUSY for deleting a socket's own current or
+	// RNext key. A keyring's delete never returns it: the keyring is
+	// shared by every connection, as a listener's keys are, and a removal
+	// always wins (see [Keyring.Delete]).
+	ErrKeyBusy = errors.New("ao: MKT is a connection's current or RNext key")
 	// ErrReplacement: a delete's replacement MKT does not apply to the
 	// peer or L3 domain of a connection that would move to it.
 	ErrReplacement = errors.New("ao: replacement MKT does not cover a connection's peer")
@@ -43,8 +47,9 @@ type MKT struct {
 	// writes of ring (a delete holds both its keyring's lock and mu).
 	// Under it a lane's lock is never taken; see lock2 for two MKTs.
 	mu sync.Mutex
-	// ring is the keyring the MKT is in, nil once deleted.
-	ring *Keyring
+	// ring is the keyring the MKT is in, nil from the first moment of its
+	// delete: a verify that finishes after that refuses the segment.
+	ring atomic.Pointer[Keyring]
 	// users lists the connections that have the MKT as current key
 	// (users[roleCurrent]) or RNext key: a delete that would leave them
 	// without one is refused, and a forced delete moves them to the

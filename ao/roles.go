@@ -44,7 +44,7 @@ func (c *Conn) setRole(role int, m *MKT) bool {
 			unlock2(old, m)
 			continue
 		}
-		if m != nil && m.ring != c.ring {
+		if m != nil && m.ring.Load() != c.ring {
 			unlock2(old, m)
 			return false
 		}
@@ -67,6 +67,28 @@ func (c *Conn) switchTo(role int, m *MKT) error {
 		return ErrNoSuchKey
 	}
 	return nil
+}
+
+// leave moves c off m, a deleted MKT, in role: to rep (nil, or one that
+// does not cover c's peer: none), or, without one, revokes c. It changes
+// nothing if c left m meanwhile.
+func (c *Conn) leave(role int, m, rep *MKT) {
+	if rep != nil && !rep.covers(c.remote.Addr(), c.l3) {
+		rep = nil
+	}
+	lock2(m, rep)
+	defer unlock2(m, rep)
+	ptr := c.role(role)
+	if ptr.Load() != m { // c is in m's list exactly while ptr holds m
+		return
+	}
+	unlink(c, role, m)
+	if rep != nil {
+		link(c, role, rep)
+	} else {
+		c.state.CompareAndSwap(stateOpen, stateRevoked)
+	}
+	ptr.Store(rep)
 }
 
 // link puts c at the head of m's user list for role; m is locked.

@@ -36,11 +36,13 @@ type parser struct {
 	src      []byte
 	f        *File
 	aoIDs    map[idKey][]int
-	md5Peers map[scopeKey]int
+	md5Peers map[scopeKey][]int
 }
 
-// file parses the top level: {"ao": [...], "md5": [...]}, from bytes
-// that are valid JSON.
+// file parses the top level: {"ao": [...], "md5": [...]} and the
+// file's own settings, from bytes that are valid JSON, in order; the
+// file's accept tolerance is read first, wherever it is, since entries
+// take it.
 func (p *parser) file() error {
 	start := skipSpace(p.src, 0)
 	top := p.src[start:valueEnd(p.src, start)]
@@ -48,8 +50,19 @@ func (p *parser) file() error {
 		line, col := position(p.src, int64(start)+1)
 		return &Error{Err: ErrSyntax, msg: fmt.Sprintf("line %d, column %d: want a JSON object, got %s", line, col, k)}
 	}
+	ms := members(top)
+	for _, m := range ms {
+		if m.name == "accept_tolerance" {
+			d, err := tolerance(m.v)
+			if err != nil {
+				return (&Error{}).wrap(m.name, err)
+			}
+			p.f.AcceptTolerance = d
+			break
+		}
+	}
 	seen := map[string]bool{}
-	for _, m := range members(top) {
+	for _, m := range ms {
 		if seen[m.name] {
 			return &Error{Field: m.name, Err: ErrSyntax, msg: "given twice"}
 		}
@@ -60,8 +73,17 @@ func (p *parser) file() error {
 			entry = p.aoEntry
 		case "md5":
 			entry = p.md5Entry
+		case "accept_tolerance":
+			continue
+		case "clock_skew":
+			d, err := tolerance(m.v)
+			if err != nil {
+				return (&Error{}).wrap(m.name, err)
+			}
+			p.f.ClockSkew = d
+			continue
 		default:
-			return unknown(nil, m.name, []string{"ao", "md5"}, "top-level field")
+			return unknown(nil, m.name, []string{"ao", "md5", "accept_tolerance", "clock_skew"}, "top-level field")
 		}
 		if k := kind(m.v); k != "a list" {
 			return &Error{Field: m.name, Err: ErrSyntax, msg: "want a list, got " + k}
@@ -95,7 +117,10 @@ func (p *parser) entryFields(raw []byte, e *Error, known []string) (map[string][
 }
 
 // aoFields are the fields an "ao" entry may have.
-var aoFields = []string{"name", "alg", "key", "sndid", "rcvid", "peer", "maclen", "exclude_options", "ifindex"}
+var aoFields = append([]string{"name", "alg", "key", "sndid", "rcvid", "peer", "maclen", "exclude_options", "ifindex"}, lifetimeFields...)
+
+// md5Fields are the fields an "md5" entry may have.
+var md5Fields = append([]string{"name", "peer", "key", "ifindex"}, lifetimeFields...)
 
 // aoEntry parses and checks entry i of "ao". On an error the key it
 // decoded is wiped.
@@ -141,6 +166,9 @@ func (p *parser) aoEntry(raw []byte, i int) (err error) {
 		}
 	}
 	if c.IfIndex, c.HasIfIndex, err = ifIndex(fields, e); err != nil {
+		return err
+	}
+	if c.Lifetime, err = lifetime(fields, e, p.f.AcceptTolerance); err != nil {
 		return err
 	}
 	// Everything a keyring checks but KeyID clashes, which follow: the
@@ -321,7 +349,7 @@ func sameAO(a, b keys.AO) bool {
 // decoded is wiped.
 func (p *parser) md5Entry(raw []byte, i int) (err error) {
 	e := &Error{Entry: fmt.Sprintf("md5[%d]", i)}
-	fields, err := p.entryFields(raw, e, []string{"name", "peer", "key", "ifindex"})
+	fields, err := p.entryFields(raw, e, md5Fields)
 	if err != nil {
 		return err
 	}
@@ -347,19 +375,27 @@ func (p *parser) md5Entry(raw []byte, i int) (err error) {
 	if c.IfIndex, c.HasIfIndex, err = ifIndex(fields, e); err != nil {
 		return err
 	}
+	if c.Lifetime, err = lifetime(fields, e, p.f.AcceptTolerance); err != nil {
+		return err
+	}
 	if _, err := c.Validate(); err != nil {
 		return e.with("", ErrValue, strings.TrimPrefix(err.Error(), "keys: "))
 	}
 	k := scopeKey{c.Peer, c.HasIfIndex, c.IfIndex}
-	if j, dup := p.md5Peers[k]; dup {
+	for _, j := range p.md5Peers[k] {
+		// Keys of one peer that both have lifetimes are a schedule
+		// (RFC 8177: a key chain), not a clash.
 		o := p.f.MD5[j]
-		e.Other = Label("md5", j, o.Name)
 		if bytes.Equal(o.Config.Key, c.Key) {
+			e.Other = Label("md5", j, o.Name)
 			return e.with("", ErrDuplicate, "the same key as "+e.Other)
 		}
-		return e.with("peer", ErrDuplicate, fmt.Sprintf("%v already has a key in %s (a keyring holds one key per peer)", c.Peer, e.Other))
+		if !o.Config.Lifetime.Scheduled() || !c.Lifetime.Scheduled() {
+			e.Other = Label("md5", j, o.Name)
+			return e.with("peer", ErrDuplicate, fmt.Sprintf("%v already has a key in %s (a keyring holds one key per peer; two keys of a peer need lifetimes)", c.Peer, e.Other))
+		}
 	}
-	p.md5Peers[k] = len(p.f.MD5)
+	p.md5Peers[k] = append(p.md5Peers[k], len(p.f.MD5))
 	p.f.MD5 = append(p.f.MD5, out)
 	return nil
 }

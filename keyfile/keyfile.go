@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/tcpsig/tcpsig/keys"
 )
@@ -18,6 +19,12 @@ const MaxSize = 4 << 20
 type File struct {
 	AO  []AO  // the "ao" entries, in file order
 	MD5 []MD5 // the "md5" entries, in file order
+	// AcceptTolerance is the file's "accept_tolerance": every entry's
+	// Lifetime.Tolerance unless the entry gives its own.
+	AcceptTolerance time.Duration
+	// ClockSkew is the file's "clock_skew": how far its author assumes
+	// the ends' clocks differ. It changes no key.
+	ClockSkew time.Duration
 }
 
 // AO is one "ao" entry: a TCP-AO MKT.
@@ -137,7 +144,7 @@ func Parse(b []byte) (*File, error) {
 	if err := json.Unmarshal(b, &discard{}); err != nil {
 		return nil, syntaxError(b, err)
 	}
-	p := parser{src: b, f: &File{}, aoIDs: map[idKey][]int{}, md5Peers: map[scopeKey]int{}}
+	p := parser{src: b, f: &File{}, aoIDs: map[idKey][]int{}, md5Peers: map[scopeKey][]int{}}
 	if err := p.file(); err != nil {
 		p.f.Wipe()
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/keys"
@@ -24,7 +25,7 @@ func (e AO) String() string {
 	if c.ExcludeOptions {
 		s += " exclude_options"
 	}
-	return describe(e.Name, s+boundTo(c.HasIfIndex, c.IfIndex), len(c.Key))
+	return describe(e.Name, s+boundTo(c.HasIfIndex, c.IfIndex)+scheduled(c.Lifetime), len(c.Key))
 }
 
 // GoString is String, so %#v does not print the key either.
@@ -49,7 +50,7 @@ func (e AO) MarshalJSON() ([]byte, error) {
 func (e MD5) String() string {
 	c := e.Config
 	s := fmt.Sprintf("peer %v", c.Peer)
-	return describe(e.Name, s+boundTo(c.HasIfIndex, c.IfIndex), len(c.Key))
+	return describe(e.Name, s+boundTo(c.HasIfIndex, c.IfIndex)+scheduled(c.Lifetime), len(c.Key))
 }
 
 // GoString is String, so %#v does not print the key either.
@@ -117,6 +118,9 @@ func (f *File) Marshal() ([]byte, error) {
 	if f == nil {
 		f = &File{}
 	}
+	if err := f.checkWritable(); err != nil {
+		return nil, err
+	}
 	w := jsonOut{keys: true}
 	w.file(f)
 	w.raw("\n")
@@ -143,6 +147,7 @@ func named(name string, v slog.Value) slog.Value {
 type jsonOut struct {
 	b    []byte
 	keys bool
+	tol  time.Duration // the file's accept tolerance: an entry's is written when it differs
 }
 
 // raw appends s as they are.
@@ -224,7 +229,43 @@ func (w *jsonOut) ao(e AO, indent string) {
 		w.field(indent, "ifindex", false)
 		w.raw(strconv.Itoa(c.IfIndex))
 	}
+	w.lifetime(c.Lifetime, indent)
 	w.raw("\n", indent, "}")
+}
+
+// lifetime writes an entry's lifetime fields, none for a key without
+// one: "lifetime" when the send and accept lifetimes are the same, else
+// each that is set, then "accept_tolerance" when it is not the file's.
+func (w *jsonOut) lifetime(l keys.Lifetime, indent string) {
+	win := func(name string, x keys.Window) {
+		w.field(indent, name, false)
+		w.raw("{")
+		if !x.Start.IsZero() {
+			w.raw(`"start": "`, x.Start.UTC().Format(timeLayout), `"`)
+		}
+		if !x.End.IsZero() {
+			if !x.Start.IsZero() {
+				w.raw(", ")
+			}
+			w.raw(`"end": "`, x.End.UTC().Format(timeLayout), `"`)
+		}
+		w.raw("}")
+	}
+	switch {
+	case sameWindow(l.Send, l.Accept) && !l.Send.IsZero():
+		win("lifetime", l.Send)
+	default:
+		if !l.Send.IsZero() {
+			win("send_lifetime", l.Send)
+		}
+		if !l.Accept.IsZero() {
+			win("accept_lifetime", l.Accept)
+		}
+	}
+	if l.Tolerance != w.tol {
+		w.field(indent, "accept_tolerance", false)
+		w.raw(strconv.FormatInt(int64(l.Tolerance/time.Second), 10))
+	}
 }
 
 // md5 writes one "md5" entry at indent.
@@ -244,6 +285,7 @@ func (w *jsonOut) md5(e MD5, indent string) {
 		w.field(indent, "ifindex", false)
 		w.raw(strconv.Itoa(c.IfIndex))
 	}
+	w.lifetime(c.Lifetime, indent)
 	w.raw("\n", indent, "}")
 }
 
@@ -251,7 +293,23 @@ func (w *jsonOut) md5(e MD5, indent string) {
 func (w *jsonOut) file(f *File) {
 	w.raw("{")
 	n := 0
+	for _, s := range []struct {
+		name string
+		d    time.Duration
+	}{{"accept_tolerance", f.AcceptTolerance}, {"clock_skew", f.ClockSkew}} {
+		if s.d != 0 {
+			if n > 0 {
+				w.raw(",")
+			}
+			w.raw("\n  \"", s.name, "\": ", strconv.FormatInt(int64(s.d/time.Second), 10))
+			n++
+		}
+	}
+	w.tol = f.AcceptTolerance
 	if len(f.AO) > 0 {
+		if n > 0 {
+			w.raw(",")
+		}
 		w.raw("\n  \"ao\": [")
 		for i, e := range f.AO {
 			if i > 0 {
@@ -291,6 +349,18 @@ func boundTo(hasIfIndex bool, ifindex int) string {
 		return ""
 	}
 	return fmt.Sprintf(" ifindex %d", ifindex)
+}
+
+// sameWindow reports whether a and b are the same moments.
+func sameWindow(a, b keys.Window) bool { return a.Start.Equal(b.Start) && a.End.Equal(b.End) }
+
+// scheduled is the lifetime in an entry's String: "" for a key without
+// one, so such an entry prints as before lifetimes.
+func scheduled(l keys.Lifetime) string {
+	if !l.Scheduled() {
+		return ""
+	}
+	return " send " + l.Send.String() + " accept " + l.Accept.String() + " tolerance " + l.Tolerance.String()
 }
 
 // describe finishes an entry's String: its key's length (never its

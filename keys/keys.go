@@ -44,6 +44,9 @@ type AO struct {
 	ExcludeOptions bool         // TCP_AO_KEYF_EXCLUDE_OPT: options other than TCP-AO are not covered
 	IfIndex        int          // L3 (VRF) interface index; with HasIfIndex the MKT matches only that L3 domain
 	HasIfIndex     bool         // TCP_AO_KEYF_IFINDEX
+	// Lifetime is the MKT's schedule (RFC 8177): the zero Lifetime, as
+	// before lifetimes, signs and verifies always.
+	Lifetime Lifetime `json:",omitzero"`
 }
 
 // Validate checks c as Linux's TCP_AO_ADD_KEY does, and returns it as a
@@ -98,13 +101,25 @@ func (c AO) Validate() (AO, error) {
 	if c.IfIndex != 0 && !c.HasIfIndex {
 		return AO{}, fmt.Errorf("%w MKT: ifindex without HasIfIndex", ErrInvalid)
 	}
+	if err := c.Lifetime.Validate(); err != nil {
+		return AO{}, fmt.Errorf("%w MKT: %w", ErrInvalid, err)
+	}
 	return c, nil
 }
 
 // String describes c without its key.
 func (c AO) String() string {
-	return fmt.Sprintf("keys.AO{peer %v, SendID %d, RecvID %d, %s, maclen %d, exclude %v, ifindex %d/%v, key %s}",
-		c.Peer, c.SendID, c.RecvID, c.Algorithm, c.MACLen, c.ExcludeOptions, c.IfIndex, c.HasIfIndex, redact.Marker)
+	return fmt.Sprintf("keys.AO{peer %v, SendID %d, RecvID %d, %s, maclen %d, exclude %v, ifindex %d/%v%s, key %s}",
+		c.Peer, c.SendID, c.RecvID, c.Algorithm, c.MACLen, c.ExcludeOptions, c.IfIndex, c.HasIfIndex, lifetimeString(c.Lifetime), redact.Marker)
+}
+
+// lifetimeString is a lifetime in a configuration's String: "" for the
+// zero Lifetime, so a configuration without one prints as before.
+func lifetimeString(l Lifetime) string {
+	if l.IsZero() {
+		return ""
+	}
+	return ", " + l.String()
 }
 
 // GoString is String, so %#v does not print the key either.
@@ -132,6 +147,7 @@ func (c AO) LogValue() slog.Value {
 	if c.HasIfIndex {
 		attrs = append(attrs, slog.Int("ifindex", c.IfIndex))
 	}
+	attrs = append(attrs, c.Lifetime.logAttrs()...)
 	return slog.GroupValue(append(attrs, redact.Attr(c.Key))...)
 }
 
@@ -155,6 +171,9 @@ type MD5 struct {
 	// l3index 0 there).
 	IfIndex    int
 	HasIfIndex bool
+	// Lifetime is the key's schedule (RFC 8177): the zero Lifetime, as
+	// before lifetimes, signs and verifies always.
+	Lifetime Lifetime `json:",omitzero"`
 }
 
 // Validate checks c as Linux's tcp_v4_parse_md5_keys and
@@ -181,12 +200,15 @@ func (c MD5) Validate() (MD5, error) {
 	if c.IfIndex < 0 || c.IfIndex > math.MaxInt32 || (c.IfIndex != 0 && !c.HasIfIndex) {
 		return MD5{}, fmt.Errorf("%w TCP-MD5 key: ifindex %d (bound %v)", ErrInvalid, c.IfIndex, c.HasIfIndex)
 	}
+	if err := c.Lifetime.Validate(); err != nil {
+		return MD5{}, fmt.Errorf("%w TCP-MD5 key: %w", ErrInvalid, err)
+	}
 	return c, nil
 }
 
 // String describes c without its key.
 func (c MD5) String() string {
-	return fmt.Sprintf("keys.MD5{peer %v, ifindex %d/%v, %d-byte key %s}", c.Peer, c.IfIndex, c.HasIfIndex, len(c.Key), redact.Marker)
+	return fmt.Sprintf("keys.MD5{peer %v, ifindex %d/%v%s, %d-byte key %s}", c.Peer, c.IfIndex, c.HasIfIndex, lifetimeString(c.Lifetime), len(c.Key), redact.Marker)
 }
 
 // GoString is String, so %#v does not print the key either.
@@ -212,5 +234,6 @@ func (c MD5) LogValue() slog.Value {
 	if c.HasIfIndex {
 		attrs = append(attrs, slog.Int("ifindex", c.IfIndex))
 	}
+	attrs = append(attrs, c.Lifetime.logAttrs()...)
 	return slog.GroupValue(append(attrs, redact.Attr(c.Key))...)
 }

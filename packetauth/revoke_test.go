@@ -85,8 +85,7 @@ func TestRevokedMD5(t *testing.T) {
 }
 
 // TestRevokeAO: Layer.Revoke drops a TCP-AO session's packets both ways,
-// signed or not, and frees its MKT for a delete without replacement; a
-// new connection on the same addresses to a peer no longer covered then
+// signed or not; its MKT is then deleted; a new connection on the same addresses to a peer no longer covered then
 // starts afresh.
 func TestRevokeAO(t *testing.T) {
 	p := aoPair(t, false, "k", "k")
@@ -94,9 +93,6 @@ func TestRevokeAO(t *testing.T) {
 	p.send(p.a, p.b, segment.ACK|segment.PSH, []byte("hello"))
 	ringB := p.b.l.cfg.AO
 	m := ringB.LookupSend(addrA4, 2, 0)
-	if err := ringB.Delete(m, ao.DeleteOptions{}); !errors.Is(err, ao.ErrKeyBusy) {
-		t.Fatalf("delete of the session's key before Revoke: %v, want ErrKeyBusy", err)
-	}
 	if n := p.b.l.Revoke(func(ci ConnInfo) bool { return ci.Remote.Addr() == addrA4 }); n != 1 {
 		t.Fatalf("Revoke revoked %d connections, want 1", n)
 	}
@@ -124,6 +120,32 @@ func TestRevokeAO(t *testing.T) {
 	}
 	if _, ok := info(p.b); ok {
 		t.Error("the revoked connection is still tracked after a new connection replaced it")
+	}
+}
+
+// TestDeleteRevokesAO: deleting the only key of a tracked TCP-AO
+// session's peer revokes the session at once, without Layer.Revoke: the
+// peer's signed and unsigned segments and the stack's own are dropped
+// with ErrRevoked, and the session is listed as revoked.
+func TestDeleteRevokesAO(t *testing.T) {
+	p := aoPair(t, false, "k", "k")
+	p.handshake()
+	p.send(p.a, p.b, segment.ACK|segment.PSH, []byte("hello"))
+	ringB := p.b.l.cfg.AO
+	if err := ringB.Delete(ringB.LookupSend(addrA4, 2, 0), ao.DeleteOptions{}); err != nil {
+		t.Fatalf("delete of the session's key: %v", err)
+	}
+	if _, _, err := p.carry(p.a, p.b, p.build(p.a, p.b, segment.ACK|segment.PSH, []byte("signed"))); !errors.Is(err, ErrRevoked) {
+		t.Errorf("a signed segment after the delete: %v, want ErrRevoked", err)
+	}
+	if err := injectUnsigned(p, segment.ACK|segment.PSH, []byte("unsigned")); !errors.Is(err, ErrRevoked) {
+		t.Errorf("an unsigned segment after the delete: %v, want ErrRevoked", err)
+	}
+	if _, err := p.b.l.Outbound(nil, p.build(p.b, p.a, segment.ACK, nil)); !errors.Is(err, ErrRevoked) {
+		t.Errorf("B's own segment: %v, want ErrRevoked", err)
+	}
+	if ci, ok := info(p.b); !ok || !ci.Revoked {
+		t.Errorf("B's connection: %+v (found %v); want it listed as revoked", ci, ok)
 	}
 }
 
