@@ -54,21 +54,24 @@ const removalAfter = 2000
 // the key lets in).
 const floodPorts = 1000
 
-// removalBurst segments are sent at once, then the attacker pauses
-// removalPause: the shim's reader is kept busy without M taking a CPU away
-// from the reload, so the two run side by side as on a machine with cores
-// to spare.
+// The attacks come in bursts: so many segments at once, then a pause.
+// The shim's reader is kept busy without M taking a CPU away from the
+// reload, so the two run side by side as on a machine with cores to
+// spare. A replay costs the reader less than a SYN (no session to start,
+// no SYN-ACK to sign): its bursts are closer.
 const (
-	removalBurst = 256
-	removalPause = 2 * time.Millisecond
+	floodBurst  = 256
+	floodPause  = 2 * time.Millisecond
+	replayBurst = 64
+	replayPause = 200 * time.Microsecond
 )
 
-// attack calls send(n) for n = 1, 2, ... as fast as it can, until n
+// attack calls send(n) for n = 1, 2, ..., in bursts, until n
 // reaches mark+removalAfter (mark starts at the top, the caller sets it
 // once the reload returned), and sends the first error but ENOBUFS (M's
 // queue full, as a flood makes it), or nil, on done; next is the number
 // of the next call. Numbers taken before mark was set never reach it.
-func attack(send func(n uint32) error) (next, mark *atomic.Uint32, done chan error) {
+func attack(burst uint32, pause time.Duration, send func(n uint32) error) (next, mark *atomic.Uint32, done chan error) {
 	next, mark, done = new(atomic.Uint32), new(atomic.Uint32), make(chan error, 1)
 	next.Store(1)
 	mark.Store(^uint32(0) - removalAfter)
@@ -83,8 +86,8 @@ func attack(send func(n uint32) error) (next, mark *atomic.Uint32, done chan err
 				done <- err
 				return
 			}
-			if next.Add(1)%removalBurst == 0 {
-				time.Sleep(removalPause)
+			if next.Add(1)%burst == 0 {
+				time.Sleep(pause)
 			}
 		}
 	}()
@@ -348,7 +351,7 @@ func TestShimRemovedKeyReplay(t *testing.T) {
 
 	// M replays, the sessions in turn, from before the SIGHUP until
 	// removalAfter replays after the reload returned.
-	next, mark, done := attack(func(n uint32) error {
+	next, mark, done := attack(replayBurst, replayPause, func(n uint32) error {
 		if uint16(n) == 0 {
 			return nil // IP ID 0 is the kernel's to choose: this number is skipped
 		}
@@ -457,7 +460,7 @@ func TestShimRemovedKeySYNFlood(t *testing.T) {
 
 	var k ao.TrafficKey
 	var pkt []byte
-	next, mark, done := attack(func(n uint32) error {
+	next, mark, done := attack(floodBurst, floodPause, func(n uint32) error {
 		from := netip.AddrPortFrom(removalFlood, uint16(10000+n%floodPorts))
 		var err error
 		if pkt, err = onpath.BuildSignedSYN(pkt[:0], &k, oldM, from, target, n, uint16(n)); err != nil {
