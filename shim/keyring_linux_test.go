@@ -44,6 +44,11 @@ func TestKeyringListed(t *testing.T) {
 		t.Errorf("status ao_mkts %+v, want the file's MKT and the stray (sndid 9, in_file false)", st.MKTs)
 	}
 	fams, text := scrape(t, s)
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.HasPrefix(l, "tcpsig_shim_keyring_keys{") || strings.Contains(l, `sndid="9"`) {
+			t.Log(l) // docs/shim.md shows these lines
+		}
+	}
 	for _, c := range []struct {
 		labels []string
 		want   float64

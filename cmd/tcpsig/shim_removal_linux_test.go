@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,17 +68,20 @@ const (
 )
 
 // attack calls send(n) for n = 1, 2, ..., in bursts, until n
-// reaches mark+removalAfter (mark starts at the top, the caller sets it
-// once the reload returned), and sends the first error but ENOBUFS (M's
-// queue full, as a flood makes it), or nil, on done; next is the number
-// of the next call. Numbers taken before mark was set never reach it.
+// reaches mark+removalAfter (mark starts at the top; the caller sets it,
+// from next, once the reload returned), and sends the first error but
+// ENOBUFS (M's queue full, as a flood makes it), or nil, on done. next is
+// the number the next call will take: a number is taken (next moves past
+// it) before its segment is built or sent, so every number from mark on
+// was sent after the caller read next, and the one that may have been
+// on its way then is below mark.
 func attack(burst uint32, pause time.Duration, send func(n uint32) error) (next, mark *atomic.Uint32, done chan error) {
 	next, mark, done = new(atomic.Uint32), new(atomic.Uint32), make(chan error, 1)
 	next.Store(1)
 	mark.Store(^uint32(0) - removalAfter)
 	go func() {
 		for {
-			n := next.Load()
+			n := next.Add(1) - 1
 			if n >= mark.Load()+removalAfter || n >= 1<<22-1 {
 				done <- nil
 				return
@@ -86,7 +90,7 @@ func attack(burst uint32, pause time.Duration, send func(n uint32) error) (next,
 				done <- err
 				return
 			}
-			if next.Add(1)%burst == 0 {
+			if n%burst == 0 {
 				time.Sleep(pause)
 			}
 		}
@@ -371,7 +375,7 @@ func TestShimRemovedKeyReplay(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("replaying: %v", err)
 	}
-	sent := next.Load() - 1
+	sent := next.Load() - 2 // next is past the number that ended the attack
 	// A's data after the last replay: once B read it, the replays before
 	// it on the same queue were all answered.
 	exchange(t, 4<<10, e.ds...)
@@ -383,9 +387,11 @@ func TestShimRemovedKeyReplay(t *testing.T) {
 	}
 	mu.Lock()
 	var before, after int
+	var late []uint32
 	for n, c := range delivered {
 		if n >= mark.Load() {
 			after += c
+			late = append(late, n)
 		} else {
 			before += c
 		}
@@ -401,7 +407,8 @@ func TestShimRemovedKeyReplay(t *testing.T) {
 		t.Logf("%s", e.shB.Log())
 	}
 	if after > 0 {
-		t.Errorf("B's TCP took %d replayed segments signed with removed key 2 after the reload returned", after)
+		slices.Sort(late)
+		t.Errorf("B's TCP took %d replayed segments signed with removed key 2 after the reload returned (from %d on): numbers %v", after, mark.Load(), late[:min(len(late), 10)])
 	}
 	if sentOld.Load() > 0 {
 		t.Errorf("B signed %d of its data segments with removed key 2 after the reload returned", sentOld.Load())
@@ -474,7 +481,7 @@ func TestShimRemovedKeySYNFlood(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("flooding: %v", err)
 	}
-	sent := next.Load() - 1
+	sent := next.Load() - 2 // next is past the number that ended the attack
 	// The sentinel: a SYN signed with key 12 after the flood, on the same
 	// queue. Once B's TCP got it, it got all it would of the flood.
 	pkt, err = onpath.BuildSignedSYN(nil, &k, newM, netip.AddrPortFrom(removalFlood, 9999), target, sentinel, 1)
@@ -501,11 +508,13 @@ func TestShimRemovedKeySYNFlood(t *testing.T) {
 	exchange(t, 4<<10, e.ds...)
 	mu.Lock()
 	var before, after int
+	var late []uint32
 	for n, c := range delivered {
 		switch {
 		case n == sentinel:
 		case n >= mark.Load():
 			after += c
+			late = append(late, n)
 		default:
 			before += c
 		}
@@ -518,7 +527,8 @@ func TestShimRemovedKeySYNFlood(t *testing.T) {
 	t.Logf("flooded %d SYNs signed with key 2, %d after the reload returned; B's TCP took %d of those before, %d after; B dropped %s; %s",
 		sent, sent-mark.Load()+1, before, after, dropLine(st.Counters.Dropped), errorsIn(e.shB.Log()))
 	if after > 0 {
-		t.Errorf("B's TCP took %d SYNs signed with removed key 2 after the reload returned", after)
+		slices.Sort(late)
+		t.Errorf("B's TCP took %d SYNs signed with removed key 2 after the reload returned (from %d on): numbers %v", after, mark.Load(), late[:min(len(late), 10)])
 	}
 	if os.Getenv("DEBUGLOG") != "" {
 		t.Logf("%s", e.shB.Log())
