@@ -292,11 +292,14 @@ func errorsIn(log string) string {
 	return "B's shim logged: " + strings.Join(errs, " | ")
 }
 
-// TestShimRemovedKeyReplay: M replays, during the SIGHUP reload that
-// removes key 2 from B, a data segment A genuinely signed with key 2 on
-// each session before it moved to key 12 (its RNextKeyID names key 2,
-// asking B to send with it again). Each replay carries its number in its
-// IP identification and DSCP, which no MAC covers. After the reload
+// TestShimRemovedKeyReplay: M replays, into each of B's sessions in
+// turn, a data segment A genuinely signed with key 2 before the session
+// moved to key 12: its RNextKeyID names key 2, asking B to send with it
+// again. Each replay carries its number in its IP identification and
+// DSCP, which no MAC covers. While key 2 is still in, the replays verify
+// and reach B's TCP (an old duplicate, which it drops) but move no key:
+// B's data written meanwhile is signed with key 12 (finding 5). Then a
+// SIGHUP reload removes key 2, M replaying all along: after the reload
 // returned, B's TCP is handed none of the replays sent from then on, and
 // B signs none of the data it sends from then on with key 2.
 func TestShimRemovedKeyReplay(t *testing.T) {
@@ -333,22 +336,30 @@ func TestShimRemovedKeyReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close() })
-	// What B sends A: its data from each session's snd_nxt now on.
-	sndStart := map[onpath.Flow]uint32{}
+	// What B sends A, by KeyID: its data from each session's snd_nxt now
+	// on (phase 1, while M replays before the reload), and from its
+	// snd_nxt once that data was read (phase 2, after the reload): data
+	// written in a phase is signed in it.
+	sndStart, sndMid := map[onpath.Flow]uint32{}, map[onpath.Flow]uint32{}
+	backFlow := func(d *duplex) onpath.Flow { return onpath.Flow{Peer: d.flow.Target, Target: d.flow.Peer} }
 	for _, d := range e.ds {
-		sndStart[onpath.Flow{Peer: d.flow.Target, Target: d.flow.Peer}] = e.att.Tracker.View(d.flow).FromTarget.Next
+		sndStart[backFlow(d)] = e.att.Tracker.View(d.flow).FromTarget.Next
 	}
-	var sentOld, sentAfter atomic.Uint64
-	var watching atomic.Bool
+	var sent, sentOld [3]atomic.Uint64 // by phase
+	var phase atomic.Int32             // sndMid is written before phase 2 is stored
 	stop := e.att.Watch(onpath.Flow{Peer: netip.AddrPortFrom(onpath.AddrB, 0), Target: netip.AddrPortFrom(onpath.AddrA, 0)},
 		func(_ []byte, seg *segment.Segment) {
-			start, ok := sndStart[flowOf(seg)]
-			if !watching.Load() || !ok || len(seg.Payload()) == 0 || int32(seg.Header().Seq()-start) < 0 {
+			f, p := flowOf(seg), phase.Load()
+			start, ok := sndStart[f]
+			if p == 2 {
+				start = sndMid[f]
+			}
+			if p == 0 || !ok || len(seg.Payload()) == 0 || int32(seg.Header().Seq()-start) < 0 {
 				return
 			}
-			sentAfter.Add(1)
+			sent[p].Add(1)
 			if id, _, _ := aoIDs(seg); id == e.old.SendID {
-				sentOld.Add(1)
+				sentOld[p].Add(1)
 			}
 		})
 	defer stop()
@@ -365,17 +376,31 @@ func TestShimRemovedKeyReplay(t *testing.T) {
 		}
 		return e.att.SendPacket(pkt)
 	})
-	time.Sleep(50 * time.Millisecond) // B's sessions are on key 2 again (finding 1's way in)
+	// Phase 1: the replays verify (key 2 is still in) and reach B's TCP,
+	// but ask B in vain to send with key 2 again (finding 5: a segment
+	// older than the newest accepted moves no key).
+	if !waitFor(10*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(delivered) > len(replays) }) {
+		t.Fatalf("no replay reached B's TCP before the reload: %v", in.Err())
+	}
+	phase.Store(1)
+	for _, d := range e.ds {
+		d.writeBA(4 << 10)
+	}
+	exchangeEnd(t, e.ds)
+	for _, d := range e.ds {
+		sndMid[backFlow(d)] = e.att.Tracker.View(d.flow).FromTarget.Next
+	}
+	// Phase 2: the reload removes key 2.
 	e.remove()
 	mark.Store(next.Load())
-	watching.Store(true)
+	phase.Store(2)
 	for _, d := range e.ds {
 		d.writeBA(4 << 10)
 	}
 	if err := <-done; err != nil {
 		t.Fatalf("replaying: %v", err)
 	}
-	sent := next.Load() - 2 // next is past the number that ended the attack
+	total := next.Load() - 2 // next is past the number that ended the attack
 	// A's data after the last replay: once B read it, the replays before
 	// it on the same queue were all answered.
 	exchange(t, 4<<10, e.ds...)
@@ -401,8 +426,10 @@ func TestShimRemovedKeyReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("replayed %d sessions' key-2 segments %d times, %d after the reload returned; B's TCP took %d of those before, %d after; B sent %d data segments since, %d signed with key 2; B dropped %s; %s",
-		len(replays), sent, sent-mark.Load()+1, before, after, sentAfter.Load(), sentOld.Load(), dropLine(st.Counters.Dropped), errorsIn(e.shB.Log()))
+	t.Logf("replayed %d sessions' key-2 segments %d times, %d after the reload returned; B's TCP took %d of those before, %d after; "+
+		"B's data segments while M replayed before the reload: %d, %d signed with key 2; after: %d, %d signed with key 2; B dropped %s; %s",
+		len(replays), total, total-mark.Load()+1, before, after, sent[1].Load(), sentOld[1].Load(), sent[2].Load(), sentOld[2].Load(),
+		dropLine(st.Counters.Dropped), errorsIn(e.shB.Log()))
 	if os.Getenv("DEBUGLOG") != "" {
 		t.Logf("%s", e.shB.Log())
 	}
@@ -410,11 +437,14 @@ func TestShimRemovedKeyReplay(t *testing.T) {
 		slices.Sort(late)
 		t.Errorf("B's TCP took %d replayed segments signed with removed key 2 after the reload returned (from %d on): numbers %v", after, mark.Load(), late[:min(len(late), 10)])
 	}
-	if sentOld.Load() > 0 {
-		t.Errorf("B signed %d of its data segments with removed key 2 after the reload returned", sentOld.Load())
+	if sentOld[1].Load() > 0 {
+		t.Errorf("replays rolled B's sending key back: %d of its data segments signed with key 2 before the reload, its sessions on key 12", sentOld[1].Load())
 	}
-	if sentAfter.Load() == 0 {
-		t.Errorf("M saw none of B's data segments after the reload: the check above proved nothing")
+	if sentOld[2].Load() > 0 {
+		t.Errorf("B signed %d of its data segments with removed key 2 after the reload returned", sentOld[2].Load())
+	}
+	if sent[1].Load() == 0 || sent[2].Load() == 0 {
+		t.Errorf("M saw %d and %d of B's data segments in the two phases: a check above proved nothing", sent[1].Load(), sent[2].Load())
 	}
 }
 
