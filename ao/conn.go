@@ -192,7 +192,8 @@ type Endpoint struct {
 // Established) the stack will send a SYN with ISN ep.LocalISN; the
 // current and RNext key are the most recently added MKT that matches the
 // peer, whatever its prefix length, as in Linux (whose key list is newest
-// first), until SetCurrent or SetRNext pick others; the peer's ISN is
+// first) — among those inside their send (current) and accept (RNext)
+// lifetimes when there are any — until SetCurrent or SetRNext pick others; the peer's ISN is
 // learnt from a verified SYN-ACK. An Established connection signs and
 // verifies from the first segment, with the keys ep names. A server's
 // connection starts with [Listener.Accept] instead.
@@ -206,14 +207,14 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	peer := c.remote.Addr()
 	if !ep.Established {
 		for {
-			m := ring.newest(peer, ep.L3Index)
-			if m == nil {
+			cur, nxt := ring.pick(peer, ep.L3Index, offSend), ring.pick(peer, ep.L3Index, offAccept)
+			if cur == nil || nxt == nil {
 				return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
 			}
-			if c.setRole(roleCurrent, m) && c.setRole(roleRNext, m) {
+			if c.setRole(roleCurrent, cur) && c.setRole(roleRNext, nxt) {
 				return nil
 			}
-			// m was deleted as it was picked: take the next newest.
+			// A key was deleted as it was picked: take the next newest.
 		}
 	}
 	c.setRISN(ep.RemoteISN)
@@ -223,8 +224,10 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	if ep.RecvSNE != 0 || ep.RecvSeq != 0 {
 		c.recv.sne = NewSNE(ep.RecvSNE, ep.RecvSeq)
 	}
-	cur := ring.LookupSend(peer, ep.CurrentSendID, ep.L3Index)
-	nxt := ring.LookupRecv(peer, ep.RNextRecvID, ep.L3Index)
+	// The keys the connection used, whatever their lifetimes now: a Sign
+	// outside the current key's send lifetime moves to another key.
+	cur := ring.lookup(peer, ep.L3Index, func(e entry) bool { return e.sendID == ep.CurrentSendID })
+	nxt := ring.lookup(peer, ep.L3Index, func(e entry) bool { return e.recvID == ep.RNextRecvID })
 	if cur == nil || nxt == nil || !c.setRole(roleCurrent, cur) || !c.setRole(roleRNext, nxt) {
 		c.Close()
 		return fmt.Errorf("%w: current SendID %d / RNext RecvID %d", ErrNoSuchKey, ep.CurrentSendID, ep.RNextRecvID)
@@ -313,6 +316,10 @@ func (c *Conn) Close() {
 		l.mu.Unlock()
 	}
 }
+
+// Revoked reports whether every MKT the connection could use for its
+// peer was deleted: it then signs and accepts nothing ([ErrRevoked]).
+func (c *Conn) Revoked() bool { return c != nil && c.state.Load() == stateRevoked }
 
 // Current returns the connection's current MKT (the one it signs with).
 func (c *Conn) Current() *MKT {

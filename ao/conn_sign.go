@@ -24,11 +24,31 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if m == nil {
 		return ErrNoCurrentKey
 	}
+	if m.off.Load()&offSend != 0 {
+		if m = c.sender(); m == nil {
+			return errNoSendKey
+		}
+	}
 	err := c.signWith(m, seg)
 	if err != nil && errors.Is(err, ErrKeyNotFound) {
 		return c.signAgain(m, seg, err)
 	}
 	return err
+}
+
+// errNoSendKey: no MKT of the peer is inside its send lifetime.
+var errNoSendKey = fmt.Errorf("%w: no MKT of the peer is inside its send lifetime", ErrNoCurrentKey)
+
+// sender makes the newest MKT of the peer inside its send lifetime the
+// current key, for a Sign that found its current key outside its own
+// (its keyring's Advance moves the connection too, and may be about
+// to): nil without one.
+func (c *Conn) sender() *MKT {
+	n := c.ring.newestWith(c.remote.Addr(), c.l3, offSend, nil)
+	if n == nil || !c.setRole(roleCurrent, n) {
+		return nil
+	}
+	return n
 }
 
 // usable is what Sign and Verify ask first: a set-up, open connection
@@ -245,9 +265,10 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte, a
 }
 
 // live is err, or [ErrKeyNotFound] for a segment that verified with m
-// after m's delete began: a removal wins over a verify racing with it.
+// after m's delete began or its accept lifetime ended: a removal wins
+// over a verify racing with it.
 func (c *Conn) live(m *MKT, err error) error {
-	if err == nil && m.ring.Load() != c.ring {
+	if err == nil && (m.ring.Load() != c.ring || m.off.Load()&offAccept != 0) {
 		return ErrKeyNotFound
 	}
 	return err

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/tcpsig/tcpsig/internal/lifetime"
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/sigpool"
@@ -38,6 +39,11 @@ type Keyring struct {
 	byPeer prefixmap.Map[entry] // every MKT by peer prefix (tag 0); lookups by ID filter a prefix's few MKTs
 	added  uint64               // under mu: MKTs ever added, for MKT.added
 	ids    *idCounts            // under mu: byPeer's MKTs by family and ID; allocated by the first add
+	// The lifetimes (lifetime.go), under mu: the clock (nil: time.Now),
+	// how many MKTs have a lifetime, and Run's wake-up.
+	clock lifetime.Clock
+	timed int
+	wake  chan struct{}
 }
 
 // idCounts counts a keyring's MKTs by peer family (IPv4, IPv6), then by
@@ -192,6 +198,13 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 		r.ids = new(idCounts)
 	}
 	for _, m := range ms {
+		if m.timed {
+			m.off.Store(m.sched.Off(r.nowNanos()))
+			r.timed++
+			lifetime.Kick(r.wake)
+		}
+	}
+	for _, m := range ms {
 		r.added++
 		m.added = r.added // before the insert publishes m
 		m.ring.Store(r)
@@ -335,6 +348,10 @@ func (r *Keyring) remove(m *MKT, opts DeleteOptions) error {
 	}
 	r.byPeer.Delete(m.peer, 0, func(o entry) bool { return o.m == m })
 	r.ids.uncount(m)
+	if m.timed {
+		r.timed--
+		lifetime.Kick(r.wake)
+	}
 	r.evict(m)
 	return nil
 }
@@ -394,13 +411,13 @@ func (m *MKT) moveUsers(reps [2]*MKT) error {
 func (r *Keyring) evict(m *MKT) {
 	for role := range m.users {
 		for {
-			m.mu.Lock()
-			c := m.users[role]
-			m.mu.Unlock()
-			if c == nil {
+			us := m.usersOf(role)
+			if len(us) == 0 {
 				break
 			}
-			c.leave(role, m, r.newest(c.remote.Addr(), c.l3))
+			for _, u := range us {
+				u.c.move(role, m, r.pick(u.addr, u.l3, roleNeeds[role]), true)
+			}
 		}
 	}
 }
@@ -429,20 +446,22 @@ func (r *Keyring) Find(peer netip.Prefix, sendID, recvID uint8) *MKT {
 }
 
 // LookupRecv returns the MKT that verifies segments from addr with this
-// KeyID in L3 domain l3 (its RecvID is keyID), or nil.
+// KeyID in L3 domain l3 (its RecvID is keyID, and it is inside its
+// accept lifetime), or nil.
 func (r *Keyring) LookupRecv(addr netip.Addr, keyID uint8, l3 int) *MKT {
 	if r == nil {
 		return nil
 	}
-	return r.lookup(addr, l3, func(e entry) bool { return e.recvID == keyID })
+	return r.lookup(addr, l3, func(e entry) bool { return e.recvID == keyID && e.m.off.Load()&offAccept == 0 })
 }
 
-// LookupSend returns the MKT whose SendID is sendID for peer addr, or nil.
+// LookupSend returns the MKT whose SendID is sendID for peer addr, inside
+// its send lifetime, or nil.
 func (r *Keyring) LookupSend(addr netip.Addr, sendID uint8, l3 int) *MKT {
 	if r == nil {
 		return nil
 	}
-	return r.lookup(addr, l3, func(e entry) bool { return e.sendID == sendID })
+	return r.lookup(addr, l3, func(e entry) bool { return e.sendID == sendID && e.m.off.Load()&offSend == 0 })
 }
 
 // Covers reports whether any MKT applies to peer addr in L3 domain l3:
@@ -472,6 +491,34 @@ func (r *Keyring) newest(addr netip.Addr, l3 int) *MKT {
 		return true
 	})
 	return found
+}
+
+// newestWith is newest among the MKTs other than not that are in the
+// state need names (offSend: inside the send lifetime, offAccept: inside
+// the accept lifetime, 0: any).
+func (r *Keyring) newestWith(addr netip.Addr, l3 int, need uint32, not *MKT) *MKT {
+	var found *MKT
+	r.byPeer.Lookup(addr, 0, func(_ netip.Prefix, e entry) bool {
+		if e.m != not && e.matchesL3(l3) && e.m.off.Load()&need == 0 && (found == nil || e.m.added > found.added) {
+			found = e.m
+		}
+		return true
+	})
+	return found
+}
+
+// roleNeeds is the state a key needs in each role: a current key signs,
+// an RNext key verifies.
+var roleNeeds = [2]uint32{roleCurrent: offSend, roleRNext: offAccept}
+
+// pick is the key a connection to addr takes in a role that needs need:
+// the newest MKT in that state, else the newest in any (nil: the peer
+// has none).
+func (r *Keyring) pick(addr netip.Addr, l3 int, need uint32) *MKT {
+	if m := r.newestWith(addr, l3, need, nil); m != nil {
+		return m
+	}
+	return r.newestWith(addr, l3, 0, nil)
 }
 
 // lookup returns the MKT of the longest prefix containing addr (the newest

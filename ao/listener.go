@@ -81,7 +81,11 @@ func (l *Listener) Accept(syn *segment.Segment, conn *Conn) (signed bool, err er
 	conn.reset(l.ring, ep, l.policy)
 	in := conn.input(false, true, h.Seq())
 	j := job{m: m, off: off}
-	if err := l.record(m, nil, j.once(&in, syn, opt.MAC, conn.hint)); err != nil {
+	err = j.once(&in, syn, opt.MAC, conn.hint)
+	if err == nil && m.off.Load()&offAccept != 0 {
+		err = ErrKeyNotFound // its accept lifetime ended as the SYN arrived
+	}
+	if err := l.record(m, nil, err); err != nil {
 		conn.Close()
 		return true, err
 	}
@@ -103,7 +107,7 @@ func (l *Listener) roles(conn *Conn, m *MKT, rnextKeyID uint8) bool {
 	if !conn.setRole(roleRNext, m) {
 		return false
 	}
-	for _, cur := range [...]*MKT{l.ring.LookupSend(peer, rnextKeyID, l.l3), l.ring.newest(peer, l.l3), m} {
+	for _, cur := range [...]*MKT{l.ring.LookupSend(peer, rnextKeyID, l.l3), l.ring.pick(peer, l.l3, offSend), m} {
 		if cur != nil && conn.setRole(roleCurrent, cur) {
 			return true
 		}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/lifetime"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/kdf"
@@ -50,6 +51,9 @@ type MKT struct {
 	// ring is the keyring the MKT is in, nil from the first moment of its
 	// delete: a verify that finishes after that refuses the segment.
 	ring atomic.Pointer[Keyring]
+	// off says whether the MKT is outside its send or accept lifetime
+	// (offSend, offAccept), as of its keyring's last Advance.
+	off atomic.Uint32
 	// users lists the connections that have the MKT as current key
 	// (users[roleCurrent]) or RNext key: a delete that would leave them
 	// without one is refused, and a forced delete moves them to the
@@ -69,6 +73,7 @@ type MKT struct {
 	exclude        bool
 	hasIfIndex     bool
 	hasPool        bool // poolID holds a reference on the pool's entry of alg
+	timed          bool // sched limits the MKT (it has a lifetime)
 	ifindex        int
 	poolID         sigpool.ID
 	added          uint64 // order of addition in its keyring (newest wins by default)
@@ -80,10 +85,13 @@ type MKT struct {
 	_    [countersPad]byte
 	good atomic.Uint64 // segments counted here: by listeners, handshakes and wiped lane entries
 	bad  atomic.Uint64
+	// sched is the MKT's lifetime, read by its keyring's Advance only
+	// (the counters' line holds nothing else that is written).
+	sched lifetime.Schedule
 }
 
 // countersPad puts an MKT's counters at the start of a line of mktAlloc.
-const countersPad = 40
+const countersPad = 32
 
 // mktAlloc is newMKT's one allocation: the MKT, its master key, and the
 // key's bytes until its template is made, the master key first: a
@@ -102,7 +110,7 @@ type mktAlloc struct {
 }
 
 // mktTail fills mktAlloc to three lines.
-const mktTail = 80
+const mktTail = 48
 
 // newMKT validates cfg and prepares its master key; the keyring takes
 // its pool reference.
@@ -122,6 +130,7 @@ func newMKT(cfg *keys.AO) (*MKT, error) {
 	m.alg, m.master = alg, &all.master
 	m.peer, m.sendID, m.recvID, m.maclen = c.Peer, c.SendID, c.RecvID, uint8(c.MACLen)
 	m.exclude, m.hasIfIndex, m.ifindex = c.ExcludeOptions, c.HasIfIndex, c.IfIndex
+	m.sched, m.timed = lifetime.Of(c.Lifetime)
 	if err := m.master.InitIn(alg, c.Key, &all.key); err != nil {
 		return nil, fmt.Errorf("%w MKT: %w", keys.ErrInvalid, err)
 	}

@@ -2,6 +2,7 @@ package ao
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 	"sync/atomic"
 )
@@ -69,26 +70,52 @@ func (c *Conn) switchTo(role int, m *MKT) error {
 	return nil
 }
 
-// leave moves c off m, a deleted MKT, in role: to rep (nil, or one that
-// does not cover c's peer: none), or, without one, revokes c. It changes
-// nothing if c left m meanwhile.
-func (c *Conn) leave(role int, m, rep *MKT) {
-	if rep != nil && !rep.covers(c.remote.Addr(), c.l3) {
-		rep = nil
-	}
-	lock2(m, rep)
-	defer unlock2(m, rep)
+// move makes to c's key in role in place of from, if c still has from
+// there (the caller read c from from's user list and let go of its
+// lock); a nil to, or one that does not cover c's peer, revokes c if
+// revoke, and changes nothing otherwise. It reports whether c moved.
+// c's addresses are read under from's lock while c is in its list: a
+// Conn leaves every list (Close) before Init rewrites them.
+func (c *Conn) move(role int, from, to *MKT, revoke bool) bool {
+	lock2(from, to)
+	defer unlock2(from, to)
 	ptr := c.role(role)
-	if ptr.Load() != m { // c is in m's list exactly while ptr holds m
-		return
+	if ptr.Load() != from { // c is in from's list exactly while ptr holds from
+		return false
 	}
-	unlink(c, role, m)
-	if rep != nil {
-		link(c, role, rep)
+	if to != nil && !to.covers(c.remote.Addr(), c.l3) {
+		to = nil
+	}
+	if to == nil && !revoke {
+		return false
+	}
+	unlink(c, role, from)
+	if to != nil {
+		link(c, role, to)
 	} else {
 		c.state.CompareAndSwap(stateOpen, stateRevoked)
 	}
-	ptr.Store(rep)
+	ptr.Store(to)
+	return true
+}
+
+// user is a connection in an MKT's user list, with the peer it had
+// there.
+type user struct {
+	c    *Conn
+	addr netip.Addr
+	l3   int
+}
+
+// usersOf returns the connections whose key in role is m, at this moment.
+func (m *MKT) usersOf(role int) []user {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []user
+	for c := m.users[role]; c != nil; c = c.link[role].next {
+		out = append(out, user{c, c.remote.Addr(), c.l3})
+	}
+	return out
 }
 
 // link puts c at the head of m's user list for role; m is locked.

@@ -29,7 +29,9 @@
 // copies it makes on the way and the keys of a file it refuses, and
 // [File.Wipe] zeroes a File's keys once keyrings hold their own. Go
 // cannot promise no other copy (a moved goroutine stack, a swapped page).
-// [CheckMode] refuses a keys file that group or others may read or write.
+// [CheckMode] refuses a keys file that group or others may read or write,
+// or that a user other than root and the process's own owns; [LoadPrivate]
+// loads a file only if CheckMode's rule holds for it.
 //
 // In order: [Load] (a path), [Read] or [Parse] gives a [File]; its entries
 // go to keyrings in one call each, all or none

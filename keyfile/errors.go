@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tcpsig/tcpsig/keys"
 )
 
 // The kinds of error, for errors.Is. Every error of Parse, Read and Load
@@ -23,6 +25,9 @@ var (
 	ErrTooLarge     = errors.New("keyfile: file too large")
 	// ErrNilReader: Read was given a nil io.Reader.
 	ErrNilReader = errors.New("keyfile: nil reader")
+	// ErrNoCause is what an [Error] without a kind (a zero or nil one,
+	// which this package never returns) unwraps to: keys.ErrNoCause.
+	ErrNoCause = keys.ErrNoCause
 )
 
 // Error is an error in a keys file. Its text names the entry and field
@@ -36,20 +41,33 @@ type Error struct {
 }
 
 // Error is "entry.field: problem" (ao[3].sndid: …), or "problem" for the
-// file as a whole.
+// file as a whole; a nil *Error says so.
 func (e *Error) Error() string {
+	if e == nil {
+		return "keyfile: nil *Error"
+	}
 	where := e.Entry
 	if e.Field != "" && e.Err != ErrUnknownField { // that message quotes the field
 		where = strings.TrimPrefix(where+"."+e.Field, ".")
 	}
-	if where == "" {
-		return e.msg
+	msg := e.msg
+	if msg == "" { // an Error this package did not make
+		msg = e.Unwrap().Error()
 	}
-	return where + ": " + e.msg
+	if where == "" {
+		return msg
+	}
+	return where + ": " + msg
 }
 
-// Unwrap returns the kind of error.
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap returns the kind of error; [ErrNoCause] for an Error without
+// one (a zero or nil *Error).
+func (e *Error) Unwrap() error {
+	if e == nil || e.Err == nil {
+		return ErrNoCause
+	}
+	return e.Err
+}
 
 // with returns e completed with a field, a kind and a message.
 func (e *Error) with(field string, kind error, msg string) *Error {

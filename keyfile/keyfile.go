@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 
@@ -77,8 +78,38 @@ func Load(path string) (*File, error) {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		st = nil // read it all the same, without a size hint
+	}
+	return load(f, st)
+}
+
+// LoadPrivate is Load for a process that acts on the file's keys, as
+// tcpsig shim does: it refuses, with [CheckMode]'s errors ([ErrOwner],
+// [ErrMode]), a file that another user owns or that group or others may
+// read or write. It judges the file it opened, not the path a second
+// time, before it reads a byte.
+func LoadPrivate(path string) (*File, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkInfo(path, st); err != nil {
+		return nil, err
+	}
+	return load(f, st)
+}
+
+// load reads the open file f, which st describes (nil: not known).
+func load(f *os.File, st fs.FileInfo) (*File, error) {
 	var size int64
-	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() {
+	if st != nil && st.Mode().IsRegular() {
 		if st.Size() > MaxSize {
 			return nil, &Error{Err: ErrTooLarge, msg: fmt.Sprintf("%d bytes, more than the %d a keys file may have", st.Size(), MaxSize)}
 		}

@@ -1,6 +1,13 @@
 package keys
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoCause is what an [EntryError] without an Err (a zero one, or a nil
+// *EntryError) unwraps to: it names an entry but not what was wrong.
+var ErrNoCause = errors.New("keys: entry error without a cause")
 
 // EntryError is the error of one entry of a list of configurations, as a
 // keyring's AddAll returns it: Kind is "ao" or "md5", Index the entry's
@@ -13,10 +20,27 @@ type EntryError struct {
 }
 
 // Error is the entry's label (see [Label]), then Err: ao[3] ("r1"): ….
-func (e *EntryError) Error() string { return Label(e.Kind, e.Index, e.Name) + ": " + e.Err.Error() }
+// An EntryError without Kind is labelled entry[i], one without Err says
+// [ErrNoCause], and a nil *EntryError says so.
+func (e *EntryError) Error() string {
+	if e == nil {
+		return "keys: nil *EntryError"
+	}
+	kind := e.Kind
+	if kind == "" {
+		kind = "entry"
+	}
+	return Label(kind, e.Index, e.Name) + ": " + e.Unwrap().Error()
+}
 
-// Unwrap returns Err, so errors.Is finds the keyring's sentinel.
-func (e *EntryError) Unwrap() error { return e.Err }
+// Unwrap returns Err, so errors.Is finds the keyring's sentinel;
+// [ErrNoCause] when there is none (a zero or nil *EntryError).
+func (e *EntryError) Unwrap() error {
+	if e == nil || e.Err == nil {
+		return ErrNoCause
+	}
+	return e.Err
+}
 
 // Label is how messages name entry i of kind ("ao" or "md5"): ao[3], or
 // ao[3] ("name") when it has a name (keyfile's messages use it too).

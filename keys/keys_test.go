@@ -122,3 +122,35 @@ func TestEntryError(t *testing.T) {
 		}
 	}
 }
+
+// An EntryError a careless caller built, zero, without Err, or nil,
+// says so and unwraps to ErrNoCause: never a panic.
+func TestEntryErrorMisuse(t *testing.T) {
+	for _, c := range []struct {
+		e    *EntryError
+		want string
+	}{
+		{&EntryError{}, `entry[0]: keys: entry error without a cause`},
+		{&EntryError{Kind: "ao", Index: 2, Name: "r1"}, `ao[2] ("r1"): keys: entry error without a cause`},
+		{&EntryError{Index: -1, Err: ErrInvalid}, `entry[-1]: keys: invalid`},
+		{nil, `keys: nil *EntryError`},
+	} {
+		var msg string
+		var unwrapped error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%#v panics: %v", c.e, r)
+				}
+			}()
+			msg, unwrapped = c.e.Error(), c.e.Unwrap()
+		}()
+		want := ErrNoCause
+		if c.e != nil && c.e.Err != nil {
+			want = c.e.Err
+		}
+		if msg != c.want || unwrapped != want || !errors.Is(c.e, want) {
+			t.Errorf("%#v: %q, unwraps to %v; want %q, %v", c.e, msg, unwrapped, c.want, want)
+		}
+	}
+}

@@ -19,23 +19,46 @@ const (
 	ipprotoMPTCP = 262 // IPPROTO_MPTCP
 )
 
-// withFD runs f on s's file descriptor.
+// withFD runs f on s's file descriptor. A socket that cannot give one (a
+// nil one, or one whose SyscallConn returns a nil RawConn or whose
+// RawConn's Control never runs f) is ErrInvalid: never a panic, and
+// never a call that did nothing and says nil.
 func withFD(s Socket, f func(fd int) error) error {
-	if s == nil {
-		return fmt.Errorf("%w: nil Socket", ErrInvalid)
-	}
-	if v := reflect.ValueOf(s); v.Kind() == reflect.Pointer && v.IsNil() {
+	if isNil(s) {
+		if s == nil {
+			return fmt.Errorf("%w: nil Socket", ErrInvalid)
+		}
 		return fmt.Errorf("%w: nil %T", ErrInvalid, s) // (*net.TCPConn)(nil).SyscallConn panics
 	}
 	rc, err := s.SyscallConn()
 	if err != nil {
 		return fmt.Errorf("linuxsock: %w", err)
 	}
+	if isNil(rc) {
+		return fmt.Errorf("%w: the SyscallConn of %T returned a nil syscall.RawConn", ErrInvalid, s)
+	}
+	ran := false
 	var ferr error
-	if err := rc.Control(func(fd uintptr) { ferr = f(int(fd)) }); err != nil {
+	if err := rc.Control(func(fd uintptr) { ran, ferr = true, f(int(fd)) }); err != nil {
 		return fmt.Errorf("linuxsock: %w", err)
 	}
+	if !ran {
+		return fmt.Errorf("%w: the RawConn of %T did not run the call on its descriptor", ErrInvalid, s)
+	}
 	return ferr
+}
+
+// isNil reports whether v is nil, or a nil pointer (or map, slice, func,
+// channel) in an interface, whose methods would dereference nil.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // isIPv6 reports whether fd is an AF_INET6 socket.

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/lifetime"
 	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/keys"
@@ -18,7 +19,8 @@ import (
 var ErrNoSuchKey = errors.New("md5sig: no such key")
 
 // ErrDuplicate is AddAll's error for an entry of the same peer prefix and
-// binding as an earlier one of the list, which it would silently replace.
+// binding as an earlier one of the list, which it would silently replace
+// (unless both have lifetimes: then they are the peer's schedule).
 var ErrDuplicate = errors.New("md5sig: another entry of the list has this peer and binding")
 
 // scratchSize is what one digest needs of the pool's scratch: the IPv6
@@ -41,10 +43,19 @@ type Key struct {
 	poolID  sigpool.ID
 	hasPool bool // poolID holds a reference on the pool's TCP-MD5 entry
 	deleted bool // removed from its keyring; under ring.mu
+	timed   bool // sched limits the key (it has a lifetime)
+	sched   lifetime.Schedule
+	// off holds the lifetime state bits as of the keyring's last Advance,
+	// and gone once the key is deleted or replaced: then it is no
+	// longer a peer's key for a Sign or Verify that names it.
+	off atomic.Uint32
 
 	guard     reclaim.Guard
 	good, bad atomic.Uint64
 }
+
+// gone is Key.off's bit of a key that left its keyring.
+const gone = 1 << 31
 
 // matchesL3 reports whether the key applies in L3 domain l3 (Linux: a key
 // without TCP_MD5SIG_FLAG_IFINDEX matches every domain).
@@ -65,6 +76,7 @@ func newKey(cfg *keys.MD5, r *Keyring) (*Key, error) {
 		return nil, err
 	}
 	k := &Key{peer: c.Peer, ifindex: c.IfIndex, bound: c.HasIfIndex, ring: r, secret: new(mac.Key)}
+	k.sched, k.timed = lifetime.Of(c.Lifetime)
 	if err := k.secret.Init(mac.TCPMD5, c.Key); err != nil {
 		k.secret.Wipe()
 		return nil, fmt.Errorf("%w TCP-MD5 key: %v", keys.ErrInvalid, err)
@@ -92,6 +104,15 @@ func (k *Key) Peer() netip.Prefix {
 	}
 	return k.peer
 }
+
+// SendActive reports whether the key is inside its send lifetime as of
+// its keyring's last Advance (RFC 8177's send-lifetime-active).
+func (k *Key) SendActive() bool { return k != nil && k.off.Load()&(lifetime.OffSend|gone) == 0 }
+
+// AcceptActive reports whether the key is inside its accept lifetime,
+// widened by its tolerance, as of its keyring's last Advance (RFC 8177's
+// accept-lifetime-active).
+func (k *Key) AcceptActive() bool { return k != nil && k.off.Load()&(lifetime.OffAccept|gone) == 0 }
 
 // IfIndex returns the L3 index and whether the key is bound to it.
 func (k *Key) IfIndex() (int, bool) {

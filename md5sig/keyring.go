@@ -6,8 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/tcpsig/tcpsig/internal/lifetime"
 	"github.com/tcpsig/tcpsig/internal/prefixmap"
-	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/sigpool"
@@ -28,6 +28,11 @@ type Keyring struct {
 	// have Linux l3index 0, so neither wins over the other; the longer
 	// prefix does, then the newer key).
 	keys prefixmap.Map[*Key]
+	// The lifetimes (lifetime.go), under mu: the clock (nil: time.Now),
+	// how many keys have a lifetime, and Run's wake-up.
+	clock lifetime.Clock
+	timed int
+	wake  chan struct{}
 
 	counters
 }
@@ -113,7 +118,7 @@ func (r *Keyring) AddAll(cfgs []keys.MD5, names []string) ([]*Key, error) {
 	for i := range cfgs {
 		k, err := newKey(&cfgs[i], r)
 		if err == nil {
-			if j, dup := seen[desc{k.peer, k.ifindex, k.bound}]; dup {
+			if j, dup := seen[desc{k.peer, k.ifindex, k.bound}]; dup && !(k.timed && ks[j].timed) {
 				k.guard.Retire(k.wipe)
 				err = fmt.Errorf("%w: %s", ErrDuplicate, keys.Label("md5", j, nameAt(names, j)))
 			}
@@ -164,13 +169,22 @@ func (r *Keyring) insert(ks []*Key) error {
 	var one [1]*Key
 	olds := one[:0] // the keys replaced
 	for _, k := range ks {
+		if k.timed {
+			k.off.Store(k.sched.Off(lifetime.Clock(r.clock).Now()))
+			r.timed++
+			lifetime.Kick(r.wake)
+		}
 		// newKey validated the prefix, so the insert cannot fail.
 		_ = r.keys.Insert(k.peer, tag(k.ifindex), k)
-		old, replaced := r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool {
-			return o != k && o.same(k.peer, k.ifindex, k.bound)
-		})
-		if replaced {
-			old.deleted = true
+		for {
+			// Keys with lifetimes are a schedule: they stay side by side.
+			old, replaced := r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool {
+				return o != k && o.same(k.peer, k.ifindex, k.bound) && !(o.timed && k.timed)
+			})
+			if !replaced {
+				break
+			}
+			r.unindex(old)
 			olds = append(olds, old)
 		}
 	}
@@ -203,8 +217,8 @@ func (r *Keyring) Delete(k *Key, opts DeleteOptions) error {
 		r.mu.Unlock()
 		return ErrNoSuchKey
 	}
-	k.deleted = true
 	r.keys.Delete(k.peer, tag(k.ifindex), func(o *Key) bool { return o == k })
+	r.unindex(k)
 	r.mu.Unlock()
 	if opts.Async {
 		k.guard.Retire(k.wipe)
@@ -212,6 +226,16 @@ func (r *Keyring) Delete(k *Key, opts DeleteOptions) error {
 		k.guard.RetireWait(k.wipe)
 	}
 	return nil
+}
+
+// unindex marks k, just taken out of the index, deleted; under r.mu.
+func (r *Keyring) unindex(k *Key) {
+	k.deleted = true
+	k.off.Or(gone)
+	if k.timed {
+		r.timed--
+		lifetime.Kick(r.wake)
+	}
 }
 
 // Find returns the key added with exactly this peer prefix and binding,
@@ -237,10 +261,11 @@ func (r *Keyring) Find(peer netip.Prefix, ifindex int, hasIfIndex bool) *Key {
 	return found
 }
 
-// Lookup returns the key Sign and Verify use for peer addr in L3 domain
-// l3index, or nil: Linux's tcp_md5_do_lookup. Of the keys whose prefix
-// contains addr and that apply in the domain, a key bound to a non-zero L3
-// index wins over the others, then the longest prefix wins.
+// Lookup returns the key that covers peer addr in L3 domain l3index, or
+// nil: Linux's tcp_md5_do_lookup. Of the keys whose prefix contains addr
+// and that apply in the domain, a key bound to a non-zero L3 index wins
+// over the others, then the longest prefix wins (then the newest: a
+// schedule's keys share one prefix, see SignWith).
 func (r *Keyring) Lookup(addr netip.Addr, l3index int) *Key {
 	return r.lookup(addr, l3index)
 }
@@ -267,21 +292,6 @@ func (r *Keyring) lookup(addr netip.Addr, l3 int) *Key {
 		return true
 	})
 	return found
-}
-
-// acquire returns the key for a peer, pinned, or nil. A key that is
-// retired between the lookup and the pin has already left the index, so
-// looking up again finds what replaced it, if anything.
-func (r *Keyring) acquire(addr netip.Addr, l3 int) (*Key, reclaim.Pin) {
-	for {
-		k := r.lookup(addr, l3)
-		if k == nil {
-			return nil, reclaim.Pin{}
-		}
-		if pin, ok := k.guard.Acquire(); ok {
-			return k, pin
-		}
-	}
 }
 
 // Len returns the number of keys.

@@ -2,7 +2,10 @@ package md5sig
 
 import (
 	"errors"
+	"net/netip"
 
+	"github.com/tcpsig/tcpsig/internal/lifetime"
+	"github.com/tcpsig/tcpsig/internal/reclaim"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -29,25 +32,38 @@ var (
 // destination in L3 domain l3index (0 outside any VRF) and writes it into
 // the MD5 option the stack reserved (see [AppendOption]). It returns
 // [ErrNoOption] if the header has none and [ErrNoKey] (counted as
-// KeyNotFound) if no key covers the destination.
+// KeyNotFound) if no key covers the destination, or none of the peer's
+// is inside its send lifetime.
 func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
+	_, err := r.SignWith(seg, l3index, nil)
+	return err
+}
+
+// SignWith is Sign for a connection whose peer was last seen signing with
+// peerKey (what VerifyWith returned; nil: not yet): it signs with
+// peerKey while that is still one of the peer's keys inside its accept
+// lifetime, else with the peer's key whose send lifetime began last. A
+// peer that has one key at a time (a router's password) thus gets the
+// key it uses, whichever end changed first. It returns the key it signed
+// with.
+func (r *Keyring) SignWith(seg *segment.Segment, l3index int, peerKey *Key) (*Key, error) {
 	if r == nil {
-		return ErrNotInitialized
+		return nil, ErrNotInitialized
 	}
 	if err := seg.Check(); err != nil {
-		return err
+		return nil, err
 	}
 	auth := seg.Auth()
 	if auth.MD5 == 0 {
-		return ErrNoOption
+		return nil, ErrNoOption
 	}
 	if !optionHolds(seg) {
-		return segment.ErrUnparsed
+		return nil, segment.ErrUnparsed
 	}
-	k, pin := r.acquire(seg.Dst(), l3index)
+	k, pin := r.signer(seg.Dst(), l3index, peerKey)
 	if k == nil {
 		r.keyNotFound.Add(1)
-		return ErrNoKey
+		return nil, ErrNoKey
 	}
 	var sum [DigestSize]byte
 	err := k.digest(seg, &sum)
@@ -55,7 +71,10 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 		copy(seg.Header()[auth.MD5+2:auth.MD5+OptionLen], sum[:])
 	}
 	k.guard.Release(pin)
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // Verify checks a received segment with the key for its source in L3
@@ -68,53 +87,201 @@ func (r *Keyring) Sign(seg *segment.Segment, l3index int) error {
 //	wrong signature     ErrBadMAC      (TCPMD5Failure)
 //	TCP-AO option       ErrAOOption
 //
-// A segment that does not pass [segment.Segment.Check] is refused first
-// with its error; malformed options never get that far, since the parse
-// refused them.
+// A peer with a schedule of keys: the segment verifies with any of them
+// inside its accept lifetime, and with none outside it. A segment that
+// does not pass [segment.Segment.Check] is refused first with its error;
+// malformed options never get that far, since the parse refused them.
 func (r *Keyring) Verify(seg *segment.Segment, l3index int) error {
+	_, err := r.VerifyWith(seg, l3index, nil)
+	return err
+}
+
+// VerifyWith is Verify trying peerKey first (the key the peer signed
+// with last), and returns the key that verified seg: nil for a segment
+// that may be processed unsigned.
+func (r *Keyring) VerifyWith(seg *segment.Segment, l3index int, peerKey *Key) (*Key, error) {
 	if r == nil {
-		return ErrNotInitialized
+		return nil, ErrNotInitialized
 	}
 	if err := seg.Check(); err != nil {
-		return err
+		return nil, err
 	}
 	auth := seg.Auth()
 	if auth.AO > 0 {
-		return ErrAOOption
+		return nil, ErrAOOption
 	}
-	k, pin := r.acquire(seg.Src(), l3index)
-	if auth.MD5 == 0 {
-		if k == nil {
-			return nil
-		}
-		k.guard.Release(pin)
+	g := r.group(seg.Src(), l3index)
+	switch {
+	case auth.MD5 == 0 && g.n == 0:
+		return nil, nil
+	case auth.MD5 == 0:
 		r.missing.Add(1)
-		return ErrMissing
-	}
-	if k == nil {
+		return nil, ErrMissing
+	case g.n == 0:
 		r.unexpected.Add(1)
-		return ErrUnexpected
+		return nil, ErrUnexpected
+	case !optionHolds(seg):
+		return nil, segment.ErrUnparsed
 	}
-	if !optionHolds(seg) {
+	got := seg.Header()[auth.MD5+2 : auth.MD5+2+DigestSize]
+	for {
+		g.first(peerKey)
+		k, tried, err := g.verify(seg, got)
+		if err != nil || k != nil {
+			return k, err
+		}
+		if tried != nil {
+			r.bad.Add(1)
+			tried.bad.Add(1)
+			return nil, ErrBadMAC
+		}
+		// Every key the lookup found was deleted as the segment arrived,
+		// or none is inside its accept lifetime: a deleted key has left
+		// the index, so looking up again finds what replaced it.
+		switch g = r.group(seg.Src(), l3index); {
+		case g.n == 0:
+			r.unexpected.Add(1)
+			return nil, ErrUnexpected
+		case g.accepting() == 0:
+			r.bad.Add(1)
+			return nil, ErrBadMAC
+		}
+	}
+}
+
+// verify tries the keys of g inside their accept lifetimes in order and
+// returns the one that verifies seg (got is its digest), else the first
+// it tried (nil: it could pin none).
+func (g *group) verify(seg *segment.Segment, got []byte) (k, tried *Key, err error) {
+	for _, k := range g.keys[:g.n] {
+		if k.off.Load()&(lifetime.OffAccept|gone) != 0 {
+			continue
+		}
+		pin, ok := k.guard.Acquire()
+		if !ok {
+			continue // deleted as the segment arrived
+		}
+		var sum [DigestSize]byte
+		err := k.digest(seg, &sum)
+		good := err == nil && mac.Equal(sum[:], got)
 		k.guard.Release(pin)
-		return segment.ErrUnparsed
+		switch {
+		case err != nil:
+			return nil, nil, err
+		case good:
+			k.ring.good.Add(1)
+			k.good.Add(1)
+			return k, nil, nil
+		case tried == nil:
+			tried = k
+		}
 	}
-	var sum [DigestSize]byte
-	err := k.digest(seg, &sum)
-	off := auth.MD5 + 2
-	good := err == nil && mac.Equal(sum[:], seg.Header()[off:off+DigestSize])
-	k.guard.Release(pin)
-	if err != nil {
-		return err
+	return nil, tried, nil
+}
+
+// accepting counts g's keys inside their accept lifetimes and not
+// deleted.
+func (g *group) accepting() int {
+	n := 0
+	for _, k := range g.keys[:g.n] {
+		if k.off.Load()&(lifetime.OffAccept|gone) == 0 {
+			n++
+		}
 	}
-	if !good {
-		r.bad.Add(1)
-		k.bad.Add(1)
-		return ErrBadMAC
+	return n
+}
+
+// maxSchedule bounds the keys of one peer and binding that a segment
+// tries: a schedule's old, current and next key, and one more.
+const maxSchedule = 4
+
+// group is the keys of the peer and binding Linux's tcp_md5_do_lookup
+// picks for an address: one key, or a schedule's keys, newest first.
+type group struct {
+	keys [maxSchedule]*Key
+	n    int
+}
+
+// group returns the keys that apply to addr in l3: of the keys whose
+// prefix contains addr and that apply in the domain, those bound to a
+// non-zero L3 index win over the others, then the longest prefix.
+func (r *Keyring) group(addr netip.Addr, l3 int) group {
+	var g group
+	collect := func(p netip.Prefix, k *Key) bool {
+		if g.n == 0 {
+			if k.matchesL3(l3) {
+				g.keys[0], g.n = k, 1
+			}
+			return true
+		}
+		f := g.keys[0]
+		if p.Bits() != f.peer.Bits() {
+			return false // a shorter prefix: the group is complete
+		}
+		if g.n < maxSchedule && k.same(f.peer, f.ifindex, f.bound) {
+			g.keys[g.n] = k
+			g.n++
+		}
+		return true
 	}
-	r.good.Add(1)
-	k.good.Add(1)
-	return nil
+	if l3 > 0 {
+		r.keys.Lookup(addr, tag(l3), collect)
+		if g.n > 0 {
+			return g
+		}
+	}
+	r.keys.Lookup(addr, 0, collect)
+	return g
+}
+
+// first moves k to the front of g if it is one of g's keys.
+func (g *group) first(k *Key) {
+	for i := 1; k != nil && i < g.n; i++ {
+		if g.keys[i] == k {
+			copy(g.keys[1:i+1], g.keys[:i])
+			g.keys[0] = k
+			return
+		}
+	}
+}
+
+// signer returns the key a Sign to addr uses, pinned (see SignWith), or
+// nil. A key deleted between the lookup and the pin has left the index,
+// so looking up again finds what replaced it, if anything.
+func (r *Keyring) signer(addr netip.Addr, l3 int, peerKey *Key) (*Key, reclaim.Pin) {
+	for {
+		g := r.group(addr, l3)
+		k, pin, retry := g.signer(peerKey)
+		if !retry {
+			return k, pin
+		}
+	}
+}
+
+// signer returns the key of g a Sign uses, pinned, or nil; retry if that
+// key was deleted as it was picked.
+func (g *group) signer(peerKey *Key) (k *Key, pin reclaim.Pin, retry bool) {
+	for _, k := range g.keys[:g.n] {
+		if k == peerKey && k.off.Load()&(lifetime.OffAccept|gone) == 0 {
+			if pin, ok := k.guard.Acquire(); ok {
+				return k, pin, false
+			}
+		}
+	}
+	var best *Key
+	for _, k := range g.keys[:g.n] {
+		if k.off.Load()&(lifetime.OffSend|gone) == 0 && (best == nil || k.sched.SendFrom > best.sched.SendFrom) {
+			best = k
+		}
+	}
+	if best == nil {
+		return nil, reclaim.Pin{}, false
+	}
+	pin, ok := best.guard.Acquire()
+	if !ok {
+		return nil, reclaim.Pin{}, true
+	}
+	return best, pin, false
 }
 
 // digest computes the RFC 2385 signature of seg as Linux's

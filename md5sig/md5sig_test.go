@@ -435,9 +435,10 @@ func TestDelete(t *testing.T) {
 
 	// Async delete while a reader holds the key: the wipe waits for it.
 	k = mustAdd(t, r, keys.MD5{Peer: pfx("2001:db8::/64"), Key: []byte("async")})
-	got, pin := r.acquire(addr("2001:db8::2"), 0)
+	g := r.group(addr("2001:db8::2"), 0)
+	got, pin, _ := g.signer(nil)
 	if got != k {
-		t.Fatal("acquire found another key")
+		t.Fatal("the signer's pin found another key")
 	}
 	if err := r.Delete(k, DeleteOptions{Async: true}); err != nil {
 		t.Fatal(err)

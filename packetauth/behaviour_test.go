@@ -570,11 +570,8 @@ func TestMisuse(t *testing.T) {
 	}
 	var zl Layer
 	pkt, _ := segment.AppendPacket(nil, segment.IP{Src: addrA4, Dst: addrB4}, segment.Fields{Flags: segment.SYN}, nil)
-	if out, err := zl.Outbound(nil, pkt); err != nil || len(out) != len(pkt) {
-		t.Fatal(err)
-	}
-	if err := zl.Seed(ao.Endpoint{}); !errors.Is(err, ErrNotCovered) {
-		t.Fatal(err)
+	if out, err := zl.Outbound(nil, pkt); !errors.Is(err, ErrNotSetUp) || out != nil { // every method: TestNotSetUp
+		t.Fatalf("a zero Layer's Outbound: %d bytes, %v, want ErrNotSetUp", len(out), err)
 	}
 	for _, c := range []Config{{Idle: -1}, {TimeWait: -1}, {MaxConns: -1}, {L3Index: -1}} {
 		if _, err := New(c); !errors.Is(err, ErrConfig) {

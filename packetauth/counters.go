@@ -181,7 +181,7 @@ func isSegmentError(err error) bool {
 // Counters returns the layer's totals.
 func (l *Layer) Counters() Counters {
 	var c Counters
-	if l == nil {
+	if !l.setUp() {
 		return c
 	}
 	for i := range l.shards {

@@ -32,7 +32,11 @@ var (
 	ErrOptions  = errors.New("packetauth: malformed TCP options from the local stack")
 	ErrFull     = errors.New("packetauth: too many tracked connections")
 	ErrClosed   = errors.New("packetauth: layer closed")
-	ErrConfig   = errors.New("packetauth: invalid configuration") // a negative Config field, no keyring, or a nil *Layer
+	ErrConfig   = errors.New("packetauth: invalid configuration") // a negative Config field, no keyring, or a Layer not made by New
+	// ErrNotSetUp: a method of a nil *Layer or of a zero Layer (one New
+	// did not make). It covers nobody, so it passes nothing: every packet
+	// is refused. It wraps ErrConfig.
+	ErrNotSetUp = fmt.Errorf("%w: nil or zero Layer (make one with New)", ErrConfig)
 	// ErrNoKeyring: a Config with neither keyring would cover nobody and
 	// pass every packet unsigned; give an empty keyring to cover peers
 	// added later.
@@ -71,6 +75,9 @@ type Config struct {
 // Layer signs what the local stack sends and verifies what it receives,
 // on whole IPv4/IPv6 packets (no link header). Safe for concurrent use:
 // Outbound and Inbound may run at the same time from different goroutines.
+// Make one with New: a nil *Layer or a zero Layer refuses every packet
+// and every call that returns an error (ErrNotSetUp), and does nothing
+// otherwise.
 type Layer struct {
 	cfg      Config
 	listener *ao.Listener // verifies SYNs of TCP-AO peers, as a listening socket
@@ -109,6 +116,13 @@ func New(cfg Config) (*Layer, error) {
 	return l, nil
 }
 
+// setUp reports whether New made l: a nil *Layer or a zero Layer covers
+// nobody and would pass every packet unsigned, so its methods refuse
+// (ErrNotSetUp) or do nothing.
+func (l *Layer) setUp() bool {
+	return l != nil && (l.cfg.AO != nil || l.cfg.MD5 != nil)
+}
+
 // Overhead is the most option bytes Outbound adds to a packet: 20 when any
 // key is configured (a TCP-AO option with the longest MAC an MKT may have,
 // ao.OptionSpace(keys.MaxMACLen), or NOP NOP + the 18-byte MD5 option), 0
@@ -116,7 +130,7 @@ func New(cfg Config) (*Layer, error) {
 // MKTs may be added while connections run and a stack's MTU cannot grow
 // back. A front end reports MTU − Overhead to its stack.
 func (l *Layer) Overhead() int {
-	if l == nil || l.cfg.AO == nil && l.cfg.MD5 == nil {
+	if !l.setUp() {
 		return 0
 	}
 	return ao.OptionSpace(keys.MaxMACLen)

@@ -47,8 +47,8 @@ func (l *Layer) cover(peer netip.Addr) Kind {
 // RST it cannot sign (RFC 5925 §7.7); the peer's own timers then end its
 // side. TCP-MD5 needs no ISNs: every segment to an MD5 peer is signed.
 func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
-	if l == nil {
-		return nil, ErrConfig
+	if !l.setUp() {
+		return nil, ErrNotSetUp
 	}
 	p := packet{raw: pkt}
 	var err error
@@ -307,8 +307,8 @@ func insertOption(dst []byte, p *packet, opt []byte) ([]byte, packet, error) {
 // tracked connection (else ErrNoConn). Fragments to or from covered peers
 // are dropped (ErrFragment): one fragment carries no verifiable segment.
 func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
-	if l == nil {
-		return nil, ErrConfig
+	if !l.setUp() {
+		return nil, ErrNotSetUp
 	}
 	p := packet{raw: pkt}
 	var err error
@@ -524,37 +524,48 @@ func (l *Layer) unparsed(pkt []byte, err error, inbound bool) ([]byte, error) {
 	return nil, l.drop(sh, nil, err)
 }
 
-// icmp returns ErrICMP for an inbound ICMP hard error (RFC 5925 §7.8:
-// ICMPv4 destination unreachable codes 2–4, ICMPv6 codes 1 and 4, past
-// any extension headers) that quotes a segment of a tracked TCP-AO
-// connection, unless the policy accepts ICMP; as Linux's
-// tcp_ao_ignore_icmp, it is counted on the connection. A hard error in
-// fragments (no router sends one: it fits the minimum MTU) whose first
-// fragment does not show an uncovered peer is refused too, since the
-// kernel would reassemble it past this check. Anything else is the
-// stack's to judge.
+// icmp returns ErrICMP for an inbound ICMP hard error (RFC 5925 §7.8,
+// segment.ICMP.HardError) for a TCP-AO connection, unless the policy
+// accepts ICMP. It reads the message and its quoted packet as the kernel
+// does (segment.ICMP.Quoted) and fails closed: it passes a hard error
+// only when it quotes a peer no key covers, or a packet the kernel would
+// hand to another protocol than TCP, or a whole TCP segment of no
+// tracked TCP-AO connection. Anything it cannot judge is dropped: a
+// quoted packet cut short or the kernel would not take; a hard error in
+// fragments (no router sends one: it fits the minimum MTU) that quotes a
+// covered peer, since the kernel would reassemble it past this check;
+// and a first fragment cut before its ICMP header. A hard error for a
+// tracked connection is counted on it, as Linux's tcp_ao_ignore_icmp.
+// Anything else, later fragments included (without their first the
+// kernel never reassembles them), is the stack's to judge.
 func (l *Layer) icmp(pkt []byte) error {
+	if l.cfg.Policy.AcceptICMP {
+		return nil
+	}
 	m, err := segment.ParseICMP(pkt)
-	if err != nil || !m.HardError() {
-		return nil
-	}
-	// The quoted packet is one we sent: its source is the local end.
-	local, remote, ok := m.QuotedTCP()
-	if m.Fragment {
-		if l.cfg.Policy.AcceptICMP || ok && l.cover(remote.Addr()) == 0 {
-			return nil
-		}
+	switch {
+	case err != nil && m.Fragment:
 		return ErrICMP
-	}
-	if !ok {
+	case err != nil || !m.HardError():
 		return nil
 	}
-	t := tupleOf(local, remote)
+	// The quoted packet is one we sent: its destination is the peer.
+	q, err := m.Quoted()
+	switch {
+	case q.Dst.IsValid() && l.cover(q.Dst.Addr()) == 0:
+		return nil
+	case err != nil || m.Fragment && q.TCP():
+		return ErrICMP
+	case !q.TCP():
+		return nil
+	}
+	t := tupleOf(q.Src, q.Dst)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
-	if c == nil || c.kind != KindAO || c.ao.ICMP(m.V6, m.Type, m.Code) {
+	if c == nil || c.kind != KindAO {
 		return nil
 	}
+	c.ao.ICMP(m.V6, m.Type, m.Code) // counts it on the connection
 	c.dropped.Add(1)
 	return ErrICMP
 }

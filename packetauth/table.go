@@ -184,7 +184,7 @@ func (l *Layer) remove(t *tuple, c *conn) {
 // the previous Expire counts as seen at now, so idleness is measured in
 // Expire periods (tick well below Idle).
 func (l *Layer) Expire(now time.Time) {
-	if l == nil {
+	if !l.setUp() {
 		return
 	}
 	idle := now.Add(-l.cfg.Idle).UnixNano()
@@ -218,7 +218,7 @@ func (l *Layer) Expire(now time.Time) {
 // afterwards covered peers' packets are dropped with ErrClosed and
 // uncovered ones still pass.
 func (l *Layer) Close() {
-	if l == nil {
+	if !l.setUp() {
 		return
 	}
 	l.closed.Store(true)
@@ -238,7 +238,7 @@ func (l *Layer) Close() {
 // yield returns false (a range-over-func iterator). yield runs without
 // the table's locks held.
 func (l *Layer) Conns(yield func(ConnInfo) bool) {
-	if l == nil || yield == nil {
+	if !l.setUp() || yield == nil {
 		return
 	}
 	var batch []ConnInfo
@@ -261,7 +261,7 @@ func (l *Layer) Conns(yield func(ConnInfo) bool) {
 func (c *conn) info() ConnInfo {
 	ci := ConnInfo{Local: c.local, Remote: c.remote, Kind: c.kind, State: c.State(),
 		Signed: c.signed.Load(), Verified: c.verified.Load(), Dropped: c.dropped.Load(),
-		LastSeen: time.Unix(0, c.last.Load()), Revoked: c.revoked.Load()}
+		LastSeen: time.Unix(0, c.last.Load()), Revoked: c.revoked.Load() || c.kind == KindAO && c.ao.Revoked()}
 	if c.kind == KindAO && !ci.Revoked {
 		ep := c.ao.Endpoint()
 		ci.LocalISN, ci.RemoteISN = ep.LocalISN, ep.RemoteISN
@@ -280,7 +280,7 @@ func (c *conn) info() ConnInfo {
 // starts a connection afresh. match runs under the table's locks: it must
 // not call the layer. Revoke returns the number of connections revoked.
 func (l *Layer) Revoke(match func(ConnInfo) bool) int {
-	if l == nil || match == nil {
+	if !l.setUp() || match == nil {
 		return 0
 	}
 	n := 0
@@ -308,7 +308,7 @@ func (l *Layer) Revoke(match func(ConnInfo) bool) int {
 // revoked sessions still need (a session whose packets stop reaching the
 // layer is never revoked by a packet). It returns how many it revoked.
 func (l *Layer) RevokeUncovered() int {
-	if l == nil {
+	if !l.setUp() {
 		return 0
 	}
 	n := 0
@@ -339,7 +339,7 @@ func (l *Layer) revoke(c *conn) bool {
 	case KindMD5:
 		gone = l.cover(c.remote.Addr()) != KindMD5
 	case KindAO:
-		gone = c.ao.Current() == nil
+		gone = c.ao.Revoked() || c.ao.Current() == nil
 	}
 	if gone {
 		c.revoked.Store(true)
@@ -362,7 +362,7 @@ func (l *Layer) lookup(t *tuple) (*shard, *conn) {
 // (a key pinned through it after the connection was freed stays pinned);
 // [Layer.SetCurrent] and [Layer.SetRNext] have no such caveat.
 func (l *Layer) Conn(local, remote netip.AddrPort) (*ao.Conn, bool) {
-	if l == nil {
+	if !l.setUp() {
 		return nil, false
 	}
 	t := tupleOf(local, remote)
@@ -383,8 +383,8 @@ func (l *Layer) Conn(local, remote netip.AddrPort) (*ao.Conn, bool) {
 // its connection all the same. A tracked connection with the same
 // addresses is replaced.
 func (l *Layer) Seed(ep ao.Endpoint) error {
-	if l == nil {
-		return ErrConfig
+	if !l.setUp() {
+		return ErrNotSetUp
 	}
 	local := netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
 	remote := netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
@@ -416,8 +416,8 @@ func (l *Layer) Seed(ep ao.Endpoint) error {
 // connections it had revoked, which would otherwise reach the stack
 // unchecked. A tracked connection with the same addresses is replaced.
 func (l *Layer) SeedRevoked(local, remote netip.AddrPort, kind Kind) error {
-	if l == nil {
-		return ErrConfig
+	if !l.setUp() {
+		return ErrNotSetUp
 	}
 	if kind != KindAO && kind != KindMD5 {
 		return fmt.Errorf("%w: kind %d", ErrConfig, kind)
@@ -436,7 +436,7 @@ func (l *Layer) SeedRevoked(local, remote netip.AddrPort, kind Kind) error {
 // TCP-AO connection local↔remote (addresses, ISNs, SNEs, key IDs: what
 // [Layer.Seed] takes back, after a restart of the front end), or false.
 func (l *Layer) Export(local, remote netip.AddrPort) (ao.Endpoint, bool) {
-	if l == nil {
+	if !l.setUp() {
 		return ao.Endpoint{}, false
 	}
 	t := tupleOf(local, remote)
@@ -470,8 +470,8 @@ func (l *Layer) SetRNext(local, remote netip.AddrPort, recvID uint8) error {
 // rotate applies set to the connection's ao.Conn while it is tracked (the
 // shard read-locked, so it cannot be freed meanwhile).
 func (l *Layer) rotate(local, remote netip.AddrPort, set func(*ao.Conn) error) error {
-	if l == nil {
-		return ErrConfig
+	if !l.setUp() {
+		return ErrNotSetUp
 	}
 	t := tupleOf(local, remote)
 	sh, c := l.lookup(&t)

@@ -41,7 +41,35 @@ const (
 	pcapngEPB      = 6
 )
 
-var errTruncated = errors.New("the file ends in the middle of a packet (truncated capture)")
+// ErrCapture is wrapped by every error of Open and Capture.Next about
+// the capture itself (not a pcap or pcapng file, truncated, a block or a
+// link type it cannot read, or the reader's own error, which stays
+// wrapped too); the error's text is its own one line, for a report.
+var ErrCapture = errors.New("pcapverify: unreadable capture")
+
+// captureError is an error about the capture: its message, wrapping
+// ErrCapture and the cause, if any.
+type captureError struct {
+	msg   string
+	cause error
+}
+
+func (e *captureError) Error() string { return e.msg }
+
+func (e *captureError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrCapture}
+	}
+	return []error{ErrCapture, e.cause}
+}
+
+// captureErrorf is a captureError of cause (nil for none) with the
+// formatted message.
+func captureErrorf(cause error, format string, a ...any) error {
+	return &captureError{msg: fmt.Sprintf(format, a...), cause: cause}
+}
+
+var errTruncated = captureErrorf(nil, "the file ends in the middle of a packet (truncated capture)")
 
 // A Capture reads the frames of a pcap or pcapng file (gzipped or not),
 // one at a time into pcapgo's reused buffer, and finds the IP packet in
@@ -64,16 +92,16 @@ func Open(r io.Reader) (*Capture, error) {
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, fmt.Errorf("gzip: %v", err)
+			return nil, captureErrorf(err, "gzip: %v", err)
 		}
 		br = bufio.NewReaderSize(zr, 1<<16)
 	}
 	magic, err := br.Peek(4)
 	if err != nil {
 		if len(magic) == 0 {
-			return nil, errors.New("empty file, not a pcap or pcapng capture")
+			return nil, captureErrorf(nil, "empty file, not a pcap or pcapng capture")
 		}
-		return nil, errors.New("not a pcap or pcapng capture (too short)")
+		return nil, captureErrorf(nil, "not a pcap or pcapng capture (too short)")
 	}
 	if binary.LittleEndian.Uint32(magic) == pcapngSHB {
 		c := &Capture{guard: &ngGuard{r: br}}
@@ -89,11 +117,11 @@ func Open(r io.Reader) (*Capture, error) {
 	case binary.BigEndian.Uint32(magic) == pcapMagicMicro || binary.BigEndian.Uint32(magic) == pcapMagicNano:
 		order = binary.BigEndian
 	default:
-		return nil, errors.New("not a pcap or pcapng capture")
+		return nil, captureErrorf(nil, "not a pcap or pcapng capture")
 	}
 	h, err := br.Peek(24)
 	if err != nil {
-		return nil, errors.New("pcap: file header truncated")
+		return nil, captureErrorf(nil, "pcap: file header truncated")
 	}
 	// pcapgo keeps 16 bits of the link type; the upper 6 are FCS flags.
 	lt := order.Uint32(h[20:]) & 0x03ffffff
@@ -138,7 +166,10 @@ func (c *Capture) Next() (ip []byte, truncated bool, err error) {
 // the guard's, which names the block at fault.
 func (c *Capture) explain(err error) error {
 	if c.guard != nil && c.guard.err != nil && c.guard.err != io.EOF {
-		return c.guard.err
+		if errors.Is(c.guard.err, ErrCapture) {
+			return c.guard.err
+		}
+		return captureErrorf(c.guard.err, "%v", c.guard.err) // the reader's own
 	}
 	switch {
 	case err == io.EOF || err == errTruncated:
@@ -146,9 +177,9 @@ func (c *Capture) explain(err error) error {
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errTruncated
 	case c.guard != nil:
-		return fmt.Errorf("pcapng: %v", err)
+		return captureErrorf(err, "pcapng: %v", err)
 	}
-	return fmt.Errorf("pcap: %v", err)
+	return captureErrorf(err, "pcap: %v", err)
 }
 
 // ngGuard passes a pcapng stream on to pcapgo, checking each block's
@@ -199,7 +230,7 @@ func (g *ngGuard) block() (int, error) {
 		case binary.BigEndian.Uint32(h[8:]):
 			g.order = binary.BigEndian
 		default:
-			return 0, errors.New("pcapng: section header with a bad byte-order magic")
+			return 0, captureErrorf(nil, "pcapng: section header with a bad byte-order magic")
 		}
 		g.ifaces = 0
 	}
@@ -219,23 +250,23 @@ func (g *ngGuard) block() (int, error) {
 		keep = false
 	}
 	if total < 12+need || total%4 != 0 || (keep && total > maxRecord) {
-		return 0, fmt.Errorf("pcapng: block of length %d", total)
+		return 0, captureErrorf(nil, "pcapng: block of length %d", total)
 	}
 	switch typ {
 	case pcapngIDB:
 		if g.ifaces++; g.ifaces > maxInterfaces {
-			return 0, fmt.Errorf("pcapng: more than %d interfaces in a section", maxInterfaces)
+			return 0, captureErrorf(nil, "pcapng: more than %d interfaces in a section", maxInterfaces)
 		}
 	case pcapngSPB:
 		if orig := g.order.Uint32(h[8:]); orig > maxRecord {
-			return 0, fmt.Errorf("pcapng: packet of %d bytes (the limit is %d)", orig, maxRecord)
+			return 0, captureErrorf(nil, "pcapng: packet of %d bytes (the limit is %d)", orig, maxRecord)
 		}
 	case pcapngEPB, pcapngPB:
 		if h, err = g.r.Peek(28); err != nil {
 			return 0, truncated(err)
 		}
 		if n := g.order.Uint32(h[20:]); n > total-32 {
-			return 0, fmt.Errorf("pcapng: packet of %d bytes in a block of %d", n, total)
+			return 0, captureErrorf(nil, "pcapng: packet of %d bytes in a block of %d", n, total)
 		}
 	}
 	if !keep {

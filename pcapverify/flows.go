@@ -159,6 +159,11 @@ type flow struct {
 	// segments each reading verifies; reading is the flow's choice.
 	explained [3]uint64
 	reading   int
+
+	// kept: a segment verified; a flow not kept is on the table's list
+	// of flows it may evict (evict.go), most recently seen first.
+	kept       bool
+	prev, next *flow
 }
 
 // The readings of a flow whose ends share an address.
@@ -201,23 +206,29 @@ func (f *flow) readingName() string {
 const DefaultMaxFlows = 1 << 16
 
 // flows is the flow table of one capture: the flows that keys cover,
-// up to max of them, kept to the end of the capture. A flow closed by a
-// FIN or RST is kept too: its retransmissions, the last ACK and the
-// segments of TIME-WAIT need its ISNs and SNE, and a new connection on
-// its ports is recognised by its SYN (learn).
+// up to max of them at once. A flow closed by a FIN or RST is kept too:
+// its retransmissions, the last ACK and the segments of TIME-WAIT need
+// its ISNs and SNE, and a new connection on its ports is recognised by
+// its SYN (learn). A new flow that finds max tracked evicts the least
+// recently seen flow that never verified (evict.go); only when every flow
+// did is it turned away.
 type flows struct {
 	byKey map[flowKey]*flow
-	order []*flow
+	ids   int // flows tracked so far: the last one's id
 	max   int
-	over  overflow // the flows turned away once max were tracked
+	over  overflow // the flows turned away, every place kept
 	// overReason is the reason of an Untracked verdict, made once.
 	overReason string
+
+	evictable   flowList // the flows not kept, most recently seen first
+	evicted     uint64   // flows evicted for room
+	lastEvicted bool     // the last add evicted a flow
 }
 
 // newFlows returns an empty table of at most max flows.
 func newFlows(max int) *flows {
 	return &flows{byKey: map[flowKey]*flow{}, max: max, over: newOverflow(maxOverflow),
-		overReason: fmt.Sprintf("flow not tracked: a verifier tracks the first %d flows that keys cover, and this one came after them", max)}
+		overReason: fmt.Sprintf("flow not tracked: a verifier tracks %d flows that keys cover at once, each of them had a verified segment, and this one came after them", max)}
 }
 
 // wipe clears every traffic key of every flow.
@@ -243,15 +254,20 @@ func (t *flows) find(src, dst netip.AddrPort) (*flow, int) {
 
 // add tracks the flow of a segment from src to dst, which find did not
 // know, with the ISNs and SNEs given on the command line; its sender is
-// ends[0]. It returns nil, and counts the flow in t.over, when t holds max
-// flows already.
+// ends[0]. When t holds max flows already, it evicts one not kept, or else
+// returns nil and counts the flow in t.over.
 func (t *flows) add(src, dst netip.AddrPort, opts *Options) *flow {
 	k := keyOf(src, dst)
+	t.lastEvicted = false
 	if len(t.byKey) >= t.max {
-		t.over.note(k)
-		return nil
+		if !t.evictOne() {
+			t.over.note(k)
+			return nil
+		}
+		t.lastEvicted = true
 	}
-	f := &flow{id: len(t.order) + 1}
+	t.ids++
+	f := &flow{id: t.ids}
 	f.ends[0].addr, f.ends[1].addr = src, dst
 	for j := range f.ends {
 		e := &f.ends[j]
@@ -260,7 +276,7 @@ func (t *flows) add(src, dst netip.AddrPort, opts *Options) *flow {
 		}
 	}
 	t.byKey[k] = f
-	t.order = append(t.order, f)
+	t.evictable.pushFront(f)
 	return f
 }
 

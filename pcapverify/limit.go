@@ -23,13 +23,26 @@ func (o *Options) maxFlows() int {
 // track returns the flow of a segment from src to dst and the sender's
 // index, tracking it if it is new; nil when the table is full.
 func (v *Verifier) track(src, dst netip.AddrPort) (*flow, int) {
-	f, i := v.flows.find(src, dst)
-	if f == nil {
-		if f = v.flows.add(src, dst, v.opts); f == nil {
-			v.noteOverflow()
-		}
+	if f, i := v.flows.find(src, dst); f != nil {
+		v.flows.touch(f)
+		return f, i
 	}
-	return f, i
+	f := v.flows.add(src, dst, v.opts)
+	if f == nil {
+		v.noteOverflow()
+		return nil, 0
+	}
+	v.noteEvicted()
+	return f, 0 // a new flow's sender is ends[0]
+}
+
+// noteEvicted copies the count of the flows evicted into the totals, if
+// the last add evicted one.
+func (v *Verifier) noteEvicted() {
+	if v.flows.lastEvicted {
+		v.totals.EvictedFlows = v.flows.evicted
+		v.totals.MaxFlows = v.flows.max
+	}
 }
 
 // noteOverflow copies the count of the flows turned away into the totals.

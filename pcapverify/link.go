@@ -2,7 +2,6 @@ package pcapverify
 
 import (
 	"encoding/binary"
-	"fmt"
 	"net/netip"
 
 	"github.com/gopacket/gopacket"
@@ -15,7 +14,7 @@ func unsupportedLink(lt uint32) error {
 	if lt < 1<<16 {
 		name = layers.LinkType(lt).String()
 	}
-	return fmt.Errorf("link type %d (%s) is not supported: %s", lt, name, supportedLinks)
+	return captureErrorf(nil, "link type %d (%s) is not supported: %s", lt, name, supportedLinks)
 }
 
 const supportedLinks = "Ethernet, Linux cooked (SLL, SLL2), raw IPv4/IPv6 and BSD loopback/null are"

@@ -63,8 +63,12 @@ func (o *Options) warnf(format string, a ...any) {
 }
 
 // WarnUnseen warns about the ISN and SNE endpoints that no segment was
-// from or to: they changed nothing. Call it after the last capture.
+// from or to: they changed nothing. Call it after the last capture. Nil
+// Options warn of nothing.
 func (o *Options) WarnUnseen() {
+	if o == nil {
+		return
+	}
 	for _, f := range []struct {
 		name string
 		m    map[netip.AddrPort]uint32

@@ -32,7 +32,7 @@ func Verify(r io.Reader, keys *Keys, opts *Options, emit func(*Result)) (*Report
 			break
 		}
 		if err != nil {
-			err = fmt.Errorf("frame %d: %v", frame, err)
+			err = fmt.Errorf("frame %d: %w", frame, err)
 			return &Report{Totals: v.totals, Flows: v.Flows()}, err
 		}
 		v.judge(frame, ip, truncated)
@@ -51,8 +51,13 @@ type VerdictCounts struct {
 	Untracked  uint64 `json:"untracked"`
 }
 
-// Verdicts are t's counts by name.
-func (t *Totals) Verdicts() VerdictCounts { return countsOf(&t.Counts) }
+// Verdicts are t's counts by name (all zero for nil Totals).
+func (t *Totals) Verdicts() VerdictCounts {
+	if t == nil {
+		return VerdictCounts{}
+	}
+	return countsOf(&t.Counts)
+}
 
 // countsOf names the counts of c by verdict.
 func countsOf(c *[NumVerdicts]uint64) VerdictCounts {
@@ -90,7 +95,7 @@ type DirSummary struct {
 // summarize makes the tables of the flows that had judged segments.
 func summarize(t *flows) []FlowSummary {
 	var out []FlowSummary
-	for _, f := range t.order {
+	for _, f := range t.inOrder() {
 		// The client first: the end that sent a SYN, else the first seen.
 		order := [2]int{0, 1}
 		if f.ends[1].isnFrom == isnFromSYN && f.ends[0].isnFrom != isnFromSYN {

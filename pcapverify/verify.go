@@ -90,14 +90,24 @@ type Totals struct {
 	// 65536 of them; past that UntrackedMore says there were more.
 	UntrackedFlows uint64
 	UntrackedMore  bool
-	MaxFlows       int // the flows a verifier tracked at most, when UntrackedFlows > 0
+	MaxFlows       int // the flows a verifier tracked at most, when UntrackedFlows or EvictedFlows > 0
+
+	// EvictedFlows counts the flows let go to make room for a new one,
+	// MaxFlows being tracked: each the least recently seen of those with
+	// no verified segment (spoofed segments look so).
+	// Their segments were judged and counted, but they have no table.
+	EvictedFlows uint64
 }
 
 // maxNeedISN bounds Totals.NeedISN.
 const maxNeedISN = 4
 
-// Add adds o's counts to t.
+// Add adds o's counts to t; a nil o adds nothing, and a nil t has nowhere
+// to add them.
 func (t *Totals) Add(o *Totals) {
+	if t == nil || o == nil {
+		return
+	}
 	t.Packets += o.Packets
 	t.Skipped += o.Skipped
 	for i := range t.Counts {
@@ -109,6 +119,7 @@ func (t *Totals) Add(o *Totals) {
 	t.UntrackedFlows += o.UntrackedFlows
 	t.UntrackedMore = t.UntrackedMore || o.UntrackedMore
 	t.MaxFlows = max(t.MaxFlows, o.MaxFlows)
+	t.EvictedFlows += o.EvictedFlows
 }
 
 // noteNeedISN adds ap to t.NeedISN, once, while there is room.
@@ -118,16 +129,23 @@ func (t *Totals) noteNeedISN(ap netip.AddrPort) {
 	}
 }
 
-// Checked is the number of segments judged.
+// Checked is the number of segments judged (none for nil Totals).
 func (t *Totals) Checked() (n uint64) {
+	if t == nil {
+		return 0
+	}
 	for _, c := range t.Counts {
 		n += c
 	}
 	return n
 }
 
-// Failing reports whether a segment had a failing verdict.
+// Failing reports whether a segment had a failing verdict (false for nil
+// Totals).
 func (t *Totals) Failing() bool {
+	if t == nil {
+		return false
+	}
 	for v := range NumVerdicts {
 		if v.Failing() && t.Counts[v] > 0 {
 			return true
@@ -235,6 +253,9 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 			v.untracked(&seg, r)
 			return
 		}
+		v.noteEvicted()
+	} else {
+		v.flows.touch(f)
 	}
 	f.learn(i, h, v.opts)
 	f.ends[i].last, f.ends[i].lastSet = h.Seq(), true
@@ -248,6 +269,9 @@ func (v *Verifier) judge(frame int, ip []byte, truncated bool) {
 	default:
 		r.Verdict = Unsigned
 		r.Reason = "no TCP-AO or TCP-MD5 option, but " + v.coverage(d, src.Addr(), dst.Addr())
+	}
+	if r.Verdict == Good {
+		v.flows.keep(f)
 	}
 	v.record(d, r)
 }

@@ -48,12 +48,10 @@ type Scratch struct {
 
 var empty = new([]byte)
 
-// New returns a Scratch with the given number of shards (at least 1) and
-// size 0.
+// New returns a Scratch with the given number of shards, at least 1 and
+// at most MaxShards, and size 0.
 func New(shards int) *Scratch {
-	if shards < 1 {
-		shards = 1
-	}
+	shards = min(max(shards, 1), MaxShards)
 	s := &Scratch{bufs: make([]atomic.Pointer[[]byte], shards)}
 	for i := range s.bufs {
 		s.bufs[i].Store(empty)
@@ -93,6 +91,10 @@ func (s *Scratch) Reserve(n int) error {
 	s.size.Store(int64(n))
 	return nil
 }
+
+// MaxShards bounds the number of shards: Linux's largest CPU count
+// (NR_CPUS, 8192).
+const MaxShards = 8192
 
 // MaxSize bounds a reservation: far above what one segment's MAC input
 // needs, and far below a size whose rounding up could overflow.

@@ -55,11 +55,6 @@ const (
 	protoTCP        = 6
 	ipv4MinimumSize = 20
 	ipv6HeaderSize  = 40
-
-	// maxExtHeaders bounds the IPv6 extension-header walk. Every header
-	// moves the walk forward by at least 8 bytes, so the chain cannot loop;
-	// the bound only caps the work spent on a hostile packet.
-	maxExtHeaders = 16
 )
 
 // Segment is a view of a TCP segment and the addresses of its pseudo-header.
@@ -217,7 +212,7 @@ func parseIPv6(pkt []byte) (Segment, error) {
 		return Segment{}, ErrShortPacket
 	}
 	pkt = pkt[:end:end]
-	next, off, _, err := ipv6Upper(pkt, false)
+	next, off, _, err := ipv6Upper(pkt, walkInput)
 	switch {
 	case err != nil:
 		return Segment{}, err
@@ -229,42 +224,75 @@ func parseIPv6(pkt []byte) (Segment, error) {
 	return parseTCP(src, dst, pkt[off:], nil)
 }
 
+// walk says how ipv6Upper walks a chain of IPv6 extension headers.
+type walk uint8
+
+const (
+	// walkInput: a packet as Linux's input path takes it. Hop-by-hop
+	// options come only right after the IPv6 header (RFC 8200 §4.3; the
+	// kernel has no handler for them elsewhere); a fragment header is
+	// ErrFragment.
+	walkInput walk = iota
+	// walkFirst: as walkInput, but through the fragment header of a
+	// first fragment (offset 0), as an ICMP message is read.
+	walkFirst
+	// walkQuoted: the packet an ICMP error quotes, as Linux's
+	// ipv6_skip_exthdr skips its headers for icmpv6_notify: hop-by-hop
+	// options anywhere, and a later fragment's header ends the walk with
+	// 44 as the protocol (no error handler takes it).
+	walkQuoted
+)
+
 // ipv6Upper walks the extension headers of pkt, an IPv6 packet cut to its
-// payload length, and returns the upper-layer protocol and its offset.
-// A fragment header is ErrFragment, unless throughFirst and it is a first
-// fragment (offset 0): then the walk goes on and first reports it. ESP
-// and "no next header" end the walk as upper-layer protocols.
-func ipv6Upper(pkt []byte, throughFirst bool) (next byte, off int, first bool, err error) {
+// payload length (or, walkQuoted, the quoted part of one), and returns
+// the upper-layer protocol and its offset; frag reports a first fragment
+// with more to come, even with an error (a header cut short may continue
+// in a later fragment). Like the kernel's walks it has no limit on the
+// number of headers: each moves it on by 8 bytes or more, so the work
+// is bounded by the packet's length. ESP and "no next header" end the
+// walk as upper-layer protocols.
+func ipv6Upper(pkt []byte, w walk) (next byte, off int, frag bool, err error) {
 	next, off = pkt[6], ipv6HeaderSize
 	end := len(pkt)
 	for n := 0; ; n++ {
 		var size int
 		switch next {
-		case 0: // hop-by-hop options: RFC 8200 §4.3, only right after the IPv6 header
-			if n != 0 {
-				return 0, 0, false, ErrExtHeaderChain
+		case 0: // hop-by-hop options
+			if n != 0 && w != walkQuoted {
+				return 0, 0, frag, ErrExtHeaderChain
 			}
 			fallthrough
 		case 43, 60: // routing, destination options: length in 8-octet units, not counting the first
 			if off+2 > end {
-				return 0, 0, false, ErrExtHeaderChain
+				return 0, 0, frag, ErrExtHeaderChain
 			}
 			size = (int(pkt[off+1]) + 1) * 8
 		case 51: // AH: length in 4-octet units, not counting the first two (RFC 4302 §2.2)
 			if off+2 > end {
-				return 0, 0, false, ErrExtHeaderChain
+				return 0, 0, frag, ErrExtHeaderChain
 			}
 			size = (int(pkt[off+1]) + 2) * 4
-		case 44: // fragment: 8 bytes, the offset in the top 13 bits of bytes 2-3
-			if !throughFirst || off+8 > end || binary.BigEndian.Uint16(pkt[off+2:])&^7 != 0 {
-				return 0, 0, false, ErrFragment
+		case 44: // fragment: 8 bytes, the offset in the top 13 bits of bytes 2-3, M in bit 0
+			switch {
+			case w == walkInput:
+				return 0, 0, frag, ErrFragment
+			case off+8 > end && w == walkQuoted:
+				return 0, 0, frag, ErrExtHeaderChain
+			case off+8 > end:
+				return 0, 0, frag, ErrFragment
+			case binary.BigEndian.Uint16(pkt[off+2:])&^7 == 0: // a first fragment
+			case w == walkQuoted:
+				return next, off, frag, nil
+			default:
+				return 0, 0, frag, ErrFragment
 			}
-			size, first = 8, true
+			// An atomic fragment (M clear) is a whole packet.
+			size, frag = 8, frag || pkt[off+3]&1 != 0
 		default: // TCP, ICMPv6, ESP (50), no next header (59), UDP, ...
-			return next, off, first, nil
+			return next, off, frag, nil
 		}
-		if n == maxExtHeaders || off+size > end {
-			return 0, 0, false, ErrExtHeaderChain
+		if off+size > end {
+			return 0, 0, frag, ErrExtHeaderChain
 		}
 		next, off = pkt[off], off+size
 	}

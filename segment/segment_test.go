@@ -121,8 +121,8 @@ func TestParsePacketErrors(t *testing.T) {
 		{"IPv6 ext header cut mid-header", v6(60, []byte{6, 1, 1, 4, 0, 0, 0, 0}), ErrExtHeaderChain},
 		{"IPv6 AH cut mid-header", v6(51, []byte{6, 4, 0, 0}, make([]byte, 12)), ErrExtHeaderChain},
 		{"IPv6 chain ends in ext header", v6(60, ext(60)), ErrExtHeaderChain},
-		{"IPv6 20 ext headers", v6(60, twenty[:19*8], ext(6), tcp), ErrExtHeaderChain},
-		{"IPv6 17 ext headers", v6(60, twenty[:16*8], ext(6), tcp), ErrExtHeaderChain},
+		{"IPv6 20 ext headers, then UDP", v6(60, twenty[:19*8], ext(17), tcp), ErrNotTCP},
+		{"IPv6 20 ext headers, the last cut", v6(60, twenty[:19*8], ext(6)[:1]), ErrExtHeaderChain},
 		{"IPv6 hop-by-hop not first", v6(60, ext(0), ext(6), tcp), ErrExtHeaderChain},
 		{"IPv6 ESP", v6(50, tcp), ErrNotTCP},
 		{"IPv6 no next header", v6(59, tcp), ErrNotTCP},
@@ -144,6 +144,13 @@ func TestParsePacketErrors(t *testing.T) {
 		{"MD5 then AO", v4(tcpHdr(cat(md5Opt, aoOpt)...)), ErrBothAuth},
 		{"AO then MD5", v4(tcpHdr(cat(aoOpt, md5Opt)...)), ErrBothAuth},
 		{"IPv6 two AO", v6(6, tcpHdr(cat(aoOpt, aoOpt)...)), ErrDuplicateAuth},
+	}
+	// Linux's input path takes any number of extension headers, and so
+	// does the walk: 17 and 20 of them before TCP parse.
+	for _, n := range []int{17, 20} {
+		if _, err := ParsePacket(v6(60, twenty[:(n-1)*8], ext(6), tcp)); err != nil {
+			t.Errorf("IPv6 %d ext headers: %v", n, err)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

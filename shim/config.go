@@ -62,12 +62,10 @@ func fingerprintOf(key []byte) fingerprint {
 }
 
 // loadKeys reads and validates the keys file at path, refusing one that
-// group or others may read or write.
+// group or others may read or write or that a user other than root and
+// the shim's own owns (keyfile.LoadPrivate).
 func loadKeys(path string) (*keySet, error) {
-	if err := keyfile.CheckMode(path); err != nil {
-		return nil, keysFileError(path, err)
-	}
-	kf, err := keyfile.Load(path)
+	kf, err := keyfile.LoadPrivate(path)
 	if err != nil {
 		return nil, keysFileError(path, err)
 	}
@@ -106,7 +104,7 @@ func keysFileError(path string, err error) error {
 	switch {
 	case errors.As(err, &pe):
 		return fmt.Errorf("%s: %w", pe.Path, pe.Err)
-	case errors.Is(err, keyfile.ErrMode):
+	case errors.Is(err, keyfile.ErrMode), errors.Is(err, keyfile.ErrOwner):
 		return err // it names the file
 	}
 	return fmt.Errorf("%s: %w", path, err)

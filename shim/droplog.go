@@ -46,7 +46,12 @@ func (d *dropLog) allow(v verdict) (ok bool, suppressed uint64) {
 	t := now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	b := &d.b[v]
+	return d.b[v].take(t)
+}
+
+// take reports whether a line may be written at t, and how many were not
+// since the last one (which this one then stands for).
+func (b *tokenBucket) take(t time.Time) (ok bool, suppressed uint64) {
 	if !b.started {
 		b.tokens, b.last, b.started = dropLogBurst, t, true
 	} else if dt := t.Sub(b.last); dt > 0 {

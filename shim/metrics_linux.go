@@ -49,6 +49,11 @@ type observer struct {
 	lastFailed               atomic.Bool  // the last reload was refused
 
 	drops dropLog
+
+	// httpLimits bound the -metrics server (zero fields: the defaults);
+	// metricsConns is its connection limiter once it serves.
+	httpLimits   httpLimits
+	metricsConns *connLimiter
 }
 
 // keyLabels identify one key in the metrics.
@@ -87,7 +92,8 @@ func (s *Shim) metricsHandler() http.Handler {
 
 // serveMetrics serves /metrics over HTTP on the TCP address
 // Config.Metrics: only the metrics, never the status (which shows ISNs and
-// SNEs).
+// SNEs). Whoever can reach the address gets bounded time and connections
+// (httpLimits).
 func (s *Shim) serveMetrics() (net.Listener, error) {
 	ln, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", s.cfg.Metrics)
 	if err != nil {
@@ -95,9 +101,10 @@ func (s *Shim) serveMetrics() (net.Listener, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", s.metricsHandler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
+	srv, lim := s.obs.httpLimits.server(mux)
+	s.obs.metricsConns = lim
 	go func() { _ = srv.Serve(ln) }()
-	s.log.Info("serving metrics", "addr", ln.Addr().String())
+	s.log.Info("serving metrics", "addr", ln.Addr().String(), "max_conns", lim.max, "idle_timeout", srv.IdleTimeout)
 	return ln, nil
 }
 
@@ -308,6 +315,11 @@ var (
 		[]string{"peer"}, nil)
 	descUnseen = prometheus.NewDesc("tcpsig_shim_sessions_unseen",
 		"TCP-AO sessions met without their handshake and not resumed from the state file: their packets are dropped.", nil, nil)
+	descUnseenEvicted = prometheus.NewDesc("tcpsig_shim_sessions_unseen_evicted_total",
+		"Unseen sessions let go to make room in the table of 1024 (or refused room, the table full of better evidence), by evidence: once (only the peer's segments, within a second: forgeries with made-up ports look so), persisting (only the peer's, over longer), local (the local stack sent on it).",
+		[]string{"evidence"}, nil)
+	descUnseenSuppressed = prometheus.NewDesc("tcpsig_shim_sessions_unseen_log_suppressed_total",
+		"Unseen sessions' first sights not logged: the log's rate limit was reached.", nil, nil)
 	descSessionEvents = prometheus.NewDesc("tcpsig_shim_sessions_events_total",
 		"Sessions started (from a handshake or the state file), closed (RST, FIN both ways) and expired (idle).",
 		[]string{"event"}, nil)
@@ -336,7 +348,8 @@ type shimCollector struct{ s *Shim }
 // Describe sends every description.
 func (c shimCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSegments, descPackets, descDropped, descQueueDropped, descQueueWaiting,
-		descSessions, descPending, descUnseen, descSessionEvents, descResumed, descRotations, descKeys, descKeyring,
+		descSessions, descPending, descUnseen, descUnseenEvicted, descUnseenSuppressed, descSessionEvents, descResumed, descRotations,
+		descKeys, descKeyring,
 		descReloads, descLastGood, descLastOK} {
 		ch <- d
 	}
@@ -453,7 +466,12 @@ func (s *Shim) collectLayer(out emit) {
 	out.counter(descSessionEvents, lc.Closed, "closed")
 	out.counter(descSessionEvents, lc.Expired, "expired")
 	out.counter(descResumed, s.seeded)
-	out.gauge(descUnseen, float64(len(s.unseen)))
+	u := s.unseen.counts()
+	out.gauge(descUnseen, float64(u.len))
+	for l, n := range u.evicted {
+		out.counter(descUnseenEvicted, n, unseenEvidence[l])
+	}
+	out.counter(descUnseenSuppressed, u.suppressed)
 }
 
 // collectQueues: the kernel's counts of each queue; under s.mu.

@@ -41,21 +41,20 @@ type Shim struct {
 	aoMKT   []*ao.MKT     // the MKT of each keys.AO entry
 	md5Key  []*md5sig.Key // the key of each keys.MD5 entry
 	method  nfrules.Method
-	rules   []netip.Prefix                    // the peers the installed rules queue
-	unseen  map[[2]netip.AddrPort]*UnseenConn // TCP-AO sessions met without their handshake
-	seeded  uint64                            // TCP-AO sessions resumed from -state
+	rules   []netip.Prefix // the peers the installed rules queue
+	seeded  uint64         // TCP-AO sessions resumed from -state
+
+	unseen unseenTable // TCP-AO sessions met without their handshake: a lock of its own (unseen_linux.go)
 
 	malformed atomic.Uint64 // queued packets dropped because their message or verdict failed
 
 	obs observer // metrics and the drop log (metrics_linux.go)
 }
 
-// maxUnseen bounds the sessions reported as unseen.
-const maxUnseen = 1024
-
 // New loads the keys file and prepares the layer; nothing is installed
 // until Run. A keys file that group or others may read is refused
-// (keyfile.ErrMode), as OpenSSH refuses such a private key.
+// (keyfile.ErrMode), as OpenSSH refuses such a private key, and so is
+// one owned by a user other than root and the shim's (keyfile.ErrOwner).
 func New(cfg Config) (*Shim, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
@@ -74,7 +73,7 @@ func New(cfg Config) (*Shim, error) {
 		return nil, err
 	}
 	s := &Shim{cfg: cfg, log: cfg.Log, table: TableName(cfg.Queue), keys: &keySet{},
-		aoRing: ao.NewKeyring(pool), md5Ring: md5sig.NewKeyring(pool), unseen: map[[2]netip.AddrPort]*UnseenConn{},
+		aoRing: ao.NewKeyring(pool), md5Ring: md5sig.NewKeyring(pool),
 		reloads: make(chan chan error), stopped: make(chan struct{})}
 	// Both keyrings, whatever the file holds now: a reload may add the
 	// kind it lacks, and the layer must enforce it from then on.
@@ -189,6 +188,7 @@ func (s *Shim) Run(ctx context.Context) error {
 			done <- s.reloadObserved()
 		case now := <-tick.C:
 			s.layer.Expire(now)
+			s.unseen.expire(now)
 			s.saveState()
 			s.reportDrops()
 			s.followRevoked()
@@ -391,30 +391,6 @@ func tuple(p *nfqueue.Packet) (local, remote netip.AddrPort, ok bool) {
 		return netip.AddrPortFrom(src, sp), netip.AddrPortFrom(dst, dp), true
 	}
 	return netip.AddrPortFrom(dst, dp), netip.AddrPortFrom(src, sp), true
-}
-
-// reportUnseen records a TCP-AO session met without its handshake (a
-// TCP-MD5 session needs none: its digest covers no ISN, and the layer signs
-// and verifies it without state). Without its ISNs and SNEs (from -state,
-// read at start) it cannot be verified: it is reported, and its packets
-// dropped.
-func (s *Shim) reportUnseen(p *nfqueue.Packet) {
-	local, remote, ok := tuple(p)
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := [2]netip.AddrPort{local, remote}
-	if u := s.unseen[k]; u != nil {
-		u.Dropped++
-		return
-	}
-	if len(s.unseen) < maxUnseen {
-		s.unseen[k] = &UnseenConn{Local: local, Remote: remote, Kind: "TCP-AO", Dropped: 1, First: time.Now()}
-	}
-	s.log.Warn("TCP-AO session seen without its handshake and not in the state file: its ISNs are unknown, dropping its packets",
-		"local", local, "remote", remote)
 }
 
 // dropped counts a refused packet by peer and logs it (noteDrop; the

@@ -23,13 +23,30 @@ import (
 )
 
 // UnseenConn is a TCP-AO session whose handshake the shim did not see and
-// could not resume: its packets are dropped.
+// could not resume: its packets are dropped. Evidence says how sure the
+// shim is that it is a real session rather than forged segments: "local"
+// (the local stack sent on it, which no forger can make it do),
+// "persisting" (only the peer's segments, over more than a second) or
+// "once" (only the peer's, within a second; a flood of forgeries with
+// made-up ports is this). The table keeps at most 1024 and evicts the
+// least recently seen of the lowest evidence first.
 type UnseenConn struct {
-	Local   netip.AddrPort `json:"local"`
-	Remote  netip.AddrPort `json:"remote"`
-	Kind    string         `json:"kind"` // "TCP-AO"
-	Dropped uint64         `json:"dropped"`
-	First   time.Time      `json:"first"`
+	Local    netip.AddrPort `json:"local"`
+	Remote   netip.AddrPort `json:"remote"`
+	Kind     string         `json:"kind"` // "TCP-AO"
+	Evidence string         `json:"evidence"`
+	Dropped  uint64         `json:"dropped"`
+	First    time.Time      `json:"first"`
+	Last     time.Time      `json:"last"`
+}
+
+// UnseenTotals count what the unseen table let go under pressure.
+type UnseenTotals struct {
+	// Evicted: entries let go for room (or refused it, the table full of
+	// better evidence), by their evidence.
+	Evicted map[string]uint64 `json:"evicted"`
+	// LogSuppressed: first sights not logged, the rate limit reached.
+	LogSuppressed uint64 `json:"log_suppressed"`
 }
 
 // ConnStatus is one tracked session in the status: kinds and states are
@@ -66,12 +83,14 @@ type Status struct {
 	Counters Counters      `json:"counters"`
 	Queues   []QueueStatus `json:"queues"`     // the kernel's counters of each queue
 	Conns    []ConnStatus  `json:"conns"`      // tracked sessions
-	Unseen   []UnseenConn  `json:"unseen"`     // TCP-AO sessions met without their handshake
+	Unseen   []UnseenConn  `json:"unseen"`     // TCP-AO sessions met without their handshake, the best evidence first
 	Seeded   uint64        `json:"ao_resumed"` // TCP-AO sessions resumed from the state file
 	// QueueMalformed: queued packets dropped because the kernel's message
 	// did not parse or their verdict could not carry the rewritten packet.
 	QueueMalformed uint64         `json:"queue_malformed"`
 	Keys           map[string]int `json:"keys"` // entries of the keys file: "ao", "md5"
+	// UnseenTotals: what the unseen table let go under pressure.
+	UnseenTotals UnseenTotals `json:"unseen_totals"`
 	// MKTs is every MKT the TCP-AO keyring holds, read from the keyring
 	// itself: a key that is there though the file no longer names it
 	// shows (InFile false) rather than verifying unseen.
@@ -169,8 +188,11 @@ func (s *Shim) Status() Status {
 		st.Conns = append(st.Conns, connStatus(c))
 		return true
 	})
-	for _, u := range s.unseen {
-		st.Unseen = append(st.Unseen, *u)
+	st.Unseen = s.unseen.list()
+	c := s.unseen.counts()
+	st.UnseenTotals = UnseenTotals{Evicted: map[string]uint64{}, LogSuppressed: c.suppressed}
+	for l, n := range c.evicted {
+		st.UnseenTotals.Evicted[unseenEvidence[l]] = n
 	}
 	return st
 }
@@ -192,7 +214,7 @@ func (s *Shim) LogStatus() {
 			"good", m.Good, "bad_mac", m.BadMAC, "in_file", m.InFile)
 	}
 	for _, u := range st.Unseen {
-		s.log.Info("unseen session", "local", u.Local, "remote", u.Remote, "kind", u.Kind, "dropped", u.Dropped)
+		s.log.Info("unseen session", "local", u.Local, "remote", u.Remote, "kind", u.Kind, "evidence", u.Evidence, "dropped", u.Dropped)
 	}
 }
 

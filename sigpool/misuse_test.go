@@ -63,3 +63,22 @@ func TestReturnOnlyLeased(t *testing.T) {
 		t.Fatalf("two Leases after a double Return: %p %p (%v %v), holder %p: want three distinct contexts", a, b, errA, errB, keep)
 	}
 }
+
+// TestNewShards: a shard count below 0 or above scratch.MaxShards
+// (math.MaxInt once panicked in makeslice) is ErrShards; 0 is GOMAXPROCS,
+// at most MaxShards.
+func TestNewShards(t *testing.T) {
+	for _, n := range []int{-1, math.MinInt, scratch.MaxShards + 1, math.MaxInt} {
+		if p, err := New(Config{Shards: n}); !errors.Is(err, ErrShards) || p != nil {
+			t.Errorf("New(Shards %d): %v, want ErrShards", n, err)
+		}
+	}
+	for _, n := range []int{0, 1, scratch.MaxShards} {
+		if _, err := New(Config{Shards: n}); err != nil {
+			t.Errorf("New(Shards %d): %v", n, err)
+		}
+	}
+	if s := scratch.New(math.MaxInt).Shards(); s != scratch.MaxShards {
+		t.Errorf("scratch.New(math.MaxInt) has %d shards, want MaxShards", s)
+	}
+}

@@ -104,6 +104,10 @@ var ErrNotAllocated = errors.New("sigpool: ID not allocated")
 // Rekey.
 var ErrBackend = errors.New("sigpool: unknown backend")
 
+// ErrShards is New's error for a Config.Shards below 0 or above
+// scratch.MaxShards.
+var ErrShards = errors.New("sigpool: shard count out of range")
+
 // ID names an algorithm's entry in a pool: the table index.
 type ID int
 
@@ -190,12 +194,15 @@ type Pool struct {
 	cleanup sync.WaitGroup // background wipes started by Release
 }
 
-// New returns a pool with cfg.Shards shards (GOMAXPROCS if 0) and no
-// algorithms, or [ErrBackend].
+// New returns a pool with cfg.Shards shards (GOMAXPROCS if 0, at most
+// scratch.MaxShards) and no algorithms, or [ErrBackend] or [ErrShards].
 func New(cfg Config) (*Pool, error) {
 	n := cfg.Shards
-	if n <= 0 {
-		n = runtime.GOMAXPROCS(0)
+	if n < 0 || n > scratch.MaxShards {
+		return nil, fmt.Errorf("%w: %d, want 0 (GOMAXPROCS) to %d", ErrShards, n, scratch.MaxShards)
+	}
+	if n == 0 {
+		n = min(runtime.GOMAXPROCS(0), scratch.MaxShards)
 	}
 	if cfg.Backend > Rekey {
 		return nil, fmt.Errorf("%w: %v", ErrBackend, cfg.Backend)

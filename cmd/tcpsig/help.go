@@ -137,7 +137,8 @@ Flags:
 
   -keys FILE     the keys file (as for verify: tcpsig help keys); its peers
                  are the peers covered. Refused if group or others may read
-                 or write it (chmod 600)
+                 or write it (chmod 600), or if a user other than root and
+                 the shim's owns it (chown root)
   -queue N       the netfilter queue number (default 7911); the rules live in
                  the nftables tables "tcpsig-shim-N" (ip and ip6)
   -queues K      use queues N .. N+K-1, one reader thread each, a

@@ -59,3 +59,37 @@ func TestVerifyKeysModeWarning(t *testing.T) {
 		})
 	}
 }
+
+// TestKeysOwnerWarning: verify and keys check read a 0600 keys file owned
+// by another user (uid 65534) with one warning naming the owner and the
+// fix, where the shim refuses it: they only read keys, and a user
+// verifying a capture with a keys file of their own is not troubled.
+func TestKeysOwnerWarning(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a Windows file has no uid to check")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("chown to uid 65534 needs root")
+	}
+	capture := writeFile(t, "c.pcap", demoPcap)
+	p := filepath.Join(t.TempDir(), "keys.json")
+	if err := os.WriteFile(p, demoKeys(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wantCode, wantOut, wantErr := cli(t, "verify", "-keys", p, capture)
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	warn := p + ": owned by uid 65534, neither root nor this process's user (uid 0): the keys file must be owned by one of them (chown root " + p + ")"
+	code, out, errOut := cli(t, "verify", "-keys", p, capture)
+	if code != wantCode || out != wantOut {
+		t.Errorf("verify: exit %d, stdout differs from the root-owned file's run (%d): verify must still run", code, wantCode)
+	}
+	if want := "tcpsig verify: warning: " + warn + "\n" + wantErr; errOut != want {
+		t.Errorf("verify: stderr %q, want %q", errOut, want)
+	}
+	code, out, _ = cli(t, "keys", "check", p)
+	if code != 1 || !strings.Contains(out, "warning: "+warn+"; tcpsig shim refuses it\n") {
+		t.Errorf("keys check: exit %d, stdout %q, want the owner warning", code, out)
+	}
+}

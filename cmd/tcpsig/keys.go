@@ -58,7 +58,7 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 	path := fs.Arg(0)
 	var warnings []string
 	warn := func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }
-	if err := keyfile.CheckMode(path); errors.Is(err, keyfile.ErrMode) {
+	if err := keyfile.CheckMode(path); errors.Is(err, keyfile.ErrMode) || errors.Is(err, keyfile.ErrOwner) {
 		warn("%v; tcpsig shim refuses it", err)
 	} else if err != nil {
 		return failf(stderr, "keys check: %v", err)
@@ -437,9 +437,9 @@ keys check reads a keys file (tcpsig help keys) as the shim does: the file's
 own checks, then every entry into a keyring of its kind, which refuses what
 Linux's TCP_AO_ADD_KEY and TCP_MD5SIG refuse (overlapping peers with one
 KeyID among them). It prints every entry, keys redacted, and warns of a file
-that group or others may read or write (the shim refuses it), of TCP-AO
-algorithms Linux 7.2 no longer accepts (it keeps cmac(aes128), hmac(sha1) and
-hmac(sha256)) and of the draft's, which no kernel has, and, in a file that
+that group or others may read or write or that a user other than root and
+the one running it owns (the shim refuses both), of TCP-AO algorithms Linux
+7.2 no longer accepts (it keeps cmac(aes128), hmac(sha1) and hmac(sha256)) and of the draft's, which no kernel has, and, in a file that
 holds both ends of sessions, of an entry with no mirror on its peer's side
 (sndid and rcvid swapped, the same algorithm, key, maclen and
 exclude_options) or one whose KeyIDs mirror but not the rest.

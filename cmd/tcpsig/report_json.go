@@ -47,15 +47,17 @@ type fileSummary struct {
 
 // untrackedJSON counts the flows past the verifier's limit (their
 // segments are "untracked"): more_untracked_flows says there were more
-// than untracked_flows, max_flows is the limit.
+// than untracked_flows, max_flows is the limit; evicted_flows counts the
+// flows that never verified let go for room (their segments were judged).
 type untrackedJSON struct {
 	UntrackedFlows     uint64 `json:"untracked_flows"`
 	MoreUntrackedFlows bool   `json:"more_untracked_flows,omitempty"`
 	MaxFlows           int    `json:"max_flows,omitempty"`
+	EvictedFlows       uint64 `json:"evicted_flows"`
 }
 
 func untrackedOf(t *pcapverify.Totals) untrackedJSON {
-	return untrackedJSON{t.UntrackedFlows, t.UntrackedMore, t.MaxFlows}
+	return untrackedJSON{t.UntrackedFlows, t.UntrackedMore, t.MaxFlows, t.EvictedFlows}
 }
 
 type summaryJSON struct {

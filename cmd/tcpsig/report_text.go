@@ -202,6 +202,9 @@ func describe(t *pcapverify.Totals) string {
 		}
 		s += fmt.Sprintf("; %s not tracked (a verifier tracks %d flows per capture)", n, t.MaxFlows)
 	}
+	if t.EvictedFlows > 0 {
+		s += fmt.Sprintf("; %d flows that never verified evicted for room (a verifier tracks %d at once)", t.EvictedFlows, t.MaxFlows)
+	}
 	if t.Skipped > 0 {
 		s += fmt.Sprintf("; %d packets not concerned by any key", t.Skipped)
 	}

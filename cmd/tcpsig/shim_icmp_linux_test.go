@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -132,6 +133,217 @@ func TestShimICMP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShimICMPEvasions (issue 38, finding 3): the §7.8 hard errors dressed
+// so that the kernel still acts on them but a layer stricter than the
+// kernel, or a rule that reads a fixed offset, would let them through: a
+// quoted IPv4 header whose version nibble is not 4 (port unreachable, and
+// fragmentation needed with an MTU of 600); a quoted IPv6 chain of
+// destination options then hop-by-hop, or of 17 extension headers; an
+// ICMPv6 error in two
+// fragments, the first carrying only the 8-byte ICMPv6 header, or a chain
+// of destination options that stops before it. Each is sent from a
+// router's address to B, quoting B's segment at its next sequence number,
+// for the TCP-AO session B's shim tracks. Each ends in B's shim (its icmp
+// count rises by one) and never in B's kernel (Icmp InDestUnreachs or
+// Icmp6InDestUnreachs stay), the socket holds no error, its path MTU does
+// not drop, and data move after. TestShimICMP's control shows such
+// forgeries are good enough for the kernel to act on.
+func TestShimICMPEvasions(t *testing.T) {
+	needQueue(t)
+	nsA, nsB := newPair(t)
+	dirA, dirB := shortDir(t), shortDir(t)
+	mkts := func(peers ...netip.Addr) string {
+		var es []string
+		for _, p := range peers {
+			es = append(es, fmt.Sprintf(`{"alg": "hmac(sha256)", "key": "hex:%x", "sndid": 7, "rcvid": 7, "peer": "%v"}`,
+				bytes.Repeat([]byte{0x7e}, 20), netip.PrefixFrom(p, p.BitLen())))
+		}
+		return `{"ao": [` + strings.Join(es, ", ") + `]}`
+	}
+	startShim(t, nsA, dirA, "-keys", writeKeys(t, dirA, "keys.json", mkts(addrB4, addrB6)), "-queue", "49")
+	_, sockB := startShim(t, nsB, dirB, "-keys", writeKeys(t, dirB, "keys.json", mkts(addrA4, addrA6)), "-queue", "49")
+	r4, r6 := netip.MustParseAddr("192.0.2.254"), netip.MustParseAddr("2001:db8::fe")
+	seventeen := slices.Repeat([]byte{60}, 17)
+	// Each variant makes its packets from B's next sequence number.
+	type variant struct {
+		name string
+		pkts func(local, remote netip.AddrPort, seq uint32) [][]byte
+	}
+	one := func(p []byte) [][]byte { return [][]byte{p} }
+	version := func(q []byte, nibble byte) []byte { q[0] = nibble<<4 | q[0]&0x0f; return q }
+	for _, c := range []struct {
+		name       string
+		a, b       netip.Addr
+		unreachCtr string
+		variants   []variant
+	}{
+		{"IPv4", addrA4, addrB4, "Icmp InDestUnreachs", []variant{
+			{"quoting version 0, port unreachable", func(l, r netip.AddrPort, seq uint32) [][]byte {
+				return one(icmpError(r4, l.Addr(), 3, version(quotedSegment(l, r, seq), 0)))
+			}},
+			{"quoting version 6, fragmentation needed (MTU 600)", func(l, r netip.AddrPort, seq uint32) [][]byte {
+				return one(withMTU(icmpError(r4, l.Addr(), 4, version(quotedSegment(l, r, seq), 6)), 600))
+			}},
+		}},
+		{"IPv6", addrA6, addrB6, "Icmp6InDestUnreachs", []variant{
+			{"quoting destination options then hop-by-hop", func(l, r netip.AddrPort, seq uint32) [][]byte {
+				return one(icmpError(r6, l.Addr(), 4, extHeaders(quotedSegment(l, r, seq), 60, 0)))
+			}},
+			{"quoting 17 extension headers", func(l, r netip.AddrPort, seq uint32) [][]byte {
+				return one(icmpError(r6, l.Addr(), 1, extHeaders(quotedSegment(l, r, seq), seventeen...)))
+			}},
+			{"in fragments, 8 bytes in the first", func(l, r netip.AddrPort, seq uint32) [][]byte {
+				return fragmented(icmpError(r6, l.Addr(), 4, quotedSegment(l, r, seq)), 0x7e01, nil, 8)
+			}},
+			{"in fragments, the first's chain stopping short", func(l, r netip.AddrPort, seq uint32) [][]byte {
+				return fragmented(icmpError(r6, l.Addr(), 1, quotedSegment(l, r, seq)), 0x7e02, []byte{60, 60}, -8)
+			}},
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := dialSession(t, nsA, nsB, c.a, c.b)
+			s.move(t, 64<<10)
+			isn := trackedISN(t, sockB, s)
+			mtu := s.pathMTU(t)
+			for _, v := range c.variants {
+				st, err := shimStatusOf(sockB)
+				if err != nil {
+					t.Fatal(err)
+				}
+				icmp0, unreach0 := st.Counters.Dropped.ICMP, destUnreachs(t, nsB, c.unreachCtr)
+				// snd_una <= seq <= snd_nxt: the window the kernel acts in.
+				for _, p := range v.pkts(s.local, s.remote, isn+1+uint32(s.sent)) {
+					sendRaw(t, nsA, p)
+				}
+				var icmp, unreach uint64
+				// The forgery ends in one of two places, both counted: B's
+				// shim (dropped) or B's kernel.
+				if !waitFor(20*time.Second, func() bool {
+					st, err := shimStatusOf(sockB)
+					if err != nil {
+						return false
+					}
+					icmp, unreach = st.Counters.Dropped.ICMP, destUnreachs(t, nsB, c.unreachCtr)
+					return icmp != icmp0 || unreach != unreach0
+				}) {
+					t.Fatalf("%s: reached neither B's shim (icmp %d) nor B's kernel (%s %d)", v.name, icmp0, c.unreachCtr, unreach0)
+				}
+				if icmp != icmp0+1 || unreach != unreach0 {
+					t.Errorf("%s: B's shim icmp %d -> %d, want one more; B's kernel %s %d -> %d, want no change",
+						v.name, icmp0, icmp, c.unreachCtr, unreach0, unreach)
+				}
+				if e := s.soErr(t); e != 0 {
+					t.Errorf("%s: B's socket error %v, want none", v.name, e)
+				}
+				if m := s.pathMTU(t); m != mtu {
+					t.Errorf("%s: B's path MTU %d -> %d, want no change", v.name, mtu, m)
+				}
+				s.move(t, 16<<10)
+			}
+			st, err := shimStatusOf(sockB)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := st.Counters.Dropped; d.Total() != d.ICMP {
+				t.Errorf("B's shim dropped more than ICMP: %+v", d)
+			}
+		})
+	}
+}
+
+// trackedISN returns B's ISN for s as B's shim tracks it.
+func trackedISN(t *testing.T, sockB string, s *icmpSession) uint32 {
+	t.Helper()
+	st, err := shimStatusOf(sockB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cs := range st.Conns {
+		if cs.Local == s.local && cs.Remote == s.remote {
+			return cs.LocalISN
+		}
+	}
+	t.Fatalf("B's shim does not track %v-%v: %+v", s.local, s.remote, st.Conns)
+	return 0
+}
+
+// pathMTU is B's socket's path MTU (IP_MTU or IPV6_MTU).
+func (s *icmpSession) pathMTU(t *testing.T) int {
+	t.Helper()
+	rc, err := s.b.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	level, opt := syscall.IPPROTO_IP, syscall.IP_MTU
+	if s.local.Addr().Is6() {
+		level, opt = syscall.IPPROTO_IPV6, syscall.IPV6_MTU
+	}
+	var v int
+	var serr error
+	if err := rc.Control(func(fd uintptr) { v, serr = syscall.GetsockoptInt(int(fd), level, opt) }); err != nil {
+		t.Fatal(err)
+	}
+	if serr != nil {
+		t.Fatal(serr)
+	}
+	return v
+}
+
+// withMTU sets the next-hop MTU of pkt, an IPv4 fragmentation needed
+// message, and its checksum.
+func withMTU(pkt []byte, mtu uint16) []byte {
+	msg := pkt[20:]
+	binary.BigEndian.PutUint16(msg[6:], mtu)
+	binary.BigEndian.PutUint16(msg[2:], 0)
+	binary.BigEndian.PutUint16(msg[2:], checksum(msg))
+	return pkt
+}
+
+// extHeaders puts IPv6 extension headers of the kinds given (8 bytes
+// each: PadN options) between pkt's IPv6 header and what followed it.
+// The upper-layer checksum does not cover them.
+func extHeaders(pkt []byte, kinds ...byte) []byte {
+	out := slices.Clone(pkt[:40])
+	for i := range kinds {
+		next := pkt[6]
+		if i+1 < len(kinds) {
+			next = kinds[i+1]
+		}
+		out = append(out, next, 0, 1, 4, 0, 0, 0, 0)
+	}
+	out = append(out, pkt[40:]...)
+	out[6] = kinds[0]
+	binary.BigEndian.PutUint16(out[4:], uint16(len(out)-40))
+	return out
+}
+
+// fragmented splits pkt, an IPv6 packet without extension headers, in two
+// fragments (identification id) whose fragmentable part is destination
+// options headers of the kinds pre (8 bytes each) then pkt's payload: the
+// first carries pre and the first cut bytes of the payload (cut may be
+// negative: the first's chain stops short), the second the rest.
+func fragmented(pkt []byte, id uint32, pre []byte, cut int) [][]byte {
+	part := pkt
+	if len(pre) > 0 {
+		part = extHeaders(pkt, pre...)
+	}
+	next, body := part[6], part[40:]
+	n := 8*len(pre) + cut
+	frag := func(off int, more bool, data []byte) []byte {
+		v := uint16(off/8) << 3
+		if more {
+			v |= 1
+		}
+		fh := binary.BigEndian.AppendUint16([]byte{next, 0}, v)
+		fh = binary.BigEndian.AppendUint32(fh, id)
+		out := slices.Concat(pkt[:40], fh, data)
+		out[6] = syscall.IPPROTO_FRAGMENT
+		binary.BigEndian.PutUint16(out[4:], uint16(len(out)-40))
+		return out
+	}
+	return [][]byte{frag(0, true, body[:n]), frag(n, false, body[n:])}
 }
 
 // icmpSession is a TCP connection from B (IP_RECVERR or IPV6_RECVERR set)

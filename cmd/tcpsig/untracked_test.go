@@ -60,7 +60,7 @@ func TestReportUntrackedFlows(t *testing.T) {
 		"c.pcap: " + strconv.Itoa(n1+n2) + " packets, " + strconv.Itoa(n1+n2) + " segments judged: " + strconv.Itoa(n1) + " good, " + strconv.Itoa(n2) +
 			" untracked; 1 flow not tracked (a verifier tracks 1 flows per capture)\n",
 		"result: FAILED: " + strconv.Itoa(n2) + " segments were not checked (untracked: their flows came after the 1 a verifier tracks per capture)\n",
-		"[S] seq " + strconv.Itoa(int(cfg.clientISN)) + " ao keyid 100 rnext 200 sne 0 UNTRACKED: flow not tracked: a verifier tracks the first 1 flows that keys cover, and this one came after them\n",
+		"[S] seq " + strconv.Itoa(int(cfg.clientISN)) + " ao keyid 100 rnext 200 sne 0 UNTRACKED: flow not tracked: a verifier tracks 1 flows that keys cover at once, each of them had a verified segment, and this one came after them\n",
 		"flow 1: 192.0.2.1:50179 <-> 192.0.2.2:179\n",
 	} {
 		if !strings.Contains(out, want) {
@@ -121,7 +121,23 @@ func TestReportNoUntrackedFlows(t *testing.T) {
 	var js bytes.Buffer
 	rep := newJSONReporter(&js, false)
 	rep.summary(&pcapverify.Totals{}, outcome{files: 1, exit: exitNothing, why: "x"})
-	if !strings.Contains(js.String(), `"untracked_flows":0,`) || strings.Contains(js.String(), "max_flows") {
+	if !strings.Contains(js.String(), `"untracked_flows":0,`) || strings.Contains(js.String(), "max_flows") || !strings.Contains(js.String(), `"evicted_flows":0`) {
+		t.Errorf("JSON summary %s", js.String())
+	}
+}
+
+// Issue 38: the flows that never verified, evicted for room, are counted
+// in the summary line and the JSON summary.
+func TestReportEvictedFlows(t *testing.T) {
+	t.Parallel()
+	tot := &pcapverify.Totals{Packets: 70049, Counts: [pcapverify.NumVerdicts]uint64{pcapverify.Good: 49, pcapverify.NoKey: 70000},
+		EvictedFlows: 4465, MaxFlows: 65536}
+	if got := describe(tot); !strings.HasSuffix(got, "; 4465 flows that never verified evicted for room (a verifier tracks 65536 at once)") {
+		t.Errorf("describe: %q", got)
+	}
+	var js bytes.Buffer
+	newJSONReporter(&js, false).summary(tot, outcome{files: 1, exit: exitFailed})
+	if !strings.Contains(js.String(), `"evicted_flows":4465`) || !strings.Contains(js.String(), `"max_flows":65536`) {
 		t.Errorf("JSON summary %s", js.String())
 	}
 }

@@ -345,8 +345,9 @@ func loadKeys(path string, captures []string, stderr io.Writer) (*pcapverify.Key
 
 // readKeys reads the keys file at path, standard input for "-" (which
 // the captures must then not also read). A file that group or others may
-// read or write is read, with a warning on stderr: verify only reads
-// keys, where the shim refuses such a file.
+// read or write, or that a user other than root and the one running
+// verify owns, is read, with a warning on stderr: verify only reads keys,
+// where the shim refuses such a file.
 func readKeys(path string, captures []string, stderr io.Writer) (*keyfile.File, error) {
 	if path == "-" {
 		if slices.Contains(captures, "-") {
@@ -366,7 +367,7 @@ func readKeys(path string, captures []string, stderr io.Writer) (*keyfile.File, 
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
-	if err := keyfile.CheckMode(path); errors.Is(err, keyfile.ErrMode) {
+	if err := keyfile.CheckMode(path); errors.Is(err, keyfile.ErrMode) || errors.Is(err, keyfile.ErrOwner) {
 		fmt.Fprintf(stderr, "tcpsig verify: warning: %v\n", err)
 	}
 	return kf, nil

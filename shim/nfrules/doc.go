@@ -15,7 +15,13 @@
 // -150) queues TCP from a peer, and the ICMP hard errors of RFC 5925 §7.8
 // that quote a TCP packet to a peer (ICMPv4 destination unreachable codes
 // 2-4, ICMPv6 destination unreachable codes 1 and 4), which the packet
-// layer drops for a TCP-AO session; other ICMP is not queued. Only the
+// layer drops for a TCP-AO session; and, with IPv6 peers, the first
+// fragment of every IPv6 packet whose fragment header is followed by
+// anything but TCP, UDP or ESP: an ICMPv6 error in fragments passes the
+// hook in pieces and the kernel reassembles it past the hook, so its first
+// fragment goes to the layer, which drops a hard error it cannot clear
+// (without its first fragment the message is never reassembled). Other
+// ICMP is not queued. Only the
 // host's own traffic passes these hooks, never forwarded packets. With
 // several queues (Spec.Queues) each TCP rule also matches "symhash mod N":
 // a symmetric hash of the addresses and ports, so a connection's packets

@@ -357,3 +357,138 @@ func (s *sightings) wait(msgs [][]byte, limit time.Duration) (where []string, ok
 		}
 	}
 }
+
+// fragments splits an ICMPv6 message from src to dst into IPv6 fragments
+// (identification id): the first carries the fragment header, then the
+// extension headers pre (each 8 bytes, their next-header bytes set here)
+// and the first cut bytes of msg, the second the rest at its offset.
+// With cut 0 the first fragment's chain stops after pre, short of the
+// ICMPv6 header.
+func fragments(src, dst netip.Addr, id uint32, msg []byte, pre [][]byte, cut int) (first, second []byte) {
+	var part []byte // the fragmentable part: pre, then msg
+	for i, h := range pre {
+		h = bytes.Clone(h)
+		h[0] = syscall.IPPROTO_ICMPV6
+		if i+1 < len(pre) {
+			h[0] = 60
+		}
+		part = append(part, h...)
+	}
+	part = append(part, msg...)
+	n := 8*len(pre) + cut
+	frag := func(off int, more bool, data []byte) []byte {
+		next := byte(syscall.IPPROTO_ICMPV6)
+		if len(pre) > 0 {
+			next = 60
+		}
+		fh := []byte{next, 0, 0, 0}
+		v := uint16(off/8) << 3
+		if more {
+			v |= 1
+		}
+		fh = binary.BigEndian.AppendUint16(fh[:2], v)
+		fh = binary.BigEndian.AppendUint32(fh, id)
+		p := icmpPacket(src, dst, append(fh, data...))
+		p[6] = syscall.IPPROTO_FRAGMENT
+		return p
+	}
+	return frag(0, true, part[:n]), frag(n, false, part[n:])
+}
+
+// TestICMPv6FragmentsQueued (issue 38, finding 3): an ICMPv6 hard error in
+// fragments passes the input hook in pieces and the kernel reassembles it
+// past the hook, so the rules send its first fragment to the first queue
+// however short it is — the 8-byte ICMPv6 header alone, or a chain of
+// destination options that stops before it — and the layer drops it.
+// Here the queue drops what it reads: the kernel never sees the message.
+// An unfragmented echo request after them is not queued (it reaches the
+// kernel's ICMPv6 socket), and shows the fragments' messages did not.
+func TestICMPv6FragmentsQueued(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: network namespaces and netfilter rules")
+	}
+	local, router, covered := netip.MustParseAddr("2001:db8::1"), netip.MustParseAddr("2001:db8::fe"), netip.MustParseAddr("2001:db8::2")
+	dstOpts := []byte{0, 0, 1, 4, 0, 0, 0, 0}
+	type case_ struct {
+		name   string
+		msg    []byte
+		pre    [][]byte
+		cut    int
+		first  []byte
+		second []byte
+	}
+	cases := []*case_{
+		{name: "port unreachable, 8 bytes in the first fragment",
+			msg: probe{v6: true, typ: 1, code: 4, quoted: covered, proto: syscall.IPPROTO_TCP}.message(router, local, 40001), cut: 8},
+		{name: "administratively prohibited, 8 bytes after destination options",
+			msg: probe{v6: true, typ: 1, code: 1, quoted: covered, proto: syscall.IPPROTO_TCP}.message(router, local, 40002), pre: [][]byte{dstOpts}, cut: 8},
+		{name: "port unreachable, the first fragment's chain stopping short",
+			msg: probe{v6: true, typ: 1, code: 4, quoted: covered, proto: syscall.IPPROTO_TCP}.message(router, local, 40003), pre: [][]byte{dstOpts, dstOpts}, cut: -8},
+		{name: "echo request, 8 bytes in the first fragment",
+			msg: probe{v6: true, typ: 128, quoted: covered}.message(router, local, 40004), cut: 8},
+	}
+	var want [][]byte
+	for i, c := range cases {
+		c.first, c.second = fragments(router, local, uint32(0x5e00+i), c.msg, c.pre, c.cut)
+		want = append(want, c.first[40:]) // what the queue reader records
+	}
+	control := probe{v6: true, typ: 128, quoted: covered}.message(router, local, 40099)
+	var unsupported error
+	err := netns.Run(func() error {
+		if err := netns.AddAddr("lo", netip.PrefixFrom(local, 128)); err != nil {
+			return err
+		}
+		seen := newSightings()
+		q, err := nfqueue.Open(nfqueue.Config{Num: 20})
+		if err != nil {
+			unsupported = err
+			return nil
+		}
+		defer seen.drain(q)()
+		c, err := net.ListenIP("ip6:ipv6-icmp", nil)
+		if err != nil {
+			return err
+		}
+		defer seen.receive(c)()
+		if _, err := nfrules.Install(nfrules.Spec{Table: "shfrag", Queue: 20, Peers: peers("2001:db8::2/128")}); err != nil {
+			unsupported = err
+			return nil
+		}
+		for _, c := range cases {
+			for _, p := range [][]byte{c.first, c.second} {
+				if err := sendRaw(p); err != nil {
+					return err
+				}
+			}
+		}
+		where, _ := seen.wait(want, 10*time.Second)
+		for i, c := range cases {
+			if where[i] != "queue 20" {
+				t.Errorf("%s: first fragment seen %q, want queue 20", c.name, where[i])
+			}
+		}
+		if err := sendRaw(icmpPacket(router, local, control)); err != nil {
+			return err
+		}
+		if where, ok := seen.wait([][]byte{control}, 10*time.Second); !ok || where[0] != "kernel" {
+			t.Errorf("the control echo request: seen %q, want kernel", where[0])
+		}
+		for _, c := range cases {
+			if where, _ := seen.wait([][]byte{c.msg}, 0); where[0] != "" {
+				t.Errorf("%s: the reassembled message seen at %s, want nowhere", c.name, where[0])
+			}
+		}
+		return nfrules.Remove("shfrag")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unsupported != nil {
+		for _, e := range []error{syscall.ENOENT, syscall.EOPNOTSUPP, syscall.EPROTONOSUPPORT, syscall.EAFNOSUPPORT} {
+			if errors.Is(unsupported, e) {
+				t.Skipf("needs a kernel with nf_tables and a netfilter queue (nfnetlink_queue, nft_queue or xt NFQUEUE): %v", unsupported)
+			}
+		}
+		t.Fatal(unsupported)
+	}
+}

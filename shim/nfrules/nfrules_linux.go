@@ -197,6 +197,9 @@ func rules(spec Spec, m Method, peers []netip.Prefix) (out, in [][]expr.Any) {
 			in = append(in, append(r, queueExpr(m, spec.Queue)))
 		}
 	}
+	if len(peers) > 0 && peers[0].Addr().Is6() {
+		in = append(in, append(firstFragments(), queueExpr(m, spec.Queue)))
+	}
 	return out, in
 }
 
@@ -282,6 +285,33 @@ func icmpMatches(p netip.Prefix) [][]expr.Any {
 		}, addrIn(p, expr.PayloadBaseTransportHeader, 8+24)...))
 	}
 	return rs
+}
+
+// firstFragments matches the first fragments (fragment offset 0) of
+// IPv6 packets whose fragment header is followed by anything but TCP,
+// UDP or ESP: "exthdr frag frag-off 0 exthdr frag nexthdr != { tcp, udp,
+// esp }". An ICMPv6 error in fragments passes the input hook in pieces,
+// before the kernel reassembles it (ipv6_frag_rcv, unless conntrack's
+// nf_defrag_ipv6 did so earlier), and its first fragment may stop short
+// of the quoted address icmpMatches reads; its source is any router's,
+// so every such first fragment goes to the layer, which drops a hard
+// error it cannot clear, and without its first fragment the kernel
+// never reassembles the message. TCP from a peer is queued by its own
+// rule, UDP cannot carry ICMPv6, and ESP is decrypted before the
+// packet it carries goes through the hooks again.
+func firstFragments() []expr.Any {
+	frag := func(off, n uint32) expr.Any {
+		return &expr.Exthdr{DestRegister: 1, Op: expr.ExthdrOpIpv6, Type: unix.IPPROTO_FRAGMENT, Offset: off, Len: n}
+	}
+	return []expr.Any{
+		frag(2, 2), // the offset, in the top 13 bits
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 2, Mask: []byte{0xff, 0xf8}, Xor: []byte{0, 0}},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{0, 0}},
+		frag(0, 1), // the next header
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{unix.IPPROTO_UDP}},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{unix.IPPROTO_ESP}},
+	}
 }
 
 // addrIn matches the address of p's family at offset off of base against p.

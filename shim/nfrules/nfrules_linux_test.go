@@ -58,8 +58,8 @@ func TestInstallReplaceRemove(t *testing.T) {
 			unsupported = err
 			return nil
 		}
-		if got := rules(t, "shtest"); got["ip in"] != 2+2 || got["ip out"] != 2 || got["ip6 in"] != 1+2 || got["ip6 out"] != 1 {
-			t.Errorf("after install: rules %v, want ip in 2+2 (TCP+ICMP), out 2, ip6 in 1+2, out 1", got)
+		if got := rules(t, "shtest"); got["ip in"] != 2+2 || got["ip out"] != 2 || got["ip6 in"] != 1+2+1 || got["ip6 out"] != 1 {
+			t.Errorf("after install: rules %v, want ip in 2+2 (TCP+ICMP), out 2, ip6 in 1+2+1 (TCP+ICMP+first fragments), out 1", got)
 		}
 		m, err := nfrules.Install(nfrules.Spec{Table: "shtest", Queue: 3, Peers: peers("192.0.2.9/32")})
 		if err != nil {
@@ -77,8 +77,8 @@ func TestInstallReplaceRemove(t *testing.T) {
 		if _, err := nfrules.Install(nfrules.Spec{Table: "shtest", Queue: 3, Queues: 3, Peers: peers("192.0.2.9/32", "2001:db8::9/128")}); err != nil {
 			return err
 		}
-		if got := rules(t, "shtest"); got["ip in"] != 3+1 || got["ip out"] != 3 || got["ip6 in"] != 3+2 || got["ip6 out"] != 3 {
-			t.Errorf("three queues: rules %v, want in 3+1 and out 3 (ip), in 3+2 and out 3 (ip6)", got)
+		if got := rules(t, "shtest"); got["ip in"] != 3+1 || got["ip out"] != 3 || got["ip6 in"] != 3+2+1 || got["ip6 out"] != 3 {
+			t.Errorf("three queues: rules %v, want in 3+1 and out 3 (ip), in 3+2+1 and out 3 (ip6)", got)
 		}
 		for i := range 2 {
 			if err := nfrules.Remove("shtest"); err != nil {
