@@ -115,7 +115,9 @@ func (s *Shim) apply(k *keySet) error {
 		keep[j] = m
 	}
 	for _, m := range gone {
-		s.retire(m, k, keep)
+		if err := s.retire(m, k, keep); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, j := range later {
 		m, err := s.aoRing.Add(k.AO[j])
@@ -190,12 +192,14 @@ func sameMD5Peer(a, b keys.MD5) bool {
 // revoked (see moveUsers); then the delete, which always wins: from its
 // first moment no lookup finds m, and a session that took m up meanwhile
 // (a new SYN, a peer's RNextKeyID) is moved by the keyring to the newest
-// MKT left for its peer, or revoked.
-func (s *Shim) retire(m *ao.MKT, k *keySet, keep []*ao.MKT) {
+// MKT left for its peer, or revoked. Its error is the delete's, which
+// only an MKT the keyring no longer held can meet (ao.ErrNoSuchKey).
+func (s *Shim) retire(m *ao.MKT, k *keySet, keep []*ao.MKT) error {
 	s.moveUsers(m, k, keep)
-	// Delete fails only for an MKT the keyring does not hold, which
-	// checkKeyrings then reports.
-	_ = s.aoRing.Delete(m, ao.DeleteOptions{Async: true})
+	if err := s.aoRing.Delete(m, ao.DeleteOptions{Async: true}); err != nil {
+		return fmt.Errorf("TCP-AO key %v: %w", m, err)
+	}
+	return nil
 }
 
 // moveUsers moves every tracked session whose current or RNext key is m
