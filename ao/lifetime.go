@@ -141,13 +141,14 @@ func (r *Keyring) adopt(m *MKT) {
 	}
 }
 
-// Run calls Advance now and at every moment it names, until ctx is done;
+// Run calls Advance now and at every moment it names, until ctx is done
+// (then it returns ctx.Err());
 // an Add or a Delete of an MKT with a lifetime makes it look again. A
 // keyring whose MKTs have lifetimes needs Run (or the application's own
 // calls of Advance) for them to take effect over time.
-func (r *Keyring) Run(ctx context.Context) {
-	if r == nil {
-		return
+func (r *Keyring) Run(ctx context.Context) error {
+	if r == nil || ctx == nil {
+		return ErrNotInitialized
 	}
 	r.mu.Lock()
 	if r.wake == nil {
@@ -161,4 +162,5 @@ func (r *Keyring) Run(ctx context.Context) {
 		return r.clock
 	}
 	lifetime.Run(ctx, clock, r.Advance, wake)
+	return ctx.Err()
 }

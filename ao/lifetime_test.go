@@ -236,7 +236,7 @@ func TestLifetimeRun(t *testing.T) {
 	r := NewKeyring(nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { r.Run(ctx); close(done) }()
+	go func() { _ = r.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
 	c := cfg4("192.0.2.2/32", 1, 2)
 	c.Lifetime = keys.Lifetime{Send: keys.Window{Start: time.Now().Add(20 * time.Millisecond)}}

@@ -54,11 +54,12 @@ func (r *Keyring) Advance() time.Time {
 	return time.Unix(0, next)
 }
 
-// Run calls Advance now and at every moment it names, until ctx is done;
+// Run calls Advance now and at every moment it names, until ctx is done
+// (then it returns ctx.Err());
 // an Add or a Delete of a key with a lifetime makes it look again.
-func (r *Keyring) Run(ctx context.Context) {
-	if r == nil {
-		return
+func (r *Keyring) Run(ctx context.Context) error {
+	if r == nil || ctx == nil {
+		return ErrNotInitialized
 	}
 	r.mu.Lock()
 	if r.wake == nil {
@@ -72,4 +73,5 @@ func (r *Keyring) Run(ctx context.Context) {
 		return r.clock
 	}
 	lifetime.Run(ctx, clock, r.Advance, wake)
+	return ctx.Err()
 }

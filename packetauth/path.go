@@ -88,7 +88,7 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 			}
 			continue // sign it as the new connection's
 		case kind == KindMD5:
-			out, err := l.signMD5(dst, &p)
+			out, err := l.signMD5(dst, &p, nil)
 			if err != nil {
 				return nil, l.drop(sh, nil, err)
 			}
@@ -154,7 +154,7 @@ func (l *Layer) outConn(sh *shard, c *conn, dst []byte, p *packet) ([]byte, bool
 	case l.revoke(c):
 		err = ErrRevoked
 	case c.kind == KindMD5:
-		out, err = l.signMD5(dst, p)
+		out, err = l.signMD5(dst, p, c.md5.Load())
 	default:
 		if out, err = l.signAO(dst, p, c); err != nil && beforeSynAck(c, flags) {
 			err = ErrNoConn
@@ -223,12 +223,12 @@ func (l *Layer) signAO(dst []byte, p *packet, c *conn) ([]byte, error) {
 
 // signMD5 inserts NOP NOP + the MD5 option into a copy of p appended to
 // dst, and signs it with the key for its destination.
-func (l *Layer) signMD5(dst []byte, p *packet) ([]byte, error) {
+func (l *Layer) signMD5(dst []byte, p *packet, peerKey *md5sig.Key) ([]byte, error) {
 	var opt [md5sig.OptionSpace]byte
 	o := append(opt[:0], segment.OptionKindNOP, segment.OptionKindNOP, md5sig.OptionKind, md5sig.OptionLen)
 	out, s, err := insertOption(dst, p, o[:md5sig.OptionSpace])
 	if err == nil {
-		err = l.cfg.MD5.Sign(&s.seg, l.cfg.L3Index)
+		_, err = l.cfg.MD5.SignWith(&s.seg, l.cfg.L3Index, peerKey)
 	}
 	if err != nil {
 		return nil, err
@@ -350,22 +350,23 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	case l.closed.Load():
 		return nil, l.drop(sh, nil, ErrClosed)
 	case kind == KindMD5:
-		if err := l.cfg.MD5.Verify(seg, l.cfg.L3Index); err != nil {
+		k, err := l.cfg.MD5.VerifyWith(seg, l.cfg.L3Index, nil)
+		if err != nil {
 			return nil, l.drop(sh, nil, unsigned(err))
 		}
 		if synOnly {
-			if err := l.startServer(KindMD5, &t, seg); err != nil {
+			if err := l.startServer(KindMD5, &t, seg, k); err != nil {
 				return nil, l.drop(sh, nil, err)
 			}
 		} else if !flags.Has(segment.RST) {
-			l.adoptMD5(&t, seg)
+			l.adoptMD5(&t, seg, k)
 		}
 	case seg.Auth().AO == 0 && seg.Auth().MD5 == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
 	case !synOnly:
 		return nil, l.drop(sh, nil, ErrNoConn)
 	default:
-		if err := l.startServer(KindAO, &t, seg); err != nil {
+		if err := l.startServer(KindAO, &t, seg, nil); err != nil {
 			return nil, l.drop(sh, nil, err)
 		}
 	}
@@ -378,10 +379,11 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 // to sign and verify, but a tracked session is one a removed key revokes
 // (Layer.RevokeUncovered), never left to pass unsigned. A full table only
 // leaves it untracked.
-func (l *Layer) adoptMD5(t *tuple, seg *segment.Segment) {
+func (l *Layer) adoptMD5(t *tuple, seg *segment.Segment, peerKey *md5sig.Key) {
 	now := time.Now()
 	h := seg.Header()
 	c := &conn{kind: KindMD5, local: netip.AddrPortFrom(seg.Dst(), h.DstPort()), remote: netip.AddrPortFrom(seg.Src(), h.SrcPort())}
+	c.md5.Store(peerKey)
 	c.touch(now)
 	c.phase.Store(uint32(StateEstablished))
 	c.verified.Add(1)
@@ -403,11 +405,12 @@ func newServer(c *conn, seq uint32) bool {
 }
 
 // startServer verifies a SYN (TCP-AO: as ao.Listener.Accept; MD5: done
-// by the caller) and tracks the connection it starts.
-func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment) error {
+// by the caller, with peerKey) and tracks the connection it starts.
+func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment, peerKey *md5sig.Key) error {
 	now := time.Now()
 	h := seg.Header()
 	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Dst(), h.DstPort()), remote: netip.AddrPortFrom(seg.Src(), h.SrcPort())}
+	c.md5.Store(peerKey)
 	c.touch(now)
 	if kind == KindAO {
 		c.phase.Store(uint32(StateSynReceived))
@@ -440,11 +443,18 @@ func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
 		return ErrRevoked
 	}
 	if c.kind == KindMD5 {
-		err := unsigned(l.cfg.MD5.Verify(seg, l.cfg.L3Index))
-		if err == nil && seg.Header().Flags().Has(segment.SYN|segment.ACK) {
+		peerKey := c.md5.Load()
+		k, err := l.cfg.MD5.VerifyWith(seg, l.cfg.L3Index, peerKey)
+		if err != nil {
+			return unsigned(err)
+		}
+		if k != peerKey {
+			c.md5.Store(k) // the peer moved to another key of its schedule
+		}
+		if seg.Header().Flags().Has(segment.SYN | segment.ACK) {
 			c.phase.CompareAndSwap(uint32(StateSynSent), uint32(StateEstablished))
 		}
-		return err
+		return nil
 	}
 	// The handshake is the ao.Conn's: a verified SYN-ACK gives it the
 	// peer's ISN, and it refuses (ao.ErrNoISN) what a connection cannot

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/internal/cacheline"
+	"github.com/tcpsig/tcpsig/md5sig"
 )
 
 // tuple names a connection from the local end: addresses in their 16-byte
@@ -67,6 +68,9 @@ type conn struct {
 	lisn, risn uint32
 
 	ao ao.Conn // KindAO only
+	// md5 is the TCP-MD5 key the peer signed with last (KindMD5 only):
+	// the key the connection signs with while its schedule accepts it.
+	md5 atomic.Pointer[md5sig.Key]
 
 	signed, verified, dropped atomic.Uint64
 }
