@@ -330,6 +330,9 @@ var (
 		[]string{"peer", "key"}, nil)
 	descKeys = prometheus.NewDesc("tcpsig_shim_keys",
 		"Entries of the keys file in use, by kind.", []string{"kind"}, nil)
+	descKeyring = prometheus.NewDesc("tcpsig_shim_keyring_keys",
+		"Keys the keyrings hold now, by kind and whether the keys file in use names them: in_file=\"false\" is a key that should be gone (a reload that finds one deletes it and fails).",
+		[]string{"kind", "in_file"}, nil)
 	descReloads = prometheus.NewDesc("tcpsig_shim_reloads_total",
 		"Reloads of the keys file (SIGHUP), by result: success (applied whole) or failure (refused whole, or an error applying it).",
 		[]string{"result"}, nil)
@@ -345,7 +348,8 @@ type shimCollector struct{ s *Shim }
 // Describe sends every description.
 func (c shimCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSegments, descPackets, descDropped, descQueueDropped, descQueueWaiting,
-		descSessions, descPending, descUnseen, descUnseenEvicted, descUnseenSuppressed, descSessionEvents, descResumed, descRotations, descKeys,
+		descSessions, descPending, descUnseen, descUnseenEvicted, descUnseenSuppressed, descSessionEvents, descResumed, descRotations,
+		descKeys, descKeyring,
 		descReloads, descLastGood, descLastOK} {
 		ch <- d
 	}
@@ -378,7 +382,8 @@ func (c shimCollector) Collect(ch chan<- prometheus.Metric) {
 	s.collectReloads(out)
 }
 
-// collectKeys: per key, good and bad_mac; under s.mu.
+// collectKeys: per key the keyrings hold, good and bad_mac, and the
+// keys by kind and whether the file names them; under s.mu.
 func (s *Shim) collectKeys(out emit) {
 	o := &s.obs
 	// Per key: good and bad_mac, over the label sets of the keys in use
@@ -394,18 +399,30 @@ func (s *Shim) collectKeys(out emit) {
 		v := keySums[l]
 		keySums[l] = [2]uint64{v[0] + good, v[1] + bad}
 	}
-	for _, m := range s.aoMKT {
-		if m != nil {
-			good, bad := m.Counters()
-			add(aoLabels(m.Peer(), m.SendID(), m.RecvID()), good, bad)
+	// Every MKT the keyring holds, whether the file names it or not.
+	inFile := s.aoInFile()
+	var aoKeys [2]int // not in the file, in the file
+	for _, m := range s.aoRing.MKTs() {
+		good, bad := m.Counters()
+		add(aoLabels(m.Peer(), m.SendID(), m.RecvID()), good, bad)
+		if inFile[m] {
+			aoKeys[1]++
+		} else {
+			aoKeys[0]++
 		}
 	}
+	md5Keys := 0
 	for _, k := range s.md5Key {
 		if k != nil {
 			good, bad := k.Counters()
 			add(md5Labels(k.Peer()), good, bad)
+			md5Keys++
 		}
 	}
+	out.gauge(descKeyring, float64(aoKeys[1]), kindAO, "true")
+	out.gauge(descKeyring, float64(aoKeys[0]), kindAO, "false")
+	out.gauge(descKeyring, float64(md5Keys), kindMD5, "true")
+	out.gauge(descKeyring, float64(max(s.md5Ring.Len()-md5Keys, 0)), kindMD5, "false")
 	for _, l := range order {
 		v := keySums[l]
 		out.counter(descSegments, v[0], l.peer, l.kind, l.sndid, l.rcvid, verdictGood.String())

@@ -74,8 +74,9 @@ func (s *Shim) update(k *keySet) error {
 // apply makes the keyrings hold exactly the keys of k, changing only what
 // differs, so that live sessions keep their keys; a session of an MKT that
 // goes moves to another that covers its peer or is revoked first (see
-// Reload). k's key bytes are wiped once the keyrings have theirs. Under
-// s.mu (or before Run).
+// Reload). It ends by checking that the keyrings hold exactly the file's
+// keys (checkKeyrings). k's key bytes are wiped once the keyrings have
+// theirs. Under s.mu (or before Run).
 func (s *Shim) apply(k *keySet) error {
 	defer k.wipe()
 	var errs []error
@@ -131,6 +132,9 @@ func (s *Shim) apply(k *keySet) error {
 		errs = append(errs, err)
 	}
 	s.keys, s.aoMKT, s.md5Key = k, keep, md5Keys
+	if err := s.checkKeyrings(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -182,22 +186,20 @@ func sameMD5Peer(a, b keys.MD5) bool {
 	return a.Peer.Masked() == b.Peer.Masked() && a.HasIfIndex == b.HasIfIndex && (!a.HasIfIndex || a.IfIndex == b.IfIndex)
 }
 
-// retire deletes m, an MKT the new file k no longer has: each session
+// retire deletes m, an MKT the new file k no longer has. Each session
 // that uses it is first moved to the newest MKT of k (keep holds them)
-// that covers the session's own peer, or revoked without one. A session
-// may take m up meanwhile (a new one, or a peer's RNextKeyID): the delete
-// then finds it busy, and its users are moved again.
+// that covers the session's own peer, and a handshake begun with m is
+// revoked (see moveUsers); then the delete, which always wins: from its
+// first moment no lookup finds m, and a session that took m up meanwhile
+// (a new SYN, a peer's RNextKeyID) is moved by the keyring to the newest
+// MKT left for its peer, or revoked. Its error is the delete's, which
+// only an MKT the keyring no longer held can meet (ao.ErrNoSuchKey).
 func (s *Shim) retire(m *ao.MKT, k *keySet, keep []*ao.MKT) error {
-	for try := 0; ; try++ {
-		err := s.aoRing.Delete(m, ao.DeleteOptions{Async: true})
-		if !errors.Is(err, ao.ErrKeyBusy) {
-			return err
-		}
-		if try == 3 {
-			return fmt.Errorf("TCP-AO key %v: %w", m, err)
-		}
-		s.moveUsers(m, k, keep)
+	s.moveUsers(m, k, keep)
+	if err := s.aoRing.Delete(m, ao.DeleteOptions{Async: true}); err != nil {
+		return fmt.Errorf("TCP-AO key %v: %w", m, err)
 	}
+	return nil
 }
 
 // moveUsers moves every tracked session whose current or RNext key is m

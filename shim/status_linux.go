@@ -91,6 +91,40 @@ type Status struct {
 	Keys           map[string]int `json:"keys"` // entries of the keys file: "ao", "md5"
 	// UnseenTotals: what the unseen table let go under pressure.
 	UnseenTotals UnseenTotals `json:"unseen_totals"`
+	// MKTs is every MKT the TCP-AO keyring holds, read from the keyring
+	// itself: a key that is there though the file no longer names it
+	// shows (InFile false) rather than verifying unseen.
+	MKTs []MKTStatus `json:"ao_mkts"`
+}
+
+// MKTStatus is one MKT of the TCP-AO keyring in the status; never its key.
+type MKTStatus struct {
+	Peer      netip.Prefix `json:"peer"`
+	SendID    uint8        `json:"sndid"`
+	RecvID    uint8        `json:"rcvid"`
+	Algorithm string       `json:"alg"`
+	MACLen    int          `json:"maclen"`
+	IfIndex   *int         `json:"ifindex,omitempty"` // the L3 domain it is bound to, if any
+	Good      uint64       `json:"good"`              // segments it verified
+	BadMAC    uint64       `json:"bad_mac"`           // segments whose MAC it refused
+	InFile    bool         `json:"in_file"`           // the keys file in use names it
+}
+
+// mktStatus lists the MKTs of s's TCP-AO keyring, in order of addition.
+// Under s.mu.
+func (s *Shim) mktStatus() []MKTStatus {
+	list := []MKTStatus{}
+	inFile := s.aoInFile()
+	for _, m := range s.aoRing.MKTs() {
+		good, bad := m.Counters()
+		st := MKTStatus{Peer: m.Peer(), SendID: m.SendID(), RecvID: m.RecvID(), Algorithm: m.Algorithm().Name(),
+			MACLen: m.MACLen(), Good: good, BadMAC: bad, InFile: inFile[m]}
+		if ifi, ok := m.IfIndex(); ok {
+			st.IfIndex = &ifi
+		}
+		list = append(list, st)
+	}
+	return list
 }
 
 // QueueStatus is the kernel's count of one queue's packets
@@ -144,7 +178,7 @@ func (s *Shim) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{Queue: s.cfg.Queue, Rules: string(s.method), Overhead: s.layer.Overhead(),
 		Counters: counters(s.layer.Counters()), Seeded: s.seeded, QueueMalformed: s.malformed.Load(), Conns: []ConnStatus{}, Unseen: []UnseenConn{},
-		Keys: map[string]int{"ao": len(s.keys.AO), "md5": len(s.keys.MD5)}, Queues: []QueueStatus{}}
+		Keys: map[string]int{"ao": len(s.keys.AO), "md5": len(s.keys.MD5)}, Queues: []QueueStatus{}, MKTs: s.mktStatus()}
 	for _, q := range s.queues {
 		if qs, err := q.Stats(); err == nil {
 			st.Queues = append(st.Queues, QueueStatus{Num: q.Num(), Waiting: qs.Waiting, QueueFull: qs.Dropped, SocketFull: qs.UserDropped})
@@ -174,6 +208,10 @@ func (s *Shim) LogStatus() {
 	for _, c := range st.Conns {
 		s.log.Info("conn", "local", c.Local, "remote", c.Remote, "kind", c.Kind, "state", c.State,
 			"signed", c.Signed, "verified", c.Verified, "dropped", c.Dropped, "keyid", c.CurrentKeyID, "rnext", c.RNextKeyID)
+	}
+	for _, m := range st.MKTs {
+		s.log.Info("TCP-AO key", "peer", m.Peer, "sndid", m.SendID, "rcvid", m.RecvID, "alg", m.Algorithm,
+			"good", m.Good, "bad_mac", m.BadMAC, "in_file", m.InFile)
 	}
 	for _, u := range st.Unseen {
 		s.log.Info("unseen session", "local", u.Local, "remote", u.Remote, "kind", u.Kind, "evidence", u.Evidence, "dropped", u.Dropped)

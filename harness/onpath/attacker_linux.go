@@ -29,6 +29,9 @@ type Attacker struct {
 	sent    map[Flow]*Counts
 	err     error // the first send or read error
 
+	watchMu  sync.Mutex
+	watchers map[*watcher]struct{}
+
 	stopping atomic.Bool
 	stop     chan struct{}
 	wg       sync.WaitGroup
@@ -40,7 +43,8 @@ type Attacker struct {
 // interval every. It needs CAP_NET_RAW.
 func Start(m *netns.Keeper, every time.Duration) (*Attacker, error) {
 	a := &Attacker{Tracker: NewTracker(), every: every, raw: -1,
-		targets: make(map[Flow]Kind), sent: make(map[Flow]*Counts), stop: make(chan struct{})}
+		targets: make(map[Flow]Kind), sent: make(map[Flow]*Counts), stop: make(chan struct{}),
+		watchers: make(map[*watcher]struct{})}
 	err := m.Do(func() error {
 		// ETH_P_ALL on a socket bound to no interface: every frame of
 		// every interface of M, both directions.
@@ -284,6 +288,7 @@ func (a *Attacker) sniffLoop() {
 			continue
 		}
 		a.Tracker.Observe(buf[:n])
+		a.watched(buf[:n])
 	}
 }
 

@@ -28,6 +28,15 @@
 // and sent from a raw IPv4 socket (IP_HDRINCL) with the peer's address as
 // the source. It counts what it sent, per flow and kind.
 //
+// For attackers who hold more than the wire: [Attacker.Watch] hands a test
+// each packet the sniffer sees in one direction (to capture a genuinely
+// signed segment), [Attacker.SendPacket] sends a whole packet as it is (to
+// replay it, numbered with [SetIPv4ID], which no MAC covers), and
+// [BuildSignedSYN] builds a SYN signed with a TCP-AO MKT the attacker
+// holds. [Listen] opens an [Inbox] in a host's namespace: a raw socket
+// that sees what the host's TCP is handed after the netfilter input hook,
+// so behind tcpsig shim exactly what the shim let through.
+//
 // The tracker and [Build] are plain code, usable without root on captured
 // packets; the topology and the attacker are IPv4 only.
 package onpath
