@@ -48,9 +48,9 @@ type lifetimeJSON struct {
 }
 
 type windowJSON struct {
-	Always   empty       `json:"always,omitempty"`
-	Start    string      `json:"start-date-time,omitempty"`
-	NoEnd    empty       `json:"no-end-time,omitempty"`
+	Always   empty           `json:"always,omitempty"`
+	Start    string          `json:"start-date-time,omitempty"`
+	NoEnd    empty           `json:"no-end-time,omitempty"`
 	Duration json.RawMessage `json:"duration,omitempty"`
 	End      string          `json:"end-date-time,omitempty"`
 }
@@ -69,8 +69,8 @@ type authJSON struct {
 type aoJSON struct {
 	SendID            json.RawMessage `json:"send-id,omitempty"`
 	RecvID            json.RawMessage `json:"recv-id,omitempty"`
-	IncludeTCPOptions *bool       `json:"include-tcp-options,omitempty"`
-	AcceptKeyMismatch *bool       `json:"accept-key-mismatch,omitempty"`
+	IncludeTCPOptions *bool           `json:"include-tcp-options,omitempty"`
+	AcceptKeyMismatch *bool           `json:"accept-key-mismatch,omitempty"`
 }
 
 // empty is a leaf of type empty: [null] in RFC 7951 JSON, false when

@@ -111,7 +111,9 @@ func Wipe(chains []Chain) {
 // The path of the parts of a document.
 const rootPath = "/ietf-key-chain:key-chains"
 
-func chainPath(name string) string { return fmt.Sprintf("%s/key-chain[name=%s]", rootPath, quoteYANG(name)) }
+func chainPath(name string) string {
+	return fmt.Sprintf("%s/key-chain[name=%s]", rootPath, quoteYANG(name))
+}
 
 func keyPath(chain string, id string) string {
 	return fmt.Sprintf("%s/key[key-id=%s]", chainPath(chain), quoteYANG(id))
