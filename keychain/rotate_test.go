@@ -197,3 +197,22 @@ func TestCheckProblems(t *testing.T) {
 		t.Errorf("no lifetimes: %+v", tl)
 	}
 }
+
+// TestCheckStaleOtherEnd: the other end's file from before the rotation
+// (its key without lifetimes) keeps sending the old key, which this end
+// stops accepting an overlap after the hand-over: Check(other, f) finds
+// it, though the other file has no lifetime.
+func TestCheckStaleOtherEnd(t *testing.T) {
+	a, b := pair("k")
+	stale := clone(b)
+	if _, err := Rotate(a, b, Rotation{Peer: endB, At: t0, Overlap: time.Hour, Rand: zeros{}}); err != nil {
+		t.Fatal(err)
+	}
+	tl := Check(stale, a, t0.Add(-2*time.Hour))
+	if len(tl.Problems) != 1 || !strings.Contains(tl.Problems[0], `peer 192.0.2.1/32: from 2027-01-10T01:00:00Z on: ao[0] ("s/1") sends, but the other end accepts no mirror of it then`) {
+		t.Errorf("stale other end: %v", tl.Problems)
+	}
+	if tl := Check(a, stale, t0.Add(-2*time.Hour)); len(tl.Problems) != 1 || !strings.Contains(tl.Problems[0], `ao[1] ("s/2") sends, but the other end has no mirror`) {
+		t.Errorf("this end against the stale one: %v", tl.Problems)
+	}
+}

@@ -22,7 +22,8 @@ type Timeline struct {
 }
 
 // PeerTimeline is one peer's spans, for the peers that have a key with a
-// lifetime (the others' keys send and are accepted always).
+// lifetime, or whose key's mirror on the other end has one (the others'
+// keys send and are accepted always).
 type PeerTimeline struct {
 	Peer  netip.Prefix
 	MD5   bool
@@ -88,7 +89,14 @@ func Check(f, other *keyfile.File, now time.Time) Timeline {
 	}
 	for _, k := range order {
 		es := byPeer[k]
-		if !slices.ContainsFunc(es, func(e entry) bool { return e.view.lifetime.Scheduled() }) {
+		// A peer without lifetimes on either end sends and accepts
+		// always, as before lifetimes: no timeline.
+		scheduled := func(e entry) bool {
+			return e.view.lifetime.Scheduled() || slices.ContainsFunc(theirs, func(o entry) bool {
+				return o.view.lifetime.Scheduled() && mirrors(e.view, o.view)
+			})
+		}
+		if !slices.ContainsFunc(es, scheduled) {
 			continue
 		}
 		pt := PeerTimeline{Peer: k.p, MD5: k.md5}
