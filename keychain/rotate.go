@@ -67,7 +67,8 @@ func NewKey(r io.Reader, n int, text bool) ([]byte, error) {
 // is, of the same algorithm, MAC length and options; its TCP-AO KeyIDs
 // are the next that no entry of either file for an overlapping peer uses.
 // Both files are checked as keyfile.Parse checks them; on an error
-// neither is changed.
+// neither is changed. Every entry whose key is printable ASCII is marked
+// Text, so the files keep typed passwords as "text:…".
 func Rotate(f, mirror *keyfile.File, r Rotation) (Rotated, error) {
 	if f == nil || mirror == nil {
 		return Rotated{}, fmt.Errorf("%w: no keys file", ErrRotate)
@@ -94,7 +95,20 @@ func Rotate(f, mirror *keyfile.File, r Rotation) (Rotated, error) {
 	if mirror != f {
 		*mirror = *nm
 	}
+	markText(f)
+	markText(mirror)
 	return out, nil
+}
+
+// markText marks each entry whose key is printable ASCII to be written
+// "text:…": a rotated file keeps typed passwords typeable.
+func markText(f *keyfile.File) {
+	for i := range f.AO {
+		f.AO[i].Text = f.AO[i].Text || printableText(f.AO[i].Config.Key)
+	}
+	for i := range f.MD5 {
+		f.MD5[i].Text = f.MD5[i].Text || printableText(f.MD5[i].Config.Key)
+	}
 }
 
 // nf2 is mirror's clone, unless it is f.

@@ -170,7 +170,7 @@ func TestCheckProblems(t *testing.T) {
 	late := clone(b)
 	late.AO[1].Config.Lifetime.Accept.Start = t0.Add(1) // the mirror accepts 1ns after the new key sends
 	tl = Check(a, late, now)
-	if len(tl.Problems) != 1 || !strings.Contains(tl.Problems[0], `from 2027-01-10T00:00:00Z until 2027-01-10T00:00:00.000000001Z: ao[1] ("s/2") sends, but the other end accepts no mirror of it then`) {
+	if len(tl.Problems) != 1 || !strings.Contains(tl.Problems[0], `peer 192.0.2.2/32: from 2027-01-10T00:00:00Z: ao[1] ("s/2") sends, but the other end accepts no mirror of it then`) {
 		t.Errorf("1ns late: %v", tl.Problems)
 	}
 	if tl := Check(a, &keyfile.File{}, now); len(tl.Problems) != 2 || !strings.Contains(tl.Problems[0], "has no mirror") {
@@ -209,7 +209,7 @@ func TestCheckStaleOtherEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	tl := Check(stale, a, t0.Add(-2*time.Hour))
-	if len(tl.Problems) != 1 || !strings.Contains(tl.Problems[0], `peer 192.0.2.1/32: from 2027-01-10T01:00:00Z on: ao[0] ("s/1") sends, but the other end accepts no mirror of it then`) {
+	if len(tl.Problems) != 1 || !strings.Contains(tl.Problems[0], `peer 192.0.2.1/32: from 2027-01-10T01:00:00Z: ao[0] ("s/1") sends, but the other end accepts no mirror of it then`) {
 		t.Errorf("stale other end: %v", tl.Problems)
 	}
 	if tl := Check(a, stale, t0.Add(-2*time.Hour)); len(tl.Problems) != 1 || !strings.Contains(tl.Problems[0], `ao[1] ("s/2") sends, but the other end has no mirror`) {

@@ -159,7 +159,7 @@ func spans(es, theirs []entry, checkOther bool, now time.Time) []spanCheck {
 					if len(ms) == 0 {
 						why = "the other end has no mirror of it (the same key" + map[bool]string{false: ", KeyIDs swapped", true: ""}[e.view.md5] + ")"
 					}
-					s.problems = append(s.problems, fmt.Sprintf("peer %v: %s: %s sends, but %s", e.view.peer, s.when(), e.label, why))
+					s.problems = append(s.problems, fmt.Sprintf("peer %v: from %s: %s sends, but %s", e.view.peer, stamp(s.From), e.label, why))
 				}
 			}
 			if l.AcceptActive(from) {

@@ -20,18 +20,20 @@ import (
 // ietf-key-chain documents, rotate, and keys check's timeline. The work
 // is package keychain's; here are flags, files and output.
 
-// parseKeysFlags parses a keys subcommand's flags, with -h printing the
-// keys help; ok false means return code.
-func parseKeysFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (code int, ok bool) {
+// parseKeysFlags parses a keys subcommand's flags, wherever they are
+// among its arguments, with -h printing the keys help; ok false means
+// return code. It returns the other arguments.
+func parseKeysFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (rest []string, code int, ok bool) {
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseArgs(fs, args)
+	if err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stdout, keysCmdHelp)
-			return 0, false
+			return nil, 0, false
 		}
-		return failf(stderr, "keys %s: %v (see tcpsig keys -h)", fs.Name(), err), false
+		return nil, failf(stderr, "keys %s: %v (see tcpsig keys -h)", fs.Name(), err), false
 	}
-	return 0, true
+	return rest, 0, true
 }
 
 // chainFlags is -chain NAME=PEER[,PEER…], repeatable.
@@ -60,20 +62,21 @@ func runKeysImport(args []string, stdout, stderr io.Writer) int {
 	chains := chainFlags{}
 	fs.Var(chains, "chain", "a key chain and its peers")
 	out := fs.String("o", "", "the keys file to write")
-	if code, ok := parseKeysFlags(fs, args, stdout, stderr); !ok {
+	rest, code, ok := parseKeysFlags(fs, args, stdout, stderr)
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 || len(chains) == 0 || *out == "" {
+	if len(rest) != 1 || len(chains) == 0 || *out == "" {
 		return failf(stderr, "keys import: wants DOC, -chain NAME=PEER and -o FILE (see tcpsig keys -h)")
 	}
-	doc, err := os.ReadFile(fs.Arg(0))
+	doc, err := os.ReadFile(rest[0])
 	if err != nil {
 		return failf(stderr, "keys import: %v", unwrapPath(err))
 	}
 	defer clear(doc)
 	f, err := keychain.Import(doc, chains)
 	if err != nil {
-		return failf(stderr, "keys import: %s: %v", fs.Arg(0), err)
+		return failf(stderr, "keys import: %s: %v", rest[0], err)
 	}
 	defer f.Wipe()
 	if err := writeKeysFile(*out, f); err != nil {
@@ -88,20 +91,21 @@ func runKeysImport(args []string, stdout, stderr io.Writer) int {
 func runKeysExport(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	out := fs.String("o", "", "the document to write")
-	if code, ok := parseKeysFlags(fs, args, stdout, stderr); !ok {
+	rest, code, ok := parseKeysFlags(fs, args, stdout, stderr)
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 || *out == "" {
+	if len(rest) != 1 || *out == "" {
 		return failf(stderr, "keys export: wants FILE and -o DOC: a key chain holds its keys, so it goes to a file of mode 0600, never to the terminal")
 	}
-	f, err := keyfile.Load(fs.Arg(0))
+	f, err := keyfile.Load(rest[0])
 	if err != nil {
-		return failf(stderr, "keys export: %s: %v", fs.Arg(0), err)
+		return failf(stderr, "keys export: %s: %v", rest[0], err)
 	}
 	defer f.Wipe()
 	doc, peers, err := keychain.Export(f)
 	if err != nil {
-		return failf(stderr, "keys export: %s: %v", fs.Arg(0), err)
+		return failf(stderr, "keys export: %s: %v", rest[0], err)
 	}
 	defer clear(doc)
 	if err := writeNew0600(*out, doc); err != nil {
@@ -112,7 +116,11 @@ func runKeysExport(args []string, stdout, stderr io.Writer) int {
 		return failf(stderr, "keys export: %v", err)
 	}
 	defer keychain.Wipe(chains)
-	fmt.Fprintf(stdout, "wrote %s (mode 0600): %d key chains\n", *out, len(chains))
+	plural := "s"
+	if len(chains) == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(stdout, "wrote %s (mode 0600): %d key chain%s\n", *out, len(chains), plural)
 	var flags []string
 	for _, c := range chains {
 		fmt.Fprintf(stdout, "  key-chain %s for %s (tolerance %v)\n", c.Name, prefixes(peers[c.Name]), c.Tolerance)
@@ -142,10 +150,11 @@ func runKeysRotate(args []string, stdout, stderr io.Writer, now time.Time) int {
 	at := fs.String("at", "", "the new key's send start (RFC 3339)")
 	overlap := fs.Duration("overlap", time.Hour, "how long both keys are accepted on each side of -at")
 	mirrorPath := fs.String("mirror", "", "the other end's keys file")
-	if code, ok := parseKeysFlags(fs, args, stdout, stderr); !ok {
+	rest, code, ok := parseKeysFlags(fs, args, stdout, stderr)
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 1 || *peer == "" {
+	if len(rest) != 1 || *peer == "" {
 		return failf(stderr, "keys rotate: wants FILE and -peer P (see tcpsig keys -h)")
 	}
 	r := keychain.Rotation{Overlap: *overlap}
@@ -159,7 +168,7 @@ func runKeysRotate(args []string, stdout, stderr io.Writer, now time.Time) int {
 			return failf(stderr, "keys rotate: -at: want an RFC 3339 time, 2027-01-01T00:00:00Z say")
 		}
 	}
-	path := fs.Arg(0)
+	path := rest[0]
 	f, err := keyfile.Load(path)
 	if err != nil {
 		return failf(stderr, "keys rotate: %s: %v", path, err)
@@ -202,7 +211,7 @@ func runKeysRotate(args []string, stdout, stderr io.Writer, now time.Time) int {
 	fmt.Fprintf(stdout, "%s: added %s[%d] %s (the mirror)\n", mpath, kind, got.MirrorNew, mnw)
 	fmt.Fprintf(stdout, "the old key (%s[%d]) stops sending at %s and is accepted until %s\n", kind, got.Old,
 		r.At.UTC().Format(time.RFC3339), r.At.Add(r.Overlap).UTC().Format(time.RFC3339))
-	keychain.Check(f, m, now).Write(stdout)
+	keychain.Check(f, m, r.At.Add(-r.Overlap)).Write(stdout)
 	return 0
 }
 
