@@ -137,16 +137,10 @@ func keyringErrors(f *keyfile.File) ([]string, error) {
 		}
 	}
 	for i, e := range f.MD5 {
-		ring := md5Ring
-		if e.Config.Lifetime.Scheduled() {
-			// Keys of one peer with lifetimes are a schedule: each is
-			// checked on its own.
-			ring = md5sig.NewKeyring(pool)
-		}
-		if k, err := ring.Add(e.Config); err != nil {
+		if k, err := md5Ring.Add(e.Config); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", keyfile.Label("md5", i, e.Name), err))
 		} else {
-			defer ring.Delete(k, md5sig.DeleteOptions{})
+			defer md5Ring.Delete(k, md5sig.DeleteOptions{})
 		}
 	}
 	return errs, nil

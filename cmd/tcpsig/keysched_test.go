@@ -147,3 +147,23 @@ func TestKeysDocLifetimes(t *testing.T) {
 		t.Errorf("keys check: exit %d\n%s\ndocs/keys.md shows\n%s", code, errOut, blocks[1])
 	}
 }
+
+// TestKeysCheckMD5Schedule: two TCP-MD5 keys of one peer with lifetimes
+// are a schedule, not a keyring's refusal; keys check prints their
+// timeline and warns of a tolerance below the file's clock_skew.
+func TestKeysCheckMD5Schedule(t *testing.T) {
+	path := writeFile(t, "md5.json", []byte(`{"clock_skew": 30, "md5": [
+	  {"name": "old", "peer": "192.0.2.2", "key": "text:Old-Password", "send_lifetime": {"end": "2027-01-10T00:00:00Z"}, "accept_lifetime": {"end": "2027-01-10T01:00:00Z"}},
+	  {"name": "new", "peer": "192.0.2.2", "key": "text:New-Password", "send_lifetime": {"start": "2027-01-10T00:00:00Z"}, "accept_lifetime": {"start": "2027-01-09T23:00:00Z"}, "accept_tolerance": 30}]}`))
+	code, out, errOut := cli(t, "keys", "check", "-at", "2027-01-09T00:00:00Z", path)
+	want := `timeline of peer 192.0.2.2/32 (TCP-MD5):
+  2027-01-09T00:00:00Z .. 2027-01-09T22:59:30Z  sends md5[0] ("old"); accepts md5[0] ("old")
+  2027-01-09T22:59:30Z .. 2027-01-10T00:00:00Z  sends md5[0] ("old"); accepts md5[0] ("old"), md5[1] ("new")
+  2027-01-10T00:00:00Z .. 2027-01-10T01:00:00Z  sends md5[1] ("new"); accepts md5[0] ("old"), md5[1] ("new")
+  2027-01-10T01:00:00Z .. (no end)              sends md5[1] ("new"); accepts md5[1] ("new")
+`
+	if code != 1 || errOut != "" || !strings.Contains(out, want) || !strings.Contains(out, `warning: md5[0] ("old"): accept tolerance 0s is smaller than the file's clock_skew 30s`) ||
+		strings.Contains(out, "md5[1] (\"new\"): accept tolerance") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
