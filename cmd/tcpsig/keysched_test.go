@@ -167,3 +167,28 @@ func TestKeysCheckMD5Schedule(t *testing.T) {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestVerifyIgnoresLifetimes: tcpsig verify judges a capture with every
+// key of the file, whatever its lifetimes (docs/rotation.md, "Captures"):
+// the demo capture's keys given lifetimes that ended in 2000 still judge
+// every segment good.
+func TestVerifyIgnoresLifetimes(t *testing.T) {
+	f, err := keyfile.Parse(demoKeys(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range f.AO {
+		f.AO[i].Config.Lifetime.Send.End = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+		f.AO[i].Config.Lifetime.Accept.End = f.AO[i].Config.Lifetime.Send.End
+	}
+	b, err := f.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keysPath := writeFile(t, "k.json", b)
+	code, out, errOut := cli(t, "verify", "-json", "-keys", keysPath, writeFile(t, "c.pcap", demoPcap))
+	segs, _ := jsonLines(t, out)
+	if v := verdictsOf(segs); code != 0 || len(segs) == 0 || v["good"] != len(segs) {
+		t.Errorf("exit %d, verdicts %v: %s", code, v, errOut)
+	}
+}
