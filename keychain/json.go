@@ -15,8 +15,10 @@ type document struct {
 }
 
 type keyChains struct {
-	KeyChain   []chainJSON     `json:"key-chain"`
-	AESKeyWrap json.RawMessage `json:"aes-key-wrap,omitempty"`
+	KeyChain   []chainJSON `json:"key-chain"`
+	AESKeyWrap *struct {
+		Enable bool `json:"enable"`
+	} `json:"aes-key-wrap,omitempty"`
 }
 
 type chainJSON struct {

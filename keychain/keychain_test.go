@@ -198,6 +198,8 @@ func TestRefuseModel(t *testing.T) {
 		{"key-id twice", `"key-id": "2"`, `"key-id": "1"`, ErrModel, "key[key-id='1']: a second key with this key-id"},
 		{"accept-key-mismatch", `"recv-id": 2}`, `"recv-id": 2, "accept-key-mismatch": true}`, ErrUnsupported, "ao/accept-key-mismatch"},
 		{"md5 with ao", `"crypto-algorithm": "hmac-sha-1"`, `"crypto-algorithm": "md5"`, ErrModel, "key[key-id='1']/ietf-tcp:authentication/ao: crypto-algorithm md5"},
+		{"AES key wrap", `"key-chain": [`, `"aes-key-wrap": {"enable": true}, "key-chain": [`, ErrUnsupported, "/ietf-key-chain:key-chains/aes-key-wrap: AES key wrap"},
+		{"always with a start", `{"start-date-time": "2027-01-01T00:00:00Z", "no-end-time": [null]}`, `{"always": [null], "start-date-time": "2027-01-01T00:00:00Z"}`, ErrModel, "send-accept-lifetime: always and start-date-time"},
 		{"send-id a string", `"send-id": 2,`, `"send-id": "2",`, ErrModel, "key[key-id='2']/ietf-tcp:authentication/ao/send-id: not a uint8 (a JSON number"},
 		{"tolerance a string", `"duration": 60`, `"duration": "60"`, ErrModel, "key-chain[name='bgp-192.0.2.1']/accept-tolerance/duration: not a uint32"},
 	} {

@@ -21,7 +21,7 @@ func Parse(doc []byte) ([]Chain, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(d.KeyChains.AESKeyWrap) > 0 && !strings.Contains(string(d.KeyChains.AESKeyWrap), "false") {
+	if w := d.KeyChains.AESKeyWrap; w != nil && w.Enable {
 		return nil, errorf(rootPath+"/aes-key-wrap", ErrUnsupported, "AES key wrap of key strings is not supported")
 	}
 	var chains []Chain
