@@ -479,6 +479,7 @@ var runnable = map[string]string{
 	"docs/proofs.md ":                                           "TestProofsReplay",
 	"docs/rotation.md ":                                         "cmd/tcpsig TestRotationDoc",
 	"docs/rotation.md ## Check both ends: `tcpsig keys check`":  "cmd/tcpsig TestRotationDoc",
+	"docs/rotation.md ## A peer without a keys file: a router's password":            "cmd/tcpsig TestRotationDoc",
 	"docs/rotation.md ## Key chains from routers: `tcpsig keys import` and `export`": "cmd/tcpsig TestRotationDoc (the transcript) and keychain TestImportExample (the yanglint command, on the example)",
 }
 

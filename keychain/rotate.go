@@ -336,3 +336,28 @@ func nextName(old string, f *keyfile.File) string {
 // printableText reports whether k looks typed: every byte printable
 // ASCII.
 func printableText(k []byte) bool { return len(k) > 0 && printable(k) }
+
+// Mirror returns the other end's entries for f's keys of peer: each
+// configured on that peer, for self, with the same key, algorithm, MAC
+// length, options and lifetimes, and (TCP-AO) the KeyIDs swapped. It is
+// the file to give a peer that has none yet (a router whose password is
+// typed in), and, given to Rotate as the mirror's file, gets the new
+// key's mirror too. The entries share f's key bytes.
+func Mirror(f *keyfile.File, peer, self netip.Prefix) *keyfile.File {
+	m := &keyfile.File{AcceptTolerance: f.AcceptTolerance, ClockSkew: f.ClockSkew}
+	for _, e := range f.AO {
+		if e.Config.Peer == peer {
+			c := e.Config
+			c.Peer, c.SendID, c.RecvID, c.IfIndex, c.HasIfIndex = self, c.RecvID, c.SendID, 0, false
+			m.AO = append(m.AO, keyfile.AO{Name: e.Name, Config: c, Text: e.Text})
+		}
+	}
+	for _, e := range f.MD5 {
+		if e.Config.Peer == peer {
+			c := e.Config
+			c.Peer, c.IfIndex, c.HasIfIndex = self, 0, false
+			m.MD5 = append(m.MD5, keyfile.MD5{Name: e.Name, Config: c, Text: e.Text})
+		}
+	}
+	return m
+}

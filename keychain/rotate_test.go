@@ -216,3 +216,25 @@ func TestCheckStaleOtherEnd(t *testing.T) {
 		t.Errorf("this end against the stale one: %v", tl.Problems)
 	}
 }
+
+// TestMirror: a file's keys for one peer, mirrored for the other end,
+// are a mirror Rotate finds, and the two files' schedules agree.
+func TestMirror(t *testing.T) {
+	a, _ := pair("k")
+	a.AO = append(a.AO, keyfile.AO{Config: keys.AO{Peer: netip.MustParsePrefix("198.51.100.0/24"), SendID: 9, RecvID: 9, Algorithm: "hmac(sha1)", Key: []byte("x"), MACLen: 12}})
+	m := Mirror(a, endB, endA)
+	if len(m.AO) != 1 || m.AO[0].Config.Peer != endA || m.AO[0].Config.SendID != 2 || m.AO[0].Config.RecvID != 1 {
+		t.Fatalf("Mirror = %v", m)
+	}
+	if _, err := Rotate(a, m, Rotation{Peer: endB, At: t0, Overlap: time.Hour, Rand: zeros{}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.AO) != 2 {
+		t.Fatalf("the mirror's file has %d entries", len(m.AO))
+	}
+	for _, dir := range []struct{ f, other *keyfile.File }{{a, m}, {m, a}} {
+		if tl := Check(dir.f, dir.other, t0.Add(-2*time.Hour)); len(tl.Problems) > 0 {
+			t.Errorf("timeline: %v", tl.Problems)
+		}
+	}
+}

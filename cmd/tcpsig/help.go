@@ -24,7 +24,7 @@ Usage:
   tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE] [-metrics ADDR] [-log-format F] [-v]
   tcpsig keys check [-at TIME] FILE [OTHER]
   tcpsig keys gen -a ADDR -b ADDR [-alg NAME | -md5] [-o FILE] [-a-file FILE] [-b-file FILE]
-  tcpsig keys rotate FILE -peer P [-at TIME] [-overlap D] [-mirror OTHER]
+  tcpsig keys rotate FILE -peer P [-at TIME] [-overlap D] [-mirror OTHER | -self ADDR -mirror-out NEW]
   tcpsig keys import DOC -chain NAME=PEER … -o FILE | tcpsig keys export FILE -o DOC
   tcpsig version
   tcpsig help [verify | bench | shim | version | keys]

@@ -422,7 +422,7 @@ func writeNew0600(path string, b []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%s exists: not overwritten (keys gen writes new files only)", path)
+			return fmt.Errorf("%s exists: not overwritten (keys go to new files only)", path)
 		}
 		return err
 	}
@@ -447,7 +447,8 @@ const keysCmdHelp = `usage: tcpsig keys check [-at TIME] FILE [OTHER]
        tcpsig keys gen -a ADDR -b ADDR [-alg NAME | -md5] [-sndid N] [-rcvid N]
                        [-bytes N] [-maclen N] [-text] [-name NAME]
                        [-o FILE] [-a-file FILE] [-b-file FILE]
-       tcpsig keys rotate FILE -peer P [-at TIME] [-overlap D] [-mirror OTHER]
+       tcpsig keys rotate FILE -peer P [-at TIME] [-overlap D]
+                          [-mirror OTHER | -self ADDR -mirror-out NEW]
        tcpsig keys import DOC -chain NAME=PEER[,PEER…] … -o FILE
        tcpsig keys export FILE -o DOC
 
@@ -475,7 +476,10 @@ and B's (peer A, sndid M, rcvid N), to new files of mode 0600 (an existing
 file is not overwritten); it prints them redacted, never the key.
 
 keys rotate adds a new key for peer P to FILE and its mirror to OTHER (the
-other end's file, -mirror), or to FILE itself when FILE holds both ends: the
+other end's file, -mirror), to a new file NEW of the other end's entries
+for P's keys, the old ones' mirrors included (-mirror-out, with -self ADDR,
+this end's address: for a peer that has no keys file, a router whose
+password is typed in), or to FILE itself when FILE holds both ends: the
 new key sends from -at TIME (RFC 3339; default now plus the overlap) and is
 accepted from TIME minus -overlap D (default 1h); the key that sent before
 stops sending at TIME and is accepted until TIME plus D. The new key has

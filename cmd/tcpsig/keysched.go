@@ -109,7 +109,7 @@ func runKeysExport(args []string, stdout, stderr io.Writer) int {
 	}
 	defer clear(doc)
 	if err := writeNew0600(*out, doc); err != nil {
-		return failf(stderr, "keys export: %v", strings.Replace(err.Error(), "keys gen writes", "keys export writes", 1))
+		return failf(stderr, "keys export: %v", err)
 	}
 	chains, err := keychain.Parse(doc)
 	if err != nil {
@@ -143,26 +143,27 @@ func prefixes(ps []netip.Prefix) string {
 }
 
 // runKeysRotate is tcpsig keys rotate FILE -peer P [-at TIME]
-// [-overlap D] [-mirror FILE].
+// [-overlap D] [-mirror OTHER | -self ADDR -mirror-out NEW].
 func runKeysRotate(args []string, stdout, stderr io.Writer, now time.Time) int {
 	fs := flag.NewFlagSet("rotate", flag.ContinueOnError)
 	peer := fs.String("peer", "", "the peer whose key to replace")
 	at := fs.String("at", "", "the new key's send start (RFC 3339)")
 	overlap := fs.Duration("overlap", time.Hour, "how long both keys are accepted on each side of -at")
 	mirrorPath := fs.String("mirror", "", "the other end's keys file")
+	self := fs.String("self", "", "this end's address, for -mirror-out")
+	mirrorOut := fs.String("mirror-out", "", "a new file for the other end's entries")
 	rest, code, ok := parseKeysFlags(fs, args, stdout, stderr)
 	if !ok {
 		return code
 	}
-	if len(rest) != 1 || *peer == "" {
-		return failf(stderr, "keys rotate: wants FILE and -peer P (see tcpsig keys -h)")
+	if len(rest) != 1 || *peer == "" || (*mirrorOut == "") != (*self == "") || *mirrorOut != "" && *mirrorPath != "" {
+		return failf(stderr, "keys rotate: wants FILE and -peer P, and -mirror OTHER or -self ADDR -mirror-out NEW or neither (see tcpsig keys -h)")
 	}
-	r := keychain.Rotation{Overlap: *overlap}
+	r := keychain.Rotation{Overlap: *overlap, At: now.Add(*overlap).Truncate(time.Second)}
 	var err error
 	if r.Peer, err = parsePeer(*peer); err != nil {
 		return failf(stderr, "keys rotate: -peer: %v", err)
 	}
-	r.At = now.Add(*overlap).Truncate(time.Second)
 	if *at != "" {
 		if r.At, err = time.Parse(time.RFC3339Nano, *at); err != nil {
 			return failf(stderr, "keys rotate: -at: want an RFC 3339 time, 2027-01-01T00:00:00Z say")
@@ -175,44 +176,61 @@ func runKeysRotate(args []string, stdout, stderr io.Writer, now time.Time) int {
 	}
 	defer f.Wipe()
 	m, mpath := f, path
-	if *mirrorPath != "" {
+	switch {
+	case *mirrorPath != "":
 		if m, err = keyfile.Load(*mirrorPath); err != nil {
 			return failf(stderr, "keys rotate: %s: %v", *mirrorPath, err)
 		}
 		defer m.Wipe()
 		mpath = *mirrorPath
+	case *mirrorOut != "":
+		selfP, err := parsePeer(*self)
+		if err != nil {
+			return failf(stderr, "keys rotate: -self: %v", err)
+		}
+		m, mpath = keychain.Mirror(f, r.Peer, selfP), *mirrorOut
 	}
 	got, err := keychain.Rotate(f, m, r)
 	if err != nil {
 		return failf(stderr, "keys rotate: %s: %v", path, err)
 	}
-	files := []struct {
-		path string
-		f    *keyfile.File
-	}{{path, f}}
-	if m != f {
-		files = append(files, struct {
-			path string
-			f    *keyfile.File
-		}{mpath, m})
+	if err := writeRotated(path, f, mpath, m, *mirrorOut != ""); err != nil {
+		return failf(stderr, "keys rotate: %v", err)
 	}
-	for _, w := range files {
-		if err := replaceKeysFile(w.path, w.f); err != nil {
-			return failf(stderr, "keys rotate: %v", err)
+	printRotated(stdout, path, f, mpath, m, got, r)
+	return 0
+}
+
+// writeRotated writes a rotation's files: the mirror's first when it is
+// a new one (an existing file there stops everything), then each file
+// over its old self.
+func writeRotated(path string, f *keyfile.File, mpath string, m *keyfile.File, newMirror bool) error {
+	if newMirror {
+		if err := writeKeysFile(mpath, m); err != nil {
+			return err
+		}
+	} else if m != f {
+		if err := replaceKeysFile(mpath, m); err != nil {
+			return err
 		}
 	}
+	return replaceKeysFile(path, f)
+}
+
+// printRotated says what a rotation added, and the timeline from the
+// moment the new key is first accepted.
+func printRotated(w io.Writer, path string, f *keyfile.File, mpath string, m *keyfile.File, got keychain.Rotated, r keychain.Rotation) {
 	kind, nw, mnw := "ao", "", ""
 	if got.MD5 {
 		kind, nw, mnw = "md5", f.MD5[got.New].String(), m.MD5[got.MirrorNew].String()
 	} else {
 		nw, mnw = f.AO[got.New].String(), m.AO[got.MirrorNew].String()
 	}
-	fmt.Fprintf(stdout, "%s: added %s[%d] %s\n", path, kind, got.New, nw)
-	fmt.Fprintf(stdout, "%s: added %s[%d] %s (the mirror)\n", mpath, kind, got.MirrorNew, mnw)
-	fmt.Fprintf(stdout, "the old key (%s[%d]) stops sending at %s and is accepted until %s\n", kind, got.Old,
+	fmt.Fprintf(w, "%s: added %s[%d] %s\n", path, kind, got.New, nw)
+	fmt.Fprintf(w, "%s: added %s[%d] %s (the mirror)\n", mpath, kind, got.MirrorNew, mnw)
+	fmt.Fprintf(w, "the old key (%s[%d]) stops sending at %s and is accepted until %s\n", kind, got.Old,
 		r.At.UTC().Format(time.RFC3339), r.At.Add(r.Overlap).UTC().Format(time.RFC3339))
-	keychain.Check(f, m, r.At.Add(-r.Overlap)).Write(stdout)
-	return 0
+	keychain.Check(f, m, r.At.Add(-r.Overlap)).Write(w)
 }
 
 // replaceKeysFile writes f over path, as a new file of mode 0600 renamed

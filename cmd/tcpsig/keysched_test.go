@@ -13,7 +13,7 @@ import (
 
 // rotationSections are the sections of docs/rotation.md whose "$ …"
 // transcripts TestRotationDoc runs, in order, in one directory.
-var rotationSections = []string{"", "## Check both ends: `tcpsig keys check`", "## Key chains from routers: `tcpsig keys import` and `export`"}
+var rotationSections = []string{"", "## Check both ends: `tcpsig keys check`", "## A peer without a keys file: a router's password", "## Key chains from routers: `tcpsig keys import` and `export`"}
 
 // TestRotationDoc runs the commands of docs/rotation.md's transcripts in
 // a fresh directory (with the example key chain where a clone has it)
@@ -71,10 +71,23 @@ func TestRotationDoc(t *testing.T) {
 			}
 		}
 	}
-	if n < 7 {
+	// A second rotation to the router's file, which exists: nothing is
+	// written.
+	before, _ := os.ReadFile("h.json")
+	if code, _, errOut := cli(t, "keys", "rotate", "h.json", "-peer", "192.0.2.2", "-self", "192.0.2.1", "-mirror-out", "router.json",
+		"-at", "2027-03-01T00:00:00Z"); code != 2 || !strings.Contains(errOut, "router.json exists: not overwritten") {
+		t.Errorf("-mirror-out over a file: exit %d, %q", code, errOut)
+	}
+	if after, _ := os.ReadFile("h.json"); string(after) != string(before) {
+		t.Error("a refused rotation changed h.json")
+	}
+	if code, _, _ := cli(t, "keys", "check", "-at", "2027-02-01T00:00:00Z", "h.json", "router.json"); code != 0 {
+		t.Errorf("keys check h.json router.json: exit %d", code)
+	}
+	if n < 9 {
 		t.Errorf("ran %d commands of docs/rotation.md, want at least 7", n)
 	}
-	for _, k := range []string{"a.json", "b.json"} {
+	for _, k := range []string{"a.json", "b.json", "h.json", "router.json"} {
 		if b, _ := os.ReadFile(k); strings.Count(string(b), `"key": "text:`) != 2 {
 			t.Errorf("%s: the rotated file does not keep both typed keys as text:\n%s", k, b)
 		}
