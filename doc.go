@@ -13,6 +13,7 @@
 //   - shim/nfqueue: the netfilter queue client (NFQUEUE)
 //   - shim/nfrules: the shim's nftables rules
 //   - keyfile: the keys file (JSON) into keys.AO and keys.MD5
+//   - keychain: RFC 8177/9648 key-chain documents (ietf-key-chain JSON) in and out of keys files
 //   - keys: MKT and TCP-MD5 key configuration and Linux's checks of it
 //   - linuxsock: the Linux kernel's own TCP-AO and TCP-MD5 on Go sockets
 //   - packetauth: whole IP packets signed/verified for a stack without either

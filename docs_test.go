@@ -477,6 +477,10 @@ var runnable = map[string]string{
 	"docs/algorithms.md ## Clone against rekey: `tcpsig bench`": "cmd/tcpsig TestReadmeBenchOutputs",
 	"docs/shim.md ## Usage":                                     "cmd/tcpsig TestReadmeShimUsage (the flags; running it needs root: TestShimReloadAO runs the status command)",
 	"docs/proofs.md ":                                           "TestProofsReplay",
+	"docs/rotation.md ":                                         "cmd/tcpsig TestRotationDoc",
+	"docs/rotation.md ## Check both ends: `tcpsig keys check`":  "cmd/tcpsig TestRotationDoc",
+	"docs/rotation.md ## A peer without a keys file: a router's password":            "cmd/tcpsig TestRotationDoc",
+	"docs/rotation.md ## Key chains from routers: `tcpsig keys import` and `export`": "cmd/tcpsig TestRotationDoc (the transcript) and keychain TestImportExample (the yanglint command, on the example)",
 }
 
 // Issue 29 item 1: every runnable block of the README and the guides is

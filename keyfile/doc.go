@@ -15,10 +15,23 @@
 // each field's range).
 // An "md5" entry (TCP_MD5SIG_EXT) has name, peer, key and ifindex. Reading is strict: an unknown or repeated field, a missing
 // or bad value, two "ao" entries for the same peer (and ifindex) with the
-// same sndid or rcvid, or two "md5" entries for the same peer, is an
+// same sndid or rcvid, or two "md5" entries for the same peer (without
+// lifetimes), is an
 // [*Error] naming the entry and field (both entries for a duplicate) and
 // wrapping one of the sentinels below. A file above [MaxSize] is refused
 // before it is read whole.
+//
+// Any entry may carry RFC 8177 lifetimes ("lifetime", or
+// "send_lifetime" and "accept_lifetime": {"start": T, "end": T} in RFC
+// 3339, either bound optional) and an "accept_tolerance" in seconds; the
+// file's top level may give "accept_tolerance" for every entry and
+// "clock_skew", the clock difference it assumes. They land in the
+// entry's Config.Lifetime (a keys.Lifetime: SendActive, AcceptActive). A
+// file without them means what it meant before. A bad lifetime is an
+// [*Error] wrapping [ErrLifetime]; two "md5" entries for one peer are a
+// schedule, not a clash, when both have lifetimes. A road that cannot
+// honour lifetimes calls [File.RefuseLifetimes], whose error names the
+// entry and wraps [ErrLifetimeUnsupported].
 //
 // Key bytes stay in the process: printing a File or an entry (any fmt
 // verb, slog's text and JSON handlers, json.Marshal, which writes

@@ -32,12 +32,17 @@ type File struct {
 type AO struct {
 	Name   string  // the entry's "name"; "" when it has none
 	Config keys.AO // MACLen is never 0: an absent or 0 maclen is 12 (16 for the draft's algorithms)
+	// Text makes Marshal write the key as "text:…" (a password typed into
+	// a router) when it is valid UTF-8; else, and by default, "hex:…".
+	// Parse leaves it false.
+	Text bool
 }
 
 // MD5 is one "md5" entry: a TCP-MD5 key.
 type MD5 struct {
 	Name   string // the entry's "name"; "" when it has none
 	Config keys.MD5
+	Text   bool // as AO's Text
 }
 
 // Label returns how messages name entry i of kind ("ao" or "md5"):

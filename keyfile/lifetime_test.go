@@ -2,6 +2,7 @@ package keyfile
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -228,4 +229,35 @@ func TestRefuseLifetimes(t *testing.T) {
 	if err := f.RefuseLifetimes(""); err == nil || !strings.HasPrefix(err.Error(), `md5[0] ("m1")`) {
 		t.Errorf("md5 only: %v", err)
 	}
+}
+
+// TestMarshalText: an entry marked Text is written "text:…", escaped as
+// JSON needs, and reads back to the same bytes; one that is not UTF-8
+// falls back to hex.
+func TestMarshalText(t *testing.T) {
+	p := mustPeer(t, "192.0.2.1/32")
+	for _, k := range []string{"Router-Pass_word", "quote\" back\\slash \x01 del\x7f é"} {
+		f := &File{MD5: []MD5{{Config: keys.MD5{Peer: p, Key: []byte(k)}, Text: true}}}
+		b, err := f.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := Parse(b)
+		if err != nil || string(g.MD5[0].Config.Key) != k || !strings.Contains(string(b), `"key": "text:`) {
+			t.Errorf("%q: %v\n%s", k, err, b)
+		}
+	}
+	f := &File{MD5: []MD5{{Config: keys.MD5{Peer: p, Key: []byte{0xff, 0xfe}}, Text: true}}}
+	if b, err := f.Marshal(); err != nil || !strings.Contains(string(b), `"key": "hex:fffe"`) {
+		t.Errorf("not UTF-8: %v\n%s", err, b)
+	}
+}
+
+func mustPeer(t *testing.T, s string) netip.Prefix {
+	t.Helper()
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

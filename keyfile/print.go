@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/keys"
@@ -175,15 +176,39 @@ func (w *jsonOut) str(s string) {
 	w.raw(string(q))
 }
 
-// key appends k: "hex:…" with keys, else the redaction.
-func (w *jsonOut) key(k []byte) {
+// key appends k: "hex:…" (or "text:…" with text, when k is UTF-8) with
+// keys, else the redaction.
+func (w *jsonOut) key(k []byte, text bool) {
 	if !w.keys {
 		w.str(redact.Key(k))
+		return
+	}
+	if text && utf8.Valid(k) {
+		w.textKey(k)
 		return
 	}
 	w.grow(len(`"hex:"`) + hex.EncodedLen(len(k)))
 	w.b = append(w.b, `"hex:`...)
 	w.b = hex.AppendEncode(w.b, k)
+	w.b = append(w.b, '"')
+}
+
+// textKey appends "text:…", k escaped as JSON needs, straight into the
+// buffer (no string copy of the key).
+func (w *jsonOut) textKey(k []byte) {
+	const hexDigits = "0123456789abcdef"
+	w.grow(len(`"text:"`) + 6*len(k))
+	w.b = append(w.b, `"text:`...)
+	for _, c := range k {
+		switch {
+		case c == '"' || c == '\\':
+			w.b = append(w.b, '\\', c)
+		case c < 0x20 || c == 0x7f:
+			w.b = append(w.b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		default:
+			w.b = append(w.b, c)
+		}
+	}
 	w.b = append(w.b, '"')
 }
 
@@ -214,7 +239,7 @@ func (w *jsonOut) ao(e AO, indent string) {
 	w.field(indent, "alg", first)
 	w.str(c.Algorithm)
 	w.field(indent, "key", false)
-	w.key(c.Key)
+	w.key(c.Key, e.Text)
 	w.field(indent, "sndid", false)
 	w.raw(strconv.Itoa(int(c.SendID)))
 	w.field(indent, "rcvid", false)
@@ -280,7 +305,7 @@ func (w *jsonOut) md5(e MD5, indent string) {
 	w.field(indent, "peer", first)
 	w.str(c.Peer.String())
 	w.field(indent, "key", false)
-	w.key(c.Key)
+	w.key(c.Key, e.Text)
 	if c.HasIfIndex {
 		w.field(indent, "ifindex", false)
 		w.raw(strconv.Itoa(c.IfIndex))

@@ -10,6 +10,11 @@
 // A keyring refuses what Validate refuses, and only adds what it cannot
 // see here: a KeyID clash with the MKTs it already holds.
 //
+// Each configuration carries a [Lifetime] (RFC 8177): a send and an
+// accept [Window] and an accept tolerance, with SendActive and
+// AcceptActive for a moment. The zero Lifetime is "always", as a key was
+// before lifetimes; which roads act on one is theirs to say.
+//
 // Printing a configuration never shows key bytes: not fmt of any verb,
 // not json.Marshal, not slog (its text or JSON handler), not an error of
 // Validate, which quotes no field that may hold a pasted key.

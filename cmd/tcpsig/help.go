@@ -22,8 +22,10 @@ Usage:
   tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
   tcpsig bench [-json] [-time D] [-alg NAME]
   tcpsig shim -keys FILE [-queue N] [-queues K] [-status SOCK] [-state FILE] [-metrics ADDR] [-log-format F] [-v]
-  tcpsig keys check FILE
+  tcpsig keys check [-at TIME] FILE [OTHER]
   tcpsig keys gen -a ADDR -b ADDR [-alg NAME | -md5] [-o FILE] [-a-file FILE] [-b-file FILE]
+  tcpsig keys rotate FILE -peer P [-at TIME] [-overlap D] [-mirror OTHER | -self ADDR -mirror-out NEW]
+  tcpsig keys import DOC -chain NAME=PEER … -o FILE | tcpsig keys export FILE -o DOC
   tcpsig version
   tcpsig help [verify | bench | shim | version | keys]
 
@@ -32,7 +34,8 @@ Commands:
   verify    judge every TCP-AO / TCP-MD5 segment of captures, or of an interface live
   bench     signing and verifying throughput per algorithm on this machine
   shim      sign and verify this host's own TCP with the keys file's peers (Linux)
-  keys      check a keys file as the shim and Linux would; make a key for two ends
+  keys      check a keys file as the shim and Linux would; make a key for two ends;
+            rotate a key on a schedule; ietf-key-chain documents in and out
   version   the module version, the commit and the Go version
   help      this text; tcpsig help CMD (or tcpsig CMD -h) for one command
 
@@ -219,6 +222,28 @@ Fields of an "ao" entry:
                    (kernel sockets; verify ignores it)
 
 An "md5" entry has name, peer, key and ifindex, with the same meaning.
+
+Lifetimes (RFC 8177), optional, on either kind of entry:
+
+  lifetime         {"start": TIME, "end": TIME}: the send and the accept
+                   lifetime at once; TIME is RFC 3339 (2027-01-01T00:00:00Z);
+                   either bound may be left out (since always, for ever)
+  send_lifetime    the same, for signing only
+  accept_lifetime  the same, for verifying only
+  accept_tolerance seconds (0..4294967295) by which the accept lifetime is
+                   widened on both sides; on the file's top level, every
+                   entry's unless it gives its own
+
+A key signs from its send start up to, not including, its send end, and
+verifies only inside its accept lifetime widened by the tolerance. An entry
+without lifetimes signs and verifies always, as before. The top-level
+"clock_skew" (seconds) is how far the file assumes the ends' clocks differ:
+keys check warns of a tolerance smaller than it. Two "md5" entries may name
+the same peer when both have lifetimes (a schedule). An end at or before its
+start, a time that is not RFC 3339 or a negative tolerance is exit 2, naming
+the entry and field. tcpsig shim does not honour lifetimes yet and refuses
+a file with one, naming the entry; tcpsig verify judges a capture with every
+key, whatever its lifetimes.
 
 Reading is strict: an unknown or repeated field, a missing or bad value, two
 "ao" entries for the same peer with the same sndid or rcvid, or two "md5"

@@ -10,8 +10,10 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/keychain"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
@@ -19,7 +21,7 @@ import (
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
-// runKeys is tcpsig keys: check or gen.
+// runKeys is tcpsig keys: check, gen, rotate, import or export.
 func runKeys(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		return failf(stderr, "keys: needs check or gen (see tcpsig keys -h)")
@@ -29,11 +31,17 @@ func runKeys(args []string, stdout, stderr io.Writer) int {
 		return runKeysCheck(args[1:], stdout, stderr)
 	case "gen":
 		return runKeysGen(args[1:], stdout, stderr)
+	case "rotate":
+		return runKeysRotate(args[1:], stdout, stderr, time.Now())
+	case "import":
+		return runKeysImport(args[1:], stdout, stderr)
+	case "export":
+		return runKeysExport(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, keysCmdHelp)
 		return 0
 	}
-	return failf(stderr, "keys: unknown subcommand %q: want check or gen (see tcpsig keys -h)", args[0])
+	return failf(stderr, "keys: unknown subcommand %q: want check, gen, rotate, import or export (see tcpsig keys -h)", args[0])
 }
 
 // linux72 are the TCP-AO algorithms Linux keeps once TCP-AO is built on the
@@ -41,10 +49,11 @@ func runKeys(args []string, stdout, stderr io.Writer) int {
 // every other name is -ENOENT there. cmac(aes) stays for 16-byte keys.
 var linux72 = map[string]bool{"cmac(aes128)": true, "hmac(sha1)": true, "hmac(sha256)": true}
 
-// runKeysCheck is tcpsig keys check FILE.
+// runKeysCheck is tcpsig keys check FILE [OTHER].
 func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("keys check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
+	at := fs.String("at", "", "judge the key schedule from this time (RFC 3339) on, not from now")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stdout, keysCmdHelp)
@@ -52,10 +61,17 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 		}
 		return failf(stderr, "keys check: %v (see tcpsig keys -h)", err)
 	}
-	if fs.NArg() != 1 {
-		return failf(stderr, "keys check: wants one FILE (see tcpsig keys -h)")
+	if fs.NArg() != 1 && fs.NArg() != 2 {
+		return failf(stderr, "keys check: wants one FILE (and OTHER, the other end's, for a schedule; see tcpsig keys -h)")
 	}
 	path := fs.Arg(0)
+	from := time.Now()
+	if *at != "" {
+		var err error
+		if from, err = time.Parse(time.RFC3339Nano, *at); err != nil {
+			return failf(stderr, "keys check: -at: want an RFC 3339 time, 2027-01-01T00:00:00Z say")
+		}
+	}
 	var warnings []string
 	warn := func(format string, a ...any) { warnings = append(warnings, fmt.Sprintf(format, a...)) }
 	if err := keyfile.CheckMode(path); errors.Is(err, keyfile.ErrMode) || errors.Is(err, keyfile.ErrOwner) {
@@ -74,6 +90,11 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "%s: %d TCP-AO and %d TCP-MD5 entries\n", path, len(f.AO), len(f.MD5))
 	printEntries(stdout, f)
+	problems, schedWarnings, err := keysSchedule(stdout, f, fs.Arg(1), from)
+	if err != nil {
+		return failf(stderr, "keys check: %v", err)
+	}
+	errs, warnings = append(errs, problems...), append(warnings, schedWarnings...)
 	if len(errs) > 0 {
 		for _, e := range errs {
 			fmt.Fprintf(stderr, "tcpsig keys check: %s\n", e)
@@ -286,12 +307,12 @@ func runKeysGen(args []string, stdout, stderr io.Writer) int {
 	defer clear(key)
 	var fa, fb keyfile.File // A's own entry (peer B) and B's (peer A)
 	if useMD5 {
-		fa.MD5 = []keyfile.MD5{{Name: name, Config: keys.MD5{Peer: pb, Key: key}}}
-		fb.MD5 = []keyfile.MD5{{Name: name, Config: keys.MD5{Peer: pa, Key: key}}}
+		fa.MD5 = []keyfile.MD5{{Name: name, Config: keys.MD5{Peer: pb, Key: key}, Text: text}}
+		fb.MD5 = []keyfile.MD5{{Name: name, Config: keys.MD5{Peer: pa, Key: key}, Text: text}}
 	} else {
 		mk := func(peer netip.Prefix, s, r uint) keyfile.AO {
 			return keyfile.AO{Name: name, Config: keys.AO{Peer: peer, SendID: uint8(s), RecvID: uint8(r), Algorithm: algo.Name(),
-				Key: key, MACLen: int(maclen)}}
+				Key: key, MACLen: int(maclen)}, Text: text}
 		}
 		fa.AO = []keyfile.AO{mk(pb, sndid, rcvid)}
 		fb.AO = []keyfile.AO{mk(pa, rcvid, sndid)}
@@ -339,15 +360,9 @@ func genKey(alg string, useMD5 bool, size int, text bool) ([]byte, *mac.Algorith
 	if n < 1 || n > keys.MaxKeyLen {
 		return nil, nil, fmt.Errorf("-bytes %d: want 1..%d", n, keys.MaxKeyLen)
 	}
-	key := make([]byte, n)
-	_, _ = rand.Read(key) // never fails (crashes the program instead)
-	if text {
-		// Printable, for a router's password prompt: each byte one of 64
-		// characters (6 bits of crypto/rand each).
-		const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-		for i := range key {
-			key[i] = alphabet[key[i]&63]
-		}
+	key, err := keychain.NewKey(rand.Reader, n, text) // text: 6 bits of crypto/rand a character, for a router's password prompt
+	if err != nil {
+		return nil, nil, err
 	}
 	return key, algo, nil
 }
@@ -407,7 +422,7 @@ func writeNew0600(path string, b []byte) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("%s exists: not overwritten (keys gen writes new files only)", path)
+			return fmt.Errorf("%s exists: not overwritten (keys go to new files only)", path)
 		}
 		return err
 	}
@@ -428,10 +443,14 @@ func writeNew0600(path string, b []byte) error {
 	return f.Close()
 }
 
-const keysCmdHelp = `usage: tcpsig keys check FILE
+const keysCmdHelp = `usage: tcpsig keys check [-at TIME] FILE [OTHER]
        tcpsig keys gen -a ADDR -b ADDR [-alg NAME | -md5] [-sndid N] [-rcvid N]
                        [-bytes N] [-maclen N] [-text] [-name NAME]
                        [-o FILE] [-a-file FILE] [-b-file FILE]
+       tcpsig keys rotate FILE -peer P [-at TIME] [-overlap D]
+                          [-mirror OTHER | -self ADDR -mirror-out NEW]
+       tcpsig keys import DOC -chain NAME=PEER[,PEER…] … -o FILE
+       tcpsig keys export FILE -o DOC
 
 keys check reads a keys file (tcpsig help keys) as the shim does: the file's
 own checks, then every entry into a keyring of its kind, which refuses what
@@ -444,10 +463,42 @@ holds both ends of sessions, of an entry with no mirror on its peer's side
 (sndid and rcvid swapped, the same algorithm, key, maclen and
 exclude_options) or one whose KeyIDs mirror but not the rest.
 
+When entries have lifetimes (tcpsig help keys), check prints each such
+peer's timeline from now (or -at TIME) on: span by span, which keys send and
+which are accepted. A moment at which no key of a peer sends is an error
+(exit 2); given OTHER, the keys file of the other ends, so is a moment at
+which a key sends and OTHER accepts no mirror of it (either way round). An
+accept tolerance smaller than the file's clock_skew is a warning.
+
 keys gen makes a key from crypto/rand for a session between ends A and B
 and writes the two ends' entries, mirrored: A's (peer B, sndid N, rcvid M)
 and B's (peer A, sndid M, rcvid N), to new files of mode 0600 (an existing
 file is not overwritten); it prints them redacted, never the key.
+
+keys rotate adds a new key for peer P to FILE and its mirror to OTHER (the
+other end's file, -mirror), to a new file NEW of the other end's entries
+for P's keys, the old ones' mirrors included (-mirror-out, with -self ADDR,
+this end's address: for a peer that has no keys file, a router whose
+password is typed in), or to FILE itself when FILE holds both ends: the
+new key sends from -at TIME (RFC 3339; default now plus the overlap) and is
+accepted from TIME minus -overlap D (default 1h); the key that sent before
+stops sending at TIME and is accepted until TIME plus D. The new key has
+the old one's length, algorithm, MAC length and options, is printable when
+the old one is, and takes the next KeyIDs no entry of either file uses for
+the peer. Both files are rewritten whole (mode 0600), and the timeline
+printed: for example
+
+  tcpsig keys rotate a.json -peer 192.0.2.2 -mirror b.json -at 2027-01-10T00:00:00Z -overlap 1h
+
+keys import reads an ietf-key-chain document (RFC 8177 with RFC 9648's
+TCP-AO/TCP-MD5 augment, RFC 7951 JSON, as NETCONF and RESTCONF servers and
+FRR's management daemon write it) and writes, to a new keys file, an entry
+per key of each chain named by -chain for each of its peers, named
+CHAIN/KEY-ID. keys export writes a keys file as such a document (a new file
+of mode 0600: it holds the keys) and prints each chain's peers as -chain
+flags, which a key chain cannot hold. What either model cannot say (an
+algorithm the YANG modules name no identity for, KMAC say; a MAC length
+other than 12; an ifindex) is an error, never a substitution.
 
 Flags of gen:
 
@@ -462,16 +513,17 @@ Flags of gen:
                     TCP-MD5)
   -maclen N         the MAC length (default: the algorithm's, 12 or 16)
   -text             a printable key (6 bits of crypto/rand per character),
-                    for a router that takes a password; default raw bytes,
-                    written as hex
+                    for a router that takes a password, written as "text:…";
+                    default raw bytes, written as "hex:…"
   -name NAME        the entries' name
   -o FILE           both ends' entries in one file (for tcpsig verify and
                     keys check)
   -a-file FILE      A's own entry: the file A's shim or daemon loads
   -b-file FILE      B's own entry
 
-Exit status: check: 0 the file is sound, 1 warnings, 2 it does not load or a
-keyring refuses an entry (named, never the key); gen: 0, or 2 on an error.
+Exit status: check: 0 the file is sound, 1 warnings, 2 it does not load, a
+keyring refuses an entry (named, never the key) or its schedule has a hole;
+gen, rotate, import, export: 0, or 2 on an error.
 
 Examples (from a clone of the repository):
 

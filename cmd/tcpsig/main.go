@@ -7,8 +7,10 @@
 //	tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
 //	tcpsig bench [-json] [-time D] [-alg NAME]
 //	tcpsig shim -keys FILE [-queue N] [-status SOCK] [-state FILE] [-metrics ADDR] [-log-format F] [-v]
-//	tcpsig keys check FILE
+//	tcpsig keys check [-at TIME] FILE [OTHER]
 //	tcpsig keys gen -a ADDR -b ADDR [-alg NAME | -md5] -o FILE
+//	tcpsig keys rotate FILE -peer P [-at TIME] [-overlap D] [-mirror OTHER]
+//	tcpsig keys import DOC -chain NAME=PEER -o FILE; tcpsig keys export FILE -o DOC
 //	tcpsig version
 //
 // Run "tcpsig help" for the details, "tcpsig help CMD" (or "tcpsig CMD -h")
