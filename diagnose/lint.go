@@ -25,8 +25,8 @@ func (f Finding) String() string { return f.Entry + ": " + f.Message }
 // whitespace or a newline at either end, a key of hex digits written as
 // text, one secret under two algorithms and, when no two "ao" entries
 // mirror each other (one end's sndid the other's rcvid, and the rest the
-// same), an entry whose likely other end (the entry with its secret)
-// differs from its mirror: the field, when it is one. The findings never
+// same; not even the KeyIDs), an entry whose likely other end (the entry
+// with its secret) differs from its mirror: the field, when it is one. The findings never
 // hold a key byte.
 func Lint(kf *keyfile.File) []Finding {
 	if kf == nil {
@@ -97,14 +97,15 @@ func algName(name string) string {
 	return name
 }
 
-// mirrorFindings: when no two "ao" entries mirror, each entry that
-// shares its secret with an entry for another peer (its likely other
-// end) is named with the fields they differ in.
+// mirrorFindings: when no two "ao" entries for different peers have
+// mirrored KeyIDs, each entry that shares its secret with an entry for
+// another peer (its likely other end) is named with the fields they
+// differ in.
 func mirrorFindings(kf *keyfile.File) []Finding {
 	for i, a := range kf.AO {
 		for j, b := range kf.AO {
-			if i != j && a.Config.Peer != b.Config.Peer && len(MirrorDiff(a.Config, b.Config)) == 0 {
-				return nil // the file holds both ends; pairs are checked by their peers
+			if i != j && a.Config.Peer != b.Config.Peer && a.Config.SendID == b.Config.RecvID && a.Config.RecvID == b.Config.SendID {
+				return nil // the file holds both ends: the KeyIDs pair them, and the pairs are checked by their peers
 			}
 		}
 	}

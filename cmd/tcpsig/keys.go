@@ -224,8 +224,8 @@ func mirrorWarnings(f *keyfile.File) []string {
 		for j, b := range f.AO {
 			if ids, _ := aoMirror(a.Config, b.Config); i != j && ids {
 				partial = true
-				out = append(out, fmt.Sprintf("%s and %s have mirrored KeyIDs (sndid %d, rcvid %d) but not the same alg, key, maclen and exclude_options: the two ends would not verify each other (%s differs)",
-					label, keyfile.Label("ao", j, b.Name), a.Config.SendID, a.Config.RecvID, strings.Join(diagnose.MirrorDiff(a.Config, b.Config), ", ")))
+				out = append(out, fmt.Sprintf("%s and %s have mirrored KeyIDs (sndid %d, rcvid %d) but not the same alg, key, maclen and exclude_options: the two ends would not verify each other (%s)",
+					label, keyfile.Label("ao", j, b.Name), a.Config.SendID, a.Config.RecvID, differs(diagnose.MirrorDiff(a.Config, b.Config))))
 				break
 			}
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/tcpsig/tcpsig/diagnose"
 	"github.com/tcpsig/tcpsig/keyfile"
 )
@@ -13,4 +15,12 @@ func lintWarnings(f *keyfile.File) []string {
 		out = append(out, l.String())
 	}
 	return out
+}
+
+// differs says which fields differ: "maclen differs", "alg, key differ".
+func differs(fields []string) string {
+	if len(fields) == 1 {
+		return fields[0] + " differs"
+	}
+	return strings.Join(fields, ", ") + " differ"
 }
