@@ -3,6 +3,7 @@ package diagnose
 import (
 	"bytes"
 	"encoding/hex"
+	"slices"
 )
 
 // encoding is a secret as a peer may have read the one written in the
@@ -19,7 +20,7 @@ type encoding struct {
 func encodings(key []byte) []encoding {
 	var out []encoding
 	add := func(k []byte, fix string) {
-		if len(k) > 0 && !bytes.Equal(k, key) {
+		if len(k) > 0 && !bytes.Equal(k, key) && !slices.ContainsFunc(out, func(e encoding) bool { return bytes.Equal(e.key, k) }) {
 			out = append(out, encoding{k, fix})
 		} else {
 			clear(k)
