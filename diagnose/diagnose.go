@@ -3,7 +3,6 @@ package diagnose
 import (
 	"fmt"
 	"net/netip"
-	"strings"
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/keyfile"
@@ -75,11 +74,13 @@ func Explain(kf *keyfile.File, d Direction) Diagnosis {
 			d.Failed, d.Failed+d.Verified)}
 	}
 	var first *Diagnosis
+	var c mkts
+	defer c.close()
 	for i, s := range d.Segments {
 		if i == MaxSegments {
 			break
 		}
-		dg, ok := explainOne(kf, s)
+		dg, ok := explainOne(kf, s, &c)
 		if !ok {
 			continue
 		}
@@ -114,7 +115,7 @@ func parse(s *Segment) (segment.Segment, seg, bool) {
 }
 
 // explainOne diagnoses one segment; false when it does not parse.
-func explainOne(kf *keyfile.File, s Segment) (Diagnosis, bool) {
+func explainOne(kf *keyfile.File, s Segment, c *mkts) (Diagnosis, bool) {
 	p, sg, ok := parse(&s)
 	if !ok {
 		return Diagnosis{}, false
@@ -145,7 +146,7 @@ func explainOne(kf *keyfile.File, s Segment) (Diagnosis, bool) {
 		return Diagnosis{Cause: ISN, Fix: fmt.Sprintf("the handshake of %v <-> %v is not in the capture: give -isn %v=ISN -isn %v=ISN (and -sne if it wrapped)",
 			sg.src, sg.dst, sg.src, sg.dst)}, true
 	}
-	a := &aoSearch{kf: kf, p: &p, sg: sg, opt: opt}
+	a := &aoSearch{kf: kf, p: &p, sg: sg, opt: opt, mkts: c}
 	if len(aoE) == 0 {
 		return a.otherAddress(), true
 	}
@@ -220,6 +221,3 @@ func label(kind string, i int, name string) string { return keyfile.Label(kind, 
 
 // host is the prefix of a alone.
 func host(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
-
-// quote is s as a JSON string in a fix.
-func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"bytes"
 	"fmt"
+	"net/netip"
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/keyfile"
@@ -14,30 +15,88 @@ import (
 
 // aoSearch is the search of one TCP-AO segment.
 type aoSearch struct {
-	kf  *keyfile.File
-	p   *segment.Segment
-	sg  seg
-	opt ao.Option
+	kf   *keyfile.File
+	p    *segment.Segment
+	sg   seg
+	opt  ao.Option
+	mkts *mkts
 }
 
 // verifies reports whether the segment verifies under cfg, taken as the
-// receiver's MKT for the segment's sender.
-func (a *aoSearch) verifies(cfg keys.AO) bool {
+// receiver's MKT for the segment's sender; entry and secret say where
+// cfg comes from (the entry, and which of its secret's readings: own, an
+// encoding's index, or another entry's), so that the direction's other
+// segments reuse its MKT.
+func (a *aoSearch) verifies(cfg keys.AO, entry, secret int) bool {
 	cfg.Peer = host(a.sg.src.Addr())
 	cfg.IfIndex, cfg.HasIfIndex = 0, false
-	v, err := cfg.Validate()
-	if err != nil {
+	m := a.mkts.get(mktKey{a.sg.src.Addr(), entry, secret, cfg.Algorithm, cfg.SendID, cfg.RecvID, cfg.MACLen, cfg.ExcludeOptions}, cfg)
+	if m == nil {
 		return false
 	}
-	r := ao.NewKeyring(nil)
-	m, err := r.Add(v)
-	if err != nil {
-		return false
-	}
-	defer r.Delete(m, ao.DeleteOptions{})
 	var k ao.TrafficKey
 	defer k.Wipe()
 	return k.Derive(m, a.sg.s.ISNs, a.p) == nil && k.Verify(a.p, a.sg.s.SNE) == nil
+}
+
+// The secrets verifies is given besides an entry's own readings.
+const (
+	ownSecret = -1
+	aoSecret  = 1 << 10 // + the "ao" entry's index
+	md5Secret = 1 << 20 // + the "md5" entry's index
+)
+
+// mktKey is what makes a candidate MKT, its secret named by where it
+// comes from.
+type mktKey struct {
+	src            netip.Addr
+	entry, secret  int
+	alg            string
+	sendID, recvID uint8
+	maclen         int
+	exclude        bool
+}
+
+// mkts are the candidate MKTs of one Explain, each in a keyring of its
+// own (candidates share KeyIDs), built once for all its segments.
+type mkts struct {
+	m map[mktKey]mkt
+}
+
+// mkt is a candidate MKT and its keyring; m is nil when the candidate is
+// not a valid MKT.
+type mkt struct {
+	r *ao.Keyring
+	m *ao.MKT
+}
+
+// get returns the MKT of cfg, made on first use; nil when cfg is not one.
+func (c *mkts) get(k mktKey, cfg keys.AO) *ao.MKT {
+	if e, ok := c.m[k]; ok {
+		return e.m
+	}
+	var e mkt
+	if v, err := cfg.Validate(); err == nil {
+		e.r = ao.NewKeyring(nil)
+		if e.m, err = e.r.Add(v); err != nil {
+			e.m = nil
+		}
+	}
+	if c.m == nil {
+		c.m = map[mktKey]mkt{}
+	}
+	c.m[k] = e
+	return e.m
+}
+
+// close deletes the MKTs, wiping their keys.
+func (c *mkts) close() {
+	for _, e := range c.m {
+		if e.m != nil {
+			_ = e.r.Delete(e.m, ao.DeleteOptions{})
+		}
+	}
+	*c = mkts{}
 }
 
 // base is entry i as the receiver's MKT: mirrored (the sender's entry)
@@ -78,7 +137,7 @@ func (a *aoSearch) search(idx []int, mirrored bool) Diagnosis {
 			c := a.base(i, mirrored)
 			swapped := c.SendID == k
 			c.RecvID, c.MACLen = k, wire
-			if !a.verifies(c) {
+			if !a.verifies(c, i, ownSecret) {
 				continue
 			}
 			if swapped {
@@ -108,23 +167,23 @@ func (a *aoSearch) variations(i int, mirrored bool) (Diagnosis, bool) {
 		}
 		v := c
 		v.Algorithm = name
-		if a.verifies(v) {
+		if a.verifies(v, i, ownSecret) {
 			return a.fix(Algorithm, i, fmt.Sprintf(`set "alg": %q (the peer signs with %s)`, name, name)), true
 		}
 	}
 	v := c
 	v.ExcludeOptions = !c.ExcludeOptions
-	if a.verifies(v) {
+	if a.verifies(v, i, ownSecret) {
 		what := "excludes"
 		if !v.ExcludeOptions {
 			what = "includes"
 		}
 		return a.fix(Options, i, fmt.Sprintf(`set "exclude_options": %v (the peer %s options)`, v.ExcludeOptions, what)), true
 	}
-	for _, e := range encodings(c.Key) {
+	for n, e := range encodings(c.Key) {
 		v := c
 		v.Key = e.key
-		ok := a.verifies(v)
+		ok := a.verifies(v, i, n)
 		clear(e.key)
 		if ok {
 			return a.fix(KeyEncoding, i, e.fix), true
@@ -142,7 +201,7 @@ func (a *aoSearch) otherSecret(c keys.AO, i int) (string, bool) {
 		if j != i && !bytes.Equal(e.Config.Key, c.Key) {
 			v := c
 			v.Key = e.Config.Key
-			if a.verifies(v) {
+			if a.verifies(v, i, aoSecret+j) {
 				return label("ao", j, e.Name), true
 			}
 		}
@@ -150,7 +209,7 @@ func (a *aoSearch) otherSecret(c keys.AO, i int) (string, bool) {
 	for j, e := range a.kf.MD5 {
 		v := c
 		v.Key = e.Config.Key
-		if a.verifies(v) {
+		if a.verifies(v, i, md5Secret+j) {
 			return label("md5", j, e.Name), true
 		}
 	}
@@ -168,7 +227,7 @@ func (a *aoSearch) otherAddress() Diagnosis {
 				continue
 			}
 			c.MACLen = wire
-			if !a.verifies(c) {
+			if !a.verifies(c, i, ownSecret) {
 				continue
 			}
 			addr, whose := a.sg.src.Addr(), "the sender"
