@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"encoding/binary"
 	"io"
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/pcapverify"
@@ -115,25 +115,38 @@ func flowsCapture(tb testing.TB, n int) ([][]byte, []byte) {
 	return pkts, keys
 }
 
-// BenchmarkExplainWorst is a capture of 1,000 flows in which every
-// segment fails (49,000 segments: the demo's, each flow with another
-// client port, which the MACs cover), verified and diagnosed whole,
-// without -explain and with it. No configuration verifies any segment,
-// so every direction's search runs to its end on all its segments: the
+// BenchmarkExplainCapture verifies a whole capture, and diagnoses it
+// with -explain. good: the demo capture with its keys (49 good segments),
+// off and on. failing: the demo capture as 1,000 flows in which every
+// segment fails (49,000 segments: each flow has another client port,
+// which the MACs cover), so that no configuration verifies any segment
+// and every direction's search runs to its end on all its segments: the
 // longest there is ("secret").
-func BenchmarkExplainWorst(b *testing.B) {
-	pkts, keys := flowsCapture(b, 1000)
+func BenchmarkExplainCapture(b *testing.B) {
+	good, keys := flowsCapture(b, 1)
+	for i, p := range good { // the demo's own ports back
+		seg, _ := segment.ParsePacket(p)
+		if seg.Src().String() == "127.0.0.2" {
+			binary.BigEndian.PutUint16(seg.Header()[0:], 40001)
+		} else {
+			binary.BigEndian.PutUint16(seg.Header()[2:], 40001)
+		}
+		good[i] = p
+	}
+	failing, _ := flowsCapture(b, 1000)
 	for _, c := range []struct {
 		name    string
+		pkts    [][]byte
 		explain bool
-		from    string
-		to      string
 		cause   string
+		dirs    int
 	}{
-		{"off", false, `"text:`, `"text:x`, ""},
-		{"explain", true, `"text:`, `"text:x`, "secret"},
+		{"good/off", good, false, "", 0},
+		{"good/on", good, true, "", 0},
+		{"failing/off", failing, false, "", 0},
+		{"failing/on", failing, true, "secret", 2000},
 	} {
-		kf, err := keyfile.Parse(bytes.ReplaceAll(keys, []byte(c.from), []byte(c.to)))
+		kf, err := keyfile.Parse(keys)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -142,18 +155,108 @@ func BenchmarkExplainWorst(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
 			for b.Loop() {
 				v, _ := pcapverify.NewVerifier(ks, &pcapverify.Options{Explain: c.explain}, nil)
-				for i, p := range pkts {
+				for i, p := range c.pkts {
 					v.Packet(i+1, p, false)
 				}
 				ds := v.Diagnoses()
-				if c.explain && (len(ds) != 2000 || string(ds[0].Cause) != c.cause) {
-					b.Fatalf("%d diagnoses, the first %v", len(ds), ds[0])
+				if len(ds) != c.dirs || (c.dirs > 0 && string(ds[0].Cause) != c.cause) {
+					b.Fatalf("%d diagnoses %v, want %d %s", len(ds), ds, c.dirs, c.cause)
+				}
+				if c.cause == "" && v.Totals().Counts[pcapverify.Good] != uint64(len(c.pkts)) && c.name[0] == 'g' {
+					b.Fatalf("%+v", v.Totals().Verdicts())
 				}
 				v.Close()
 			}
-			b.ReportMetric(float64(len(pkts)), "segments/op")
+			b.ReportMetric(float64(len(c.pkts)), "segments/op")
 		})
 	}
+}
+
+// BenchmarkExplainInterleaved measures a good capture with and without
+// -explain in turns, in one process: each round times 16 good data
+// segments on a verifier without -explain and 16 on one with it (which
+// goes first alternates), or one whole demo capture each way (a new
+// verifier, its 49 segments, its diagnoses). It reports the median ratio
+// on/off over the rounds: 1.00 is the same cost.
+func BenchmarkExplainInterleaved(b *testing.B) {
+	b.Run("segment", func(b *testing.B) {
+		off, data := goodVerifier(b, false)
+		on, _ := goodVerifier(b, true)
+		interleave(b, func(v *pcapverify.Verifier) func() {
+			return func() {
+				for range 16 {
+					v.Packet(99, data, false)
+				}
+			}
+		}(off), func(v *pcapverify.Verifier) func() {
+			return func() {
+				for range 16 {
+					v.Packet(99, data, false)
+				}
+			}
+		}(on))
+	})
+	b.Run("capture", func(b *testing.B) {
+		pkts, keys := flowsCapture(b, 1)
+		for _, p := range pkts { // the demo's own ports back
+			seg, _ := segment.ParsePacket(p)
+			if seg.Src().String() == "127.0.0.2" {
+				binary.BigEndian.PutUint16(seg.Header()[0:], 40001)
+			} else {
+				binary.BigEndian.PutUint16(seg.Header()[2:], 40001)
+			}
+		}
+		kf, err := keyfile.Parse(keys)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ks, err := pcapverify.LoadKeys(kf)
+		if err != nil {
+			b.Fatal(err)
+		}
+		run := func(explain bool) func() {
+			return func() {
+				v, _ := pcapverify.NewVerifier(ks, &pcapverify.Options{Explain: explain}, nil)
+				for i, p := range pkts {
+					v.Packet(i+1, p, false)
+				}
+				if len(v.Diagnoses()) != 0 || v.Totals().Counts[pcapverify.Good] != 49 {
+					b.Fatalf("%+v", v.Totals().Verdicts())
+				}
+				v.Close()
+			}
+		}
+		interleave(b, run(false), run(true))
+	})
+}
+
+// interleave times off and on in turns, b.N rounds, and reports the
+// median of on's time over off's.
+func interleave(b *testing.B, off, on func()) {
+	ratios := make([]float64, 0, b.N)
+	var toff, ton time.Duration
+	for i := 0; b.Loop(); i++ {
+		var a, c time.Duration
+		if i%2 == 0 {
+			a, c = timed(off), timed(on)
+		} else {
+			c, a = timed(on), timed(off)
+		}
+		toff, ton = toff+a, ton+c
+		ratios = append(ratios, float64(c)/float64(a))
+	}
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "on/off")
+	b.ReportMetric(float64(toff.Nanoseconds())/float64(len(ratios)), "off-ns/round")
+	b.ReportMetric(float64(ton.Nanoseconds())/float64(len(ratios)), "on-ns/round")
+}
+
+// timed is how long f takes.
+func timed(f func()) time.Duration {
+	t := time.Now()
+	f()
+	return time.Since(t)
 }
