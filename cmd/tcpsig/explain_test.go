@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/pcapverify"
 	"github.com/tcpsig/tcpsig/segment"
 )
@@ -69,6 +70,19 @@ func explainRun(t *testing.T, keys []byte, pcap string, flags []string) map[dir]
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	_, sum := jsonLines(t, out)
+	var kd keysDoc
+	if err := json.Unmarshal(keys, &kd); err != nil {
+		t.Fatal(err)
+	}
+	for _, es := range kd {
+		for _, e := range es {
+			if k := keyBytes(t, e); len(k) >= 5 && sum.Summary.Diagnoses != nil {
+				if leak := redact.Leak(fmt.Sprint(*sum.Summary.Diagnoses), k); leak != "" {
+					t.Errorf("a diagnosis shows a key (%q)", leak)
+				}
+			}
+		}
+	}
 	if sum.Summary.Diagnoses == nil {
 		t.Fatalf("the summary has no \"diagnoses\": %s", out[strings.LastIndex(out, "{\"summary\""):])
 	}
