@@ -66,21 +66,37 @@ func (d Diagnosis) String() string { return string(d.Cause) + ": " + d.Fix }
 // without entries (Unsigned cannot be told then). Explain never fails:
 // with no segment to search it says so as Secret.
 func Explain(kf *keyfile.File, d Direction) Diagnosis {
+	return ExplainAll(kf, []Direction{d})[0]
+}
+
+// ExplainAll is Explain of each of ds, in order. The directions share
+// the candidate keys they build: a peer that retries a session that will
+// not come up makes a flow per attempt, each tried with the same ones.
+func ExplainAll(kf *keyfile.File, ds []Direction) []Diagnosis {
 	if kf == nil {
 		kf = &keyfile.File{}
 	}
+	var c mkts
+	defer c.close()
+	out := make([]Diagnosis, len(ds))
+	for i, d := range ds {
+		out[i] = explain(kf, d, &c)
+	}
+	return out
+}
+
+// explain is Explain with the candidate keys of c.
+func explain(kf *keyfile.File, d Direction, c *mkts) Diagnosis {
 	if d.Verified > d.Failed && d.Verified > 0 {
 		return Diagnosis{Cause: Tampered, Fix: fmt.Sprintf("%d of %d segments fail and the others verify: they were altered in transit or forged (no configuration to change)",
 			d.Failed, d.Failed+d.Verified)}
 	}
 	var first *Diagnosis
-	var c mkts
-	defer c.close()
 	for i, s := range d.Segments {
 		if i == MaxSegments {
 			break
 		}
-		dg, ok := explainOne(kf, s, &c)
+		dg, ok := explainOne(kf, s, c)
 		if !ok {
 			continue
 		}

@@ -70,10 +70,17 @@ type mkt struct {
 	m *ao.MKT
 }
 
+// maxMKTs bounds the candidate MKTs kept at once (some kilobytes each):
+// past it they are dropped and made again as needed.
+const maxMKTs = 1 << 10
+
 // get returns the MKT of cfg, made on first use; nil when cfg is not one.
 func (c *mkts) get(k mktKey, cfg keys.AO) *ao.MKT {
 	if e, ok := c.m[k]; ok {
 		return e.m
+	}
+	if len(c.m) >= maxMKTs {
+		c.close()
 	}
 	var e mkt
 	if v, err := cfg.Validate(); err == nil {

@@ -121,24 +121,31 @@ func (v *Verifier) Diagnoses() []Diagnosis {
 		return nil
 	}
 	ex := v.ex
-	out := []Diagnosis{}
-	for _, k := range ex.order {
+	out := make([]Diagnosis, len(ex.order))
+	var search []diagnose.Direction
+	var at []int // the index in out of each direction searched
+	for n, k := range ex.order {
 		d := ex.dirs[k]
 		var good uint64
 		if f, i := v.flows.find(k[0], k[1]); f != nil {
 			good = f.dirs[i].counts[Good]
 		}
-		var dg diagnose.Diagnosis
+		out[n] = Diagnosis{From: k[0].String(), To: k[1].String()}
 		switch {
 		case good > d.failed:
-			dg = diagnose.Explain(v.keys.file, diagnose.Direction{Verified: good, Failed: d.failed})
+			search, at = append(search, diagnose.Direction{Verified: good, Failed: d.failed}), append(at, n)
 		case d.lastN == len(d.segs) && d.lastN > 0:
-			dg = d.last
+			out[n].Cause, out[n].Message, out[n].Entry = d.last.Cause, d.last.Fix, d.last.Entry
 		default:
-			dg = diagnose.Explain(v.keys.file, diagnose.Direction{Segments: d.segs, Verified: good, Failed: d.failed})
+			search, at = append(search, diagnose.Direction{Segments: d.segs, Verified: good, Failed: d.failed}), append(at, n)
+		}
+	}
+	for j, dg := range diagnose.ExplainAll(v.keys.file, search) {
+		n := at[j]
+		out[n].Cause, out[n].Message, out[n].Entry = dg.Cause, dg.Fix, dg.Entry
+		if d := ex.dirs[ex.order[n]]; dg.Cause != diagnose.Tampered {
 			d.last, d.lastN = dg, len(d.segs)
 		}
-		out = append(out, Diagnosis{From: k[0].String(), To: k[1].String(), Cause: dg.Cause, Message: dg.Fix, Entry: dg.Entry})
 	}
 	return out
 }

@@ -68,8 +68,9 @@ func BenchmarkExplainGood(b *testing.B) {
 }
 
 // flowsCapture returns the demo capture's IP packets repeated as n flows
-// (the client's port changed per flow), and the demo's keys.
-func flowsCapture(tb testing.TB, n int) ([][]byte, []byte) {
+// (the client's port changed per flow, and with hosts its address too:
+// 127.0.x.y), and the demo's keys.
+func flowsCapture(tb testing.TB, n int, hosts ...bool) ([][]byte, []byte) {
 	f, err := os.Open("testdata/demo.pcap")
 	if err != nil {
 		tb.Fatal(err)
@@ -100,10 +101,15 @@ func flowsCapture(tb testing.TB, n int) ([][]byte, []byte) {
 			}
 			h := seg.Header()
 			port := uint16(20000 + i)
+			client := 12 // the IPv4 header's source address
 			if seg.Src().String() == "127.0.0.2" {
 				binary.BigEndian.PutUint16(h[0:], port)
 			} else {
 				binary.BigEndian.PutUint16(h[2:], port)
+				client = 16
+			}
+			if len(hosts) > 0 && hosts[0] {
+				q[client+2], q[client+3] = byte(3+i/250), byte(1+i%250)
 			}
 			pkts = append(pkts, q)
 		}
@@ -134,6 +140,7 @@ func BenchmarkExplainCapture(b *testing.B) {
 		good[i] = p
 	}
 	failing, _ := flowsCapture(b, 1000)
+	hosts, _ := flowsCapture(b, 1000, true)
 	for _, c := range []struct {
 		name    string
 		pkts    [][]byte
@@ -145,6 +152,8 @@ func BenchmarkExplainCapture(b *testing.B) {
 		{"good/on", good, true, "", 0},
 		{"failing/off", failing, false, "", 0},
 		{"failing/on", failing, true, "secret", 2000},
+		{"failing-hosts/off", hosts, false, "", 0},
+		{"failing-hosts/on", hosts, true, "secret", 2000},
 	} {
 		kf, err := keyfile.Parse(keys)
 		if err != nil {
