@@ -11,8 +11,9 @@
 // a "text:"/"hex:" prefix taken literally), TCP-MD5 against TCP-AO and an
 // entry for another address. The [Diagnosis] names the cause with one
 // word of a fixed vocabulary ([Cause]), the entry to change and a
-// one-line fix. It never holds or prints a key byte: a secret is named by
-// the entry whose secret verifies.
+// one-line fix. It never prints a key byte (the candidate keys it builds
+// are wiped before it returns): a secret is named by the entry whose
+// secret verifies.
 //
 // Each candidate is checked with the engine itself (ao.TrafficKey,
 // md5sig.Keyring), so a diagnosis is a configuration under which the
