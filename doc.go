@@ -9,6 +9,7 @@
 //
 //   - cmd/tcpsig: the command: verify captures, bench, shim
 //   - pcapverify: verify a capture's segments against a keys file
+//   - diagnose: name the misconfiguration behind segments that do not verify
 //   - shim: tcpsig shim without the command line (Linux)
 //   - shim/nfqueue: the netfilter queue client (NFQUEUE)
 //   - shim/nfrules: the shim's nftables rules

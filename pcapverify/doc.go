@@ -19,5 +19,9 @@
 // of them (the segments of later flows are Untracked), not with the
 // packets.
 //
+// With [Options].Explain a Verifier keeps the first few failing segments
+// of each flow direction, and [Verifier.Diagnoses] names why each
+// direction failed (package diagnose): the cause, the entry and the fix.
+//
 // cmd/tcpsig's verify command prints a Report as text or JSON lines.
 package pcapverify

@@ -23,6 +23,12 @@ type Options struct {
 	// that comes after that many are Untracked.
 	MaxFlows int
 
+	// Explain keeps the first few failing segments of each flow
+	// direction, so that Verifier.Diagnoses can name why they failed. A
+	// segment from a peer no entry covers that carries an option is
+	// judged no-key as without it, and diagnosed too.
+	Explain bool
+
 	seen   map[netip.AddrPort]bool // ISN/SNE endpoints some segment was from or to
 	warned map[string]bool         // warnings already given
 }

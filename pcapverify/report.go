@@ -8,8 +8,9 @@ import (
 
 // Report is what one capture was found to hold.
 type Report struct {
-	Totals Totals
-	Flows  []FlowSummary
+	Totals    Totals
+	Flows     []FlowSummary
+	Diagnoses []Diagnosis // with Options.Explain: why each failing direction failed
 }
 
 // Verify reads a whole capture and judges its segments with keys, handing
@@ -35,9 +36,9 @@ func Verify(r io.Reader, keys *Keys, opts *Options, emit func(*Result)) (*Report
 			err = fmt.Errorf("frame %d: %w", frame, err)
 			return &Report{Totals: v.totals, Flows: v.Flows()}, err
 		}
-		v.judge(frame, ip, truncated)
+		_ = v.Packet(frame, ip, truncated)
 	}
-	return &Report{Totals: v.totals, Flows: v.Flows()}, nil
+	return &Report{Totals: v.totals, Flows: v.Flows(), Diagnoses: v.Diagnoses()}, nil
 }
 
 // VerdictCounts are the counts per verdict, by name.

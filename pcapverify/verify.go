@@ -165,7 +165,8 @@ type Verifier struct {
 	flows  *flows
 	totals Totals
 	emit   func(*Result)
-	r      Result // the result being made, reused
+	r      Result     // the result being made, reused
+	ex     *explainer // with Options.Explain
 }
 
 // ErrNotSetUp is the error of a nil or zero Keys, Capture or Verifier,
@@ -185,7 +186,11 @@ func NewVerifier(keys *Keys, opts *Options, emit func(*Result)) (*Verifier, erro
 	if emit == nil {
 		emit = func(*Result) {}
 	}
-	return &Verifier{keys: keys, opts: opts, flows: newFlows(opts.maxFlows()), emit: emit}, nil
+	v := &Verifier{keys: keys, opts: opts, flows: newFlows(opts.maxFlows()), emit: emit}
+	if opts.Explain {
+		v.explainInit()
+	}
+	return v, nil
 }
 
 // Close wipes the traffic keys the verifier derived.
@@ -217,6 +222,9 @@ func (v *Verifier) Flows() []FlowSummary {
 func (v *Verifier) Packet(frame int, ip []byte, truncated bool) error {
 	if v == nil || v.flows == nil {
 		return ErrNotSetUp
+	}
+	if v.ex != nil {
+		v.ex.ip = ip
 	}
 	v.judge(frame, ip, truncated)
 	return nil

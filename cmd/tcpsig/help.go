@@ -52,8 +52,8 @@ Example:
   tcpsig verify      # verifies a Linux TCP-AO capture built into the binary
 `
 
-const verifyHelp = `usage: tcpsig verify [-keys FILE] [-json] [-v] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
-       tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v]
+const verifyHelp = `usage: tcpsig verify [-keys FILE] [-json] [-v] [-explain] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
+       tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v] [-explain]
 
 verify judges every segment that carries a TCP-AO or TCP-MD5 option, and
 every unsigned segment of a flow a key covers, in pcap or pcapng files
@@ -68,6 +68,11 @@ Flags:
                receiver's keys.
   -json        one JSON object per judged segment, then a summary object
   -v           list good segments too
+  -explain     name why each flow direction that did not verify failed, with
+               one word (algorithm, options, key-id, mac-length, key-encoding,
+               secret, auth-kind, peer-address, tampered, unsigned, isn) and a
+               one-line fix naming the entry and field: a "diagnosis" section,
+               or with -json "diagnoses" in the summary object
   -isn E=ISN   the ISN of endpoint E (ip:port, [ipv6]:port; decimal or 0x hex)
                for captures without the handshake; once per endpoint
   -sne E=SNE   the SNE of E's send direction at its first captured segment

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
+	"github.com/tcpsig/tcpsig/diagnose"
 	"github.com/tcpsig/tcpsig/keychain"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/keys"
@@ -54,6 +55,7 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("keys check", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	at := fs.String("at", "", "judge the key schedule from this time (RFC 3339) on, not from now")
+	warnOnly := fs.Bool("warn-only", false, "")
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			fmt.Fprint(stdout, keysCmdHelp)
@@ -103,6 +105,7 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 	}
 	warnings = append(warnings, algWarnings(f)...)
 	warnings = append(warnings, mirrorWarnings(f)...)
+	warnings = append(warnings, lintWarnings(f)...) // diagnose.Lint
 	for _, w := range warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
@@ -112,6 +115,9 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 			plural = ""
 		}
 		fmt.Fprintf(stdout, "%d warning%s\n", len(warnings), plural)
+		if *warnOnly {
+			return 0
+		}
 		return 1
 	}
 	fmt.Fprintln(stdout, "ok")
@@ -239,8 +245,8 @@ func mirrorWarnings(f *keyfile.File) []string {
 		for j, b := range f.AO {
 			if ids, _ := aoMirror(a.Config, b.Config); i != j && ids {
 				partial = true
-				out = append(out, fmt.Sprintf("%s and %s have mirrored KeyIDs (sndid %d, rcvid %d) but not the same alg, key, maclen and exclude_options: the two ends would not verify each other",
-					label, keyfile.Label("ao", j, b.Name), a.Config.SendID, a.Config.RecvID))
+				out = append(out, fmt.Sprintf("%s and %s have mirrored KeyIDs (sndid %d, rcvid %d) but not the same alg, key, maclen and exclude_options: the two ends would not verify each other (%s)",
+					label, keyfile.Label("ao", j, b.Name), a.Config.SendID, a.Config.RecvID, differs(diagnose.MirrorDiff(a.Config, b.Config))))
 				break
 			}
 		}
@@ -443,7 +449,7 @@ func writeNew0600(path string, b []byte) error {
 	return f.Close()
 }
 
-const keysCmdHelp = `usage: tcpsig keys check [-at TIME] FILE [OTHER]
+const keysCmdHelp = `usage: tcpsig keys check [-warn-only] [-at TIME] FILE [OTHER]
        tcpsig keys gen -a ADDR -b ADDR [-alg NAME | -md5] [-sndid N] [-rcvid N]
                        [-bytes N] [-maclen N] [-text] [-name NAME]
                        [-o FILE] [-a-file FILE] [-b-file FILE]
@@ -461,7 +467,12 @@ the one running it owns (the shim refuses both), of TCP-AO algorithms Linux
 7.2 no longer accepts (it keeps cmac(aes128), hmac(sha1) and hmac(sha256)) and of the draft's, which no kernel has, and, in a file that
 holds both ends of sessions, of an entry with no mirror on its peer's side
 (sndid and rcvid swapped, the same algorithm, key, maclen and
-exclude_options) or one whose KeyIDs mirror but not the rest.
+exclude_options) or one whose KeyIDs mirror but not the rest. It warns too
+of what a peer reads another way (a key with whitespace or a newline at
+either end, a text: key that is all hex digits), of one secret under two
+algorithms, and, when no two entries mirror, of an entry that has another
+one's secret for another peer but is not its mirror (the field that
+differs named). -warn-only: warnings do not make the exit status 1.
 
 When entries have lifetimes (tcpsig help keys), check prints each such
 peer's timeline from now (or -at TIME) on: span by span, which keys send and

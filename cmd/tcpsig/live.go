@@ -78,6 +78,9 @@ func runLive(ctx context.Context, lo liveOptions, vs verifySetup) int {
 	if err := out.flush(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("-w %s: %v", lo.write, err)
 	}
+	if ds := v.Diagnoses(); ds != nil {
+		rep.explain(name, ds)
+	}
 	rep.end(name, v.Totals(), v.Flows(), runErr)
 	vs.opts.WarnUnseen()
 	failed := 0
@@ -129,6 +132,9 @@ func (r *liveRun) loop(ctx context.Context) error {
 		if now := time.Now(); !now.Before(next) {
 			if err := r.out.flush(); err != nil {
 				return fmt.Errorf("-w %s: %v", r.lo.write, err)
+			}
+			if ds := r.v.Diagnoses(); ds != nil {
+				r.rep.explain(r.name, ds)
 			}
 			r.rep.table(r.name, r.v.Totals(), r.v.Flows(), now)
 			next = now.Add(r.lo.every)

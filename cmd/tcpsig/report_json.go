@@ -13,6 +13,31 @@ type jsonReporter struct {
 	enc   *json.Encoder
 	multi bool
 	files []fileSummary
+	diags *[]pcapverify.Diagnosis // with -explain: every file's, for the summary
+	// The file whose diagnoses were given last, and where they start.
+	diagFile string
+	diagFrom int
+}
+
+// explaining makes the summary carry "diagnoses" (on: -explain).
+func (p *jsonReporter) explaining(on bool) *jsonReporter {
+	if on {
+		p.diags = &[]pcapverify.Diagnosis{}
+	}
+	return p
+}
+
+// explain keeps a file's diagnoses for the summary; live, the last
+// ones given replace those of the same file.
+func (p *jsonReporter) explain(file string, ds []pcapverify.Diagnosis) {
+	if p.diags == nil {
+		return
+	}
+	if p.diagFile == file {
+		*p.diags = (*p.diags)[:p.diagFrom]
+	}
+	p.diagFile, p.diagFrom = file, len(*p.diags)
+	*p.diags = append(*p.diags, ds...)
 }
 
 type segmentJSON struct {
@@ -71,6 +96,8 @@ type summaryJSON struct {
 		Errors int           `json:"errors"` // captures that stopped at an error
 		Exit   int           `json:"exit"`
 		Why    string        `json:"why,omitempty"` // for exit 3: why nothing was verified
+		// Diagnoses, with -explain only: an empty array when nothing failed.
+		Diagnoses *[]pcapverify.Diagnosis `json:"diagnoses,omitempty"`
 	} `json:"summary"`
 }
 
@@ -144,5 +171,6 @@ func (p *jsonReporter) summary(t *pcapverify.Totals, o outcome) {
 	s.Summary.Verdicts, s.Summary.Files, s.Summary.Exit = t.Verdicts(), p.files, o.exit
 	s.Summary.untrackedJSON = untrackedOf(t)
 	s.Summary.Errors, s.Summary.Why = o.failed, o.why
+	s.Summary.Diagnoses = p.diags
 	_ = p.enc.Encode(&s)
 }

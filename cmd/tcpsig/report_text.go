@@ -23,6 +23,28 @@ type textReporter struct {
 	said    map[string]bool
 	title   string // of the file begun, until printed
 	printed bool   // anything was
+	// explaining: -explain; diags are the diagnoses of the file being
+	// reported, shown after its flow tables.
+	explaining bool
+	diags      []pcapverify.Diagnosis
+}
+
+func (p *textReporter) explain(file string, ds []pcapverify.Diagnosis) { p.diags = ds }
+
+// diagnoses prints the diagnosis section of -explain.
+func (p *textReporter) diagnoses() {
+	if !p.explaining {
+		return
+	}
+	if len(p.diags) == 0 {
+		fmt.Fprintln(p.w, "\ndiagnosis: nothing to explain (no flow direction failed)")
+		return
+	}
+	fmt.Fprintln(p.w, "\ndiagnosis:")
+	for _, d := range p.diags {
+		fmt.Fprintf(p.w, "  %s > %s: %s: %s\n", d.From, d.To, d.Cause, d.Message)
+	}
+	p.diags = nil
 }
 
 func (p *textReporter) begin(file, title string) {
@@ -98,6 +120,7 @@ func (p *textReporter) end(file string, t *pcapverify.Totals, fs []pcapverify.Fl
 	}
 	p.head()
 	p.tables(fs)
+	p.diagnoses()
 	fmt.Fprintf(p.w, "\n%s: %s\n", file, describe(t))
 	if err != nil {
 		fmt.Fprintf(p.w, "%s: stopped at an error: %v\n", file, err)
@@ -108,6 +131,7 @@ func (p *textReporter) table(file string, t *pcapverify.Totals, fs []pcapverify.
 	p.head()
 	fmt.Fprintf(p.w, "\n%s %s: %s\n", now.Format("15:04:05"), file, describe(t))
 	p.tables(fs)
+	p.diagnoses()
 }
 
 // tables prints a table per flow.

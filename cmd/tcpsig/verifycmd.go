@@ -30,6 +30,9 @@ type reporter interface {
 	begin(file, title string)
 	segment(file string, r *pcapverify.Result)
 	end(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, err error)
+	// explain gives, with -explain, the diagnoses of the file's failing
+	// directions (so far, live): before end or table, which show them.
+	explain(file string, ds []pcapverify.Diagnosis)
 	// table shows the flows so far of a live capture.
 	table(file string, t *pcapverify.Totals, fs []pcapverify.FlowSummary, now time.Time)
 	// summary ends the report, with the totals of the run and how it
@@ -73,6 +76,7 @@ type input struct {
 type verifyFlags struct {
 	keysPath        string
 	asJSON, verbose bool
+	explain         bool // -explain
 	isn, sne        endpointValues
 	lo              liveOptions
 	everySet        bool     // -every was given
@@ -88,6 +92,7 @@ func parseVerifyFlags(args []string) (*verifyFlags, error) {
 	fs.StringVar(&vf.keysPath, "keys", "", "")
 	fs.BoolVar(&vf.asJSON, "json", false, "")
 	fs.BoolVar(&vf.verbose, "v", false, "")
+	fs.BoolVar(&vf.explain, "explain", false, "")
 	fs.Var(&vf.isn, "isn", "")
 	fs.Var(&vf.sne, "sne", "")
 	fs.StringVar(&vf.lo.iface, "i", "", "")
@@ -106,7 +111,7 @@ func parseVerifyFlags(args []string) (*verifyFlags, error) {
 // options are the verifier's options from the flags, its warnings
 // printed on stderr.
 func (vf *verifyFlags) options(stderr io.Writer) *pcapverify.Options {
-	return &pcapverify.Options{ISN: vf.isn.m, SNE: vf.sne.m, Warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
+	return &pcapverify.Options{ISN: vf.isn.m, SNE: vf.sne.m, Explain: vf.explain, Warn: func(msg string) { fmt.Fprintf(stderr, "tcpsig verify: warning: %s\n", msg) }}
 }
 
 // useDemo takes the built-in sample's ISNs and SNEs for the endpoints
@@ -161,9 +166,9 @@ func verifyLive(vf *verifyFlags, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failf(stderr, "verify: %v", err)
 	}
-	var rep reporter = &textReporter{w: stdout, verbose: vf.verbose, live: true}
+	var rep reporter = &textReporter{w: stdout, verbose: vf.verbose, live: true, explaining: vf.explain}
 	if vf.asJSON {
-		rep = newJSONReporter(stdout, false)
+		rep = newJSONReporter(stdout, false).explaining(vf.explain)
 	}
 	ctx, stop := liveContext()
 	defer stop()
@@ -202,9 +207,9 @@ func verifyCaptures(vf *verifyFlags, stdout, stderr io.Writer) int {
 
 	var rep reporter
 	if vf.asJSON {
-		rep = newJSONReporter(stdout, len(inputs) > 1)
+		rep = newJSONReporter(stdout, len(inputs) > 1).explaining(vf.explain)
 	} else {
-		rep = &textReporter{w: stdout, verbose: vf.verbose, multi: len(inputs) > 1}
+		rep = &textReporter{w: stdout, verbose: vf.verbose, multi: len(inputs) > 1, explaining: vf.explain}
 	}
 	vs := verifySetup{keys: ks, opts: vf.options(stderr), rep: rep, stderr: stderr}
 	var all pcapverify.Totals
@@ -299,6 +304,9 @@ func verifyOne(in input, vs verifySetup) (*pcapverify.Totals, error) {
 		prog.tick(frame)
 	}
 	prog.done()
+	if ds := v.Diagnoses(); ds != nil {
+		rep.explain(in.name, ds)
+	}
 	rep.end(in.name, v.Totals(), v.Flows(), capErr)
 	return v.Totals(), capErr
 }
