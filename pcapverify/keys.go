@@ -98,6 +98,9 @@ next:
 		if err != nil {
 			return nil, &keys.EntryError{Kind: "ao", Index: e.entry, Name: ks.file.AO[e.entry].Name, Err: err}
 		}
+		// A capture is judged with every key of the file, whatever its
+		// lifetimes (a capture's time is not the keyring's clock).
+		v.Lifetime = keys.Lifetime{}
 		for g, group := range groups {
 			if !slices.ContainsFunc(group, func(o aoEntry) bool { return clashAO(o.cfg, v) }) {
 				groups[g] = append(group, aoEntry{v, e.entry})
