@@ -294,6 +294,22 @@ func (r *Keyring) lookup(addr netip.Addr, l3 int) *Key {
 	return found
 }
 
+// Keys returns the keyring's keys: what a status page lists, so that no
+// key can be in the keyring unseen.
+func (r *Keyring) Keys() []*Key {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Key, 0, r.keys.Len())
+	r.keys.Range(func(_ netip.Prefix, _ uint32, k *Key) bool {
+		out = append(out, k)
+		return true
+	})
+	return out
+}
+
 // Len returns the number of keys.
 func (r *Keyring) Len() int {
 	if r == nil {

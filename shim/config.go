@@ -154,11 +154,20 @@ func sameAO(a *keySet, i int, b *keySet, j int) bool {
 	x, y := a.AO[i], b.AO[j]
 	return x.Peer.Masked() == y.Peer.Masked() && x.SendID == y.SendID && x.RecvID == y.RecvID &&
 		x.Algorithm == y.Algorithm && a.aoFP[i] == b.aoFP[j] && x.MACLen == y.MACLen &&
-		x.ExcludeOptions == y.ExcludeOptions && x.IfIndex == y.IfIndex && x.HasIfIndex == y.HasIfIndex
+		x.ExcludeOptions == y.ExcludeOptions && x.IfIndex == y.IfIndex && x.HasIfIndex == y.HasIfIndex &&
+		sameLifetime(x.Lifetime, y.Lifetime)
+}
+
+// sameLifetime reports whether two lifetimes are the same schedule: an
+// entry whose lifetime changed is a new key to the keyrings.
+func sameLifetime(a, b keys.Lifetime) bool {
+	same := func(x, y keys.Window) bool { return x.Start.Equal(y.Start) && x.End.Equal(y.End) }
+	return same(a.Send, b.Send) && same(a.Accept, b.Accept) && a.Tolerance == b.Tolerance
 }
 
 // sameMD5 reports whether entry i of a and entry j of b are the same key.
 func sameMD5(a *keySet, i int, b *keySet, j int) bool {
 	x, y := a.MD5[i], b.MD5[j]
-	return x.Peer.Masked() == y.Peer.Masked() && a.md5FP[i] == b.md5FP[j] && x.IfIndex == y.IfIndex && x.HasIfIndex == y.HasIfIndex
+	return x.Peer.Masked() == y.Peer.Masked() && a.md5FP[i] == b.md5FP[j] && x.IfIndex == y.IfIndex && x.HasIfIndex == y.HasIfIndex &&
+		sameLifetime(x.Lifetime, y.Lifetime)
 }

@@ -330,6 +330,15 @@ var (
 		[]string{"peer", "key"}, nil)
 	descKeys = prometheus.NewDesc("tcpsig_shim_keys",
 		"Entries of the keys file in use, by kind.", []string{"kind"}, nil)
+	descSendActive = prometheus.NewDesc("tcpsig_shim_key_send_lifetime_active",
+		"1 while the key is inside its send lifetime (RFC 8177's send-lifetime-active; a key without lifetimes always), by peer prefix, kind and key.",
+		[]string{"peer", "kind", "sndid", "rcvid"}, nil)
+	descAcceptActive = prometheus.NewDesc("tcpsig_shim_key_accept_lifetime_active",
+		"1 while the key is inside its accept lifetime widened by its tolerance (RFC 8177's accept-lifetime-active), by peer prefix, kind and key.",
+		[]string{"peer", "kind", "sndid", "rcvid"}, nil)
+	descKeySessions = prometheus.NewDesc("tcpsig_shim_key_sessions",
+		"TCP-AO sessions whose current key (the one they sign with) it is, by peer prefix and key: with accept_lifetime_active 0 or send_lifetime_active 0, a rotation that has not completed.",
+		[]string{"peer", "kind", "sndid", "rcvid"}, nil)
 	descKeyring = prometheus.NewDesc("tcpsig_shim_keyring_keys",
 		"Keys the keyrings hold now, by kind and whether the keys file in use names them: in_file=\"false\" is a key that should be gone (a reload that finds one deletes it and fails).",
 		[]string{"kind", "in_file"}, nil)
@@ -349,7 +358,7 @@ type shimCollector struct{ s *Shim }
 func (c shimCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSegments, descPackets, descDropped, descQueueDropped, descQueueWaiting,
 		descSessions, descPending, descUnseen, descUnseenEvicted, descUnseenSuppressed, descSessionEvents, descResumed, descRotations,
-		descKeys, descKeyring,
+		descKeys, descKeyring, descSendActive, descAcceptActive, descKeySessions,
 		descReloads, descLastGood, descLastOK} {
 		ch <- d
 	}
@@ -427,6 +436,59 @@ func (s *Shim) collectKeys(out emit) {
 		v := keySums[l]
 		out.counter(descSegments, v[0], l.peer, l.kind, l.sndid, l.rcvid, verdictGood.String())
 		out.counter(descSegments, v[1], l.peer, l.kind, l.sndid, l.rcvid, verdictBadMAC.String())
+	}
+	s.collectLifetimes(out)
+}
+
+// collectLifetimes: per key of the keyrings, whether it is inside its
+// send and its accept lifetime (RFC 8177's send-lifetime-active and
+// accept-lifetime-active), and the sessions whose current key (TCP-AO)
+// it is; under s.mu. An alert joins them: a key leaving its accept
+// lifetime while sessions still send with it.
+func (s *Shim) collectLifetimes(out emit) {
+	type state struct{ send, accept, sessions int }
+	states := map[keyLabels]*state{}
+	var order []keyLabels
+	at := func(l keyLabels) *state {
+		st := states[l]
+		if st == nil {
+			st = new(state)
+			states[l] = st
+			order = append(order, l)
+		}
+		return st
+	}
+	b := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	for _, m := range s.aoRing.MKTs() {
+		st := at(aoLabels(m.Peer(), m.SendID(), m.RecvID()))
+		st.send, st.accept = max(st.send, b(m.SendActive())), max(st.accept, b(m.AcceptActive()))
+	}
+	for _, k := range s.md5Ring.Keys() {
+		st := at(md5Labels(k.Peer()))
+		st.send, st.accept = max(st.send, b(k.SendActive())), max(st.accept, b(k.AcceptActive()))
+	}
+	for c := range s.layer.Conns {
+		if c.Kind != packetauth.KindAO || c.Revoked {
+			continue
+		}
+		if ac, ok := s.layer.Conn(c.Local, c.Remote); ok {
+			if m := ac.Current(); m != nil {
+				at(aoLabels(m.Peer(), m.SendID(), m.RecvID())).sessions++
+			}
+		}
+	}
+	for _, l := range order {
+		st := states[l]
+		out.gauge(descSendActive, float64(st.send), l.peer, l.kind, l.sndid, l.rcvid)
+		out.gauge(descAcceptActive, float64(st.accept), l.peer, l.kind, l.sndid, l.rcvid)
+		if l.kind == kindAO {
+			out.gauge(descKeySessions, float64(st.sessions), l.peer, l.kind, l.sndid, l.rcvid)
+		}
 	}
 }
 

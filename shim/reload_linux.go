@@ -162,12 +162,13 @@ func (s *Shim) applyMD5(k *keySet) ([]*md5sig.Key, error) {
 		}
 		md5Keys[j] = key
 	}
-	for i, old := range s.keys.MD5 {
-		if s.md5Key[i] == nil || slices.Contains(md5Keys, s.md5Key[i]) ||
-			slices.ContainsFunc(k.MD5, func(c keys.MD5) bool { return sameMD5Peer(c, old) }) {
-			continue // kept, or replaced by Add
+	for i := range s.keys.MD5 {
+		if s.md5Key[i] == nil || slices.Contains(md5Keys, s.md5Key[i]) {
+			continue // kept
 		}
-		if err := s.md5Ring.Delete(s.md5Key[i], md5sig.DeleteOptions{Async: true}); err != nil {
+		// Replaced by an Add of its peer (ErrNoSuchKey), or not: a key
+		// of a schedule stays beside its peer's others until deleted.
+		if err := s.md5Ring.Delete(s.md5Key[i], md5sig.DeleteOptions{Async: true}); err != nil && !errors.Is(err, md5sig.ErrNoSuchKey) {
 			errs = append(errs, err)
 		}
 	}
@@ -180,10 +181,6 @@ func clashes(c keys.AO, m *ao.MKT) bool {
 	ifi, bound := m.IfIndex()
 	return c.Peer.Overlaps(m.Peer()) && (c.SendID == m.SendID() || c.RecvID == m.RecvID()) &&
 		(!bound || !c.HasIfIndex || ifi == c.IfIndex)
-}
-
-func sameMD5Peer(a, b keys.MD5) bool {
-	return a.Peer.Masked() == b.Peer.Masked() && a.HasIfIndex == b.HasIfIndex && (!a.HasIfIndex || a.IfIndex == b.IfIndex)
 }
 
 // retire deletes m, an MKT the new file k no longer has. Each session
@@ -269,8 +266,10 @@ func (s *Shim) rotate() {
 		}
 		for j := len(s.keys.AO) - 1; j >= 0; j-- {
 			cfg := s.keys.AO[j]
-			if !cfg.Peer.Contains(c.Remote.Addr()) || s.aoMKT[j] == nil || (cfg.HasIfIndex && cfg.IfIndex != 0) {
-				continue
+			m := s.aoMKT[j]
+			if !cfg.Peer.Contains(c.Remote.Addr()) || m == nil || (cfg.HasIfIndex && cfg.IfIndex != 0) ||
+				!m.SendActive() || !m.AcceptActive() {
+				continue // a key outside its lifetimes: the keyring moves sessions to it when it begins
 			}
 			if c.RNextKeyID == cfg.RecvID {
 				break

@@ -167,6 +167,11 @@ func (s *Shim) Run(ctx context.Context) error {
 		}
 		defer ln.Close()
 	}
+	// The keys' lifetimes (RFC 8177) take effect on the keyrings' own
+	// clock, at each boundary, with no reload.
+	for _, run := range []func(context.Context) error{s.aoRing.Run, s.md5Ring.Run} {
+		go func() { _ = run(ctx) }()
+	}
 	loopErr := make(chan error, len(s.queues))
 	for _, q := range s.queues {
 		go func() { loopErr <- s.loop(q) }()

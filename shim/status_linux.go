@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -95,6 +96,8 @@ type Status struct {
 	// itself: a key that is there though the file no longer names it
 	// shows (InFile false) rather than verifying unseen.
 	MKTs []MKTStatus `json:"ao_mkts"`
+	// MD5Keys is every key the TCP-MD5 keyring holds, likewise.
+	MD5Keys []MD5KeyStatus `json:"md5_keys"`
 }
 
 // MKTStatus is one MKT of the TCP-AO keyring in the status; never its key.
@@ -108,6 +111,38 @@ type MKTStatus struct {
 	Good      uint64       `json:"good"`              // segments it verified
 	BadMAC    uint64       `json:"bad_mac"`           // segments whose MAC it refused
 	InFile    bool         `json:"in_file"`           // the keys file in use names it
+	// SendActive and AcceptActive: the key is inside its send and its
+	// accept lifetime now (RFC 8177's send-lifetime-active and
+	// accept-lifetime-active; always true for a key without lifetimes).
+	SendActive   bool `json:"send_lifetime_active"`
+	AcceptActive bool `json:"accept_lifetime_active"`
+}
+
+// MD5KeyStatus is one key of the TCP-MD5 keyring in the status; never
+// its bytes.
+type MD5KeyStatus struct {
+	Peer         netip.Prefix `json:"peer"`
+	IfIndex      *int         `json:"ifindex,omitempty"`
+	Good         uint64       `json:"good"`
+	BadMAC       uint64       `json:"bad_mac"`
+	InFile       bool         `json:"in_file"`
+	SendActive   bool         `json:"send_lifetime_active"`
+	AcceptActive bool         `json:"accept_lifetime_active"`
+}
+
+// md5Status lists the keys of s's TCP-MD5 keyring. Under s.mu.
+func (s *Shim) md5Status() []MD5KeyStatus {
+	list := []MD5KeyStatus{}
+	for _, k := range s.md5Ring.Keys() {
+		good, bad := k.Counters()
+		st := MD5KeyStatus{Peer: k.Peer(), Good: good, BadMAC: bad, InFile: slices.Contains(s.md5Key, k),
+			SendActive: k.SendActive(), AcceptActive: k.AcceptActive()}
+		if ifi, ok := k.IfIndex(); ok {
+			st.IfIndex = &ifi
+		}
+		list = append(list, st)
+	}
+	return list
 }
 
 // mktStatus lists the MKTs of s's TCP-AO keyring, in order of addition.
@@ -118,7 +153,7 @@ func (s *Shim) mktStatus() []MKTStatus {
 	for _, m := range s.aoRing.MKTs() {
 		good, bad := m.Counters()
 		st := MKTStatus{Peer: m.Peer(), SendID: m.SendID(), RecvID: m.RecvID(), Algorithm: m.Algorithm().Name(),
-			MACLen: m.MACLen(), Good: good, BadMAC: bad, InFile: inFile[m]}
+			MACLen: m.MACLen(), Good: good, BadMAC: bad, InFile: inFile[m], SendActive: m.SendActive(), AcceptActive: m.AcceptActive()}
 		if ifi, ok := m.IfIndex(); ok {
 			st.IfIndex = &ifi
 		}
@@ -178,7 +213,7 @@ func (s *Shim) Status() Status {
 	defer s.mu.Unlock()
 	st := Status{Queue: s.cfg.Queue, Rules: string(s.method), Overhead: s.layer.Overhead(),
 		Counters: counters(s.layer.Counters()), Seeded: s.seeded, QueueMalformed: s.malformed.Load(), Conns: []ConnStatus{}, Unseen: []UnseenConn{},
-		Keys: map[string]int{"ao": len(s.keys.AO), "md5": len(s.keys.MD5)}, Queues: []QueueStatus{}, MKTs: s.mktStatus()}
+		Keys: map[string]int{"ao": len(s.keys.AO), "md5": len(s.keys.MD5)}, Queues: []QueueStatus{}, MKTs: s.mktStatus(), MD5Keys: s.md5Status()}
 	for _, q := range s.queues {
 		if qs, err := q.Stats(); err == nil {
 			st.Queues = append(st.Queues, QueueStatus{Num: q.Num(), Waiting: qs.Waiting, QueueFull: qs.Dropped, SocketFull: qs.UserDropped})
@@ -211,7 +246,12 @@ func (s *Shim) LogStatus() {
 	}
 	for _, m := range st.MKTs {
 		s.log.Info("TCP-AO key", "peer", m.Peer, "sndid", m.SendID, "rcvid", m.RecvID, "alg", m.Algorithm,
-			"good", m.Good, "bad_mac", m.BadMAC, "in_file", m.InFile)
+			"good", m.Good, "bad_mac", m.BadMAC, "in_file", m.InFile,
+			"send_lifetime_active", m.SendActive, "accept_lifetime_active", m.AcceptActive)
+	}
+	for _, k := range st.MD5Keys {
+		s.log.Info("TCP-MD5 key", "peer", k.Peer, "good", k.Good, "bad_mac", k.BadMAC, "in_file", k.InFile,
+			"send_lifetime_active", k.SendActive, "accept_lifetime_active", k.AcceptActive)
 	}
 	for _, u := range st.Unseen {
 		s.log.Info("unseen session", "local", u.Local, "remote", u.Remote, "kind", u.Kind, "evidence", u.Evidence, "dropped", u.Dropped)

@@ -276,17 +276,3 @@ func keysSchedule(stdout io.Writer, f *keyfile.File, otherPath string, at time.T
 	return slices.Compact(problems), warnings, nil
 }
 
-// refuseLifetimes is the refusal rule of a road that cannot honour key
-// lifetimes yet: the keys file at path, when it loads, must have none.
-// A file that does not load is left to the road's own error.
-func refuseLifetimes(path, road string) error {
-	f, err := keyfile.Load(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Wipe()
-	if err := f.RefuseLifetimes(road); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
-}

@@ -46,10 +46,6 @@ func runShim(args []string, stdout, stderr io.Writer) int {
 		handler = slog.NewJSONHandler(stderr, opts)
 	}
 	log := slog.New(handler)
-	// Issue 40's refusal rule: the shim does not honour key lifetimes yet.
-	if err := refuseLifetimes(f.keys, "tcpsig shim"); err != nil {
-		return failf(stderr, "shim: %v", err)
-	}
 	cfg := shim.Config{Keys: f.keys, Queue: uint16(f.queue), Queues: int(f.queues), Status: f.status, State: f.state,
 		Metrics: f.metrics, Log: log}
 	if os.Getenv("NOTIFY_SOCKET") != "" {
@@ -85,10 +81,6 @@ func runShim(args []string, stdout, stderr io.Writer) int {
 		for sig := range sigc {
 			switch sig {
 			case syscall.SIGHUP:
-				if err := refuseLifetimes(f.keys, "tcpsig shim"); err != nil {
-					log.Error("reload refused: keeping the current keys", "err", err)
-					continue
-				}
 				_ = s.Reload() // logged by the shim
 			case syscall.SIGUSR1:
 				s.LogStatus()
