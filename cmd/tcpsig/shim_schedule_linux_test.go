@@ -1,0 +1,191 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tcpsig/tcpsig/keys"
+	"github.com/tcpsig/tcpsig/linuxsock"
+)
+
+// TestShimMD5ScheduleHitless: A's kernel holds one TCP-MD5 password at a
+// time, as a router does; B's shim holds A's old and new passwords as a
+// schedule (the new one sends from T1, the old one is accepted until
+// T2). A stream runs B to A while A's password changes on the live
+// socket, before T1 ("router first") or after it ("shim first"): the
+// shim refuses no segment, signs with the password A uses, and the
+// stream arrives whole with no reset, on the shim's own clock with no
+// reload. After T2 the old password is refused, and counted.
+func TestShimMD5ScheduleHitless(t *testing.T) {
+	needQueue(t)
+	for _, order := range []string{"router first", "shim first"} {
+		t.Run(order, func(t *testing.T) {
+			nsA, nsB := newPair(t)
+			dir := shortDir(t)
+			now := time.Now().UTC().Truncate(time.Second)
+			t1, t2 := now.Add(8*time.Second), now.Add(16*time.Second)
+			const f = time.RFC3339
+			keyPath := writeKeys(t, dir, "keys.json", fmt.Sprintf(`{"md5": [
+  {"name": "old", "peer": "%v/32", "key": "text:old-password", "send_lifetime": {"end": "%s"}, "accept_lifetime": {"end": "%s"}},
+  {"name": "new", "peer": "%v/32", "key": "text:new-password", "send_lifetime": {"start": "%s"}, "accept_lifetime": {"start": "%s"}}]}`,
+				addrA4, t1.Format(f), t2.Format(f), addrA4, t1.Format(f), now.Add(-time.Hour).Format(f)))
+			_, sock := startShim(t, nsB, dir, "-keys", keyPath, "-queue", "48")
+
+			old := keys.MD5{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte("old-password")}
+			s := startStream(t, nsA, nsB, linuxsock.ListenConfig(linuxsock.Keys{MD5: []keys.MD5{old}}))
+			setPassword := func(pw string) {
+				t.Helper()
+				if err := linuxsock.AddMD5Key(s.accepted, keys.MD5{Peer: old.Peer, Key: []byte(pw)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			until := func(tm time.Time) { time.Sleep(time.Until(tm)) }
+			s.waitBytes(t, 64<<10)
+			if order == "router first" {
+				setPassword("new-password")
+				s.waitBytes(t, s.read()+64<<10)
+				until(t1.Add(time.Second))
+			} else {
+				until(t1.Add(time.Second))
+				s.waitBytes(t, s.read()+64<<10)
+				setPassword("new-password")
+			}
+			s.waitBytes(t, s.read()+64<<10)
+			until(t2.Add(time.Second))
+			s.waitBytes(t, s.read()+64<<10)
+			st, err := shimStatusOf(sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := st.Counters.Dropped.Total(); d != 0 {
+				t.Errorf("the shim dropped %d segments during the change: %+v", d, st.Counters.Dropped)
+			}
+			for _, k := range st.MD5Keys {
+				t.Logf("TCP-MD5 key of %v: send_lifetime_active %v, accept_lifetime_active %v, good %d", k.Peer, k.SendActive, k.AcceptActive, k.Good)
+			}
+			if len(st.MD5Keys) != 2 || st.MD5Keys[0].AcceptActive == st.MD5Keys[1].AcceptActive {
+				t.Errorf("after T2 the keyring lists %+v: want the old key no longer accepted, the new one accepted", st.MD5Keys)
+			}
+			s.finish(t)
+			// The old password, after its accept end: refused and counted.
+			setPassword("old-password")
+			_ = s.accepted.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			_, _ = s.accepted.Write([]byte("stale"))
+			if !waitFor(20*time.Second, func() bool {
+				st, err := shimStatusOf(sock)
+				return err == nil && st.Counters.Dropped.BadMAC > 0
+			}) {
+				t.Error("a segment signed with the old password after its accept end was not refused")
+			}
+		})
+	}
+}
+
+// mdStream is B writing to A without end until finish, A reading.
+type mdStream struct {
+	accepted *net.TCPConn // A's end
+	dialed   net.Conn     // B's end
+	mu       sync.Mutex
+	got      bytes.Buffer
+	stop     chan struct{}
+	done     chan error
+}
+
+// startStream listens in a with lc, dials from b, and keeps b writing.
+func startStream(t *testing.T, a, b *ns, lc *net.ListenConfig) *mdStream {
+	t.Helper()
+	s := &mdStream{stop: make(chan struct{}), done: make(chan error, 1)}
+	var ln net.Listener
+	if err := a.Do(func() (err error) {
+		ln, err = lc.Listen(t.Context(), "tcp4", netip.AddrPortFrom(addrA4, 0).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if err := b.Do(func() (err error) {
+		d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(addrB4, 0))}
+		s.dialed, err = d.Dial("tcp4", ln.Addr().String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.accepted = c.(*net.TCPConn)
+	t.Cleanup(func() { s.accepted.Close(); s.dialed.Close() })
+	go func() {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := s.accepted.Read(buf)
+			s.mu.Lock()
+			s.got.Write(buf[:n])
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		chunk := bytes.Repeat([]byte("tcpsig schedule "), 256)
+		for {
+			select {
+			case <-s.stop:
+				s.done <- nil
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			_ = s.dialed.SetWriteDeadline(time.Now().Add(60 * time.Second))
+			if _, err := s.dialed.Write(chunk); err != nil {
+				s.done <- err
+				return
+			}
+		}
+	}()
+	return s
+}
+
+// read is how many bytes A has read.
+func (s *mdStream) read() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.got.Len()
+}
+
+// waitBytes waits until A has read n bytes: the stream is alive.
+func (s *mdStream) waitBytes(t *testing.T, n int) {
+	t.Helper()
+	if !waitFor(60*time.Second, func() bool { return s.read() >= n }) {
+		t.Fatalf("the stream stalled at %d bytes, waiting for %d", s.read(), n)
+	}
+}
+
+// finish stops B's writer and checks that what A read is what B wrote,
+// in order, with no error on the way.
+func (s *mdStream) finish(t *testing.T) {
+	t.Helper()
+	close(s.stop)
+	if err := <-s.done; err != nil {
+		t.Fatalf("B's writes: %v", err)
+	}
+	s.mu.Lock()
+	got := bytes.Clone(s.got.Bytes())
+	s.mu.Unlock()
+	chunk := bytes.Repeat([]byte("tcpsig schedule "), 256)
+	for len(got) > 0 {
+		n := min(len(got), len(chunk))
+		if !bytes.Equal(got[:n], chunk[:n]) {
+			t.Fatal("A read another stream than B wrote")
+		}
+		got = got[n:]
+	}
+}
