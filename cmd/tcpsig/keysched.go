@@ -275,4 +275,3 @@ func keysSchedule(stdout io.Writer, f *keyfile.File, otherPath string, at time.T
 	}
 	return slices.Compact(problems), warnings, nil
 }
-
