@@ -3,7 +3,6 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +27,6 @@ func TestRotationDoc(t *testing.T) {
 			}
 		}
 	}
-	refusal := docBlocks(t, "docs/rotation.md", "### TCP-AO and TCP-MD5 through the shim")
 	example, err := os.ReadFile("../../keychain/testdata/yang/example-key-chain.json")
 	if err != nil {
 		t.Fatal(err)
@@ -91,15 +89,6 @@ func TestRotationDoc(t *testing.T) {
 		if b, _ := os.ReadFile(k); strings.Count(string(b), `"key": "text:`) != 2 {
 			t.Errorf("%s: the rotated file does not keep both typed keys as text:\n%s", k, b)
 		}
-	}
-	if runtime.GOOS != "linux" {
-		t.Skip("tcpsig shim is Linux's")
-	}
-	// -status on a regular file: were the refusal missing, the shim
-	// would stop there, before any rule is installed.
-	code, _, errOut := cli(t, "shim", "-keys", "a.json", "-status", "b-before.json")
-	if len(refusal) != 1 || code != 2 || errOut != refusal[0] {
-		t.Errorf("tcpsig shim -keys a.json: exit %d\n%s\ndocs/rotation.md shows\n%s", code, errOut, refusal)
 	}
 }
 

@@ -162,8 +162,9 @@ func TestServiceDocCommands(t *testing.T) {
 // TestServiceDocPrometheus: the guide's prometheus.yml and alerting rule
 // pass promtool check config (which reads the rule file it names), and
 // promtool test rules shows on made-up series that the bad-MAC query sums
-// per peer and the rotation alert fires only after a minute of a session
-// pending; without promtool it says why and skips.
+// per peer, the rotation alert fires only after a minute of a session
+// pending, and the lifetime alert once sessions sign with a key outside
+// its send lifetime; without promtool it says why and skips.
 func TestServiceDocPrometheus(t *testing.T) {
 	config := serviceDocBlock(t, "yaml", "scrape_configs:")
 	rules := serviceDocBlock(t, "yaml", "TcpsigRotationStuck")
@@ -197,6 +198,12 @@ tests:
         values: '0+100x10'
       - series: 'tcpsig_shim_sessions_rotation_pending{peer="192.0.2.1/32"}'
         values: '0 0 1 1 1 1 1'
+      - series: 'tcpsig_shim_key_sessions{peer="192.0.2.1/32",kind="ao",sndid="1",rcvid="2"}'
+        values: '3 3 3 3 3 3 3'
+      - series: 'tcpsig_shim_key_send_lifetime_active{peer="192.0.2.1/32",kind="ao",sndid="1",rcvid="2"}'
+        values: '1 1 1 0 0 0 0'
+      - series: 'tcpsig_shim_key_accept_lifetime_active{peer="192.0.2.1/32",kind="ao",sndid="1",rcvid="2"}'
+        values: '1 1 1 1 1 1 1'
     promql_expr_test:
       - expr: '`+badMAC+`'
         eval_time: 10m
@@ -216,6 +223,19 @@ tests:
               peer: 192.0.2.1/32
             exp_annotations:
               summary: "TCP-AO sessions with 192.0.2.1/32 have not moved to the new key for a minute"
+      - alertname: TcpsigKeyOutsideLifetime
+        eval_time: 2m
+        exp_alerts: []
+      - alertname: TcpsigKeyOutsideLifetime
+        eval_time: 4m
+        exp_alerts:
+          - exp_labels:
+              peer: 192.0.2.1/32
+              kind: ao
+              sndid: "1"
+              rcvid: "2"
+            exp_annotations:
+              summary: "TCP-AO sessions with 192.0.2.1/32 still use key 1/2 outside its lifetime: no newer key of the schedule to move to"
 `)
 	for _, args := range [][]string{{"check", "config", "prometheus.yml"}, {"test", "rules", "test.yml"}} {
 		cmd := exec.Command(promtool, args...)
