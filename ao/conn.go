@@ -207,7 +207,7 @@ func (c *Conn) Init(ring *Keyring, ep Endpoint, p Policy) error {
 	peer := c.remote.Addr()
 	if !ep.Established {
 		for {
-			cur, nxt := ring.pick(peer, ep.L3Index, offSend), ring.pick(peer, ep.L3Index, offAccept)
+			cur, nxt := ring.pick(peer, ep.L3Index, roleNeeds[roleCurrent]), ring.pick(peer, ep.L3Index, roleNeeds[roleRNext])
 			if cur == nil || nxt == nil {
 				return fmt.Errorf("%w for peer %v", ErrNoCurrentKey, ep.Remote.Addr())
 			}

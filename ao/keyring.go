@@ -507,18 +507,21 @@ func (r *Keyring) newestWith(addr netip.Addr, l3 int, need uint32, not *MKT) *MK
 	return found
 }
 
-// roleNeeds is the state a key needs in each role: a current key signs,
-// an RNext key verifies.
-var roleNeeds = [2]uint32{roleCurrent: offSend, roleRNext: offAccept}
+// roleNeeds is the state a key needs in each role: a current key signs;
+// an RNext key verifies, and is one the peer may send with (by the
+// schedule both ends share, inside its send lifetime).
+var roleNeeds = [2]uint32{roleCurrent: offSend, roleRNext: offSend | offAccept}
 
 // pick is the key a connection to addr takes in a role that needs need:
-// the newest MKT in that state, else the newest in any (nil: the peer
-// has none).
+// the newest MKT in that state, else the newest that verifies (an RNext
+// key), else the newest in any (nil: the peer has none).
 func (r *Keyring) pick(addr netip.Addr, l3 int, need uint32) *MKT {
-	if m := r.newestWith(addr, l3, need, nil); m != nil {
-		return m
+	for _, n := range [...]uint32{need, need & offAccept, 0} {
+		if m := r.newestWith(addr, l3, n, nil); m != nil {
+			return m
+		}
 	}
-	return r.newestWith(addr, l3, 0, nil)
+	return nil
 }
 
 // lookup returns the MKT of the longest prefix containing addr (the newest

@@ -189,3 +189,66 @@ func (s *mdStream) finish(t *testing.T) {
 		got = got[n:]
 	}
 }
+
+// TestShimAOSchedule: two plain sockets, each behind its own shim, run a
+// TCP-AO session while both keys files schedule a rotation: MKT 1 sends
+// until T1 and is accepted until T2, MKT 2 sends from T1 (accepted from
+// before the session). With no signal and no reload, both shims move the
+// session to MKT 2 both ways at T1 on their own clocks; no segment is
+// refused, the stream arrives whole, and the status shows MKT 1 outside
+// both lifetimes and MKT 2 inside after T2.
+func TestShimAOSchedule(t *testing.T) {
+	needQueue(t)
+	nsA, nsB := newPair(t)
+	dirA, dirB := shortDir(t), shortDir(t)
+	now := time.Now().UTC().Truncate(time.Second)
+	t1, t2 := now.Add(8*time.Second), now.Add(14*time.Second)
+	const f = time.RFC3339
+	file := func(peer netip.Addr) string {
+		return fmt.Sprintf(`{"ao": [
+  {"alg": "hmac(sha1)", "key": "text:schedule-key-1", "sndid": 1, "rcvid": 1, "peer": "%v/32", "send_lifetime": {"end": "%s"}, "accept_lifetime": {"end": "%s"}},
+  {"alg": "hmac(sha1)", "key": "text:schedule-key-2", "sndid": 2, "rcvid": 2, "peer": "%v/32", "send_lifetime": {"start": "%s"}, "accept_lifetime": {"start": "%s"}}]}`,
+			peer, t1.Format(f), t2.Format(f), peer, t1.Format(f), now.Add(-time.Hour).Format(f))
+	}
+	_, sockA := startShim(t, nsA, dirA, "-keys", writeKeys(t, dirA, "keys.json", file(addrB4)), "-queue", "49")
+	_, sockB := startShim(t, nsB, dirB, "-keys", writeKeys(t, dirB, "keys.json", file(addrA4)), "-queue", "49")
+	s := startStream(t, nsA, nsB, &net.ListenConfig{})
+	s.waitBytes(t, 64<<10)
+	keyIDs := func(sock string) []string {
+		st, err := shimStatusOf(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, c := range st.Conns {
+			ids = append(ids, fmt.Sprintf("%d/%d", c.CurrentKeyID, c.RNextKeyID))
+		}
+		return ids
+	}
+	if a, b := keyIDs(sockA), keyIDs(sockB); fmt.Sprint(a, b) != "[1/1] [1/1]" {
+		t.Fatalf("before T1: sessions on %v and %v, want 1/1 each", a, b)
+	}
+	time.Sleep(time.Until(t2.Add(time.Second)))
+	s.waitBytes(t, s.read()+256<<10)
+	s.finish(t)
+	for _, sock := range []string{sockA, sockB} {
+		st, err := shimStatusOf(sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Counters.Dropped.Total() != 0 {
+			t.Errorf("%s: dropped %+v", sock, st.Counters.Dropped)
+		}
+		for _, c := range st.Conns {
+			if c.CurrentKeyID != 2 || c.RNextKeyID != 2 {
+				t.Errorf("%s: session %v-%v on KeyID %d / RNext %d after T1, want 2/2", sock, c.Local, c.Remote, c.CurrentKeyID, c.RNextKeyID)
+			}
+		}
+		for _, m := range st.MKTs {
+			t.Logf("%s: MKT %d/%d send_lifetime_active %v accept_lifetime_active %v good %d", sock, m.SendID, m.RecvID, m.SendActive, m.AcceptActive, m.Good)
+			if m.SendActive != (m.SendID == 2) || m.AcceptActive != (m.SendID == 2) {
+				t.Errorf("%s: MKT %d after T2: send-active %v accept-active %v", sock, m.SendID, m.SendActive, m.AcceptActive)
+			}
+		}
+	}
+}
