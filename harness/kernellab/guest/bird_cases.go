@@ -85,6 +85,7 @@ func init() {
 		register(Case{Name: "bird-" + algSlug(alg) + "-rotation", Kind: birdKind, Timeout: 500 * time.Second, Run: func(t *T) { birdRotation(t, alg) }})
 	}
 	register(Case{Name: "bird-hmac-sha1-restart", Kind: birdKind, Timeout: 600 * time.Second, Run: birdRestart})
+	register(Case{Name: "bird-hmac-sha1-schedule", Kind: birdKind, Timeout: 600 * time.Second, Run: func(t *T) { birdSchedule(t, "hmac(sha1)") }})
 }
 
 // needBIRD skips the case where run-qemu.sh could not lay BIRD and
@@ -450,6 +451,16 @@ type keyEntry struct {
 	SndID uint8  `json:"sndid"`
 	RcvID uint8  `json:"rcvid"`
 	Peer  string `json:"peer"`
+	// The entry's lifetimes (tcpsig help keys), when it has them.
+	Send   *window `json:"send_lifetime,omitempty"`
+	Accept *window `json:"accept_lifetime,omitempty"`
+}
+
+// window is a lifetime of the keys file: RFC 3339 times, either may be
+// absent.
+type window struct {
+	Start string `json:"start,omitempty"`
+	End   string `json:"end,omitempty"`
 }
 
 // shimEntries are the shim's MKTs (peer: BIRD's addresses).
@@ -1051,4 +1062,107 @@ func isSignalExit(err error) bool {
 		}
 	}
 	return false
+}
+
+// birdSchedule is bird-<alg>-schedule (issue 40): BIRD-AO holds MKTs a
+// (preferred) and b in the kernel; the shim's keys file gives them
+// lifetimes: a sends until T and is accepted until T+1m, b sends from T.
+// With no signal and no reload, at T the wire moves to b both ways (the
+// shim makes b its current key and asks for it; the kernel follows the
+// RNextKeyID), with no refused segment and no flap, and tcpsig verify
+// judges the whole capture good; after T+1m the shim lists a outside both
+// lifetimes.
+func birdSchedule(t *T, alg string) {
+	l := newBirdLab(t)
+	defer l.close()
+	k, s := birdSides()
+	a, b := birdMKTs(alg)[0], birdMKTs(alg)[1]
+	a.preferred = true
+	k.mkts = []birdMKT{a, b}
+	s.passive = true
+	T := time.Now().UTC().Add(150 * time.Second).Truncate(time.Second)
+	const f = time.RFC3339
+	es := shimEntries([]birdMKT{a, b})
+	for i := range es {
+		if strings.HasPrefix(es[i].Name, "a") {
+			es[i].Send, es[i].Accept = &window{End: T.Format(f)}, &window{End: T.Add(time.Minute).Format(f)}
+		} else {
+			es[i].Send, es[i].Accept = &window{Start: T.Format(f)}, &window{Start: T.Add(-time.Hour).Format(f)}
+		}
+	}
+	t.check(writeKeysJSON(l.shimKeys, es), "shim keys file")
+	l.startShim()
+	l.birdS = l.startBIRD(l.s, s)
+	l.birdK = l.startBIRD(l.k, k)
+	l.addTranscript("bird-ao.conf", k.config())
+	l.addTranscriptFile("shim-keys.json (a schedule: b sends from "+T.Format(f)+")", l.shimKeys)
+	l.waitUp("MKT a", k, s, 120*time.Second)
+	w := l.watch()
+	if !w.until(30*time.Second, allKeys(a.recv, a.send)) {
+		t.Fatalf("the shim's sessions are not on MKT a (%d/%d): %+v", a.recv, a.send, sessions(l.mustStatus()))
+	}
+	if left := time.Until(T); left < 10*time.Second {
+		t.Fatalf("the sessions came up %v before b's send start: too late to watch the switch", left)
+	}
+	l.snapshot("on MKT a, before b's send start")
+	waitFor(time.Until(T)+time.Minute, func() bool { w.poll(); return time.Now().After(T) })
+	if !w.until(90*time.Second, allKeys(b.recv, b.send)) {
+		t.Fatalf("after b's send start the shim's sessions are not on %d/%d: %+v", b.recv, b.send, sessions(l.mustStatus()))
+	}
+	// The wire: b both ways (BIRD keeps asking for its preferred a, which
+	// the shim no longer may send with).
+	fromK, fromS := [2]uint8{b.send, a.recv}, [2]uint8{b.recv, b.send}
+	if !w.until(90*time.Second, func(shim.Status) bool {
+		dirs, seq := wirePairs(l.capt.Packets())
+		for _, d := range dirs {
+			want := fromS
+			if d.src.Addr() == birdK4 || d.src.Addr() == birdK6 {
+				want = fromK
+			}
+			if p := seq[d]; p[len(p)-1] != want {
+				return false
+			}
+		}
+		return len(dirs) == 4
+	}) {
+		t.Errorf("the wire does not show %v from bird-ao and %v from the shim: bird-ao peer4 %s; peer6 %s", fromK, fromS,
+			l.birdK.aoInfo("peer4"), l.birdK.aoInfo("peer6"))
+	}
+	l.snapshot("after b's send start")
+	waitFor(time.Until(T.Add(time.Minute))+30*time.Second, func() bool { w.poll(); return time.Now().After(T.Add(time.Minute + 5*time.Second)) })
+	w.poll()
+	if len(w.drops) > 0 {
+		t.Errorf("the sessions dropped during the scheduled rotation: %v", w.drops)
+	}
+	for _, bp := range []*birdProc{l.birdK, l.birdS} {
+		for _, p := range birdProtos {
+			if n := bp.withdrawsReceived(p); n != 0 {
+				t.Errorf("%s %s: %d withdraws received, want 0", bp.name, p, n)
+			}
+		}
+	}
+	l.checkClean("scheduled rotation")
+	for _, m := range l.mustStatus().MKTs {
+		wantActive := m.SendID == b.recv
+		if m.SendActive != wantActive || m.AcceptActive != wantActive {
+			t.Errorf("after a's accept end: MKT %d/%d send-active %v accept-active %v", m.SendID, m.RecvID, m.SendActive, m.AcceptActive)
+		}
+	}
+	if err := l.birdK.p.Stop(syscall.SIGTERM, 30*time.Second); err != nil {
+		t.Errorf("bird-ao on SIGTERM: %v", err)
+	}
+	l.capt.WaitIdle(time.Second, 20*time.Second)
+	pkts := l.capt.Packets()
+	name := "bird-" + algSlug(alg) + "-schedule"
+	pcap := filepath.Join(l.dir, name+".pcap")
+	keysPath := filepath.Join(l.dir, name+"-keys.json")
+	t.check(capture.WriteFile(pcap, l.capt.LinkType(), pkts), "pcap")
+	t.check(writeKeysJSON(keysPath, append(birdEntries([]birdMKT{a, b}), shimEntries([]birdMKT{a, b})...)), "keys")
+	out, err := exec.Command(tcpsigBin, "verify", "-keys", keysPath, pcap).CombinedOutput()
+	if err != nil {
+		t.Errorf("tcpsig verify of the whole sessions (%d segments): %v\n%s", len(pkts), err, lastLines(string(out), 20))
+	} else {
+		t.Logf("tcpsig verify of %d segments: %s", len(pkts), strings.ReplaceAll(lastLines(string(out), 3), "\n", " | "))
+	}
+	l.addTranscript("tcpsig verify -keys "+filepath.Base(keysPath)+" "+filepath.Base(pcap), string(out))
 }
