@@ -30,7 +30,7 @@ func TestShimMD5ScheduleHitless(t *testing.T) {
 			nsA, nsB := newPair(t)
 			dir := shortDir(t)
 			now := time.Now().UTC().Truncate(time.Second)
-			t1, t2 := now.Add(8*time.Second), now.Add(16*time.Second)
+			t1, t2 := now.Add(15*time.Second), now.Add(25*time.Second)
 			const f = time.RFC3339
 			keyPath := writeKeys(t, dir, "keys.json", fmt.Sprintf(`{"md5": [
   {"name": "old", "peer": "%v/32", "key": "text:old-password", "send_lifetime": {"end": "%s"}, "accept_lifetime": {"end": "%s"}},
@@ -49,6 +49,9 @@ func TestShimMD5ScheduleHitless(t *testing.T) {
 			until := func(tm time.Time) { time.Sleep(time.Until(tm)) }
 			s.waitBytes(t, 64<<10)
 			if order == "router first" {
+				if !time.Now().Before(t1) {
+					t.Fatalf("the session came up after the shim's send start %v: the order cannot be tested", t1)
+				}
 				setPassword("new-password")
 				s.waitBytes(t, s.read()+64<<10)
 				until(t1.Add(time.Second))
@@ -202,7 +205,7 @@ func TestShimAOSchedule(t *testing.T) {
 	nsA, nsB := newPair(t)
 	dirA, dirB := shortDir(t), shortDir(t)
 	now := time.Now().UTC().Truncate(time.Second)
-	t1, t2 := now.Add(8*time.Second), now.Add(14*time.Second)
+	t1, t2 := now.Add(15*time.Second), now.Add(21*time.Second)
 	const f = time.RFC3339
 	file := func(peer netip.Addr) string {
 		return fmt.Sprintf(`{"ao": [
@@ -225,8 +228,8 @@ func TestShimAOSchedule(t *testing.T) {
 		}
 		return ids
 	}
-	if a, b := keyIDs(sockA), keyIDs(sockB); fmt.Sprint(a, b) != "[1/1] [1/1]" {
-		t.Fatalf("before T1: sessions on %v and %v, want 1/1 each", a, b)
+	if a, b := keyIDs(sockA), keyIDs(sockB); fmt.Sprint(a, b) != "[1/1] [1/1]" || !time.Now().Before(t1) {
+		t.Fatalf("before T1 (%v): sessions on %v and %v, want 1/1 each", t1, a, b)
 	}
 	time.Sleep(time.Until(t2.Add(time.Second)))
 	s.waitBytes(t, s.read()+256<<10)
