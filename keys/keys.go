@@ -107,6 +107,16 @@ func (c AO) Validate() (AO, error) {
 	return c, nil
 }
 
+// Clashes reports whether c and o may not be MKTs of one keyring (RFC
+// 5925 §3.1: KeyIDs must not overlap where connection identifiers do;
+// Linux's tcp_ao_add_cmd refuses with EEXIST): peers that overlap, in L3
+// domains that overlap (an MKT bound to none matches every domain), with
+// the same SendID or the same RecvID. Both are as Validate returns them.
+func (c AO) Clashes(o AO) bool {
+	return c.Peer.Overlaps(o.Peer) && (c.SendID == o.SendID || c.RecvID == o.RecvID) &&
+		(!c.HasIfIndex || !o.HasIfIndex || c.IfIndex == o.IfIndex)
+}
+
 // String describes c without its key.
 func (c AO) String() string {
 	return fmt.Sprintf("keys.AO{peer %v, SendID %d, RecvID %d, %s, maclen %d, exclude %v, ifindex %d/%v%s, key %s}",

@@ -154,3 +154,31 @@ func TestEntryErrorMisuse(t *testing.T) {
 		}
 	}
 }
+
+// TestAOClashes: the one KeyID-clash rule (RFC 5925 §3.1, Linux's
+// EEXIST), which the keyring, the shim's file check and reload, and
+// pcapverify's grouping all use.
+func TestAOClashes(t *testing.T) {
+	base := AO{Peer: netip.MustParsePrefix("192.0.2.0/24"), SendID: 1, RecvID: 2}
+	for _, c := range []struct {
+		name string
+		o    AO
+		want bool
+	}{
+		{"same IDs, same peer", base, true},
+		{"same SendID, a peer inside", AO{Peer: netip.MustParsePrefix("192.0.2.9/32"), SendID: 1, RecvID: 9}, true},
+		{"same RecvID", AO{Peer: base.Peer, SendID: 9, RecvID: 2}, true},
+		{"other IDs", AO{Peer: base.Peer, SendID: 2, RecvID: 1}, false},
+		{"disjoint peers", AO{Peer: netip.MustParsePrefix("198.51.100.0/24"), SendID: 1, RecvID: 2}, false},
+		{"one bound to a domain, one to none", AO{Peer: base.Peer, SendID: 1, RecvID: 2, IfIndex: 7, HasIfIndex: true}, true},
+	} {
+		if got := base.Clashes(c.o); got != c.want || c.o.Clashes(base) != c.want {
+			t.Errorf("%s: Clashes %v, want %v (both ways)", c.name, got, c.want)
+		}
+	}
+	a := AO{Peer: base.Peer, SendID: 1, RecvID: 2, IfIndex: 7, HasIfIndex: true}
+	b := AO{Peer: base.Peer, SendID: 1, RecvID: 2, IfIndex: 8, HasIfIndex: true}
+	if a.Clashes(b) {
+		t.Error("the same IDs bound to two L3 domains clash; they do not overlap")
+	}
+}

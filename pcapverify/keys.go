@@ -102,7 +102,7 @@ next:
 		// lifetimes (a capture's time is not the keyring's clock).
 		v.Lifetime = keys.Lifetime{}
 		for g, group := range groups {
-			if !slices.ContainsFunc(group, func(o aoEntry) bool { return clashAO(o.cfg, v) }) {
+			if !slices.ContainsFunc(group, func(o aoEntry) bool { return o.cfg.Clashes(v) }) {
 				groups[g] = append(group, aoEntry{v, e.entry})
 				continue next
 			}
@@ -136,11 +136,6 @@ next:
 	return rings, nil
 }
 
-// clashAO reports whether one keyring refuses a and b side by side;
-// both are validated and bound to no L3 domain.
-func clashAO(a, b keys.AO) bool {
-	return a.Peer.Overlaps(b.Peer) && (a.SendID == b.SendID || a.RecvID == b.RecvID)
-}
 
 // sameAO reports whether a and b, both validated, are the same MKT.
 func sameAO(a, b keys.AO) bool {

@@ -124,7 +124,7 @@ func (k *keySet) check() error {
 		for _, id := range []idKey{{'s', c.SendID}, {'r', c.RecvID}} {
 			for _, j := range byID[id] {
 				o := k.AO[j]
-				if o.Peer.Overlaps(c.Peer) && (!o.HasIfIndex || !c.HasIfIndex || o.IfIndex == c.IfIndex) {
+				if o.Clashes(c) { // byID holds only entries with this ID
 					what := "sndid"
 					if id.kind == 'r' {
 						what = "rcvid"

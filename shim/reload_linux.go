@@ -179,8 +179,7 @@ func (s *Shim) applyMD5(k *keySet) ([]*md5sig.Key, error) {
 // with the same SendID or RecvID.
 func clashes(c keys.AO, m *ao.MKT) bool {
 	ifi, bound := m.IfIndex()
-	return c.Peer.Overlaps(m.Peer()) && (c.SendID == m.SendID() || c.RecvID == m.RecvID()) &&
-		(!bound || !c.HasIfIndex || ifi == c.IfIndex)
+	return c.Clashes(keys.AO{Peer: m.Peer(), SendID: m.SendID(), RecvID: m.RecvID(), IfIndex: ifi, HasIfIndex: bound})
 }
 
 // retire deletes m, an MKT the new file k no longer has. Each session
