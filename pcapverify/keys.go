@@ -136,7 +136,6 @@ next:
 	return rings, nil
 }
 
-
 // sameAO reports whether a and b, both validated, are the same MKT.
 func sameAO(a, b keys.AO) bool {
 	return a.Peer == b.Peer && a.SendID == b.SendID && a.RecvID == b.RecvID && a.Algorithm == b.Algorithm &&
