@@ -9,6 +9,7 @@ import (
 
 	"github.com/tcpsig/tcpsig/internal/redact"
 	"github.com/tcpsig/tcpsig/kdf"
+	"github.com/tcpsig/tcpsig/segment"
 )
 
 // Errors of the per-segment calls. Every forged or damaged MAC yields
@@ -395,8 +396,7 @@ func (c *Conn) ICMP(v6 bool, typ, code uint8) bool {
 	if c.policy.AcceptICMP {
 		return true
 	}
-	hard := (!v6 && typ == 3 && code >= 2 && code <= 4) || (v6 && typ == 1 && (code == 1 || code == 4))
-	if hard {
+	if (segment.ICMP{V6: v6, Type: typ, Code: code}).HardError() {
 		c.droppedICMP.Add(1)
 		return false
 	}
