@@ -164,22 +164,14 @@ func (r *Keyring) AddAll(cfgs []keys.AO, names []string) ([]*MKT, error) {
 			for _, m := range ms {
 				m.guard.Retire(m.wipe)
 			}
-			return nil, &keys.EntryError{Kind: "ao", Index: i, Name: nameAt(names, i), Err: err}
+			return nil, &keys.EntryError{Kind: "ao", Index: i, Name: keys.NameAt(names, i), Err: err}
 		}
 		ms = append(ms, m)
 	}
 	if i, err := r.insert(ms, names); err != nil {
-		return nil, &keys.EntryError{Kind: "ao", Index: i, Name: nameAt(names, i), Err: err}
+		return nil, &keys.EntryError{Kind: "ao", Index: i, Name: keys.NameAt(names, i), Err: err}
 	}
 	return ms, nil
-}
-
-// nameAt is names[i], or "" when names has none.
-func nameAt(names []string, i int) string {
-	if i < len(names) {
-		return names[i]
-	}
-	return ""
 }
 
 // insert adds ms to r, all or none. On an error it retires every MKT of
@@ -249,7 +241,7 @@ func (r *Keyring) admitBatch(ms []*MKT, names []string) (int, error) {
 		}
 		if o := clash(&batch, m); o != nil {
 			j := index[o]
-			return i, fmt.Errorf("%w: %s of the same list, %v (adding %v)", ErrKeyExists, keys.Label("ao", j, nameAt(names, j)), o, m)
+			return i, fmt.Errorf("%w: %s of the same list, %v (adding %v)", ErrKeyExists, keys.Label("ao", j, keys.NameAt(names, j)), o, m)
 		}
 		_ = batch.Insert(m.peer, 0, entryOf(m))
 		index[m] = i

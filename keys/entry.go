@@ -42,6 +42,15 @@ func (e *EntryError) Unwrap() error {
 	return e.Err
 }
 
+// NameAt is names[i], or "" when names has none: the name of entry i of
+// a list whose names are given beside it (AddAll's).
+func NameAt(names []string, i int) string {
+	if i >= 0 && i < len(names) {
+		return names[i]
+	}
+	return ""
+}
+
 // Label is how messages name entry i of kind ("ao" or "md5"): ao[3], or
 // ao[3] ("name") when it has a name (keyfile's messages use it too).
 func Label(kind string, i int, name string) string {

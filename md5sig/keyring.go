@@ -120,31 +120,23 @@ func (r *Keyring) AddAll(cfgs []keys.MD5, names []string) ([]*Key, error) {
 		if err == nil {
 			if j, dup := seen[desc{k.peer, k.ifindex, k.bound}]; dup && !(k.timed && ks[j].timed) {
 				k.guard.Retire(k.wipe)
-				err = fmt.Errorf("%w: %s", ErrDuplicate, keys.Label("md5", j, nameAt(names, j)))
+				err = fmt.Errorf("%w: %s", ErrDuplicate, keys.Label("md5", j, keys.NameAt(names, j)))
 			}
 		}
 		if err != nil {
 			for _, k := range ks {
 				k.guard.Retire(k.wipe)
 			}
-			return nil, &keys.EntryError{Kind: "md5", Index: i, Name: nameAt(names, i), Err: err}
+			return nil, &keys.EntryError{Kind: "md5", Index: i, Name: keys.NameAt(names, i), Err: err}
 		}
 		seen[desc{k.peer, k.ifindex, k.bound}] = i
 		ks = append(ks, k)
 	}
 	if err := r.insert(ks); err != nil {
 		// Only the pool can fail, before the first key goes in.
-		return nil, &keys.EntryError{Kind: "md5", Index: 0, Name: nameAt(names, 0), Err: err}
+		return nil, &keys.EntryError{Kind: "md5", Index: 0, Name: keys.NameAt(names, 0), Err: err}
 	}
 	return ks, nil
-}
-
-// nameAt is names[i], or "" when names has none.
-func nameAt(names []string, i int) string {
-	if i < len(names) {
-		return names[i]
-	}
-	return ""
 }
 
 // insert adds ks to r, each replacing the key of its description, or,
