@@ -23,8 +23,9 @@
 //     matches every address of its family and none of the other, and
 //     IPv4-mapped IPv6 prefixes and addresses are IPv4.
 //
-// The tag is for the user; the keyrings use tag 0 and filter a prefix's
-// few values themselves.
+// The tag is for the user: ao's keyring uses tag 0 and filters a
+// prefix's few values itself; md5sig's tags a key bound to an L3 domain
+// with its index.
 //
 // Lookup may visit a value that a concurrent Delete is removing, as a Linux
 // RCU reader may; the keyrings pin values with package reclaim before using
