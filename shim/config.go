@@ -9,7 +9,10 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/netip"
+	"strings"
+	"time"
 
+	"github.com/tcpsig/tcpsig/keychain"
 	"github.com/tcpsig/tcpsig/keyfile"
 	"github.com/tcpsig/tcpsig/keys"
 )
@@ -92,8 +95,19 @@ func loadKeys(path string) (*keySet, error) {
 		k.wipe()
 		return nil, err
 	}
+	// A schedule that leaves a peer without a send key (a gap, or a last
+	// key's end) would stop its sessions at that moment: refused now.
+	if tl := keychain.Check(kf, nil, time.Now()); len(tl.Problems) > 0 {
+		k.wipe()
+		return nil, fmt.Errorf("%s: %w: %s", path, ErrSchedule, strings.Join(tl.Problems, "; "))
+	}
 	return k, nil
 }
+
+// ErrSchedule is the error of a keys file whose lifetimes leave a peer,
+// at some moment from now on, with no key inside its send lifetime
+// (tcpsig keys check prints the timeline).
+var ErrSchedule = errors.New("the key schedule leaves a peer without a send key")
 
 // keysFileError words an error of the keys file at path as tcpsig verify
 // does: "nope.json: no such file or directory", not "stat nope.json: …";
