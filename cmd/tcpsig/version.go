@@ -8,7 +8,7 @@ import (
 
 // release is tcpsig's semantic version, the newest heading of
 // CHANGELOG.md.
-const release = "v0.10.0"
+const release = "v0.11.0"
 
 // version describes the binary: its release, then from its build
 // information the module version ("(devel)" when built from a clone;
