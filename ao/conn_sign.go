@@ -24,7 +24,7 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 	if m == nil {
 		return ErrNoCurrentKey
 	}
-	if m.off.Load()&offSend != 0 {
+	if m.off.Load()&(offSend|offGone) != 0 {
 		if m = c.sender(); m == nil {
 			return errNoSendKey
 		}
@@ -40,9 +40,9 @@ func (c *Conn) Sign(seg *segment.Segment) error {
 var errNoSendKey = fmt.Errorf("%w: no MKT of the peer is inside its send lifetime", ErrNoCurrentKey)
 
 // sender makes the newest MKT of the peer inside its send lifetime the
-// current key, for a Sign that found its current key outside its own
-// (its keyring's Advance moves the connection too, and may be about
-// to): nil without one.
+// current key, for a Sign that found its current key outside its own or
+// deleted (its keyring's Advance or Delete moves the connection too, and
+// may be about to): nil without one.
 func (c *Conn) sender() *MKT {
 	n := c.ring.newestWith(c.remote.Addr(), c.l3, offSend, nil)
 	if n == nil || !c.setRole(roleCurrent, n) {
@@ -268,7 +268,7 @@ func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte, a
 // after m's delete began or its accept lifetime ended: a removal wins
 // over a verify racing with it.
 func (c *Conn) live(m *MKT, err error) error {
-	if err == nil && (m.ring.Load() != c.ring || m.off.Load()&offAccept != 0) {
+	if err == nil && m.off.Load()&(offAccept|offGone) != 0 {
 		return ErrKeyNotFound
 	}
 	return err

@@ -356,6 +356,7 @@ func (r *Keyring) remove(m *MKT, opts DeleteOptions) error {
 func (m *MKT) unring(reps [2]*MKT) error {
 	if reps[0] == nil && reps[1] == nil {
 		m.mu.Lock()
+		m.off.Or(offGone)
 		m.ring.Store(nil)
 		m.mu.Unlock()
 		return nil
@@ -365,6 +366,7 @@ func (m *MKT) unring(reps [2]*MKT) error {
 	if err := m.moveUsers(reps); err != nil {
 		return err
 	}
+	m.off.Or(offGone)
 	m.ring.Store(nil)
 	return nil
 }

@@ -17,20 +17,23 @@ import (
 // MKT it already makes. A keyring none of whose MKTs has a lifetime does
 // nothing here.
 
-// The bits of MKT.off (package lifetime's state bits).
+// The bits of MKT.off: package lifetime's state bits, and offGone from
+// the first moment of the MKT's delete (a verify reads the one word).
 const (
 	offSend   = lifetime.OffSend
 	offAccept = lifetime.OffAccept
+	offGone   = 1 << 31
 )
 
 // SendActive reports whether the MKT is inside its send lifetime as of
-// its keyring's last Advance (RFC 8177's send-lifetime-active).
-func (m *MKT) SendActive() bool { return m != nil && m.off.Load()&offSend == 0 }
+// its keyring's last Advance (RFC 8177's send-lifetime-active); a
+// deleted MKT is not.
+func (m *MKT) SendActive() bool { return m != nil && m.off.Load()&(offSend|offGone) == 0 }
 
 // AcceptActive reports whether the MKT is inside its accept lifetime,
 // widened by its tolerance, as of its keyring's last Advance (RFC 8177's
 // accept-lifetime-active).
-func (m *MKT) AcceptActive() bool { return m != nil && m.off.Load()&offAccept == 0 }
+func (m *MKT) AcceptActive() bool { return m != nil && m.off.Load()&(offAccept|offGone) == 0 }
 
 // SetClock makes now the keyring's clock (time.Now when nil): what Add
 // and Advance read. Tests give a fake one, so that nothing sleeps.

@@ -52,7 +52,8 @@ type MKT struct {
 	// delete: a verify that finishes after that refuses the segment.
 	ring atomic.Pointer[Keyring]
 	// off says whether the MKT is outside its send or accept lifetime
-	// (offSend, offAccept), as of its keyring's last Advance.
+	// (offSend, offAccept), as of its keyring's last Advance, and whether
+	// its delete began (offGone).
 	off atomic.Uint32
 	// users lists the connections that have the MKT as current key
 	// (users[roleCurrent]) or RNext key: a delete that would leave them
