@@ -16,6 +16,7 @@ import (
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/shim"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
@@ -72,6 +73,13 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failf(stderr, "keys check: %v", err)
 	}
+	// Entries bound to a VRF, checked on this host as the shim checks them.
+	switch err := shim.CheckIfIndexes(f); {
+	case errors.Is(err, errors.ErrUnsupported):
+		warn("%v: not checked on this system", err)
+	case err != nil:
+		errs = append(errs, splitJoined(err)...)
+	}
 	fmt.Fprintf(stdout, "%s: %d TCP-AO and %d TCP-MD5 entries\n", path, len(f.AO), len(f.MD5))
 	printEntries(stdout, f)
 	if len(errs) > 0 {
@@ -123,6 +131,18 @@ func keyringErrors(f *keyfile.File) ([]string, error) {
 		}
 	}
 	return errs, nil
+}
+
+// splitJoined returns the lines of err, one per error errors.Join joined.
+func splitJoined(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
 }
 
 // printEntries lists f's entries, labelled, keys redacted.
@@ -442,7 +462,9 @@ algorithms Linux 7.2 no longer accepts (it keeps cmac(aes128), hmac(sha1) and
 hmac(sha256)) and of the draft's, which no kernel has, and, in a file that
 holds both ends of sessions, of an entry with no mirror on its peer's side
 (sndid and rcvid swapped, the same algorithm, key, maclen and
-exclude_options) or one whose KeyIDs mirror but not the rest.
+exclude_options) or one whose KeyIDs mirror but not the rest. An entry
+bound to a VRF ("ifindex": N, N > 0) must name a VRF device of the host (of
+the network namespace) it is checked on, as the shim and Linux require.
 
 keys gen makes a key from crypto/rand for a session between ends A and B
 and writes the two ends' entries, mirrored: A's (peer B, sndid N, rcvid M)
