@@ -124,6 +124,7 @@ func shimVRF(t *T) {
 	var ln net.Listener
 	t.check(nsS.Do(func() (err error) {
 		lc := net.ListenConfig{Control: bindVRF("vrf-blue")}
+		lc.SetMultipathTCP(false)
 		ln, err = lc.Listen(context.Background(), "tcp4", netip.AddrPortFrom(sA, 0).String())
 		return err
 	}), "listen in vrf-blue")
@@ -149,7 +150,10 @@ func shimVRF(t *T) {
 	exchange := func(k linuxsock.Keys, bound time.Duration) (bool, error) {
 		var ok bool
 		err := nsK.Do(func() error {
-			d := linuxsock.Dialer(k)
+			d := &net.Dialer{}
+			if len(k.AO) > 0 {
+				d = linuxsock.Dialer(k)
+			}
 			d.Timeout = bound
 			c, err := d.Dial("tcp4", ln.Addr().String())
 			if err != nil {
