@@ -161,6 +161,9 @@ func (m *l3Map) refresh() error {
 }
 
 func (m *l3Map) refreshLocked() error {
+	if m.req == nil {
+		return errors.New("rtnetlink: no link table socket")
+	}
 	links, err := dumpLinks(m.req)
 	if err != nil {
 		return err

@@ -3,16 +3,24 @@
 package shim
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tcpsig/tcpsig/harness/netns"
+	"github.com/tcpsig/tcpsig/keys"
+	"github.com/tcpsig/tcpsig/packetauth"
+	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/shim/nfqueue"
 )
 
 // TestDomains: an interface's L3 domain is its own index for a VRF, its
@@ -133,5 +141,117 @@ func TestIfIndexNotVRF(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestL3MapFollowsLinks: the link table the packet path reads knows the
+// namespace's interfaces from the start, learns a new one from its link
+// notification (or, asked about it first, from a read the miss causes),
+// and says false for an index no interface has.
+func TestL3MapFollowsLinks(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: a network namespace")
+	}
+	err := netns.Run(func() error {
+		m, err := openL3Map(slog.New(slog.DiscardHandler))
+		if err != nil {
+			return err
+		}
+		defer m.Close()
+		if d, ok := m.domain(1); !ok || d != 0 {
+			t.Errorf("lo: domain %d %v, want 0", d, ok)
+		}
+		if d, ok := m.domain(0); !ok || d != 0 {
+			t.Errorf("no interface: domain %d %v, want 0", d, ok)
+		}
+		if _, ok := m.domain(525252); ok {
+			t.Error("an index no interface has was placed in a domain")
+		}
+		reads := m.reads.Load()
+		if err := netns.AddVeth("l3map0", "l3map1", -1); err != nil {
+			return err
+		}
+		veth, err := net.InterfaceByName("l3map0")
+		if err != nil {
+			return err
+		}
+		// Without asking: the notification makes it read the table.
+		for deadline := time.Now().Add(10 * time.Second); m.reads.Load() == reads; {
+			if time.Now().After(deadline) {
+				return errors.New("no read of the link table after a new link")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if d, ok := m.domain(uint32(veth.Index)); !ok || d != 0 {
+			t.Errorf("new veth %d: domain %d %v, want 0", veth.Index, d, ok)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVRFPaths: the shim judges a packet in its interface's domain. With
+// an MKT for the peer bound to domain 7 (a VRF of index 7, its slave of
+// index 2): the peer's unsigned SYN is dropped when it comes in by either
+// and passes by an interface of the default domain; the host's SYN to the
+// peer is signed when it leaves by the VRF device, passes untouched when
+// it meets the output hook again by the slave already signed, is signed
+// there when it is not (IPv6 link-local traffic is not diverted through
+// the VRF device), and leaves the default domain unsigned. A packet of an
+// interface the table does not know is dropped.
+func TestVRFPaths(t *testing.T) {
+	path := vrfKeys(t, -1, -1)
+	s, err := New(Config{Keys: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := netip.MustParseAddr("203.0.113.9")
+	if _, err := s.aoRing.Add(keys.AO{Peer: netip.PrefixFrom(peer, 32), SendID: 5, RecvID: 5, Algorithm: "hmac(sha256)",
+		Key: []byte("bound to seven"), MACLen: 12, IfIndex: 7, HasIfIndex: true}); err != nil {
+		t.Fatal(err)
+	}
+	m := &l3Map{log: slog.New(slog.DiscardHandler)}
+	table := map[uint32]int{1: 0, 2: 7, 7: 7, 3: 0}
+	m.snap.Store(&table)
+	s.l3 = m
+	in := func(dev uint32) ([]byte, []byte, error) {
+		pkt := packet(t, peer, segment.SYN, 1000, 0, "")
+		out, err := s.transform(nil, &nfqueue.Packet{Hook: nfqueue.HookInput, InDev: dev, Payload: pkt})
+		return pkt, out, err
+	}
+	for _, dev := range []uint32{7, 2} {
+		if _, _, err := in(dev); !errors.Is(err, packetauth.ErrUnsigned) {
+			t.Errorf("unsigned SYN by interface %d (domain 7): %v, want ErrUnsigned", dev, err)
+		}
+	}
+	if pkt, out, err := in(3); err != nil || !bytes.Equal(out, pkt) {
+		t.Errorf("unsigned SYN by interface 3 (default domain): %v, want it passed untouched", err)
+	}
+	if _, _, err := in(99); !errors.Is(err, ErrUnknownInterface) {
+		t.Errorf("SYN by an unknown interface: %v, want ErrUnknownInterface", err)
+	}
+	syn, err := segment.AppendPacket(nil, segment.IP{Src: shimAddr, Dst: peer},
+		segment.Fields{SrcPort: 40000, DstPort: 179, Seq: 77, Flags: segment.SYN, Window: 65535}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := func(dev uint32, pkt []byte) ([]byte, error) {
+		return s.transform(make([]byte, 0, 2048), &nfqueue.Packet{Hook: nfqueue.HookOutput, OutDev: dev, Payload: pkt})
+	}
+	wire, err := out(7, syn)
+	if err != nil || !signed(wire) {
+		t.Fatalf("SYN by the VRF device: %v, signed %v", err, signed(wire))
+	}
+	again, err := out(2, wire)
+	if err != nil || &again[0] != &wire[0] {
+		t.Errorf("the signed SYN's second pass, by the slave: %v, passed untouched %v", err, err == nil && &again[0] == &wire[0])
+	}
+	if again, err := out(2, syn); err != nil || !signed(again) {
+		t.Errorf("an unsigned SYN by the slave alone: %v, signed %v", err, signed(again))
+	}
+	if plain, err := out(3, syn); err != nil || !bytes.Equal(plain, syn) || signed(plain) {
+		t.Errorf("SYN by an interface of the default domain: %v, want it untouched", err)
 	}
 }
