@@ -3,6 +3,7 @@ package packetauth
 import (
 	"fmt"
 	"math"
+	"net/netip"
 
 	"github.com/tcpsig/tcpsig/ao"
 )
@@ -51,4 +52,38 @@ func (l *Layer) listenerIn(l3 int) *ao.Listener {
 		return l.listener
 	}
 	return ao.NewListener(l.cfg.AO, l.cfg.Policy, l3)
+}
+
+// ExportL3 is [Layer.Export] for the connection local↔remote of L3
+// domain l3 ([ConnInfo.L3Index]); its Endpoint's L3Index is l3.
+func (l *Layer) ExportL3(local, remote netip.AddrPort, l3 int) (ao.Endpoint, bool) {
+	if l == nil || uint(l3) > math.MaxInt32 {
+		return ao.Endpoint{}, false
+	}
+	return l.export(local, remote, l3)
+}
+
+// SeedL3 is [Layer.Seed] in the L3 domain ep.L3Index, as ExportL3 gives
+// it: a front end that restarts takes each connection back into its own
+// domain.
+func (l *Layer) SeedL3(ep ao.Endpoint) error {
+	if l == nil {
+		return ErrConfig
+	}
+	if uint(ep.L3Index) > math.MaxInt32 {
+		return ErrL3Index
+	}
+	return l.seed(ep, ep.L3Index)
+}
+
+// SeedRevokedL3 is [Layer.SeedRevoked] for a connection of L3 domain l3:
+// its packets in that domain are dropped until it expires.
+func (l *Layer) SeedRevokedL3(local, remote netip.AddrPort, kind Kind, l3 int) error {
+	if l == nil {
+		return ErrConfig
+	}
+	if uint(l3) > math.MaxInt32 {
+		return ErrL3Index
+	}
+	return l.seedRevoked(local, remote, kind, l3)
 }

@@ -253,3 +253,47 @@ func TestL3ZeroAllocs(t *testing.T) {
 		t.Errorf("InboundL3: %v allocs", n)
 	}
 }
+
+// TestL3ExportSeed: a connection of domain 7 is exported with its domain
+// (not found in the default one), taken back by another layer into
+// domain 7, where it carries on, and not into the default domain; a
+// revoked one seeded into domain 7 drops its packets there and only there.
+func TestL3ExportSeed(t *testing.T) {
+	ringB := boundAO(t, addrA4, 2, 1, "k", 7)
+	p := newPair(t, false, Config{AO: aoRing(t, addrB4, 12, mkt{1, 2, "k"})}, Config{AO: ringB})
+	p.handshakeL3(7)
+	p.sendL3(p.a, p.b, 7, segment.ACK|segment.PSH, []byte("before"))
+	if _, ok := p.b.l.Export(p.b.ap, p.a.ap); ok {
+		t.Fatal("Export found domain 7's connection in the default domain")
+	}
+	ep, ok := p.b.l.ExportL3(p.b.ap, p.a.ap, 7)
+	if !ok || ep.L3Index != 7 {
+		t.Fatalf("ExportL3: %+v %v, want domain 7", ep, ok)
+	}
+	b2 := mustLayer(t, Config{AO: ringB})
+	if err := b2.Seed(ep); !errors.Is(err, ErrNotCovered) {
+		t.Errorf("Seed into the default domain, where no MKT covers the peer: %v, want ErrNotCovered", err)
+	}
+	if err := b2.SeedL3(ep); err != nil {
+		t.Fatal(err)
+	}
+	p.b.l = b2
+	p.sendL3(p.a, p.b, 7, segment.ACK|segment.PSH, []byte("after the restart"))
+	p.sendL3(p.b, p.a, 7, segment.ACK, nil)
+
+	// Revoked in domain 7, no key anywhere: dropped in 7, passed in 0.
+	empty := mustLayer(t, Config{AO: ao.NewKeyring(nil)})
+	if err := empty.SeedRevokedL3(p.b.ap, p.a.ap, KindAO, 7); err != nil {
+		t.Fatal(err)
+	}
+	pkt := p.build(p.a, p.b, segment.ACK|segment.PSH, []byte("x"))
+	if _, err := empty.InboundL3(nil, pkt, 7); !errors.Is(err, ErrRevoked) {
+		t.Errorf("revoked session's segment in domain 7: %v, want ErrRevoked", err)
+	}
+	if got, err := empty.Inbound(nil, pkt); err != nil || !same(got, pkt) {
+		t.Errorf("the same addresses in the default domain: %v, want passed", err)
+	}
+	if err := empty.SeedRevokedL3(p.b.ap, p.a.ap, KindAO, -1); !errors.Is(err, ErrL3Index) {
+		t.Errorf("SeedRevokedL3 domain -1: %v", err)
+	}
+}

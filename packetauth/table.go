@@ -392,15 +392,19 @@ func (l *Layer) Seed(ep ao.Endpoint) error {
 	if l == nil {
 		return ErrConfig
 	}
+	return l.seed(ep, l.cfg.L3Index)
+}
+
+func (l *Layer) seed(ep ao.Endpoint, l3 int) error {
 	local := netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
 	remote := netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
-	kind := l.cover(remote.Addr(), l.cfg.L3Index)
+	kind := l.cover(remote.Addr(), l3)
 	if kind == 0 {
 		return ErrNotCovered
 	}
-	c := &conn{kind: kind, l3: uint32(l.cfg.L3Index), local: local, remote: remote}
+	c := &conn{kind: kind, l3: uint32(l3), local: local, remote: remote}
 	if kind == KindAO {
-		ep.Local, ep.Remote, ep.L3Index, ep.Established = local, remote, l.cfg.L3Index, true
+		ep.Local, ep.Remote, ep.L3Index, ep.Established = local, remote, l3, true
 		if err := c.ao.Init(l.cfg.AO, ep, l.cfg.Policy); err != nil {
 			return err
 		}
@@ -408,7 +412,7 @@ func (l *Layer) Seed(ep ao.Endpoint) error {
 	now := time.Now()
 	c.touch(now)
 	c.phase.Store(uint32(StateEstablished))
-	t := tupleOf(local, remote, l.cfg.L3Index)
+	t := tupleOf(local, remote, l3)
 	if err := l.insert(&t, c, now); err != nil {
 		c.close()
 		return err
@@ -425,10 +429,14 @@ func (l *Layer) SeedRevoked(local, remote netip.AddrPort, kind Kind) error {
 	if l == nil {
 		return ErrConfig
 	}
+	return l.seedRevoked(local, remote, kind, l.cfg.L3Index)
+}
+
+func (l *Layer) seedRevoked(local, remote netip.AddrPort, kind Kind, l3 int) error {
 	if kind != KindAO && kind != KindMD5 {
 		return fmt.Errorf("%w: kind %d", ErrConfig, kind)
 	}
-	c := &conn{kind: kind, l3: uint32(l.cfg.L3Index), local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
+	c := &conn{kind: kind, l3: uint32(l3), local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
 		remote: netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())}
 	c.revoked.Store(true)
 	now := time.Now()
@@ -445,7 +453,11 @@ func (l *Layer) Export(local, remote netip.AddrPort) (ao.Endpoint, bool) {
 	if l == nil {
 		return ao.Endpoint{}, false
 	}
-	t := tupleOf(local, remote, l.cfg.L3Index)
+	return l.export(local, remote, l.cfg.L3Index)
+}
+
+func (l *Layer) export(local, remote netip.AddrPort, l3 int) (ao.Endpoint, bool) {
+	t := tupleOf(local, remote, l3)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
 	if c == nil || c.kind != KindAO || c.revoked.Load() {
