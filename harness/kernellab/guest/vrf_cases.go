@@ -11,15 +11,16 @@ package main
 //	      (table 10)                     behind the shim, whose MKT for
 //	                                     192.0.2.1 is bound to vrf-blue
 //
-// An unsigned connection from K's plain socket is dropped (the SYN never
-// reaches the listener; the shim counts it unsigned); a signed one from
-// K's TCP-AO socket works both ways, and so does the shim side dialling
-// K's TCP-AO listener from the VRF (each of S's segments meets the output
-// hook twice, by vrf-blue then by vrS, and is signed once). Then, as a
-// control, the same MKT bound to the default domain ("ifindex": 0) covers
-// nothing in vrf-blue: the unsigned connection goes through. The shim
-// before issue 38 looked every key up in the default domain: with the
-// entry bound to vrf-blue, the unsigned connection went through.
+// First the control: the MKT bound to the default domain ("ifindex": 0)
+// covers nothing in vrf-blue, and an unsigned connection from K goes
+// through. Reloaded with the MKT bound to vrf-blue's ifindex: an unsigned
+// connection from K's plain socket is dropped (the SYN never reaches the
+// listener; the shim counts it unsigned); a signed one from K's TCP-AO
+// socket works both ways, and so does the shim side dialling K's TCP-AO
+// listener from the VRF (each of S's segments meets the output hook
+// twice, by vrf-blue then by vrS, and is signed once). The shim before
+// issue 38 looked every key up in the default domain: with the entry
+// bound to vrf-blue, the unsigned connection went through.
 
 import (
 	"context"
@@ -102,14 +103,14 @@ func shimVRF(t *T) {
 			c.Algorithm, c.Key, c.Peer, ifindex)
 		t.check(os.WriteFile(keysPath, []byte(body), 0o600), "keys file")
 	}
-	writeKeys(vrfIndex)
+	writeKeys(0)
 	var sh *shim.Shim
 	logw := &lineWriter{t: t}
 	// New in S's namespace: it checks that the entry's ifindex is a VRF there.
 	t.check(nsS.Do(func() (err error) {
 		sh, err = shim.New(shim.Config{Keys: keysPath, Queue: 11, Queues: 1, Log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 		return err
-	}), "shim with an entry bound to vrf-blue")
+	}), "shim with an entry bound to the default domain")
 	ctx, stop := context.WithCancel(context.Background())
 	shimDone := nsS.Go(func() error { return sh.Run(ctx) })
 	defer func() {
@@ -177,9 +178,21 @@ func shimVRF(t *T) {
 		return m
 	}
 
+	// 0. The control: bound to the default domain, the entry covers
+	// nothing in vrf-blue, and the unsigned connection goes through.
+	ok, err := exchange(linuxsock.Keys{}, 20*time.Second)
+	t.check(err, "unsigned dial (control)")
+	if !ok {
+		t.Fatalf("control: with the entry bound to the default domain, the unsigned connection into vrf-blue failed")
+	}
+	t.Logf("control, entry bound to the default domain: unsigned into vrf-blue connected %v", ok)
+	// The reload checks the ifindex in Run's namespace, where vrf-blue is.
+	writeKeys(vrfIndex)
+	t.check(sh.Reload(), "reload with the entry bound to vrf-blue")
+
 	// 1. Unsigned, from the covered peer, into vrf-blue: dropped.
 	before := sh.Status().Counters
-	ok, err := exchange(linuxsock.Keys{}, 4*time.Second)
+	ok, err = exchange(linuxsock.Keys{}, 4*time.Second)
 	t.check(err, "unsigned dial")
 	after := sh.Status().Counters
 	if ok {
@@ -257,14 +270,4 @@ func shimVRF(t *T) {
 	st := sh.Status().Counters
 	t.Logf("S out of vrf-blue: kernel TCPAOGood %d -> %d; shim signed %d verified %d dropped %d", k2["TCPAOGood"], k3["TCPAOGood"], st.Signed, st.Verified, st.Dropped.Total())
 
-	// 4. The control: bound to the default domain, the entry covers
-	// nothing in vrf-blue, and the unsigned connection goes through.
-	writeKeys(0)
-	t.check(sh.Reload(), "reload with the entry bound to the default domain")
-	ok, err = exchange(linuxsock.Keys{}, 20*time.Second)
-	t.check(err, "unsigned dial (control)")
-	if !ok {
-		t.Errorf("control: with the entry bound to the default domain, the unsigned connection into vrf-blue failed")
-	}
-	t.Logf("control, entry bound to the default domain: unsigned into vrf-blue connected %v", ok)
 }
