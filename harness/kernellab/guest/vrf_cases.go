@@ -242,7 +242,7 @@ func shimVRF(t *T) {
 		if err == nil {
 			_, err = c.Write([]byte("pong"))
 		}
-		got <- fmt.Sprint(string(b), err)
+		got <- fmt.Sprintf("%s %v", b, err)
 	}()
 	k2 := counters()
 	t.check(nsS.Do(func() error {
