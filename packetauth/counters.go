@@ -104,6 +104,7 @@ func (s State) String() string {
 // those of TCP-AO; an MD5 connection has only addresses, state and counts.
 type ConnInfo struct {
 	Local, Remote       netip.AddrPort
+	L3Index             int // the connection's L3 domain (the VRF's ifindex, 0 for the default)
 	Kind                Kind
 	State               State
 	LocalISN, RemoteISN uint32

@@ -150,7 +150,7 @@ func FuzzLayer(f *testing.F) {
 				return
 			}
 			if same(out, in) {
-				if s, err := segment.ParsePacket(out); err == nil && p.a.l.cover(s.Dst()) != 0 {
+				if s, err := segment.ParsePacket(out); err == nil && p.a.l.cover(s.Dst(), 0) != 0 {
 					t.Fatalf("a covered peer's segment passed unsigned: %x", out)
 				}
 				return
@@ -181,7 +181,7 @@ func FuzzLayer(f *testing.F) {
 			return
 		}
 		s, perr := segment.ParsePacket(got)
-		if perr != nil || p.b.l.cover(s.Src()) == 0 {
+		if perr != nil || p.b.l.cover(s.Src(), 0) == 0 {
 			if !same(got, wire) {
 				t.Fatal("an uncovered or non-TCP packet was copied, not passed")
 			}

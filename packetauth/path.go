@@ -18,14 +18,15 @@ var (
 	errUnsignedMD5 = fmt.Errorf("%w: %w", ErrUnsigned, md5sig.ErrMissing)
 )
 
-// cover says how a peer is covered: TCP-AO if an MKT applies to it (Linux
-// refuses MD5 for such a peer), else TCP-MD5 if a key does, else 0.
-func (l *Layer) cover(peer netip.Addr) Kind {
+// cover says how a peer in L3 domain l3 is covered: TCP-AO if an MKT
+// applies to it there (Linux refuses MD5 for such a peer), else TCP-MD5 if
+// a key does, else 0. An MKT or key bound to another domain does not apply.
+func (l *Layer) cover(peer netip.Addr, l3 int) Kind {
 	peer = peer.Unmap()
-	if l.cfg.AO != nil && l.cfg.AO.Covers(peer, l.cfg.L3Index) {
+	if l.cfg.AO != nil && l.cfg.AO.Covers(peer, l3) {
 		return KindAO
 	}
-	if l.cfg.MD5 != nil && l.cfg.MD5.Lookup(peer, l.cfg.L3Index) != nil {
+	if l.cfg.MD5 != nil && l.cfg.MD5.Lookup(peer, l3) != nil {
 		return KindMD5
 	}
 	return 0
@@ -46,19 +47,26 @@ func (l *Layer) cover(peer netip.Addr) Kind {
 // (its ISNs are unknown) and is dropped with ErrNoConn, as Linux sends no
 // RST it cannot sign (RFC 5925 §7.7); the peer's own timers then end its
 // side. TCP-MD5 needs no ISNs: every segment to an MD5 peer is signed.
+//
+// The packet is taken to be in the layer's L3 domain, Config.L3Index;
+// [Layer.OutboundL3] takes the domain per packet.
 func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 	if !l.setUp() {
 		return nil, ErrNotSetUp
 	}
-	p := packet{raw: pkt}
+	return l.outbound(dst, pkt, l.cfg.L3Index)
+}
+
+func (l *Layer) outbound(dst, pkt []byte, l3 int) ([]byte, error) {
+	p := packet{raw: pkt, l3: l3}
 	var err error
 	if p.seg, err = segment.ParsePacket(pkt); err != nil {
-		return l.unparsed(pkt, err, false)
+		return l.unparsed(pkt, err, false, l3)
 	}
 	seg := &p.seg
 	h := seg.Header()
 	flags := h.Flags()
-	t := tuple{seg.Src().As16(), seg.Dst().As16(), h.SrcPort(), h.DstPort()}
+	t := tuple{seg.Src().As16(), seg.Dst().As16(), h.SrcPort(), h.DstPort(), uint32(l3)}
 	for try := 0; try < 2; try++ {
 		sh, c := l.lookup(&t)
 		if c != nil && !newClient(c, flags, h.Seq()) {
@@ -70,7 +78,7 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 			return out, err
 		}
 		sh.mu.RUnlock()
-		kind := l.cover(seg.Dst())
+		kind := l.cover(seg.Dst(), l3)
 		if c != nil && kind == 0 {
 			l.remove(&t, c) // a new connection on a revoked one's addresses, to a peer no longer covered
 		}
@@ -100,11 +108,12 @@ func (l *Layer) Outbound(dst, pkt []byte) ([]byte, error) {
 	return nil, l.drop(l.shard(&t), nil, ErrNoConn) // the new connection vanished (Close)
 }
 
-// packet is a packet handed to the layer and the segment ParsePacket
-// found in it: parsed once on the way in, then passed down.
+// packet is a packet handed to the layer, the segment ParsePacket found
+// in it (parsed once on the way in, then passed down) and its L3 domain.
 type packet struct {
 	raw []byte
 	seg segment.Segment
+	l3  int
 }
 
 // newClient reports whether an outbound SYN starts a new connection in
@@ -121,13 +130,13 @@ func newClient(c *conn, flags segment.Flags, seq uint32) bool {
 func (l *Layer) startClient(kind Kind, t *tuple, seg *segment.Segment) error {
 	now := time.Now()
 	h := seg.Header()
-	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Src(), h.SrcPort()), remote: netip.AddrPortFrom(seg.Dst(), h.DstPort())}
+	c := &conn{kind: kind, l3: t.l3, local: netip.AddrPortFrom(seg.Src(), h.SrcPort()), remote: netip.AddrPortFrom(seg.Dst(), h.DstPort())}
 	c.touch(now)
 	c.phase.Store(uint32(StateSynSent))
 	if kind == KindMD5 {
 		c.lisn = h.Seq()
 	} else {
-		ep := ao.Endpoint{Local: c.local, Remote: c.remote, L3Index: l.cfg.L3Index, LocalISN: h.Seq()}
+		ep := ao.Endpoint{Local: c.local, Remote: c.remote, L3Index: int(t.l3), LocalISN: h.Seq()}
 		if err := c.ao.Init(l.cfg.AO, ep, l.cfg.Policy); err != nil {
 			return err
 		}
@@ -222,13 +231,15 @@ func (l *Layer) signAO(dst []byte, p *packet, c *conn) ([]byte, error) {
 }
 
 // signMD5 inserts NOP NOP + the MD5 option into a copy of p appended to
-// dst, and signs it with the key for its destination.
+// dst, and signs it with the key for its destination in p's L3 domain
+// (the key the peer signed with last, peerKey, while its schedule
+// accepts it).
 func (l *Layer) signMD5(dst []byte, p *packet, peerKey *md5sig.Key) ([]byte, error) {
 	var opt [md5sig.OptionSpace]byte
 	o := append(opt[:0], segment.OptionKindNOP, segment.OptionKindNOP, md5sig.OptionKind, md5sig.OptionLen)
 	out, s, err := insertOption(dst, p, o[:md5sig.OptionSpace])
 	if err == nil {
-		_, err = l.cfg.MD5.SignWith(&s.seg, l.cfg.L3Index, peerKey)
+		_, err = l.cfg.MD5.SignWith(&s.seg, p.l3, peerKey)
 	}
 	if err != nil {
 		return nil, err
@@ -306,20 +317,27 @@ func insertOption(dst []byte, p *packet, opt []byte) ([]byte, packet, error) {
 // starts a server connection; any other segment of a TCP-AO peer needs a
 // tracked connection (else ErrNoConn). Fragments to or from covered peers
 // are dropped (ErrFragment): one fragment carries no verifiable segment.
+//
+// The packet is taken to be in the layer's L3 domain, Config.L3Index;
+// [Layer.InboundL3] takes the domain per packet.
 func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	if !l.setUp() {
 		return nil, ErrNotSetUp
 	}
-	p := packet{raw: pkt}
+	return l.inbound(dst, pkt, l.cfg.L3Index)
+}
+
+func (l *Layer) inbound(dst, pkt []byte, l3 int) ([]byte, error) {
+	p := packet{raw: pkt, l3: l3}
 	var err error
 	if p.seg, err = segment.ParsePacket(pkt); err != nil {
-		return l.unparsed(pkt, err, true)
+		return l.unparsed(pkt, err, true, l3)
 	}
 	seg := &p.seg
 	h := seg.Header()
 	flags := h.Flags()
 	synOnly := flags.Only(segment.SYN, segment.SYN|segment.ACK|segment.RST)
-	t := tuple{seg.Dst().As16(), seg.Src().As16(), h.DstPort(), h.SrcPort()}
+	t := tuple{seg.Dst().As16(), seg.Src().As16(), h.DstPort(), h.SrcPort(), uint32(l3)}
 	sh, c := l.lookup(&t)
 	if c != nil && !(synOnly && newServer(c, h.Seq())) {
 		err := l.verifyConn(c, seg)
@@ -338,7 +356,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 		return out, nil
 	}
 	sh.mu.RUnlock()
-	kind := l.cover(seg.Src())
+	kind := l.cover(seg.Src(), l3)
 	switch {
 	case kind == 0 && l.cfg.Policy.AORequired && seg.Auth().AO == 0:
 		return nil, l.drop(sh, nil, errUnsignedAO)
@@ -350,7 +368,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 	case l.closed.Load():
 		return nil, l.drop(sh, nil, ErrClosed)
 	case kind == KindMD5:
-		k, err := l.cfg.MD5.VerifyWith(seg, l.cfg.L3Index, nil)
+		k, err := l.cfg.MD5.VerifyWith(seg, l3, nil)
 		if err != nil {
 			return nil, l.drop(sh, nil, unsigned(err))
 		}
@@ -382,7 +400,7 @@ func (l *Layer) Inbound(dst, pkt []byte) ([]byte, error) {
 func (l *Layer) adoptMD5(t *tuple, seg *segment.Segment, peerKey *md5sig.Key) {
 	now := time.Now()
 	h := seg.Header()
-	c := &conn{kind: KindMD5, local: netip.AddrPortFrom(seg.Dst(), h.DstPort()), remote: netip.AddrPortFrom(seg.Src(), h.SrcPort())}
+	c := &conn{kind: KindMD5, l3: t.l3, local: netip.AddrPortFrom(seg.Dst(), h.DstPort()), remote: netip.AddrPortFrom(seg.Src(), h.SrcPort())}
 	c.md5.Store(peerKey)
 	c.touch(now)
 	c.phase.Store(uint32(StateEstablished))
@@ -409,12 +427,12 @@ func newServer(c *conn, seq uint32) bool {
 func (l *Layer) startServer(kind Kind, t *tuple, seg *segment.Segment, peerKey *md5sig.Key) error {
 	now := time.Now()
 	h := seg.Header()
-	c := &conn{kind: kind, local: netip.AddrPortFrom(seg.Dst(), h.DstPort()), remote: netip.AddrPortFrom(seg.Src(), h.SrcPort())}
+	c := &conn{kind: kind, l3: t.l3, local: netip.AddrPortFrom(seg.Dst(), h.DstPort()), remote: netip.AddrPortFrom(seg.Src(), h.SrcPort())}
 	c.md5.Store(peerKey)
 	c.touch(now)
 	if kind == KindAO {
 		c.phase.Store(uint32(StateSynReceived))
-		signed, err := l.listener.Accept(seg, &c.ao)
+		signed, err := l.listenerIn(int(t.l3)).Accept(seg, &c.ao)
 		if err == nil && !signed {
 			err = errUnsignedAO
 		}
@@ -444,7 +462,7 @@ func (l *Layer) verifyConn(c *conn, seg *segment.Segment) error {
 	}
 	if c.kind == KindMD5 {
 		peerKey := c.md5.Load()
-		k, err := l.cfg.MD5.VerifyWith(seg, l.cfg.L3Index, peerKey)
+		k, err := l.cfg.MD5.VerifyWith(seg, int(c.l3), peerKey)
 		if err != nil {
 			return unsigned(err)
 		}
@@ -512,7 +530,7 @@ func fill(b []byte, v byte) {
 // dropped (fragments with ErrFragment, the rest as malformed), anything
 // else passes untouched: non-TCP packets, packets whose addresses cannot
 // be read, and uncovered peers' packets are the stack's to judge.
-func (l *Layer) unparsed(pkt []byte, err error, inbound bool) ([]byte, error) {
+func (l *Layer) unparsed(pkt []byte, err error, inbound bool, l3 int) ([]byte, error) {
 	src, dst, aerr := segment.PacketAddrs(pkt)
 	peer, ok := dst, aerr == nil
 	if inbound {
@@ -520,11 +538,11 @@ func (l *Layer) unparsed(pkt []byte, err error, inbound bool) ([]byte, error) {
 	}
 	sh := &l.shards[0]
 	if inbound && (errors.Is(err, segment.ErrNotTCP) || errors.Is(err, segment.ErrFragment)) {
-		if err := l.icmp(pkt); err != nil {
+		if err := l.icmp(pkt, l3); err != nil {
 			return nil, l.drop(sh, nil, err)
 		}
 	}
-	if !ok || errors.Is(err, segment.ErrNotTCP) || l.cover(peer) == 0 {
+	if !ok || errors.Is(err, segment.ErrNotTCP) || l.cover(peer, l3) == 0 {
 		sh.passed.Add(1)
 		return pkt, nil
 	}
@@ -548,7 +566,7 @@ func (l *Layer) unparsed(pkt []byte, err error, inbound bool) ([]byte, error) {
 // tracked connection is counted on it, as Linux's tcp_ao_ignore_icmp.
 // Anything else, later fragments included (without their first the
 // kernel never reassembles them), is the stack's to judge.
-func (l *Layer) icmp(pkt []byte) error {
+func (l *Layer) icmp(pkt []byte, l3 int) error {
 	if l.cfg.Policy.AcceptICMP {
 		return nil
 	}
@@ -562,14 +580,14 @@ func (l *Layer) icmp(pkt []byte) error {
 	// The quoted packet is one we sent: its destination is the peer.
 	q, err := m.Quoted()
 	switch {
-	case q.Dst.IsValid() && l.cover(q.Dst.Addr()) == 0:
+	case q.Dst.IsValid() && l.cover(q.Dst.Addr(), l3) == 0:
 		return nil
 	case err != nil || m.Fragment && q.TCP():
 		return ErrICMP
 	case !q.TCP():
 		return nil
 	}
-	t := tupleOf(q.Src, q.Dst)
+	t := tupleOf(q.Src, q.Dst, l3)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
 	if c == nil || c.kind != KindAO {

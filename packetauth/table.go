@@ -14,14 +14,16 @@ import (
 )
 
 // tuple names a connection from the local end: addresses in their 16-byte
-// form (IPv4 as v4-mapped), so it is a fixed-size map key.
+// form (IPv4 as v4-mapped), so it is a fixed-size map key, and its L3
+// domain: the same addresses in two VRFs are two connections.
 type tuple struct {
 	local, remote [16]byte
 	lport, rport  uint16
+	l3            uint32
 }
 
-func tupleOf(local, remote netip.AddrPort) tuple {
-	return tuple{local.Addr().As16(), remote.Addr().As16(), local.Port(), remote.Port()}
+func tupleOf(local, remote netip.AddrPort, l3 int) tuple {
+	return tuple{local.Addr().As16(), remote.Addr().As16(), local.Port(), remote.Port(), uint32(l3)}
 }
 
 const nShards = 32
@@ -50,6 +52,7 @@ type totals struct {
 // connection uses: see docs/packetauth.md for bytes.
 type conn struct {
 	kind          Kind
+	l3            uint32 // its L3 domain, as in its tuple
 	local, remote netip.AddrPort
 	// phase is a State: how the layer met the connection (StateSynSent
 	// from our SYN, StateSynReceived from the peer's, StateEstablished
@@ -263,7 +266,7 @@ func (l *Layer) Conns(yield func(ConnInfo) bool) {
 }
 
 func (c *conn) info() ConnInfo {
-	ci := ConnInfo{Local: c.local, Remote: c.remote, Kind: c.kind, State: c.State(),
+	ci := ConnInfo{Local: c.local, Remote: c.remote, L3Index: int(c.l3), Kind: c.kind, State: c.State(),
 		Signed: c.signed.Load(), Verified: c.verified.Load(), Dropped: c.dropped.Load(),
 		LastSeen: time.Unix(0, c.last.Load()), Revoked: c.revoked.Load() || c.kind == KindAO && c.ao.Revoked()}
 	if c.kind == KindAO && !ci.Revoked {
@@ -341,7 +344,7 @@ func (l *Layer) revoke(c *conn) bool {
 	var gone bool
 	switch c.kind {
 	case KindMD5:
-		gone = l.cover(c.remote.Addr()) != KindMD5
+		gone = l.cover(c.remote.Addr(), int(c.l3)) != KindMD5
 	case KindAO:
 		gone = c.ao.Revoked() || c.ao.Current() == nil
 	}
@@ -364,12 +367,15 @@ func (l *Layer) lookup(t *tuple) (*shard, *conn) {
 // or read its counters; false if there is none or it is not TCP-AO. The
 // *ao.Conn is the layer's: use it only while the connection is tracked
 // (a key pinned through it after the connection was freed stays pinned);
-// [Layer.SetCurrent] and [Layer.SetRNext] have no such caveat.
+// [Layer.SetCurrent] and [Layer.SetRNext] have no such caveat. Conn,
+// Export, Seed, SeedRevoked, SetCurrent and SetRNext name connections of
+// the layer's L3 domain (Config.L3Index); [ConnInfo.L3Index] tells a
+// connection's.
 func (l *Layer) Conn(local, remote netip.AddrPort) (*ao.Conn, bool) {
 	if !l.setUp() {
 		return nil, false
 	}
-	t := tupleOf(local, remote)
+	t := tupleOf(local, remote, l.cfg.L3Index)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
 	if c == nil || c.kind != KindAO || c.State() == StateSynReceived {
@@ -390,15 +396,19 @@ func (l *Layer) Seed(ep ao.Endpoint) error {
 	if !l.setUp() {
 		return ErrNotSetUp
 	}
+	return l.seed(ep, l.cfg.L3Index)
+}
+
+func (l *Layer) seed(ep ao.Endpoint, l3 int) error {
 	local := netip.AddrPortFrom(ep.Local.Addr().Unmap(), ep.Local.Port())
 	remote := netip.AddrPortFrom(ep.Remote.Addr().Unmap(), ep.Remote.Port())
-	kind := l.cover(remote.Addr())
+	kind := l.cover(remote.Addr(), l3)
 	if kind == 0 {
 		return ErrNotCovered
 	}
-	c := &conn{kind: kind, local: local, remote: remote}
+	c := &conn{kind: kind, l3: uint32(l3), local: local, remote: remote}
 	if kind == KindAO {
-		ep.Local, ep.Remote, ep.L3Index, ep.Established = local, remote, l.cfg.L3Index, true
+		ep.Local, ep.Remote, ep.L3Index, ep.Established = local, remote, l3, true
 		if err := c.ao.Init(l.cfg.AO, ep, l.cfg.Policy); err != nil {
 			return err
 		}
@@ -406,7 +416,7 @@ func (l *Layer) Seed(ep ao.Endpoint) error {
 	now := time.Now()
 	c.touch(now)
 	c.phase.Store(uint32(StateEstablished))
-	t := tupleOf(local, remote)
+	t := tupleOf(local, remote, l3)
 	if err := l.insert(&t, c, now); err != nil {
 		c.close()
 		return err
@@ -423,16 +433,20 @@ func (l *Layer) SeedRevoked(local, remote netip.AddrPort, kind Kind) error {
 	if !l.setUp() {
 		return ErrNotSetUp
 	}
+	return l.seedRevoked(local, remote, kind, l.cfg.L3Index)
+}
+
+func (l *Layer) seedRevoked(local, remote netip.AddrPort, kind Kind, l3 int) error {
 	if kind != KindAO && kind != KindMD5 {
 		return fmt.Errorf("%w: kind %d", ErrConfig, kind)
 	}
-	c := &conn{kind: kind, local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
+	c := &conn{kind: kind, l3: uint32(l3), local: netip.AddrPortFrom(local.Addr().Unmap(), local.Port()),
 		remote: netip.AddrPortFrom(remote.Addr().Unmap(), remote.Port())}
 	c.revoked.Store(true)
 	now := time.Now()
 	c.touch(now)
 	c.phase.Store(uint32(StateEstablished))
-	t := tupleOf(c.local, c.remote)
+	t := tupleOf(c.local, c.remote, int(c.l3))
 	return l.insert(&t, c, now)
 }
 
@@ -443,7 +457,11 @@ func (l *Layer) Export(local, remote netip.AddrPort) (ao.Endpoint, bool) {
 	if !l.setUp() {
 		return ao.Endpoint{}, false
 	}
-	t := tupleOf(local, remote)
+	return l.export(local, remote, l.cfg.L3Index)
+}
+
+func (l *Layer) export(local, remote netip.AddrPort, l3 int) (ao.Endpoint, bool) {
+	t := tupleOf(local, remote, l3)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
 	if c == nil || c.kind != KindAO || c.revoked.Load() {
@@ -477,7 +495,7 @@ func (l *Layer) rotate(local, remote netip.AddrPort, set func(*ao.Conn) error) e
 	if !l.setUp() {
 		return ErrNotSetUp
 	}
-	t := tupleOf(local, remote)
+	t := tupleOf(local, remote, l.cfg.L3Index)
 	sh, c := l.lookup(&t)
 	defer sh.mu.RUnlock()
 	if c == nil || c.kind != KindAO {

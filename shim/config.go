@@ -46,6 +46,7 @@ type keySet struct {
 	aoFP  []fingerprint // of AO[i].Key
 	md5FP []fingerprint // of MD5[i].Key
 	Peers []netip.Prefix
+	l3    []l3Entry // the entries bound to a VRF
 }
 
 // fingerprint is HMAC-SHA256 of a key under fpKey: equal for equal keys
@@ -72,7 +73,13 @@ func loadKeys(path string) (*keySet, error) {
 	if err != nil {
 		return nil, keysFileError(path, err)
 	}
-	k := &keySet{}
+	// An entry bound to an interface that is no VRF would protect
+	// nothing: refused, the whole file with it.
+	if err := CheckIfIndexes(kf); err != nil {
+		kf.Wipe()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	k := &keySet{l3: l3Entries(kf)}
 	seen := map[netip.Prefix]bool{}
 	peer := func(p netip.Prefix) {
 		p = p.Masked()

@@ -33,6 +33,7 @@ type Shim struct {
 	queues  []*nfqueue.Queue // Queue, Queue+1, ...: one reader each; set under mu (Status reads it)
 	drops   []nfqueue.Stats  // each queue's counters at the last reportDrops
 	layer   *packetauth.Layer
+	l3      *l3Map // interfaces' L3 domains; set by Run before the packet loops
 
 	mu      sync.Mutex // guards what follows: reload against status and the packet loop's reports
 	keys    *keySet
@@ -130,6 +131,12 @@ func (s *Shim) Run(ctx context.Context) error {
 			q.Close()
 		}
 	}()
+	// The interfaces' L3 domains, in Run's namespace, and the keys'
+	// VRFs checked there (New may have run in another).
+	if err := s.openL3(); err != nil {
+		return err
+	}
+	defer s.l3.Close()
 	// Resumed sessions first: the rules then queue revoked ones' peers
 	// from the start.
 	s.seedFromState()
@@ -359,9 +366,9 @@ func (s *Shim) reportDrops() {
 func (s *Shim) transform(dst []byte, p *nfqueue.Packet) ([]byte, error) {
 	switch p.Hook {
 	case nfqueue.HookOutput, nfqueue.HookPostrouting:
-		return s.layer.Outbound(dst, p.Payload)
+		return s.outbound(dst, p) // in its interface's L3 domain (vrf_linux.go)
 	case nfqueue.HookInput, nfqueue.HookPrerouting:
-		return s.layer.Inbound(dst, p.Payload)
+		return s.inbound(dst, p)
 	}
 	return p.Payload, nil
 }

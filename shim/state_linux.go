@@ -23,7 +23,8 @@ import (
 type revokedSession struct {
 	Local  netip.AddrPort `json:"local"`
 	Remote netip.AddrPort `json:"remote"`
-	Kind   string         `json:"kind"` // "TCP-AO" or "TCP-MD5"
+	Kind   string         `json:"kind"`              // "TCP-AO" or "TCP-MD5"
+	L3     int            `json:"l3index,omitempty"` // its L3 domain (VRF ifindex), 0 for the default
 }
 
 // shimState is the -state file: the TCP-AO sessions' state (addresses,
@@ -55,12 +56,12 @@ func (s *Shim) saveState() {
 		if c.Kind == packetauth.KindAO && c.State == packetauth.StateEstablished {
 			// Export reads the session under the layer's locks: it
 			// cannot be freed meanwhile. A revoked one is not exported.
-			if ep, ok := s.layer.Export(c.Local, c.Remote); ok {
+			if ep, ok := s.layer.ExportL3(c.Local, c.Remote, c.L3Index); ok {
 				st.Sessions = append(st.Sessions, ep)
 			}
 		}
 		if c.Revoked {
-			st.Revoked = append(st.Revoked, revokedSession{Local: c.Local, Remote: c.Remote, Kind: c.Kind.String()})
+			st.Revoked = append(st.Revoked, revokedSession{Local: c.Local, Remote: c.Remote, Kind: c.Kind.String(), L3: c.L3Index})
 		}
 		return true
 	})
@@ -199,14 +200,14 @@ func (s *Shim) seedFromState() {
 		if r.Kind == packetauth.KindAO.String() {
 			kind = packetauth.KindAO
 		}
-		if err := s.layer.SeedRevoked(r.Local, r.Remote, kind); err != nil {
+		if err := s.layer.SeedRevokedL3(r.Local, r.Remote, kind, r.L3); err != nil {
 			s.log.Warn("cannot keep a revoked session's packets dropped", "local", r.Local, "remote", r.Remote, "err", err)
 			continue
 		}
 		s.log.Info("a session revoked before the restart stays revoked: its packets are dropped", "local", r.Local, "remote", r.Remote)
 	}
 	for _, e := range st.Sessions {
-		if err := s.layer.Seed(e); err != nil {
+		if err := s.layer.SeedL3(e); err != nil { // in its own L3 domain (e.L3Index)
 			s.log.Warn("cannot resume a TCP-AO session", "local", e.Local, "remote", e.Remote, "err", err)
 			continue
 		}

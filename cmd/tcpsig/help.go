@@ -223,8 +223,9 @@ Fields of an "ao" entry:
   maclen           optional: 1..16 bytes and at most the digest; absent or 0
                    means 12
   exclude_options  optional: true leaves TCP options out of the MAC
-  ifindex          optional: binds the key to an L3 (VRF) device index
-                   (kernel sockets; verify ignores it)
+  ifindex          optional: binds the key to an L3 domain, the ifindex of
+                   a VRF device (0: the default domain); shim and keys
+                   check refuse an index that is no VRF (verify ignores it)
 
 An "md5" entry has name, peer, key and ifindex, with the same meaning.
 

@@ -19,6 +19,7 @@ import (
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/mac"
 	"github.com/tcpsig/tcpsig/md5sig"
+	"github.com/tcpsig/tcpsig/shim"
 	"github.com/tcpsig/tcpsig/sigpool"
 )
 
@@ -90,6 +91,13 @@ func runKeysCheck(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return failf(stderr, "keys check: %v", err)
 	}
+	// Entries bound to a VRF, checked on this host as the shim checks them.
+	switch err := shim.CheckIfIndexes(f); {
+	case errors.Is(err, errors.ErrUnsupported):
+		warn("%v: not checked on this system", err)
+	case err != nil:
+		errs = append(errs, splitJoined(err)...)
+	}
 	fmt.Fprintf(stdout, "%s: %d TCP-AO and %d TCP-MD5 entries\n", path, len(f.AO), len(f.MD5))
 	printEntries(stdout, f)
 	problems, schedWarnings, err := keysSchedule(stdout, f, fs.Arg(1), from)
@@ -150,6 +158,18 @@ func keyringErrors(f *keyfile.File) ([]string, error) {
 		}
 	}
 	return errs, nil
+}
+
+// splitJoined returns the lines of err, one per error errors.Join joined.
+func splitJoined(err error) []string {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []string
+		for _, e := range j.Unwrap() {
+			out = append(out, e.Error())
+		}
+		return out
+	}
+	return []string{err.Error()}
 }
 
 // printEntries lists f's entries, labelled, keys redacted.
@@ -472,7 +492,10 @@ of what a peer reads another way (a key with whitespace or a newline at
 either end, a text: key that is all hex digits), of one secret under two
 algorithms, and, when no two entries mirror, of an entry that has another
 one's secret for another peer but is not its mirror (the field that
-differs named). -warn-only: warnings do not make the exit status 1.
+differs named). -warn-only: warnings do not make the exit status 1. An
+entry bound to a VRF ("ifindex": N, N > 0) must name a VRF device of the
+host (of the network namespace) it is checked on, as the shim and Linux
+require.
 
 When entries have lifetimes (tcpsig help keys), check prints each such
 peer's timeline from now (or -at TIME) on: span by span, which keys send and
