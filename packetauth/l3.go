@@ -22,8 +22,8 @@ var ErrL3Index = fmt.Errorf("%w: L3 domain outside 0..%d", ErrConfig, math.MaxIn
 // interface (a netfilter queue does) passes its domain here. An l3 out of
 // range is refused with ErrL3Index.
 func (l *Layer) OutboundL3(dst, pkt []byte, l3 int) ([]byte, error) {
-	if l == nil {
-		return nil, ErrConfig
+	if !l.setUp() {
+		return nil, ErrNotSetUp
 	}
 	if uint(l3) > math.MaxInt32 {
 		return nil, l.drop(&l.shards[0], nil, ErrL3Index)
@@ -35,8 +35,8 @@ func (l *Layer) OutboundL3(dst, pkt []byte, l3 int) ([]byte, error) {
 // [Layer.OutboundL3]): the ifindex of the VRF device it arrived through,
 // or of the VRF its interface is enslaved to, 0 for the default domain.
 func (l *Layer) InboundL3(dst, pkt []byte, l3 int) ([]byte, error) {
-	if l == nil {
-		return nil, ErrConfig
+	if !l.setUp() {
+		return nil, ErrNotSetUp
 	}
 	if uint(l3) > math.MaxInt32 {
 		return nil, l.drop(&l.shards[0], nil, ErrL3Index)
@@ -57,7 +57,7 @@ func (l *Layer) listenerIn(l3 int) *ao.Listener {
 // ExportL3 is [Layer.Export] for the connection local↔remote of L3
 // domain l3 ([ConnInfo.L3Index]); its Endpoint's L3Index is l3.
 func (l *Layer) ExportL3(local, remote netip.AddrPort, l3 int) (ao.Endpoint, bool) {
-	if l == nil || uint(l3) > math.MaxInt32 {
+	if !l.setUp() || uint(l3) > math.MaxInt32 {
 		return ao.Endpoint{}, false
 	}
 	return l.export(local, remote, l3)
@@ -67,8 +67,8 @@ func (l *Layer) ExportL3(local, remote netip.AddrPort, l3 int) (ao.Endpoint, boo
 // it: a front end that restarts takes each connection back into its own
 // domain.
 func (l *Layer) SeedL3(ep ao.Endpoint) error {
-	if l == nil {
-		return ErrConfig
+	if !l.setUp() {
+		return ErrNotSetUp
 	}
 	if uint(ep.L3Index) > math.MaxInt32 {
 		return ErrL3Index
@@ -79,8 +79,8 @@ func (l *Layer) SeedL3(ep ao.Endpoint) error {
 // SeedRevokedL3 is [Layer.SeedRevoked] for a connection of L3 domain l3:
 // its packets in that domain are dropped until it expires.
 func (l *Layer) SeedRevokedL3(local, remote netip.AddrPort, kind Kind, l3 int) error {
-	if l == nil {
-		return ErrConfig
+	if !l.setUp() {
+		return ErrNotSetUp
 	}
 	if uint(l3) > math.MaxInt32 {
 		return ErrL3Index
