@@ -220,6 +220,8 @@ func (p *textReporter) summary(t *pcapverify.Totals, o outcome) {
 	case exitFailed:
 		if n := t.Counts[pcapverify.Untracked]; n > 0 && onlyUntracked(t) {
 			fmt.Fprintf(p.w, "result: FAILED: %d segments were not checked (untracked: their flows came after the %d a verifier tracks per capture)\n", n, t.MaxFlows)
+		} else if p.keyless {
+			fmt.Fprintln(p.w, "result: FAILED (see the diagnosis above)")
 		} else {
 			fmt.Fprintln(p.w, "result: FAILED (see the segments above)")
 		}
