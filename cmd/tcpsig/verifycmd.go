@@ -199,12 +199,13 @@ func verifyLive(vf *verifyFlags, stdout, stderr io.Writer) int {
 	case lo.every <= 0:
 		return failf(stderr, "verify: -every must be positive")
 	}
-	ks, keyless := noKeys(), vf.keysPath == ""
-	if !keyless {
+	ks, keyless := noKeys(), true
+	if vf.keysPath != "" {
 		var err error
 		if ks, err = loadKeys(vf.keysPath, nil, stderr); err != nil {
 			return failf(stderr, "verify: %v", err)
 		}
+		keyless = false
 	}
 	var rep reporter = &textReporter{w: stdout, verbose: vf.verbose, live: true, explaining: vf.explain, keyless: keyless}
 	if vf.asJSON {
@@ -235,12 +236,11 @@ func verifyCaptures(vf *verifyFlags, stdout, stderr io.Writer) int {
 	case vf.keysPath == "" && !vf.explain:
 		return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help verify)")
 	default:
-		ks, keyless = noKeys(), vf.keysPath == ""
 		var err error
-		if !keyless {
-			if ks, err = loadKeys(vf.keysPath, vf.files, stderr); err != nil {
-				return failf(stderr, "verify: %v", err)
-			}
+		if keyless = vf.keysPath == ""; keyless {
+			ks = noKeys()
+		} else if ks, err = loadKeys(vf.keysPath, vf.files, stderr); err != nil {
+			return failf(stderr, "verify: %v", err)
 		}
 		for _, f := range vf.files {
 			inputs = append(inputs, fileInput(f))
