@@ -21,6 +21,10 @@
 // computations per segment: it is for a few segments of a failing
 // direction ([MaxSegments]), off any packet path.
 //
+// [FromWire] judges a direction without any keys file, from what its
+// segments and its reverse's carry: Unsigned, AuthKind and ISN, the
+// causes that need no secret.
+//
 // [Lint] finds, without a capture, the mistakes a keys file can show on
 // its own: mirrored entries that differ in one field, an entry with no
 // mirror, whitespace around a key, a "text:" key of hex digits, one

@@ -34,6 +34,11 @@ type explainer struct {
 	dirs  map[[2]netip.AddrPort]*explained
 	order [][2]netip.AddrPort
 	isn   map[netip.AddrPort]uint32 // ISNs of endpoints no key covers, from their SYN or SYN-ACK
+	// keyless: the keys file has no entry; the directions are judged by
+	// what the wire shows (wire.go).
+	keyless   bool
+	wire      map[[2]netip.AddrPort]*wireDir
+	wireOrder [][2]netip.AddrPort
 }
 
 // explained is one failing direction: its first failing segments, its
@@ -49,6 +54,9 @@ type explained struct {
 // their way to emit.
 func (v *Verifier) explainInit() {
 	ex := &explainer{v: v, dirs: map[[2]netip.AddrPort]*explained{}, isn: map[netip.AddrPort]uint32{}}
+	if ex.keyless = v.Keyless(); ex.keyless {
+		ex.wire = map[[2]netip.AddrPort]*wireDir{}
+	}
 	emit := v.emit
 	v.emit = func(r *Result) {
 		ex.note(r)
@@ -66,6 +74,10 @@ func (ex *explainer) note(r *Result) {
 		return
 	}
 	if !r.Src.IsValid() || !r.HasTCP {
+		return
+	}
+	if ex.keyless {
+		ex.noteWire(r)
 		return
 	}
 	k := [2]netip.AddrPort{r.Src, r.Dst}
@@ -115,12 +127,17 @@ func (ex *explainer) isnOf(ap netip.AddrPort) (uint32, bool) {
 // Diagnoses names the cause of each flow direction whose segments did
 // not all verify so far, in the order their first failure came; nil
 // unless Options.Explain. A direction is searched again only when it has
-// new segments to search.
+// new segments to search. Without keys (Keyless) only the causes the
+// wire shows are told (diagnose.FromWire), and a direction that signs
+// with nothing wrong to see has none.
 func (v *Verifier) Diagnoses() []Diagnosis {
 	if v == nil || v.ex == nil {
 		return nil
 	}
 	ex := v.ex
+	if ex.keyless {
+		return ex.wireDiagnoses()
+	}
 	out := make([]Diagnosis, len(ex.order))
 	var search []diagnose.Direction
 	var at []int // the index in out of each direction searched

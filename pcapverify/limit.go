@@ -59,6 +59,9 @@ func (v *Verifier) uncovered(seg *segment.Segment, r *Result) {
 	auth := seg.Auth()
 	if auth.AO == 0 && auth.MD5 == 0 {
 		v.totals.Skipped++
+		if v.ex != nil {
+			v.ex.bare(r)
+		}
 		return
 	}
 	r.Verdict = NoKey

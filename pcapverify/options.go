@@ -26,7 +26,9 @@ type Options struct {
 	// Explain keeps the first few failing segments of each flow
 	// direction, so that Verifier.Diagnoses can name why they failed. A
 	// segment from a peer no entry covers that carries an option is
-	// judged no-key as without it, and diagnosed too.
+	// judged no-key as without it, and diagnosed too. With a keys file
+	// of no entry (Verifier.Keyless) only what the wire shows is
+	// diagnosed: unsigned, isn and auth-kind.
 	Explain bool
 
 	seen   map[netip.AddrPort]bool // ISN/SNE endpoints some segment was from or to

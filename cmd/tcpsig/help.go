@@ -54,6 +54,7 @@ Example:
 
 const verifyHelp = `usage: tcpsig verify [-keys FILE] [-json] [-v] [-explain] [-isn ENDPOINT=ISN ...] [-sne ENDPOINT=SNE ...] [CAPTURE ...]
        tcpsig verify -keys FILE -i IFACE [-port N] [-w FILE] [-every D] [-json] [-v] [-explain]
+       tcpsig verify -explain [-json] [-isn ENDPOINT=ISN ...] CAPTURE ...   (no -keys; -i IFACE too)
 
 verify judges every segment that carries a TCP-AO or TCP-MD5 option, and
 every unsigned segment of a flow a key covers, in pcap or pcapng files
@@ -72,7 +73,12 @@ Flags:
                one word (algorithm, options, key-id, mac-length, key-encoding,
                secret, auth-kind, peer-address, tampered, unsigned, isn) and a
                one-line fix naming the entry and field: a "diagnosis" section,
-               or with -json "diagnoses" in the summary object
+               or with -json "diagnoses" in the summary object. Without
+               -keys (CAPTURE or -i) only what the wire shows is named:
+               unsigned (one direction signs, the other sends no option),
+               auth-kind (TCP-MD5 one way, TCP-AO the other) and isn; every
+               signed segment is no-key, the other causes need -keys, and
+               the exit status is 1 when a cause is named, else 3
   -isn E=ISN   the ISN of endpoint E (ip:port, [ipv6]:port; decimal or 0x hex)
                for captures without the handshake; once per endpoint
   -sne E=SNE   the SNE of E's send direction at its first captured segment

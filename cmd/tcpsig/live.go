@@ -80,6 +80,7 @@ func runLive(ctx context.Context, lo liveOptions, vs verifySetup) int {
 	}
 	if ds := v.Diagnoses(); ds != nil {
 		rep.explain(name, ds)
+		vs.noteDiagnoses(ds)
 	}
 	rep.end(name, v.Totals(), v.Flows(), runErr)
 	vs.opts.WarnUnseen()
@@ -88,7 +89,7 @@ func runLive(ctx context.Context, lo liveOptions, vs verifySetup) int {
 		failed = 1
 		fmt.Fprintf(stderr, "tcpsig verify: -i %s: %v\n", lo.iface, runErr)
 	}
-	o := ending(v.Totals(), 1, failed)
+	o := vs.ending(v.Totals(), 1, failed)
 	rep.summary(v.Totals(), o)
 	return o.exit
 }

@@ -27,6 +27,9 @@ type textReporter struct {
 	// reported, shown after its flow tables.
 	explaining bool
 	diags      []pcapverify.Diagnosis
+	// keyless: -explain without -keys, which the diagnosis section says
+	// once (saidKeyless).
+	keyless, saidKeyless bool
 }
 
 func (p *textReporter) explain(file string, ds []pcapverify.Diagnosis) { p.diags = ds }
@@ -34,6 +37,10 @@ func (p *textReporter) explain(file string, ds []pcapverify.Diagnosis) { p.diags
 // diagnoses prints the diagnosis section of -explain.
 func (p *textReporter) diagnoses() {
 	if !p.explaining {
+		return
+	}
+	if p.keyless {
+		p.keylessDiagnoses()
 		return
 	}
 	if len(p.diags) == 0 {
@@ -45,6 +52,25 @@ func (p *textReporter) diagnoses() {
 		fmt.Fprintf(p.w, "  %s > %s: %s: %s\n", d.From, d.To, d.Cause, d.Message)
 	}
 	p.diags = nil
+}
+
+// keylessDiagnoses prints the diagnosis section of -explain without
+// -keys, saying once which causes need keys.
+func (p *textReporter) keylessDiagnoses() {
+	if len(p.diags) == 0 {
+		fmt.Fprintln(p.w, "\ndiagnosis: the wire shows no unsigned, isn or auth-kind cause")
+	} else {
+		fmt.Fprintln(p.w, "\ndiagnosis:")
+		for _, d := range p.diags {
+			fmt.Fprintf(p.w, "  %s > %s: %s: %s\n", d.From, d.To, d.Cause, d.Message)
+		}
+	}
+	p.diags = nil
+	if !p.saidKeyless {
+		p.saidKeyless = true
+		fmt.Fprintln(p.w, "  (without -keys only unsigned, isn and auth-kind can be told: algorithm, options, key-id, mac-length,")
+		fmt.Fprintln(p.w, "  key-encoding, secret, peer-address and tampered need the keys: give -keys FILE)")
+	}
 }
 
 func (p *textReporter) begin(file, title string) {
@@ -194,6 +220,8 @@ func (p *textReporter) summary(t *pcapverify.Totals, o outcome) {
 	case exitFailed:
 		if n := t.Counts[pcapverify.Untracked]; n > 0 && onlyUntracked(t) {
 			fmt.Fprintf(p.w, "result: FAILED: %d segments were not checked (untracked: their flows came after the %d a verifier tracks per capture)\n", n, t.MaxFlows)
+		} else if p.keyless {
+			fmt.Fprintln(p.w, "result: FAILED (see the diagnosis above)")
 		} else {
 			fmt.Fprintln(p.w, "result: FAILED (see the segments above)")
 		}

@@ -63,6 +63,43 @@ type verifySetup struct {
 	opts   *pcapverify.Options
 	rep    reporter
 	stderr io.Writer
+	// keyless: -explain without -keys; diagnosed counts the diagnoses
+	// the run gave (see ending).
+	keyless   bool
+	diagnosed *int
+}
+
+// noKeys are the keys of -explain without -keys: a keys file of no
+// entry, under which the verifier tells only what the wire shows.
+func noKeys() *pcapverify.Keys {
+	ks, _ := pcapverify.LoadKeys(&keyfile.File{}) // cannot fail: nothing to load
+	return ks
+}
+
+// noteDiagnoses counts ds for the run's ending.
+func (vs verifySetup) noteDiagnoses(ds []pcapverify.Diagnosis) {
+	if vs.diagnosed != nil {
+		*vs.diagnosed += len(ds)
+	}
+}
+
+// ending is the outcome of the run. Without keys no segment with an
+// option could be checked (each is no-key): the run fails (1) when the
+// wire showed a cause or a segment failed otherwise (malformed), and
+// verified nothing (3) when not.
+func (vs verifySetup) ending(t *pcapverify.Totals, files, failed int) outcome {
+	o := ending(t, files, failed)
+	if !vs.keyless || o.exit == exitError {
+		return o
+	}
+	other := *t
+	other.Counts[pcapverify.NoKey] = 0
+	if (vs.diagnosed != nil && *vs.diagnosed > 0) || other.Failing() {
+		o.exit, o.why = exitFailed, ""
+		return o
+	}
+	o.exit, o.why = exitNothing, "nothing was verified: no -keys FILE given, and the wire shows no unsigned, isn or auth-kind cause (give -keys FILE to check the MACs and tell the others)"
+	return o
 }
 
 // input is one capture to verify.
@@ -155,24 +192,28 @@ func verifyLive(vf *verifyFlags, stdout, stderr io.Writer) int {
 	switch {
 	case len(vf.files) > 0:
 		return failf(stderr, "verify: -i %s reads packets live: no CAPTURE file with it (-w FILE writes one)", lo.iface)
-	case vf.keysPath == "":
+	case vf.keysPath == "" && !vf.explain:
 		return failf(stderr, "verify: -keys FILE is required to verify live packets (see tcpsig help verify)")
 	case lo.port < 0 || lo.port > 65535:
 		return failf(stderr, "verify: -port %d is not a TCP port", lo.port)
 	case lo.every <= 0:
 		return failf(stderr, "verify: -every must be positive")
 	}
-	ks, err := loadKeys(vf.keysPath, nil, stderr)
-	if err != nil {
-		return failf(stderr, "verify: %v", err)
+	ks, keyless := noKeys(), true
+	if vf.keysPath != "" {
+		var err error
+		if ks, err = loadKeys(vf.keysPath, nil, stderr); err != nil {
+			return failf(stderr, "verify: %v", err)
+		}
+		keyless = false
 	}
-	var rep reporter = &textReporter{w: stdout, verbose: vf.verbose, live: true, explaining: vf.explain}
+	var rep reporter = &textReporter{w: stdout, verbose: vf.verbose, live: true, explaining: vf.explain, keyless: keyless}
 	if vf.asJSON {
 		rep = newJSONReporter(stdout, false).explaining(vf.explain)
 	}
 	ctx, stop := liveContext()
 	defer stop()
-	return runLive(ctx, lo, verifySetup{keys: ks, opts: vf.options(stderr), rep: rep, stderr: stderr})
+	return runLive(ctx, lo, verifySetup{keys: ks, opts: vf.options(stderr), rep: rep, stderr: stderr, keyless: keyless, diagnosed: new(int)})
 }
 
 // verifyCaptures is "tcpsig verify CAPTURE...", or the built-in sample
@@ -181,7 +222,7 @@ func verifyLive(vf *verifyFlags, stdout, stderr io.Writer) int {
 func verifyCaptures(vf *verifyFlags, stdout, stderr io.Writer) int {
 	var ks *pcapverify.Keys
 	var inputs []input
-	hint := ""
+	hint, keyless := "", false
 	switch {
 	case len(vf.files) == 0 && vf.keysPath != "":
 		return failf(stderr, `verify: -keys given but no CAPTURE to verify ("-" for standard input)`)
@@ -192,12 +233,13 @@ func verifyCaptures(vf *verifyFlags, stdout, stderr io.Writer) int {
 		}
 		vf.useDemo(d)
 		ks, inputs, hint = d.keys, []input{d.input}, demoHint
+	case vf.keysPath == "" && !vf.explain:
+		return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help verify)")
 	default:
-		if vf.keysPath == "" {
-			return failf(stderr, "verify: -keys FILE is required to verify a capture (see tcpsig help verify)")
-		}
 		var err error
-		if ks, err = loadKeys(vf.keysPath, vf.files, stderr); err != nil {
+		if keyless = vf.keysPath == ""; keyless {
+			ks = noKeys()
+		} else if ks, err = loadKeys(vf.keysPath, vf.files, stderr); err != nil {
 			return failf(stderr, "verify: %v", err)
 		}
 		for _, f := range vf.files {
@@ -209,9 +251,9 @@ func verifyCaptures(vf *verifyFlags, stdout, stderr io.Writer) int {
 	if vf.asJSON {
 		rep = newJSONReporter(stdout, len(inputs) > 1).explaining(vf.explain)
 	} else {
-		rep = &textReporter{w: stdout, verbose: vf.verbose, multi: len(inputs) > 1, explaining: vf.explain}
+		rep = &textReporter{w: stdout, verbose: vf.verbose, multi: len(inputs) > 1, explaining: vf.explain, keyless: keyless}
 	}
-	vs := verifySetup{keys: ks, opts: vf.options(stderr), rep: rep, stderr: stderr}
+	vs := verifySetup{keys: ks, opts: vf.options(stderr), rep: rep, stderr: stderr, keyless: keyless, diagnosed: new(int)}
 	var all pcapverify.Totals
 	failed := 0
 	for _, in := range inputs {
@@ -225,7 +267,7 @@ func verifyCaptures(vf *verifyFlags, stdout, stderr io.Writer) int {
 		}
 	}
 	vs.opts.WarnUnseen()
-	o := ending(&all, len(inputs), failed)
+	o := vs.ending(&all, len(inputs), failed)
 	rep.summary(&all, o)
 	if o.exit == exitNothing && vf.asJSON {
 		fmt.Fprintf(stderr, "tcpsig verify: %s\n", o.why)
@@ -306,6 +348,7 @@ func verifyOne(in input, vs verifySetup) (*pcapverify.Totals, error) {
 	prog.done()
 	if ds := v.Diagnoses(); ds != nil {
 		rep.explain(in.name, ds)
+		vs.noteDiagnoses(ds)
 	}
 	rep.end(in.name, v.Totals(), v.Flows(), capErr)
 	return v.Totals(), capErr
