@@ -468,6 +468,7 @@ var runnable = map[string]string{
 	"docs/keys.md ":                                             "cmd/tcpsig TestKeysDocCheck",
 	"docs/troubleshooting.md ## What failed, and why":           "cmd/tcpsig TestTroubleshootingDoc",
 	"docs/troubleshooting.md ## Without a capture":              "cmd/tcpsig TestTroubleshootingDoc",
+	"docs/troubleshooting.md ## Without the keys":               "cmd/tcpsig TestTroubleshootingNoKeysDoc",
 	"docs/troubleshooting.md ## Fixed":                          "cmd/tcpsig TestTroubleshootingDoc",
 	"docs/keys.md ## The format":                                "cmd/tcpsig TestReadmeKeysFileExample",
 	"docs/library.md ":                                          "TestReadmeExampleOutputs",
