@@ -195,12 +195,8 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 	}
 	l := &c.recv
 	j := job{m: m, off: off}
-	// Whether the segment asks for another current key: only then does
-	// its freshness matter.
-	cur := c.current.Load()
-	ask := cur == nil || opt.RNextKeyID != cur.sendID
 	l.mu.Lock()
-	fresh, err := c.verifyLocked(l, &j, seg, opt.MAC, ask)
+	fresh, err := c.verifyLocked(l, &j, seg, &opt)
 	l.mu.Unlock()
 	if err == nil && fresh {
 		c.rotate(opt) // takes MKTs' locks: never under a lane's
@@ -209,13 +205,16 @@ func (c *Conn) Verify(seg *segment.Segment) error {
 }
 
 // verifyLocked is Verify's part under the receive lane's lock, for j's
-// MKT and option offset; got is the option's MAC. For a segment that
+// MKT and option offset; opt is the segment's option. For a segment that
 // asks for another current key, it reports whether the segment is fresh
 // (lane.fresh), so that its RNextKeyID may be followed; a replayed old
 // segment's may not. (A segment that asks for the current key cannot roll
 // it back, and the freshness mark need only follow the segments that
 // moved it.)
-func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, got []byte, ask bool) (fresh bool, err error) {
+func (c *Conn) verifyLocked(l *lane, j *job, seg *segment.Segment, opt *Option) (fresh bool, err error) {
+	got := opt.MAC
+	cur := c.current.Load()
+	ask := cur == nil || opt.RNextKeyID != cur.sendID
 	h := seg.Header()
 	flags, seq := h.Flags(), h.Seq()
 	switch {

@@ -39,11 +39,7 @@ type Keyring struct {
 	byPeer prefixmap.Map[entry] // every MKT by peer prefix (tag 0); lookups by ID filter a prefix's few MKTs
 	added  uint64               // under mu: MKTs ever added, for MKT.added
 	ids    *idCounts            // under mu: byPeer's MKTs by family and ID; allocated by the first add
-	// The lifetimes (lifetime.go), under mu: the clock (nil: time.Now),
-	// how many MKTs have a lifetime, and Run's wake-up.
-	clock lifetime.Clock
-	timed int
-	wake  chan struct{}
+	life   lifetime.Keeper      // under mu: the lifetimes' clock (lifetime.go)
 }
 
 // idCounts counts a keyring's MKTs by peer family (IPv4, IPv6), then by
@@ -191,9 +187,8 @@ func (r *Keyring) insert(ms []*MKT, names []string) (int, error) {
 	}
 	for _, m := range ms {
 		if m.timed {
-			m.off.Store(m.sched.Off(r.nowNanos()))
-			r.timed++
-			lifetime.Kick(r.wake)
+			m.off.Store(m.sched.Off(r.life.Clock.Now()))
+			r.life.Changed(+1)
 		}
 	}
 	for _, m := range ms {
@@ -341,8 +336,7 @@ func (r *Keyring) remove(m *MKT, opts DeleteOptions) error {
 	r.byPeer.Delete(m.peer, 0, func(o entry) bool { return o.m == m })
 	r.ids.uncount(m)
 	if m.timed {
-		r.timed--
-		lifetime.Kick(r.wake)
+		r.life.Changed(-1)
 	}
 	r.evict(m)
 	return nil

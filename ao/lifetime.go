@@ -42,12 +42,9 @@ func (r *Keyring) SetClock(now func() time.Time) {
 		return
 	}
 	r.mu.Lock()
-	r.clock = now
+	r.life.Clock = now
 	r.mu.Unlock()
 }
-
-// nowNanos reads the keyring's clock; under r.mu.
-func (r *Keyring) nowNanos() int64 { return lifetime.Clock(r.clock).Now() }
 
 // Advance applies the MKTs' lifetimes at the clock's now. An MKT whose
 // send lifetime ended signs no more: its connections move to the newest
@@ -65,10 +62,10 @@ func (r *Keyring) Advance() time.Time {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.timed == 0 {
+	if r.life.Timed == 0 {
 		return time.Time{}
 	}
-	now := r.nowNanos()
+	now := r.life.Clock.Now()
 	next := int64(math.MaxInt64)
 	type change struct {
 		m   *MKT
@@ -160,17 +157,5 @@ func (r *Keyring) Run(ctx context.Context) error {
 	if r == nil || ctx == nil {
 		return ErrNotInitialized
 	}
-	r.mu.Lock()
-	if r.wake == nil {
-		r.wake = make(chan struct{}, 1)
-	}
-	wake := r.wake
-	r.mu.Unlock()
-	clock := func() lifetime.Clock {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.clock
-	}
-	lifetime.Run(ctx, clock, r.Advance, wake)
-	return ctx.Err()
+	return r.life.Run(ctx, &r.mu, r.Advance)
 }

@@ -214,7 +214,7 @@ func TestVerifyLoadedBeforeDeleteRefused(t *testing.T) {
 	l := &p.s.recv
 	j := job{m: sk, off: off}
 	l.mu.Lock()
-	_, err = p.s.verifyLocked(l, &j, segs[1], opt.MAC, false)
+	_, err = p.s.verifyLocked(l, &j, segs[1], &Option{KeyID: opt.KeyID, RNextKeyID: 2, MAC: opt.MAC})
 	l.mu.Unlock()
 	if !errors.Is(err, ErrKeyNotFound) {
 		t.Fatalf("a verify under the deleted MKT finishing after its delete: %v, want ErrKeyNotFound", err)

@@ -28,11 +28,7 @@ type Keyring struct {
 	// have Linux l3index 0, so neither wins over the other; the longer
 	// prefix does, then the newer key).
 	keys prefixmap.Map[*Key]
-	// The lifetimes (lifetime.go), under mu: the clock (nil: time.Now),
-	// how many keys have a lifetime, and Run's wake-up.
-	clock lifetime.Clock
-	timed int
-	wake  chan struct{}
+	life lifetime.Keeper // under mu: the lifetimes' clock (lifetime.go)
 
 	counters
 }
@@ -162,9 +158,8 @@ func (r *Keyring) insert(ks []*Key) error {
 	olds := one[:0] // the keys replaced
 	for _, k := range ks {
 		if k.timed {
-			k.off.Store(k.sched.Off(lifetime.Clock(r.clock).Now()))
-			r.timed++
-			lifetime.Kick(r.wake)
+			k.off.Store(k.sched.Off(r.life.Clock.Now()))
+			r.life.Changed(+1)
 		}
 		// newKey validated the prefix, so the insert cannot fail.
 		_ = r.keys.Insert(k.peer, tag(k.ifindex), k)
@@ -225,8 +220,7 @@ func (r *Keyring) unindex(k *Key) {
 	k.deleted = true
 	k.off.Or(gone)
 	if k.timed {
-		r.timed--
-		lifetime.Kick(r.wake)
+		r.life.Changed(-1)
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"math"
 	"net/netip"
 	"time"
-
-	"github.com/tcpsig/tcpsig/internal/lifetime"
 )
 
 // Keys with lifetimes (RFC 8177, keys.Lifetime) are applied on the
@@ -24,7 +22,7 @@ func (r *Keyring) SetClock(now func() time.Time) {
 		return
 	}
 	r.mu.Lock()
-	r.clock = now
+	r.life.Clock = now
 	r.mu.Unlock()
 }
 
@@ -36,10 +34,10 @@ func (r *Keyring) Advance() time.Time {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.timed == 0 {
+	if r.life.Timed == 0 {
 		return time.Time{}
 	}
-	now := lifetime.Clock(r.clock).Now()
+	now := r.life.Clock.Now()
 	next := int64(math.MaxInt64)
 	r.keys.Range(func(_ netip.Prefix, _ uint32, k *Key) bool {
 		if k.timed {
@@ -61,17 +59,5 @@ func (r *Keyring) Run(ctx context.Context) error {
 	if r == nil || ctx == nil {
 		return ErrNotInitialized
 	}
-	r.mu.Lock()
-	if r.wake == nil {
-		r.wake = make(chan struct{}, 1)
-	}
-	wake := r.wake
-	r.mu.Unlock()
-	clock := func() lifetime.Clock {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return r.clock
-	}
-	lifetime.Run(ctx, clock, r.Advance, wake)
-	return ctx.Err()
+	return r.life.Run(ctx, &r.mu, r.Advance)
 }

@@ -31,6 +31,19 @@ func TestNotSetUp(t *testing.T) {
 		"Outbound": func(l *Layer) (error, bool) { out, err := l.Outbound(nil, pkt); return err, out != nil },
 		"Inbound":  func(l *Layer) (error, bool) { out, err := l.Inbound(nil, pkt); return err, out != nil },
 		"Seed":     func(l *Layer) (error, bool) { return l.Seed(ep), false },
+		"OutboundL3": func(l *Layer) (error, bool) {
+			out, err := l.OutboundL3(nil, pkt, 0)
+			return err, out != nil
+		},
+		"InboundL3": func(l *Layer) (error, bool) {
+			out, err := l.InboundL3(nil, pkt, 0)
+			return err, out != nil
+		},
+		"SeedL3": func(l *Layer) (error, bool) { return l.SeedL3(ep), false },
+		"SeedRevokedL3": func(l *Layer) (error, bool) {
+			return l.SeedRevokedL3(local, remote, KindMD5, 0), false
+		},
+		"ExportL3": func(l *Layer) (error, bool) { _, ok := l.ExportL3(local, remote, 0); return nil, ok },
 		"SeedRevoked": func(l *Layer) (error, bool) {
 			return l.SeedRevoked(local, remote, KindMD5), false
 		},

@@ -8,6 +8,7 @@ package lifetime
 import (
 	"context"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/tcpsig/tcpsig/keys"
@@ -89,31 +90,54 @@ func (c Clock) Now() int64 {
 	return Nanos(c(), 0)
 }
 
+// Keeper is what a keyring keeps for its keys' lifetimes, under the
+// keyring's lock: its clock, how many of its keys have a lifetime, and
+// Run's wake-up.
+type Keeper struct {
+	Clock Clock
+	Timed int
+	wake  chan struct{}
+}
+
+// Changed records that a key with a lifetime came (+1) or went (-1), and
+// wakes Run; under the keyring's lock.
+func (k *Keeper) Changed(delta int) {
+	k.Timed += delta
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
 // Run calls advance now and at each moment it returns (the zero time:
-// none), on clock c, until ctx is done; a signal on wake makes it call
-// advance again at once.
-func Run(ctx context.Context, c func() Clock, advance func() time.Time, wake <-chan struct{}) {
+// none), on the keeper's clock, until ctx is done, and then returns
+// ctx's error; a key with a lifetime added or deleted meanwhile makes it
+// call advance again at once. mu is the keyring's lock, which guards k.
+func (k *Keeper) Run(ctx context.Context, mu sync.Locker, advance func() time.Time) error {
+	mu.Lock()
+	if k.wake == nil {
+		k.wake = make(chan struct{}, 1)
+	}
+	wake := k.wake
+	mu.Unlock()
+	now := func() int64 {
+		mu.Lock()
+		defer mu.Unlock()
+		return k.Clock.Now()
+	}
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
 		wait := time.Duration(math.MaxInt64)
 		if next := advance(); !next.IsZero() {
-			wait = time.Duration(Nanos(next, 0) - c().Now())
+			wait = time.Duration(Nanos(next, 0) - now())
 		}
 		t.Reset(max(wait, 0))
 		select {
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		case <-t.C:
 		case <-wake:
 		}
-	}
-}
-
-// Kick signals wake without blocking.
-func Kick(wake chan struct{}) {
-	select {
-	case wake <- struct{}{}:
-	default:
 	}
 }
