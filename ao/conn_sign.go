@@ -44,11 +44,16 @@ var errNoSendKey = fmt.Errorf("%w: no MKT of the peer is inside its send lifetim
 // deleted (its keyring's Advance or Delete moves the connection too, and
 // may be about to): nil without one.
 func (c *Conn) sender() *MKT {
-	n := c.ring.newestWith(c.remote.Addr(), c.l3, offSend, nil)
-	if n == nil || !c.setRole(roleCurrent, n) {
-		return nil
+	for {
+		n := c.ring.newestWith(c.remote.Addr(), c.l3, offSend, nil)
+		if n == nil {
+			return nil
+		}
+		if c.setRole(roleCurrent, n) {
+			return n
+		}
+		// n was deleted as it was picked: the next lookup cannot find it.
 	}
-	return n
 }
 
 // usable is what Sign and Verify ask first: a set-up, open connection
