@@ -4,8 +4,7 @@
 // holds benchmarks only. Start with: cmd/tcpsig (operators), pcapverify
 // (captures), linuxsock (kernel sockets), packetauth or netstack (stacks
 // without TCP-AO), ao and md5sig (stacks that track connections); keyfile
-// reads keys; internal/ holds the checksum, prefix index, deferred wipe,
-// cache-line size and redaction. By floor (layers_test.go):
+// reads keys; internal/ holds what they share. By floor (layers_test.go):
 //
 //   - cmd/tcpsig: the command: verify captures, bench, shim
 //   - pcapverify: verify a capture's segments against a keys file
@@ -26,7 +25,6 @@
 //   - sigpool: per-CPU pool of MAC contexts (Linux's tcp_sigpool), the keyrings' own
 //   - scratch: per-shard scratch buffers for sigpool
 //   - mac: the algorithm registry; keyed, clonable MAC contexts (under ao and md5sig)
-//   - harness: the test and interop scaffolding, in these packages:
 //   - harness/capture: record an interface's packets, read and write pcap
 //   - harness/heapgrowth: heap growth per unit, each round in a fresh child process of the test binary
 //   - harness/kstat: the kernel's TCP-MD5/TCP-AO counters

@@ -174,15 +174,7 @@ func (s *Shim) Run(ctx context.Context) error {
 		}
 		defer ln.Close()
 	}
-	// The keys' lifetimes (RFC 8177) take effect on the keyrings' own
-	// clock, at each boundary, with no reload.
-	for _, run := range []func(context.Context) error{s.aoRing.Run, s.md5Ring.Run} {
-		go func() { _ = run(ctx) }()
-	}
-	loopErr := make(chan error, len(s.queues))
-	for _, q := range s.queues {
-		go func() { loopErr <- s.loop(q) }()
-	}
+	loopErr := s.start(ctx)
 	s.log.Info("shim running", "queue", s.cfg.Queue, "queues", len(s.queues), "rules", s.method, "peers", len(s.rules),
 		"ao_keys", len(s.keys.AO), "md5_keys", len(s.keys.MD5), "overhead", s.layer.Overhead())
 	s.notify("READY=1\nSTATUS=" + s.statusLine())
@@ -209,6 +201,21 @@ func (s *Shim) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// start starts what Run runs beside its own loop: the keyrings, which
+// apply the keys' lifetimes (RFC 8177) on their own clock at each
+// boundary, with no reload; and a reader per queue, whose error comes on
+// the channel it returns.
+func (s *Shim) start(ctx context.Context) chan error {
+	for _, run := range []func(context.Context) error{s.aoRing.Run, s.md5Ring.Run} {
+		go func() { _ = run(ctx) }()
+	}
+	loopErr := make(chan error, len(s.queues))
+	for _, q := range s.queues {
+		go func() { loopErr <- s.loop(q) }()
+	}
+	return loopErr
 }
 
 // openQueues binds the queues Run reads: Config.Queues of them (one per

@@ -10,12 +10,9 @@
 //	ns M: opMA 192.0.2.254/24    opMB 198.51.100.254/24   ip_forward on
 //	ns B: opB  198.51.100.2/24   default via 198.51.100.254
 //
-// M is a router rather than a bridge so that it is the path itself, as a
-// compromised router or an attacker on a transit link is: every segment
-// between A and B crosses it at the IP layer, it forges at the IP layer
-// (no MAC addresses to learn or spoof), and an address of neither host
-// (192.0.2.7, say) is reachable from B through it, so a forged peer's
-// answers come back to M where the sniffer sees them.
+// M is a router, not a bridge: it is the path itself, as a compromised
+// router is, forging at the IP layer, and a forged peer's answers (to
+// 192.0.2.7, say) come back through it to the sniffer.
 //
 // [Start] runs, in M, the attacker: a sniffer (an AF_PACKET socket over all
 // of M's interfaces, keeping what arrives and ignoring what M sends) that
