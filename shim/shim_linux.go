@@ -85,6 +85,7 @@ func New(cfg Config) (*Shim, error) {
 		return nil, err
 	}
 	s.initObserver()
+	s.initExplainer()
 	return s, nil
 }
 
@@ -172,6 +173,9 @@ func (s *Shim) Run(ctx context.Context) error {
 	for _, run := range []func(context.Context) error{s.aoRing.Run, s.md5Ring.Run} {
 		go func() { _ = run(ctx) }()
 	}
+	xctx, stopExplain := context.WithCancel(ctx)
+	defer stopExplain()
+	go s.explainLoop(xctx) // the drops' diagnoses, off the packet path
 	loopErr := make(chan error, len(s.queues))
 	for _, q := range s.queues {
 		go func() { loopErr <- s.loop(q) }()
