@@ -3,10 +3,13 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +46,10 @@ func TestShimExplainMD5(t *testing.T) {
 			listen(t, nsB, netip.AddrPortFrom(addrB4, 1793))
 			dialOnce(t, nsA, linuxsock.Keys{MD5: []keys.MD5{{Peer: netip.PrefixFrom(addrB4, 32), Key: []byte(c.clientKey)}}},
 				netip.AddrPortFrom(addrB4, 1793))
-			checkExplained(t, sh, sock, netip.PrefixFrom(addrA4, 32).String(), c.cause, "md5[0]")
+			line := checkExplained(t, sh, sock, netip.PrefixFrom(addrA4, 32).String(), c.cause, "md5[0]")
+			if c.name == "newline" {
+				checkExplainDoc(t, line, getUnix(t, sock, "/metrics"), getUnix(t, sock, "/"))
+			}
 			if strings.Contains(sh.Log(), secret) || strings.Contains(sh.Log(), c.clientKey) {
 				t.Error("a key reached the shim's log")
 			}
@@ -116,7 +122,7 @@ func dialOnce(t *testing.T, n *ns, k linuxsock.Keys, ap netip.AddrPort) {
 // checkExplained waits for the shim's status to show peer's diagnosis,
 // then checks its cause and entry there, in tcpsig_shim_diagnoses_total
 // and in the log's "drop explained" line.
-func checkExplained(t *testing.T, sh *proc.Proc, sock, peer, cause, entry string) {
+func checkExplained(t *testing.T, sh *proc.Proc, sock, peer, cause, entry string) string {
 	t.Helper()
 	var st shim.Status
 	var d *shim.DiagnosisStatus
@@ -158,4 +164,41 @@ func checkExplained(t *testing.T, sh *proc.Proc, sock, peer, cause, entry string
 		t.Errorf("%d drop explained lines, want 1 (once per peer and cause)", n)
 	}
 	t.Logf("%s\nstatus: %+v", line, *d)
+	return line
+}
+
+// checkExplainDoc compares the shim's "drop explained" line, its
+// tcpsig_shim_diagnoses_total series and its status's "diagnoses" (as jq
+// .diagnoses indents them) with docs/troubleshooting.md's section on the
+// shim, but for the time and the client's port.
+func checkExplainDoc(t *testing.T, line string, metrics, status []byte) {
+	t.Helper()
+	const page, heading = "docs/troubleshooting.md", "## The shim's log, metric and status"
+	var series []string
+	for _, l := range strings.Split(string(metrics), "\n") {
+		if strings.Contains(l, "tcpsig_shim_diagnoses_total") {
+			series = append(series, l)
+		}
+	}
+	var st struct {
+		Diagnoses json.RawMessage `json:"diagnoses"`
+	}
+	if err := json.Unmarshal(status, &st); err != nil {
+		t.Fatal(err)
+	}
+	var diag bytes.Buffer
+	if err := json.Indent(&diag, st.Diagnoses, "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	got := []string{line + "\n", strings.Join(series, "\n") + "\n", diag.String() + "\n"}
+	blocks := docBlocks(t, page, heading)
+	if len(blocks) != len(got) {
+		t.Fatalf("%s %q: %d blocks, want %d:\n%s", page, heading, len(blocks), len(got), strings.Join(got, "\n"))
+	}
+	vary := regexp.MustCompile(`time=\S+|192\.0\.2\.1:\d+|"at": "[^"]*"`)
+	for i := range got {
+		if g, w := vary.ReplaceAllString(got[i], "_"), vary.ReplaceAllString(blocks[i], "_"); g != w {
+			t.Errorf("%s %q block %d shows\n%s\nthe shim printed\n%s", page, heading, i+1, blocks[i], got[i])
+		}
+	}
 }
