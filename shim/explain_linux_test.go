@@ -8,10 +8,12 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tcpsig/tcpsig/ao"
 	"github.com/tcpsig/tcpsig/keys"
 	"github.com/tcpsig/tcpsig/segment"
+	"github.com/tcpsig/tcpsig/shim/nfqueue"
 )
 
 // optionsPeer is aoPeer's end of metricsShim's session, configured with
@@ -181,5 +183,23 @@ func TestExplainQueueBound(t *testing.T) {
 	x.mu.Unlock()
 	if n != explainQueue {
 		t.Errorf("%d diagnoses counted, want %d", n, explainQueue)
+	}
+}
+
+// TestExplainHookAllocs: under a flood of one peer's bad segments, the
+// drop path's hook costs no allocation once the peer had its search of
+// the interval.
+func TestExplainHookAllocs(t *testing.T) {
+	var log bytes.Buffer
+	s, _ := metricsShim(t, &log)
+	e := s.obs.peers.Load().lookup(md5Peer)
+	e.counts.nextExplain.Store(time.Now().Add(time.Hour).UnixNano())
+	p := &nfqueue.Packet{Hook: nfqueue.HookInput, Payload: packet(t, md5Peer, segment.ACK, 1, 1, "unsigned")}
+	local, remote, _ := tuple(p)
+	if n := testing.AllocsPerRun(100, func() { s.offerExplain(p, e, verdictUnsigned, local, remote) }); n != 0 {
+		t.Errorf("%v allocations per drop within the interval, want 0", n)
+	}
+	if len(s.obs.explain.q) != 0 {
+		t.Error("a copy queued within the interval")
 	}
 }
