@@ -143,7 +143,9 @@ func checkExplained(t *testing.T, sh *proc.Proc, sock, peer, cause, entry string
 	if d.Cause != cause || d.Entry != entry || d.Message == "" {
 		t.Errorf("status diagnosis %+v, want cause %s, entry %s", *d, cause, entry)
 	}
-	fams := parseMetrics(t, getUnix(t, sock, "/metrics"))
+	scrape := getUnix(t, sock, "/metrics")
+	promtoolLint(t, "diagnoses", scrape)
+	fams := parseMetrics(t, scrape)
 	if v, ok := series(fams, "tcpsig_shim_diagnoses_total", "peer", peer, "cause", cause); !ok || v < 1 {
 		t.Errorf("tcpsig_shim_diagnoses_total{peer=%q,cause=%q} = %v (present %v), want at least 1", peer, cause, v, ok)
 	}
