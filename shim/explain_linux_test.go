@@ -18,16 +18,20 @@ import (
 
 // optionsPeer is aoPeer's end of metricsShim's session, configured with
 // exclude_options where the shim's entry includes them.
-func optionsPeer(t *testing.T) *ao.Conn {
+func optionsPeer(t *testing.T) *ao.Conn { return aoPeerWith(t, 2, true) }
+
+// aoPeerWith is aoPeer's end of metricsShim's session with the shim's
+// secret, sending KeyID sendID, and exclude_options as given.
+func aoPeerWith(t *testing.T, sendID uint8, exclude bool) *ao.Conn {
 	t.Helper()
 	ring := ao.NewKeyring(nil)
-	if _, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(shimAddr, 32), SendID: 2, RecvID: 1, Algorithm: "hmac(sha1)",
-		Key: []byte(metricsAOKey), ExcludeOptions: true}); err != nil {
+	if _, err := ring.Add(keys.AO{Peer: netip.PrefixFrom(shimAddr, 32), SendID: sendID, RecvID: 1, Algorithm: "hmac(sha1)",
+		Key: []byte(metricsAOKey), ExcludeOptions: exclude}); err != nil {
 		t.Fatal(err)
 	}
 	peer := new(ao.Conn)
 	if err := peer.Init(ring, ao.Endpoint{Local: netip.AddrPortFrom(aoPeer, 179), Remote: netip.AddrPortFrom(shimAddr, 40000),
-		LocalISN: 1000, RemoteISN: 1, Established: true, SendSeq: 1001, RecvSeq: 2, CurrentSendID: 2, RNextRecvID: 1}, ao.Policy{}); err != nil {
+		LocalISN: 1000, RemoteISN: 1, Established: true, SendSeq: 1001, RecvSeq: 2, CurrentSendID: sendID, RNextRecvID: 1}, ao.Policy{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(peer.Close)
@@ -201,5 +205,22 @@ func TestExplainHookAllocs(t *testing.T) {
 	}
 	if len(s.obs.explain.q) != 0 {
 		t.Error("a copy queued within the interval")
+	}
+}
+
+// TestExplainNoKey: a segment of an established TCP-AO session whose
+// KeyID the shim has no key for (the peer sends KeyID 9 with the right
+// secret; the shim's entry says rcvid 2) is explained as key-id with the
+// session's ISNs, from the layer.
+func TestExplainNoKey(t *testing.T) {
+	var log bytes.Buffer
+	s, _ := metricsShim(t, &log)
+	err := inbound(t, s, tsSegment(t, aoPeerWith(t, 9, false), 1005))
+	if classify(err) != verdictNoKey || !explainNext(s) {
+		t.Fatalf("%v (%v), or no copy queued", err, classify(err))
+	}
+	d := s.obs.explain.diagnoses()
+	if len(d) != 1 || d[0].Cause != "key-id" || d[0].Entry != "ao[0]" || d[0].Verdict != "no_key" {
+		t.Errorf("diagnoses %+v, want key-id of ao[0]", d)
 	}
 }
