@@ -48,7 +48,8 @@ type observer struct {
 	lastGood                 atomic.Int64 // Unix nanoseconds of the last keys file applied (New's load or a reload)
 	lastFailed               atomic.Bool  // the last reload was refused
 
-	drops dropLog
+	drops   dropLog
+	explain explainer // the drops' diagnoses (explain_linux.go)
 
 	// httpLimits bound the -metrics server (zero fields: the defaults);
 	// metricsConns is its connection limiter once it serves.
@@ -219,6 +220,7 @@ func (s *Shim) noteDrop(p *nfqueue.Packet, err error) {
 	if v != verdictBadMAC && v != verdictGood { // the keys count bad MACs
 		e.counts.drops[kindIndex(kind)][v].Add(1)
 	}
+	s.offerExplain(p, e, v, local, remote)
 	debugging := s.log.Enabled(context.Background(), slog.LevelDebug)
 	var suppressed uint64
 	if !debugging {
@@ -359,7 +361,7 @@ func (c shimCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descSegments, descPackets, descDropped, descQueueDropped, descQueueWaiting,
 		descSessions, descPending, descUnseen, descUnseenEvicted, descUnseenSuppressed, descSessionEvents, descResumed, descRotations,
 		descKeys, descKeyring, descSendActive, descAcceptActive, descKeySessions,
-		descReloads, descLastGood, descLastOK} {
+		descReloads, descLastGood, descLastOK, descDiagnoses} {
 		ch <- d
 	}
 }
@@ -389,6 +391,7 @@ func (c shimCollector) Collect(ch chan<- prometheus.Metric) {
 	s.collectQueues(out)
 	s.collectSessions(out, t)
 	s.collectReloads(out)
+	s.collectDiagnoses(out)
 }
 
 // collectKeys: per key the keyrings hold, good and bad_mac, and the

@@ -17,6 +17,9 @@ const otherPeer = "other"
 type peerCounts struct {
 	drops     [3][numVerdicts]atomic.Uint64
 	rotations [2]atomic.Uint64 // a session's current key changed; its RNext changed
+	// nextExplain: Unix nanoseconds before which the drop path hands the
+	// explainer no other segment of this prefix (explain_linux.go).
+	nextExplain atomic.Int64
 }
 
 // peerEntry is one configured peer prefix: its label, the kinds its keys

@@ -86,6 +86,7 @@ func New(cfg Config) (*Shim, error) {
 		return nil, err
 	}
 	s.initObserver()
+	s.initExplainer()
 	return s, nil
 }
 
@@ -174,7 +175,10 @@ func (s *Shim) Run(ctx context.Context) error {
 		}
 		defer ln.Close()
 	}
-	loopErr := s.start(ctx)
+	// Stopped when Run returns, whatever ends it.
+	sctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	loopErr := s.start(sctx)
 	s.log.Info("shim running", "queue", s.cfg.Queue, "queues", len(s.queues), "rules", s.method, "peers", len(s.rules),
 		"ao_keys", len(s.keys.AO), "md5_keys", len(s.keys.MD5), "overhead", s.layer.Overhead())
 	s.notify("READY=1\nSTATUS=" + s.statusLine())
@@ -203,14 +207,15 @@ func (s *Shim) Run(ctx context.Context) error {
 	}
 }
 
-// start starts what Run runs beside its own loop: the keyrings, which
-// apply the keys' lifetimes (RFC 8177) on their own clock at each
-// boundary, with no reload; and a reader per queue, whose error comes on
-// the channel it returns.
+// start starts what Run runs beside its own loop, until ctx is done: the
+// keyrings, which apply the keys' lifetimes (RFC 8177) on their own clock
+// at each boundary, with no reload; the worker that explains drops; and
+// a reader per queue, whose error comes on the channel it returns.
 func (s *Shim) start(ctx context.Context) chan error {
 	for _, run := range []func(context.Context) error{s.aoRing.Run, s.md5Ring.Run} {
 		go func() { _ = run(ctx) }()
 	}
+	go s.explainLoop(ctx) // the drops' diagnoses, off the packet path
 	loopErr := make(chan error, len(s.queues))
 	for _, q := range s.queues {
 		go func() { loopErr <- s.loop(q) }()

@@ -98,6 +98,8 @@ type Status struct {
 	MKTs []MKTStatus `json:"ao_mkts"`
 	// MD5Keys is every key the TCP-MD5 keyring holds, likewise.
 	MD5Keys []MD5KeyStatus `json:"md5_keys"`
+	// Diagnoses is each peer prefix's last diagnosed drop, by prefix.
+	Diagnoses []DiagnosisStatus `json:"diagnoses"`
 }
 
 // MKTStatus is one MKT of the TCP-AO keyring in the status; never its key.
@@ -224,6 +226,7 @@ func (s *Shim) Status() Status {
 		return true
 	})
 	st.Unseen = s.unseen.list()
+	st.Diagnoses = s.obs.explain.diagnoses()
 	c := s.unseen.counts()
 	st.UnseenTotals = UnseenTotals{Evicted: map[string]uint64{}, LogSuppressed: c.suppressed}
 	for l, n := range c.evicted {
@@ -252,6 +255,9 @@ func (s *Shim) LogStatus() {
 	for _, k := range st.MD5Keys {
 		s.log.Info("TCP-MD5 key", "peer", k.Peer, "good", k.Good, "bad_mac", k.BadMAC, "in_file", k.InFile,
 			"send_lifetime_active", k.SendActive, "accept_lifetime_active", k.AcceptActive)
+	}
+	for _, d := range st.Diagnoses {
+		s.log.Info("diagnosis", "peer", d.Peer, "cause", d.Cause, "fix", d.Message, "entry", d.Entry, "remote", d.Remote, "at", d.At)
 	}
 	for _, u := range st.Unseen {
 		s.log.Info("unseen session", "local", u.Local, "remote", u.Remote, "kind", u.Kind, "evidence", u.Evidence, "dropped", u.Dropped)
