@@ -25,6 +25,7 @@
 //   - sigpool: per-CPU pool of MAC contexts (Linux's tcp_sigpool), the keyrings' own
 //   - scratch: per-shard scratch buffers for sigpool
 //   - mac: the algorithm registry; keyed, clonable MAC contexts (under ao and md5sig)
+//   - harness: the test and interop scaffolding, in these packages:
 //   - harness/capture: record an interface's packets, read and write pcap
 //   - harness/heapgrowth: heap growth per unit, each round in a fresh child process of the test binary
 //   - harness/kstat: the kernel's TCP-MD5/TCP-AO counters
