@@ -1,10 +1,9 @@
-// Package tcpsig signs and verifies TCP segments with TCP-AO (RFC
-// 5925/5926, Linux's algorithms and draft-ietf-tcpm-tcp-ao-algs') and
-// TCP-MD5 (RFC 2385) in pure Go, byte for byte as Linux; this package
-// holds benchmarks only. Start with: cmd/tcpsig (operators), pcapverify
-// (captures), linuxsock (kernel sockets), packetauth or netstack (stacks
-// without TCP-AO), ao and md5sig (stacks that track connections); keyfile
-// reads keys; internal/ holds what they share. By floor (layers_test.go):
+// Package tcpsig signs and verifies TCP segments with TCP-AO (RFC 5925/5926
+// and the algorithms Linux and the draft add) and TCP-MD5 (RFC 2385) in
+// pure Go, byte for byte as Linux; this package holds benchmarks only.
+// Start with cmd/tcpsig (operators), pcapverify (captures), linuxsock,
+// packetauth or netstack (stacks without TCP-AO), ao and md5sig (stacks
+// that track connections); internal/ holds what they share. By floor:
 //
 //   - cmd/tcpsig: the command: verify captures, bench, shim
 //   - pcapverify: verify a capture's segments against a keys file
