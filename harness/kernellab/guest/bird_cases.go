@@ -86,6 +86,7 @@ func init() {
 	}
 	register(Case{Name: "bird-hmac-sha1-restart", Kind: birdKind, Timeout: 600 * time.Second, Run: birdRestart})
 	register(Case{Name: "bird-hmac-sha1-schedule", Kind: birdKind, Timeout: 600 * time.Second, Run: func(t *T) { birdSchedule(t, "hmac(sha1)") }})
+	register(Case{Name: "bird-explain", Kind: birdKind, Timeout: 600 * time.Second, Run: birdExplain})
 }
 
 // needBIRD skips the case where run-qemu.sh could not lay BIRD and
@@ -445,12 +446,13 @@ func (l *birdLab) writeShimKeys(mkts []birdMKT) {
 }
 
 type keyEntry struct {
-	Name  string `json:"name"`
-	Alg   string `json:"alg"`
-	Key   string `json:"key"`
-	SndID uint8  `json:"sndid"`
-	RcvID uint8  `json:"rcvid"`
-	Peer  string `json:"peer"`
+	Name    string `json:"name"`
+	Alg     string `json:"alg"`
+	Key     string `json:"key"`
+	SndID   uint8  `json:"sndid"`
+	RcvID   uint8  `json:"rcvid"`
+	Peer    string `json:"peer"`
+	Exclude bool   `json:"exclude_options,omitempty"`
 	// The entry's lifetimes (tcpsig help keys), when it has them.
 	Send   *window `json:"send_lifetime,omitempty"`
 	Accept *window `json:"accept_lifetime,omitempty"`
@@ -1165,4 +1167,73 @@ func birdSchedule(t *T, alg string) {
 		t.Logf("tcpsig verify of %d segments: %s", len(pkts), strings.ReplaceAll(lastLines(string(out), 3), "\n", " | "))
 	}
 	l.addTranscript("tcpsig verify -keys "+filepath.Base(keysPath)+" "+filepath.Base(pcap), string(out))
+}
+
+// birdExplain is bird-explain (issue 39): BIRD-AO's kernel TCP-AO
+// configured with another algorithm than the shim's file, then the shim's
+// file excluding options where the kernel includes them, then BIRD
+// sending with another KeyID: each time the session does not come up and
+// the shim names the cause (its status, from the diagnosis its log and
+// metric carry too). Then the right configuration: Established.
+func birdExplain(t *T) {
+	for _, c := range []struct {
+		cause string
+		bird  func(*birdMKT)   // BIRD-AO's mistake
+		shim  func([]keyEntry) // or the shim's
+	}{
+		{"algorithm", func(m *birdMKT) { m.alg = "hmac(sha256)" }, nil},
+		{"options", nil, func(es []keyEntry) {
+			for i := range es {
+				es[i].Exclude = true
+			}
+		}},
+		{"key-id", func(m *birdMKT) { m.send = 99 }, nil},
+		{"", nil, nil}, // the right configuration
+	} {
+		l := newBirdLab(t)
+		k, s := birdSides()
+		a := birdMKTs("hmac(sha1)")[0]
+		a.preferred = true
+		es := shimEntries([]birdMKT{a})
+		if c.shim != nil {
+			c.shim(es)
+		}
+		if c.bird != nil {
+			c.bird(&a)
+		}
+		k.mkts = []birdMKT{a}
+		s.passive = true
+		t.check(writeKeysJSON(l.shimKeys, es), "shim keys file")
+		l.startShim()
+		l.birdS = l.startBIRD(l.s, s)
+		l.birdK = l.startBIRD(l.k, k)
+		if c.cause == "" {
+			l.waitUp("the right configuration", k, s, 120*time.Second)
+			l.close()
+			continue
+		}
+		var got []shim.DiagnosisStatus
+		if !waitFor(90*time.Second, func() bool {
+			st, err := l.status()
+			if err != nil {
+				return false
+			}
+			got = st.Diagnoses
+			return slices.ContainsFunc(got, func(d shim.DiagnosisStatus) bool { return d.Cause == c.cause })
+		}) {
+			t.Errorf("%s: the shim names no such cause: %+v", c.cause, got)
+		}
+		for _, d := range got {
+			t.Logf("%s: the shim says %s: %s (entry %s)", c.cause, d.Cause, d.Message, d.Entry)
+			if d.Cause != c.cause {
+				t.Errorf("%s: the shim also names %s: %s", c.cause, d.Cause, d.Message)
+			}
+		}
+		for _, p := range birdProtos {
+			if l.birdK.established(p) {
+				t.Errorf("%s: BIRD-AO's %s is Established with a mistake on one end", c.cause, p)
+			}
+		}
+		l.close()
+	}
 }
