@@ -35,6 +35,21 @@ func (m *MKT) SendActive() bool { return m != nil && m.off.Load()&(offSend|offGo
 // accept-lifetime-active).
 func (m *MKT) AcceptActive() bool { return m != nil && m.off.Load()&(offAccept|offGone) == 0 }
 
+// Settled reports whether c signs with the newest MKT of its peer inside
+// its send lifetime and asks the peer for the newest it may send with:
+// a rotation by schedule is complete on this end (the peer's side shows
+// in the KeyIDs it sends).
+func (c *Conn) Settled() bool {
+	if c == nil || c.ring == nil || c.state.Load() != stateOpen {
+		return false
+	}
+	c.ring.mu.Lock()
+	defer c.ring.mu.Unlock()
+	peer := c.remote.Addr()
+	return c.current.Load() == c.ring.pick(peer, c.l3, roleNeeds[roleCurrent]) &&
+		c.rnext.Load() == c.ring.pick(peer, c.l3, roleNeeds[roleRNext])
+}
+
 // SetClock makes now the keyring's clock (time.Now when nil): what Add
 // and Advance read. Tests give a fake one, so that nothing sleeps.
 func (r *Keyring) SetClock(now func() time.Time) {

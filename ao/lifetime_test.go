@@ -102,6 +102,9 @@ func TestLifetimeRotation(t *testing.T) {
 			if c, s := p.exchange(t, 11, 21); c.KeyID != 1 || s.KeyID != 2 || c.RNextKeyID != 2 || s.RNextKeyID != 1 {
 				t.Fatalf("before the rotation: %+v / %+v", c, s)
 			}
+			if !p.c.Settled() {
+				t.Error("before the send start, on key 1: not settled")
+			}
 			old := testSeg(t, cli4, srv4, 15, 25, segment.ACK, 12, []byte("late"))
 			if err := p.c.Sign(old); err != nil {
 				t.Fatal(err)
@@ -116,6 +119,9 @@ func TestLifetimeRotation(t *testing.T) {
 			p.cring.Advance()
 			if c, s := p.exchange(t, 19, 25); c.KeyID != 11 || s.KeyID != 12 || c.RNextKeyID != 12 || s.RNextKeyID != 11 {
 				t.Fatalf("after the send start: %+v / %+v", c, s)
+			}
+			if !p.c.Settled() || !p.s.Settled() {
+				t.Errorf("after the send start: settled %v / %v, want both", p.c.Settled(), p.s.Settled())
 			}
 			// Inside the accept overlap, key 1 still verifies.
 			if err := p.s.Verify(cloneSeg(old)); err != nil {

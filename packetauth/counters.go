@@ -111,6 +111,7 @@ type ConnInfo struct {
 	SendSNE, RecvSNE    uint32    // SNE of the highest sequence number signed / verified
 	CurrentKeyID        uint8     // the current MKT's SendID: the KeyID we send
 	RNextKeyID          uint8     // the RNext MKT's RecvID: the RNextKeyID we send
+	Settled             bool      // TCP-AO: on the newest keys of its peer's schedule (ao.Conn.Settled)
 	Signed, Verified    uint64    // this connection's packets
 	Dropped             uint64    // this connection's refused packets, both ways
 	LastSeen            time.Time // when created, or the last Expire that found packets since the one before

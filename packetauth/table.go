@@ -274,6 +274,7 @@ func (c *conn) info() ConnInfo {
 		ci.LocalISN, ci.RemoteISN = ep.LocalISN, ep.RemoteISN
 		ci.SendSNE, ci.RecvSNE = ep.SendSNE, ep.RecvSNE
 		ci.CurrentKeyID, ci.RNextKeyID = ep.CurrentSendID, ep.RNextRecvID
+		ci.Settled = c.ao.Settled()
 	}
 	return ci
 }

@@ -62,18 +62,21 @@ type ConnStatus struct {
 	Dropped      uint64         `json:"dropped"`
 	CurrentKeyID uint8          `json:"keyid"` // TCP-AO: the KeyID sent
 	RNextKeyID   uint8          `json:"rnext"` // TCP-AO: the RNextKeyID sent
-	LocalISN     uint32         `json:"local_isn"`
-	RemoteISN    uint32         `json:"remote_isn"`
-	SendSNE      uint32         `json:"send_sne"`
-	RecvSNE      uint32         `json:"recv_sne"`
-	LastSeen     time.Time      `json:"last_seen"`
-	Revoked      bool           `json:"revoked,omitempty"` // its key went away on a reload: its packets are dropped until it expires
+	// Settled: TCP-AO, the session sends with the newest key of its
+	// peer's schedule and asks for it (its rotation is complete here).
+	Settled   bool      `json:"rotation_done,omitempty"`
+	LocalISN  uint32    `json:"local_isn"`
+	RemoteISN uint32    `json:"remote_isn"`
+	SendSNE   uint32    `json:"send_sne"`
+	RecvSNE   uint32    `json:"recv_sne"`
+	LastSeen  time.Time `json:"last_seen"`
+	Revoked   bool      `json:"revoked,omitempty"` // its key went away on a reload: its packets are dropped until it expires
 }
 
 func connStatus(c packetauth.ConnInfo) ConnStatus {
 	return ConnStatus{Local: c.Local, Remote: c.Remote, Kind: c.Kind.String(), State: c.State.String(),
 		Signed: c.Signed, Verified: c.Verified, Dropped: c.Dropped, CurrentKeyID: c.CurrentKeyID, RNextKeyID: c.RNextKeyID,
-		LocalISN: c.LocalISN, RemoteISN: c.RemoteISN, SendSNE: c.SendSNE, RecvSNE: c.RecvSNE, LastSeen: c.LastSeen, Revoked: c.Revoked}
+		LocalISN: c.LocalISN, RemoteISN: c.RemoteISN, SendSNE: c.SendSNE, RecvSNE: c.RecvSNE, LastSeen: c.LastSeen, Revoked: c.Revoked, Settled: c.Settled}
 }
 
 // Status is what the status socket serves (as JSON) and LogStatus logs.
@@ -245,7 +248,8 @@ func (s *Shim) LogStatus() {
 		"socket_full", qsum(st.Queues, func(q QueueStatus) uint32 { return q.SocketFull }))
 	for _, c := range st.Conns {
 		s.log.Info("conn", "local", c.Local, "remote", c.Remote, "kind", c.Kind, "state", c.State,
-			"signed", c.Signed, "verified", c.Verified, "dropped", c.Dropped, "keyid", c.CurrentKeyID, "rnext", c.RNextKeyID)
+			"signed", c.Signed, "verified", c.Verified, "dropped", c.Dropped, "keyid", c.CurrentKeyID, "rnext", c.RNextKeyID,
+			"rotation_done", c.Settled)
 	}
 	for _, m := range st.MKTs {
 		s.log.Info("TCP-AO key", "peer", m.Peer, "sndid", m.SendID, "rcvid", m.RecvID, "alg", m.Algorithm,
