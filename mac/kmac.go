@@ -57,10 +57,11 @@ type kmacEngine struct {
 	xof   sha3.SHAKE
 	kx    sha3.SHAKE
 	kxGen uint64
-	tmp   [MaxSize]byte      // the output
-	pad   [kmacRate]byte     // bytepad's encodings and zeros; right_encode(L)
-	st    [maxStateSize]byte // the marshalled keyed sponge
+	tmp   [MaxSize]byte // the output; before it, the encodings around the key
 }
+
+// zeros are bytepad's fill.
+var zeros [kmacRate]byte
 
 func newKMACEngine(a *Algorithm) *kmacEngine {
 	return &kmacEngine{a: a, xof: newCSHAKE(), kx: newCSHAKE()}
@@ -138,8 +139,7 @@ func (s *kmacEngine) scheduleKMAC(k *Key, key []byte, p KMACParams) error {
 	s.kxGen = 0
 	defer func() {
 		x.Reset()
-		clear(s.pad[:])
-		clear(s.st[:])
+		clear(s.tmp[:])
 	}()
 	if p.Custom == "" {
 		_ = x.UnmarshalBinary(kmacBase) // our own marshalled state
@@ -147,27 +147,30 @@ func (s *kmacEngine) scheduleKMAC(k *Key, key []byte, p KMACParams) error {
 		*x = *sha3.NewCSHAKE256([]byte("KMAC"), []byte(p.Custom))
 	}
 	// bytepad(encode_string(key), rate).
-	b := appendLeftEncode(s.pad[:0], kmacRate)
+	b := appendLeftEncode(s.tmp[:0], kmacRate)
 	b = appendLeftEncode(b, 8*uint64(len(key)))
 	x.Write(b)
 	x.Write(key)
-	fill := (kmacRate - (len(b)+len(key))%kmacRate) % kmacRate
-	clear(s.pad[:fill])
-	x.Write(s.pad[:fill])
+	x.Write(zeros[:(kmacRate-(len(b)+len(key))%kmacRate)%kmacRate])
 	x.Write(p.Prefix)
-	// The sponge, then (with a customization) cSHAKE's initialisation
-	// block, which the template does not keep.
-	st, err := x.AppendBinary(s.st[:0])
-	if err != nil || len(st) < kmacStateLen {
-		return fmt.Errorf("%w: cSHAKE256 state of %d bytes: %v", ErrKeySize, len(st), err)
-	}
 	k.fixed = p.Custom != "" || len(p.Prefix) > 0 || outLen != kmacMACLen
 	nraw := len(key)
 	if k.fixed {
 		nraw = 0
 	}
 	k.layout(1, kmacStateLen, nraw)
+	// The sponge, marshalled into the Key, then (with a customization)
+	// cSHAKE's initialisation block, which the template does not keep:
+	// that one does not fit, and is marshalled into a new slice.
+	st, err := x.AppendBinary(k.state(0)[:0:kmacStateLen])
+	if err != nil || len(st) < kmacStateLen {
+		k.Wipe()
+		return fmt.Errorf("%w: cSHAKE256 state of %d bytes: %v", ErrKeySize, len(st), err)
+	}
 	copy(k.state(0), st[:kmacStateLen])
+	if len(st) > kmacStateLen {
+		clear(st) // a copy of its own
+	}
 	copy(k.raw(), key)
 	k.alg, k.gen, k.outLen = a, keyGen.Add(1), uint8(outLen)
 	return nil
@@ -193,7 +196,7 @@ func (s *kmacEngine) sum(k *Key, dst []byte) []byte {
 	if n == kmacMACLen {
 		s.xof.Write(rightEncode128[:])
 	} else {
-		s.xof.Write(appendRightEncode(s.pad[:0], 8*uint64(n)))
+		s.xof.Write(appendRightEncode(s.tmp[:0], 8*uint64(n)))
 	}
 	s.xof.Read(s.tmp[:n])
 	return append(dst, s.tmp[:n]...)
@@ -212,6 +215,4 @@ func (s *kmacEngine) wipe() {
 	s.kx.Reset()
 	s.kxGen = 0
 	clear(s.tmp[:])
-	clear(s.pad[:])
-	clear(s.st[:])
 }
