@@ -139,12 +139,14 @@ func (s *hmacEngine) summed(*Key) []byte {
 // compute writes msg's whole blocks and pads the rest itself when the
 // hash lets it (finish.go).
 func (s *hmacEngine) compute(k *Key, dst, msg []byte) []byte {
-	s.start(k)
-	if s.a.lenSize == 0 {
+	if s.a.lenSize == 0 || !s.midstates {
+		s.start(k)
 		s.write(k, msg)
 		return s.sum(k, dst)
 	}
-	full := len(msg) &^ (s.a.blockSize - 1) // a power of two (init)
+	s.n = 0                                  // start, in line: one call fewer per message
+	_ = s.innerU.UnmarshalBinary(k.state(0)) // our own marshalled state
+	full := len(msg) &^ (s.a.blockSize - 1)  // a power of two (init)
 	if full > 0 {
 		s.inner.Write(msg[:full])
 	}

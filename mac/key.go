@@ -30,8 +30,8 @@ type Key struct {
 	// allocated at the first keying and kept by Wipe, so
 	// that a Key keyed again allocates nothing. HMAC: state 0 is the
 	// inner hash after absorbing K0^ipad and state 1 the outer hash after
-	// K0^opad, as marshalled midstates (kindHMAC) or as the raw pad
-	// blocks (kindHMACRe); KMAC: state 0 is the keyed sponge. Then the key
+	// K0^opad, as marshalled midstates or, for a hash that exports no
+	// state, as the raw pad blocks; KMAC: state 0 is the keyed sponge. Then the key
 	// bytes: HMAC's K0 without its zero padding (the key, or its digest
 	// when longer than a block), the AES key, TCP-MD5's key, KMAC's key.
 	// small is one allocation with nothing to load before its bytes (a
