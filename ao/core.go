@@ -332,7 +332,7 @@ func (j *job) mac(seg *segment.Segment) ([]byte, error) {
 	// sponge has no block buffer (it absorbs in place at any offset), so
 	// staging would only add a copy.
 	pay := seg.Payload()
-	if bs := m.alg.BlockSize(); bs > 16 && len(pay) > 0 && !m.alg.IsKMAC() {
+	if bs := m.alg.BufferSize(); bs > 0 && len(pay) > 0 {
 		fill := min((bs-len(b)%bs)%bs, len(pay))
 		b = append(b, pay[:fill]...)
 		pay = pay[fill:]

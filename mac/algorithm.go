@@ -47,6 +47,9 @@ const maxBlockSize = 144
 // here (SHA3: 207 bytes, SHA-512: 204); init checks it.
 const maxStateSize = 208
 
+// kind is an algorithm's family. Only the registry looks at it: it picks
+// the family's implementation (newEngine) and answers the questions that
+// differ by family; everything else asks the implementation.
 type kind uint8
 
 const (
@@ -56,6 +59,20 @@ const (
 	kindTCPMD5             // MD5(data || key), RFC 2385
 	kindKMAC               // KMAC256 (NIST SP 800-185 §4) on crypto/sha3's cSHAKE256
 )
+
+// newEngine returns a working state of a's family, sized for a: what a
+// Context computes with.
+func (a *Algorithm) newEngine() engine {
+	switch a.kind {
+	case kindCMAC:
+		return new(cmacEngine)
+	case kindKMAC:
+		return newKMACEngine(a)
+	case kindTCPMD5:
+		return newMD5Engine(a)
+	}
+	return newHMACEngine(a, a.kind == kindHMAC)
+}
 
 // KDF names how TCP-AO derives an algorithm's traffic keys from a master
 // key (package kdf implements them).
@@ -98,6 +115,9 @@ type Algorithm struct {
 	// le marks MD5, whose length and digest words are little-endian.
 	lenSize uint8
 	le      bool
+	// stateLen is the length of the hash's marshalled state (0: it
+	// exports none), for the buffers of a context that reads it.
+	stateLen int
 	// The draft-ietf-tcpm-tcp-ao-algs algorithms: their KDF, their one
 	// MAC length and their shortest master key (0: any).
 	kdf       KDF
@@ -135,6 +155,20 @@ func (a *Algorithm) Size() int {
 // BlockSize returns the block size of the underlying hash (AES: 16).
 func (a *Algorithm) BlockSize() int {
 	if a == nil {
+		return 0
+	}
+	return a.blockSize
+}
+
+// BufferSize returns how many bytes the algorithm's hash collects before
+// it runs its block function: the block size for HMAC and TCP-MD5; 0 for
+// CMAC, whose Compute runs over the message in place, and for KMAC, whose
+// sponge absorbs in place at any offset. A caller that stages a
+// message's first bytes in a buffer of its own fills them up to a
+// multiple of it, so that the hash neither copies them nor runs its block
+// function once more.
+func (a *Algorithm) BufferSize() int {
+	if !a.valid() || a.newHash == nil {
 		return 0
 	}
 	return a.blockSize
@@ -290,12 +324,16 @@ func init() {
 				if err != nil || len(st) > maxStateSize {
 					panic("mac: " + a.name + " state cannot be marshalled into a fixed buffer")
 				}
+				a.stateLen = len(st)
 			}
 			if a.lenSize > 0 && (a.blockSize&(a.blockSize-1) != 0 || !finishWorks(a)) {
 				a.lenSize = 0 // appendPad masks by the block size
 			}
 		}
 		registry[a.name] = a
+	}
+	if st, err := marshal(md5.New(), nil); err == nil && len(st) <= maxStateSize {
+		TCPMD5.stateLen = len(st)
 	}
 	if !finishWorks(TCPMD5) {
 		TCPMD5.lenSize = 0

@@ -1,12 +1,6 @@
 package mac
 
-import (
-	"crypto/sha3"
-	"crypto/subtle"
-	"encoding"
-	"encoding/binary"
-	"hash"
-)
+import "fmt"
 
 // Context computes MACs of one algorithm, one message at a time: [Start]
 // begins a message under a [Key], Write absorbs it, [Finish] ends it and
@@ -20,24 +14,44 @@ import (
 // schedule per message); one from [Algorithm.NewRekeyContext] runs the key
 // schedule again from the Key's bytes for every message, as Linux's
 // per-CPU requests do. Both compute the same MACs.
+//
+// A context holds the working state of its algorithm's family only (an
+// HMAC's two hashes, CMAC's chaining value, KMAC's sponges, TCP-MD5's
+// hash), so that one kept per busy connection costs what its algorithm
+// needs.
 type Context struct {
-	alg            *Algorithm
-	key            *Key // the keyed state Restart returns to
-	own            *Key // a re-keying context's (and SetKey's) template, made on first use
-	inner, outer   hash.Hash
-	innerU, outerU encoding.BinaryUnmarshaler
-	innerA, outerA encoding.BinaryAppender
-	n              int      // message bytes written since Restart
-	done           finished // where the MAC of a finished message is; Write refuses then
-	rekey          bool     // Start and Compute run the key schedule (NewRekeyContext)
-	cmac           cmacState
-	xof            sha3.SHAKE // KMAC's sponge
-	kx             sha3.SHAKE // KMAC: the keyed sponge of the Key of generation kxGen, restored from it once
-	kxGen          uint64
-	first          cmacFirst
-	tmp            [MaxSize]byte
-	pad            [maxPad]byte       // a padded tail, then the outer hash's block
-	st             [maxStateSize]byte // a marshalled state the digest is read from
+	alg   *Algorithm
+	key   *Key   // the keyed state Restart returns to
+	own   *Key   // a re-keying context's (and SetKey's) template, made on first use
+	e     engine // the family's working state and code
+	rekey bool   // Start and Compute run the key schedule (NewRekeyContext)
+	done  bool   // the message is finished: Finish repeats its MAC, Write refuses
+	// *kmacEngine is e for KMAC (nil otherwise): ScheduleKMAC, which only
+	// KMAC has, reaches it without an assertion.
+	*kmacEngine
+}
+
+// engine is one MAC family's working state and code behind a Context.
+// The registry (Algorithm.newEngine) picks it; its methods run with the
+// Context's checks done: k is a Key of the algorithm, keyed.
+type engine interface {
+	// schedule keys k, wiped, with key, whose length the algorithm
+	// takes, on the engine's own buffers, which it leaves cleared. It
+	// leaves k unnumbered; KMAC's numbers it (its context caches by
+	// number).
+	schedule(k *Key, key []byte) error
+	// start begins a message under k.
+	start(k *Key)
+	// write absorbs p into the message.
+	write(k *Key, p []byte)
+	// sum ends the message and appends its MAC to dst.
+	sum(k *Key, dst []byte) []byte
+	// summed returns the MAC of the message sum ended.
+	summed(k *Key) []byte
+	// compute is start, write and sum of the whole message msg.
+	compute(k *Key, dst, msg []byte) []byte
+	// wipe clears every key-derived byte of the working state.
+	wipe()
 }
 
 // NewContext returns an unkeyed context of a that clones a Key's template
@@ -46,18 +60,8 @@ func (a *Algorithm) NewContext() *Context {
 	if !a.valid() {
 		return &Context{}
 	}
-	c := &Context{alg: a}
-	if a.newHash != nil {
-		c.inner = a.newHash()
-		c.outer = a.newHash()
-		c.innerU, _ = c.inner.(encoding.BinaryUnmarshaler)
-		c.outerU, _ = c.outer.(encoding.BinaryUnmarshaler)
-		c.innerA, _ = c.inner.(encoding.BinaryAppender)
-		c.outerA, _ = c.outer.(encoding.BinaryAppender)
-	}
-	if a.kind == kindKMAC {
-		c.xof, c.kx = newCSHAKE(), newCSHAKE()
-	}
+	c := &Context{alg: a, e: a.newEngine()}
+	c.kmacEngine, _ = c.e.(*kmacEngine)
 	return c
 }
 
@@ -93,8 +97,8 @@ func (c *Context) Start(k *Key) error {
 	if c.rekey {
 		k = c.rekeyed(k)
 	}
-	c.key = k
-	c.Restart()
+	c.key, c.done = k, false
+	c.e.start(k)
 	return nil
 }
 
@@ -137,21 +141,8 @@ func (c *Context) Restart() {
 	if c == nil || c.key == nil {
 		return
 	}
-	k := c.key
-	c.n, c.done = 0, 0
-	switch c.alg.kind {
-	case kindHMAC:
-		_ = c.innerU.UnmarshalBinary(k.state(0)) // our own marshalled state
-	case kindHMACRe:
-		c.inner.Reset()
-		c.inner.Write(k.state(0))
-	case kindCMAC:
-		c.cmac = cmacState{}
-	case kindTCPMD5:
-		c.inner.Reset()
-	case kindKMAC:
-		c.kmacReset(k)
-	}
+	c.done = false
+	c.e.start(c.key)
 }
 
 // Write absorbs p into the message. It fails on a context without a key
@@ -161,18 +152,10 @@ func (c *Context) Write(p []byte) (int, error) {
 	if c == nil || c.key == nil {
 		return 0, ErrNoKey
 	}
-	if c.done != 0 {
+	if c.done {
 		return 0, ErrFinished
 	}
-	switch c.alg.kind {
-	case kindCMAC:
-		c.cmac.write(c.key, p)
-	case kindKMAC:
-		c.xof.Write(p)
-	default:
-		c.inner.Write(p)
-		c.n += len(p)
-	}
+	c.e.write(c.key, p)
 	return len(p), nil
 }
 
@@ -185,69 +168,11 @@ func (c *Context) Finish(dst []byte) []byte {
 	if c == nil || c.key == nil {
 		return dst
 	}
-	if c.done != 0 {
-		return append(dst, c.summed()...)
+	if c.done {
+		return append(dst, c.e.summed(c.key)...)
 	}
-	return c.sum(dst)
-}
-
-// finished says where a finished message's MAC is kept, so that Finish can
-// repeat it: the CMAC chaining value, the outer hash's marshalled state,
-// or tmp.
-type finished uint8
-
-const (
-	inCMAC finished = iota + 1
-	inState
-	inTmp
-)
-
-// summed is the MAC of the summed message.
-func (c *Context) summed() []byte {
-	switch c.done {
-	case inCMAC:
-		return c.cmac.x[:]
-	case inState:
-		return c.st[stateMagic : stateMagic+c.alg.size]
-	}
-	if c.alg.kind == kindKMAC {
-		return c.tmp[:c.key.outLen]
-	}
-	return c.tmp[:c.alg.size]
-}
-
-// sum finishes the message, appends its MAC to dst and notes where it is
-// kept.
-func (c *Context) sum(dst []byte) []byte {
-	k := c.key
-	switch {
-	case c.alg.kind == kindCMAC:
-		c.done = inCMAC
-		return c.cmac.sum(k, dst)
-	case c.alg.kind == kindKMAC:
-		return c.kmacSum(dst)
-	case c.alg.kind == kindTCPMD5:
-		c.inner.Write(k.raw())
-		if c.alg.lenSize > 0 {
-			c.done = inState
-			return c.finishPlain(dst, c.n+int(k.nraw))
-		}
-		c.done = inTmp
-		return append(dst, c.inner.Sum(c.tmp[:0])...)
-	case c.alg.lenSize > 0:
-		c.done = inState
-		return c.finishMD(dst, nil, c.n)
-	}
-	in := c.inner.Sum(c.tmp[:0])
-	if c.alg.kind == kindHMAC {
-		_ = c.outerU.UnmarshalBinary(k.state(1))
-	} else {
-		c.outer.Reset()
-		c.outer.Write(k.state(1))
-	}
-	c.outer.Write(in)
-	c.done = inTmp
-	return append(dst, c.outer.Sum(c.tmp[:0])...)
+	c.done = true
+	return c.e.sum(c.key, dst)
 }
 
 // Compute appends to dst the MAC of msg, a whole message, under k: Start,
@@ -264,29 +189,41 @@ func (c *Context) Compute(k *Key, dst, msg []byte) ([]byte, error) {
 	if c.rekey {
 		k = c.rekeyed(k)
 	}
-	c.key = k
-	if c.alg.kind == kindKMAC {
-		c.kmacReset(k)
-		c.n, c.done = 0, 0
-		c.xof.Write(msg)
-		return c.kmacSum(dst), nil
+	c.key, c.done = k, true
+	return c.e.compute(k, dst, msg), nil
+}
+
+// Schedule keys k for the context's algorithm with key, running the key
+// schedule on the context's own hashes and buffers: with a context from
+// a pool and a k keyed before for the algorithm, it allocates nothing
+// (AES-CMAC aside: crypto/aes allocates its schedule). k must not be in
+// use by a reader. A key the algorithm cannot take is [ErrKeySize].
+func (c *Context) Schedule(k *Key, key []byte) error {
+	if c == nil || c.alg == nil || k == nil {
+		return ErrNoKey
 	}
-	if c.alg.kind == kindCMAC {
-		c.done = inCMAC
-		return c.cmac.mac(k, &c.first, dst, msg), nil
+	if !c.alg.KeySizeOK(len(key)) {
+		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, c.alg.name, len(key))
 	}
-	c.Restart()
-	if c.alg.kind == kindHMAC && c.alg.lenSize > 0 {
-		full := len(msg) &^ (c.alg.blockSize - 1) // a power of two (init)
-		if full > 0 {
-			c.inner.Write(msg[:full])
-		}
-		c.done = inState
-		return c.finishMD(dst, msg[full:], len(msg)), nil
+	if err := c.schedule(k, key); err != nil {
+		return err
 	}
-	c.inner.Write(msg)
-	c.n = len(msg)
-	return c.sum(dst), nil
+	k.gen = keyGen.Add(1)
+	return nil
+}
+
+// schedule is Schedule for a key whose length the algorithm accepts,
+// leaving k unnumbered (gen 0; KMAC's is numbered): a re-keying
+// context's template, keyed per message.
+func (c *Context) schedule(k *Key, key []byte) error {
+	k.Wipe()
+	c.key, c.done = nil, false // the context is used to schedule, not to MAC
+	if err := c.e.schedule(k, key); err != nil {
+		k.Wipe()
+		return err
+	}
+	k.alg = c.alg
+	return nil
 }
 
 // Wipe clears the context's own template and working state; a context
@@ -300,135 +237,8 @@ func (c *Context) Wipe() {
 		return
 	}
 	c.own.Wipe()
-	c.key, c.done = nil, 0
-	c.cmac = cmacState{}
-	c.first = cmacFirst{}
-	clear(c.tmp[:])
-	clear(c.pad[:])
-	clear(c.st[:])
-	if c.inner != nil {
-		c.inner.Reset()
-		c.outer.Reset()
+	c.key, c.done = nil, false
+	if c.e != nil {
+		c.e.wipe()
 	}
-	if c.alg != nil && c.alg.kind == kindKMAC {
-		c.xof.Reset()
-		c.kx.Reset()
-	}
-	c.kxGen = 0
-}
-
-// cmacState is AES-CMAC (RFC 4493 §2.4) over the key schedule and subkeys
-// of a Key: the CBC chaining value and the last, possibly full, block,
-// which must wait for Finish to know whether it is the final one.
-type cmacState struct {
-	x    [16]byte
-	buf  [16]byte
-	last [16]byte // scratch for Finish: a local would escape through cipher.Block
-	n    int
-}
-
-func (s *cmacState) write(k *Key, p []byte) {
-	if s.n > 0 {
-		m := copy(s.buf[s.n:], p)
-		s.n += m
-		p = p[m:]
-		if len(p) == 0 {
-			return
-		}
-		subtle.XORBytes(s.x[:], s.x[:], s.buf[:])
-		k.block.Encrypt(s.x[:], s.x[:])
-		s.n = 0
-	}
-	for len(p) > 16 {
-		subtle.XORBytes(s.x[:], s.x[:], p[:16])
-		k.block.Encrypt(s.x[:], s.x[:])
-		p = p[16:]
-	}
-	s.n = copy(s.buf[:], p)
-}
-
-func (s *cmacState) sum(k *Key, dst []byte) []byte {
-	last := &s.last
-	if s.n == 16 {
-		subtle.XORBytes(last[:], s.buf[:], k.k1[:])
-	} else {
-		*last = [16]byte{}
-		copy(last[:], s.buf[:s.n])
-		last[s.n] = 0x80
-		subtle.XORBytes(last[:], last[:], k.k2[:])
-	}
-	subtle.XORBytes(last[:], last[:], s.x[:])
-	k.block.Encrypt(s.x[:], last[:]) // x keeps the MAC (Context.summed)
-	return append(dst, s.x[:]...)
-}
-
-// cmacFirst is the CBC chaining value after one first block under one
-// key: what MAC reuses when the next message starts with the same block.
-type cmacFirst struct {
-	gen    uint64 // the Key's generation; 0: empty (no Key numbered 0 is cached)
-	b0, b1 uint64 // the block, as two little-endian words
-	x      [16]byte
-}
-
-// mac is write and sum for a whole message, without buffering: RFC 4493
-// §2.4 over msg in place, from a zero chaining value, the first block's
-// encryption taken from f when f holds it. The last block, padded and
-// xored with its subkey, is built first, in 8-byte words, so that its
-// stores have landed by the time the chain reaches it; the first block is
-// compared in words too. (A 16-byte load of bytes just stored in
-// narrower pieces stalls.)
-func (s *cmacState) mac(k *Key, f *cmacFirst, dst, msg []byte) []byte {
-	le := binary.LittleEndian
-	x, last := &s.x, &s.last
-	n := len(msg) &^ 15 // the whole blocks before the last
-	if n == len(msg) && n > 0 {
-		n -= 16
-	}
-	tail := msg[n:]
-	var w0, w1 uint64
-	if len(tail) == 16 {
-		w0, w1 = le.Uint64(tail)^le.Uint64(k.k1[:]), le.Uint64(tail[8:])^le.Uint64(k.k1[8:])
-	} else {
-		// The tail padded with 0x80 and zeros, xor K2.
-		var p0, p1 uint64
-		for i, c := range tail {
-			if i < 8 {
-				p0 |= uint64(c) << (8 * i)
-			} else {
-				p1 |= uint64(c) << (8 * (i - 8))
-			}
-		}
-		if t := len(tail); t < 8 {
-			p0 |= 0x80 << (8 * t)
-		} else {
-			p1 |= 0x80 << (8 * (t - 8))
-		}
-		w0, w1 = p0^le.Uint64(k.k2[:]), p1^le.Uint64(k.k2[8:])
-	}
-	le.PutUint64(last[:], w0)
-	le.PutUint64(last[8:], w1)
-	msg = msg[:n]
-	if len(msg) > 0 {
-		if b0, b1 := le.Uint64(msg), le.Uint64(msg[8:]); k.gen != 0 && f.gen == k.gen && b0 == f.b0 && b1 == f.b1 {
-			*x = f.x
-		} else {
-			*x = [16]byte(msg) // the zero chaining value xor the block
-			k.block.Encrypt(x[:], x[:])
-			if k.gen != 0 { // an unnumbered (re-keyed) key caches nothing
-				f.gen, f.b0, f.b1, f.x = k.gen, b0, b1, *x
-			}
-		}
-		msg = msg[16:]
-	} else {
-		*x = [16]byte{}
-	}
-	for len(msg) > 0 {
-		subtle.XORBytes(x[:], x[:], msg[:16])
-		k.block.Encrypt(x[:], x[:])
-		msg = msg[16:]
-	}
-	subtle.XORBytes(x[:], x[:], last[:])
-	k.block.Encrypt(x[:], x[:])
-	s.n = 0
-	return append(dst, x[:]...)
 }

@@ -26,7 +26,11 @@
 //     bytes at every Start, as Linux does; [Algorithm.Clones] says whether
 //     that differs.
 //
-// After warm-up nothing of a cloning context allocates per message (a
+// Each family (HMAC over a hash.Hash, AES-CMAC, KMAC256, TCP-MD5's keyed
+// MD5) is its own implementation, which the registry picks; a context
+// holds that family's working state only, sized for its algorithm, so a
+// context kept per busy connection costs what its algorithm needs. After
+// warm-up nothing of a cloning context allocates per message (a
 // re-keying CMAC context does: crypto/aes allocates its key schedule).
 //
 // It keeps no working state: sigpool makes the contexts, and a key

@@ -17,13 +17,10 @@ import (
 // little-endian). The outer hash of HMAC is then one block written in
 // place. init checks this layout against crypto/hmac and crypto/md5
 // (finishWorks) and, should a Go release change it, leaves the algorithm
-// to Sum.
+// to Sum. hmacEngine.finish and md5Engine.sum use what follows.
 
 // stateMagic is the identifier before the chaining words.
 const stateMagic = 4
-
-// maxPad is the longest padded tail: two blocks of SHA-512.
-const maxPad = 256
 
 // appendPad appends to b the padding of a message of n bytes: 0x80,
 // zeros, and n in bits in a lenSize-byte field, big-endian (MD5: an
@@ -44,7 +41,7 @@ func (a *Algorithm) appendPad(b []byte, n int) []byte {
 
 // digest returns the digest of a hash padded to a whole number of blocks:
 // the chaining words of its marshalled state, in scratch.
-func (a *Algorithm) digest(h encoding.BinaryAppender, scratch *[maxStateSize]byte) []byte {
+func (a *Algorithm) digest(h encoding.BinaryAppender, scratch []byte) []byte {
 	st, _ := h.AppendBinary(scratch[:0])
 	if len(st) < stateMagic+a.size {
 		return nil // not a layout finishWorks accepts
@@ -57,31 +54,6 @@ func (a *Algorithm) digest(h encoding.BinaryAppender, scratch *[maxStateSize]byt
 		}
 	}
 	return d
-}
-
-// finishPlain ends a plain hash (TCP-MD5's MD5 over the message and the
-// key) of n bytes, all written: it pads and appends the digest to dst.
-func (c *Context) finishPlain(dst []byte, n int) []byte {
-	c.inner.Write(c.alg.appendPad(c.pad[:0], n))
-	return append(dst, c.alg.digest(c.innerA, &c.st)...)
-}
-
-// finishMD ends an HMAC whose inner hash has absorbed n message bytes
-// after its pad block and the tail (fewer than a block, not yet written):
-// it pads, reads the inner digest, and runs the outer hash over it as one
-// block. The MAC is appended to dst.
-func (c *Context) finishMD(dst, tail []byte, n int) []byte {
-	a, bs := c.alg, c.alg.blockSize
-	p := append(c.pad[:0], tail...)
-	p = a.appendPad(p, bs+n)
-	c.inner.Write(p)
-	in := a.digest(c.innerA, &c.st)
-	p = append(c.pad[:0], in...)
-	p = a.appendPad(p, bs+a.size)
-	k := c.key
-	_ = c.outerU.UnmarshalBinary(k.state(1))
-	c.outer.Write(p)
-	return append(dst, a.digest(c.outerA, &c.st)...)
 }
 
 // finishWorks reports whether the padded finish computes crypto/hmac's
@@ -100,7 +72,7 @@ func finishWorks(a *Algorithm) bool {
 	c := a.NewContext()
 	for _, n := range []int{0, 1, a.blockSize - int(a.lenSize) - 1, a.blockSize - int(a.lenSize), a.blockSize, len(msg)} {
 		var want []byte
-		if a.kind == kindTCPMD5 {
+		if a == TCPMD5 {
 			d := md5.Sum(append(msg[:n:n], key...))
 			want = d[:]
 		} else {

@@ -1,12 +1,9 @@
 package mac
 
 import (
-	"crypto/aes"
 	"crypto/cipher"
-	"encoding"
 	"encoding/binary"
 	"fmt"
-	"hash"
 	"sync/atomic"
 
 	"github.com/tcpsig/tcpsig/internal/redact"
@@ -33,8 +30,8 @@ type Key struct {
 	// allocated at the first keying and kept by Wipe, so
 	// that a Key keyed again allocates nothing. HMAC: state 0 is the
 	// inner hash after absorbing K0^ipad and state 1 the outer hash after
-	// K0^opad, as marshalled midstates (kindHMAC) or as the raw pad
-	// blocks (kindHMACRe); KMAC: state 0 is the keyed sponge. Then the key
+	// K0^opad, as marshalled midstates or, for a hash that exports no
+	// state, as the raw pad blocks; KMAC: state 0 is the keyed sponge. Then the key
 	// bytes: HMAC's K0 without its zero padding (the key, or its digest
 	// when longer than a block), the AES key, TCP-MD5's key, KMAC's key.
 	// small is one allocation with nothing to load before its bytes (a
@@ -125,130 +122,12 @@ func (k *Key) Init(a *Algorithm, key []byte) error {
 // InitKMAC is Init for a KMAC template with parameters p
 // ([Context.ScheduleKMAC]).
 func (k *Key) InitKMAC(a *Algorithm, key []byte, p KMACParams) error {
-	if k == nil || !a.valid() || a.kind != kindKMAC {
+	if k == nil || !a.IsKMAC() {
 		return ErrNoKey
 	}
 	c := a.NewContext()
 	defer c.Wipe()
 	return c.ScheduleKMAC(k, key, p)
-}
-
-// Schedule keys k for the context's algorithm with key, running the key
-// schedule on the context's own hashes and buffers: with a context from
-// a pool and a k keyed before for the algorithm, it allocates nothing
-// (AES-CMAC aside: crypto/aes allocates its schedule). k must not be in
-// use by a reader. A key the algorithm cannot take is [ErrKeySize].
-func (c *Context) Schedule(k *Key, key []byte) error {
-	if c == nil || c.alg == nil || k == nil {
-		return ErrNoKey
-	}
-	a := c.alg
-	if a.kind == kindKMAC {
-		return c.ScheduleKMAC(k, key, KMACParams{})
-	}
-	if !a.KeySizeOK(len(key)) {
-		return fmt.Errorf("%w: %s does not take a %d-byte key", ErrKeySize, a.name, len(key))
-	}
-	if err := c.schedule(k, key); err != nil {
-		return err
-	}
-	k.gen = keyGen.Add(1)
-	return nil
-}
-
-// schedule is Schedule for a key whose length the algorithm accepts,
-// leaving k unnumbered (gen 0): a re-keying context's template, keyed
-// per message.
-func (c *Context) schedule(k *Key, key []byte) error {
-	a := c.alg
-	if a.kind == kindKMAC {
-		return c.ScheduleKMAC(k, key, KMACParams{}) // numbered: KMAC's keyed sponge is cached by number
-	}
-	k.Wipe()
-	k.alg = a
-	c.key, c.done = nil, 0 // the context is used to schedule, not to MAC
-	switch a.kind {
-	case kindTCPMD5:
-		k.layout(0, 0, len(key))
-		copy(k.raw(), key)
-	case kindCMAC:
-		k.layout(0, 0, len(key))
-		copy(k.raw(), key)
-		b, err := aes.NewCipher(key)
-		if err != nil {
-			k.Wipe()
-			return fmt.Errorf("%w: %v", ErrKeySize, err)
-		}
-		k.block = b
-		var l [16]byte
-		b.Encrypt(l[:], l[:])
-		double(&k.k1, &l)
-		double(&k.k2, &k.k1)
-		clear(l[:])
-	default:
-		c.scheduleHMAC(k, key)
-	}
-	return nil
-}
-
-// scheduleHMAC computes K0 (FIPS 198-1: the key, hashed if longer than a
-// block, zero-padded to a block) and the two padded blocks, then for a
-// marshalable hash keeps the midstates after absorbing them; it runs on
-// the context's inner hash and buffers, which it leaves cleared.
-func (c *Context) scheduleHMAC(k *Key, key []byte) {
-	a, h := c.alg, c.inner
-	bs := a.blockSize
-	k0 := key
-	if len(key) > bs {
-		h.Reset()
-		h.Write(key)
-		k0 = h.Sum(c.tmp[:0])
-	}
-	slen := bs // kindHMACRe keeps the pad blocks
-	if a.kind == kindHMAC {
-		h.Reset()
-		st, _ := marshal(h, c.st[:0]) // checked at init
-		slen = len(st)
-	}
-	k.layout(2, slen, len(k0))
-	copy(k.raw(), k0)
-	pad := c.pad[:bs]
-	for i, x := range [2]byte{0x36, 0x5c} {
-		clear(pad)
-		copy(pad, k.raw())
-		for j := range pad {
-			pad[j] ^= x
-		}
-		if a.kind == kindHMACRe {
-			copy(k.state(i), pad)
-			continue
-		}
-		h.Reset()
-		h.Write(pad)
-		st, _ := marshal(h, c.st[:0])
-		copy(k.state(i), st)
-	}
-	h.Reset()
-	clear(c.pad[:])
-	clear(c.tmp[:])
-	clear(c.st[:])
-}
-
-func marshal(h hash.Hash, dst []byte) ([]byte, error) {
-	if ba, ok := h.(encoding.BinaryAppender); ok {
-		return ba.AppendBinary(dst)
-	}
-	return nil, fmt.Errorf("mac: %T cannot export its state", h)
-}
-
-// double is the RFC 4493 subkey step: shift left by one bit, and if the
-// top bit was set, xor the last byte with 0x87 (constant time).
-func double(dst, src *[16]byte) {
-	msb := src[0] >> 7
-	for i := 0; i < 15; i++ {
-		dst[i] = src[i]<<1 | src[i+1]>>7
-	}
-	dst[15] = src[15]<<1 ^ 0x87&-msb
 }
 
 // Algorithm returns the algorithm k was keyed for, nil if none.

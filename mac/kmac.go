@@ -48,6 +48,25 @@ var kmacBase, kmacStateLen = func() ([]byte, int) {
 // cSHAKE state only into a cSHAKE.
 func newCSHAKE() sha3.SHAKE { return *sha3.NewCSHAKE256([]byte("KMAC"), nil) }
 
+// kmacEngine is KMAC256's working state: the message's sponge, and the
+// keyed sponge of the Key of generation kxGen, restored from its
+// marshalled state once, so that the next message under the same Key is a
+// struct copy (restoring a marshalled state costs several times that).
+type kmacEngine struct {
+	a     *Algorithm
+	xof   sha3.SHAKE
+	kx    sha3.SHAKE
+	kxGen uint64
+	tmp   [MaxSize]byte // the output; before it, the encodings around the key
+}
+
+// zeros are bytepad's fill.
+var zeros [kmacRate]byte
+
+func newKMACEngine(a *Algorithm) *kmacEngine {
+	return &kmacEngine{a: a, xof: newCSHAKE(), kx: newCSHAKE()}
+}
+
 // KMACParams are a KMAC template's parameters besides its key: the
 // customization string, the output length in bytes (0: KMAC256-128's
 // 16) and a message prefix absorbed after the key.
@@ -92,10 +111,20 @@ func appendRightEncode(b []byte, x uint64) []byte {
 // a re-keying context loads it. Without a customization it allocates
 // nothing for a k keyed before.
 func (c *Context) ScheduleKMAC(k *Key, key []byte, p KMACParams) error {
-	if c == nil || c.alg == nil || c.alg.kind != kindKMAC || k == nil {
+	if c == nil || c.kmacEngine == nil || k == nil {
 		return ErrNoKey
 	}
-	a, outLen := c.alg, p.OutLen
+	c.key, c.done = nil, false
+	return c.kmacEngine.scheduleKMAC(k, key, p)
+}
+
+func (s *kmacEngine) schedule(k *Key, key []byte) error {
+	return s.scheduleKMAC(k, key, KMACParams{})
+}
+
+// scheduleKMAC is ScheduleKMAC on the context's engine.
+func (s *kmacEngine) scheduleKMAC(k *Key, key []byte, p KMACParams) error {
+	a, outLen := s.a, p.OutLen
 	if outLen == 0 {
 		outLen = kmacMACLen
 	}
@@ -106,13 +135,11 @@ func (c *Context) ScheduleKMAC(k *Key, key []byte, p KMACParams) error {
 		return fmt.Errorf("%w: KMAC output of %d bytes, customization of %d (at most %d and %d)", ErrKeySize, outLen, len(p.Custom), MaxSize, maxCustom)
 	}
 	k.Wipe()
-	c.key, c.done = nil, 0
-	x := &c.kx // the cached keyed sponge is given up for the schedule
-	c.kxGen = 0
+	x := &s.kx // the cached keyed sponge is given up for the schedule
+	s.kxGen = 0
 	defer func() {
 		x.Reset()
-		clear(c.pad[:])
-		clear(c.st[:])
+		clear(s.tmp[:])
 	}()
 	if p.Custom == "" {
 		_ = x.UnmarshalBinary(kmacBase) // our own marshalled state
@@ -120,54 +147,76 @@ func (c *Context) ScheduleKMAC(k *Key, key []byte, p KMACParams) error {
 		*x = *sha3.NewCSHAKE256([]byte("KMAC"), []byte(p.Custom))
 	}
 	// bytepad(encode_string(key), rate).
-	b := appendLeftEncode(c.pad[:0], kmacRate)
+	b := appendLeftEncode(s.tmp[:0], kmacRate)
 	b = appendLeftEncode(b, 8*uint64(len(key)))
 	x.Write(b)
 	x.Write(key)
-	fill := (kmacRate - (len(b)+len(key))%kmacRate) % kmacRate
-	clear(c.pad[:fill])
-	x.Write(c.pad[:fill])
+	x.Write(zeros[:(kmacRate-(len(b)+len(key))%kmacRate)%kmacRate])
 	x.Write(p.Prefix)
-	// The sponge, then (with a customization) cSHAKE's initialisation
-	// block, which the template does not keep.
-	st, err := x.AppendBinary(c.st[:0])
-	if err != nil || len(st) < kmacStateLen {
-		return fmt.Errorf("%w: cSHAKE256 state of %d bytes: %v", ErrKeySize, len(st), err)
-	}
 	k.fixed = p.Custom != "" || len(p.Prefix) > 0 || outLen != kmacMACLen
 	nraw := len(key)
 	if k.fixed {
 		nraw = 0
 	}
 	k.layout(1, kmacStateLen, nraw)
+	// The sponge, marshalled into the Key, then (with a customization)
+	// cSHAKE's initialisation block, which the template does not keep:
+	// that one does not fit, and is marshalled into a new slice.
+	st, err := x.AppendBinary(k.state(0)[:0:kmacStateLen])
+	if err != nil || len(st) < kmacStateLen {
+		k.Wipe()
+		return fmt.Errorf("%w: cSHAKE256 state of %d bytes: %v", ErrKeySize, len(st), err)
+	}
 	copy(k.state(0), st[:kmacStateLen])
+	if len(st) > kmacStateLen {
+		clear(st) // a copy of its own
+	}
 	copy(k.raw(), key)
 	k.alg, k.gen, k.outLen = a, keyGen.Add(1), uint8(outLen)
 	return nil
 }
 
-// kmacReset restores the key's sponge: a struct copy of the keyed state,
-// which the context restores from the Key's marshalled one only when it
-// meets another Key (or keying) than the last; restoring a marshalled
-// state costs several times the copy.
-func (c *Context) kmacReset(k *Key) {
-	if c.kxGen != k.gen || k.gen == 0 {
-		_ = c.kx.UnmarshalBinary(k.state(0)) // our own marshalled state
-		c.kxGen = k.gen
+// start restores the key's sponge: a struct copy of the keyed state,
+// which the engine restores from the Key's marshalled one only when it
+// meets another Key (or keying) than the last.
+func (s *kmacEngine) start(k *Key) {
+	if s.kxGen != k.gen || k.gen == 0 {
+		_ = s.kx.UnmarshalBinary(k.state(0)) // our own marshalled state
+		s.kxGen = k.gen
 	}
-	c.xof = c.kx
+	s.xof = s.kx
 }
 
-// kmacSum absorbs right_encode(L), squeezes the key's output into tmp
-// and appends it to dst.
-func (c *Context) kmacSum(dst []byte) []byte {
-	n := int(c.key.outLen)
+func (s *kmacEngine) write(_ *Key, p []byte) { s.xof.Write(p) }
+
+// sum absorbs right_encode(L), squeezes the key's output into tmp and
+// appends it to dst.
+func (s *kmacEngine) sum(k *Key, dst []byte) []byte {
+	n := int(k.outLen)
 	if n == kmacMACLen {
-		c.xof.Write(rightEncode128[:])
+		s.xof.Write(rightEncode128[:])
 	} else {
-		c.xof.Write(appendRightEncode(c.pad[:0], 8*uint64(n)))
+		s.xof.Write(appendRightEncode(s.tmp[:0], 8*uint64(n)))
 	}
-	c.xof.Read(c.tmp[:n])
-	c.done = inTmp
-	return append(dst, c.tmp[:n]...)
+	s.xof.Read(s.tmp[:n])
+	return append(dst, s.tmp[:n]...)
+}
+
+func (s *kmacEngine) summed(k *Key) []byte { return s.tmp[:k.outLen] }
+
+func (s *kmacEngine) compute(k *Key, dst, msg []byte) []byte {
+	if s.kxGen == k.gen && k.gen != 0 {
+		s.xof = s.kx // start, in line: one call fewer per message
+	} else {
+		s.start(k)
+	}
+	s.xof.Write(msg)
+	return s.sum(k, dst)
+}
+
+func (s *kmacEngine) wipe() {
+	s.xof.Reset()
+	s.kx.Reset()
+	s.kxGen = 0
+	clear(s.tmp[:])
 }
