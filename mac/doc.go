@@ -28,18 +28,12 @@
 //
 // Each family (HMAC over a hash.Hash, AES-CMAC, KMAC256, TCP-MD5's keyed
 // MD5) is its own implementation, which the registry picks; a context
-// holds that family's working state only, sized for its algorithm, so a
-// context kept per busy connection costs what its algorithm needs. After
-// warm-up nothing of a cloning context allocates per message (a
-// re-keying CMAC context does: crypto/aes allocates its key schedule).
+// holds its family's state only, sized for its algorithm. After warm-up a
+// cloning context allocates nothing per message. The package keeps no
+// working state: sigpool makes the contexts.
 //
-// It keeps no working state: sigpool makes the contexts, and a key
-// schedule runs on one ([Context.Schedule]).
-//
-// In order: [Lookup] an algorithm by name; [Key.Init] (or
-// [Context.Schedule]) a template per key;
-// per message [Context.Start], Write, [Context.Finish] (or
-// [Context.Compute]); [Key.Wipe] when the key goes (it clears every byte
-// this package owns; Go cannot promise no other copy). Receivers compare
+// In order: [Lookup] an algorithm; [Key.Init] (or [Context.Schedule]) a
+// template per key; per message [Context.Start], Write, [Context.Finish]
+// (or [Context.Compute]); [Key.Wipe] when the key goes. Receivers compare
 // MACs with [Equal], never bytes.Equal.
 package mac
