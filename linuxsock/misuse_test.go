@@ -134,6 +134,12 @@ func exportedFuncs(t *testing.T) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(files) == 0 {
+		// A test binary run away from its sources (the qemu lab runs
+		// this package's under a kernel with TCP-AO): go test in the
+		// clone checks the table.
+		t.Skip("the package's sources are not in the working directory: the table of exported functions is checked by go test in the clone")
+	}
 	seen := map[string]bool{}
 	var names []string
 	for _, f := range files {
