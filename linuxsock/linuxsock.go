@@ -45,6 +45,11 @@ var (
 	// built without). The errno stays wrapped too. It wraps
 	// errors.ErrUnsupported.
 	ErrAlgorithmUnavailable = fmt.Errorf("the kernel does not offer this TCP-AO algorithm: %w", errors.ErrUnsupported)
+	// ErrLifetime: a key with an RFC 8177 lifetime (keys.Lifetime), which
+	// Linux's keys do not have: installed as it is, the kernel would sign
+	// and accept it outside its lifetime. Add and delete keys at the
+	// schedule's moments instead. It wraps keyfile.ErrLifetimeUnsupported.
+	ErrLifetime = fmt.Errorf("%w: Linux's TCP-AO and TCP-MD5 keys have no lifetimes", keyfile.ErrLifetimeUnsupported)
 )
 
 // Socket is a kernel TCP socket: *net.TCPConn and *net.TCPListener are

@@ -165,6 +165,9 @@ func describeMD5(c keys.MD5) string {
 // it the current and/or RNext key (not on listeners). Keys for a
 // listener or an outgoing connection go on before listen() or connect().
 func AddAOKey(s Socket, c keys.AO, sel Select) error {
+	if c.Lifetime.Scheduled() {
+		return fmt.Errorf("%w: %s has %v", ErrLifetime, describeAO(c), c.Lifetime)
+	}
 	return withFD(s, func(fd int) error {
 		in6, err := isIPv6(fd)
 		if err != nil {
@@ -328,6 +331,9 @@ func SetAORepair(s Socket, r AORepair) error {
 // domain. Keys for a listener or an outgoing connection go on before
 // listen() or connect().
 func AddMD5Key(s Socket, c keys.MD5) error {
+	if c.Lifetime.Scheduled() {
+		return fmt.Errorf("%w: the TCP-MD5 key of %v has %v", ErrLifetime, c.Peer, c.Lifetime)
+	}
 	return md5(s, c, false)
 }
 
