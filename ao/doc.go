@@ -24,9 +24,10 @@
 //     TIME-WAIT) is held, a [TrafficKey] from the ISNs the stack still
 //     knows otherwise (see the example for Linux's choice of key).
 //
-// A Conn keeps its traffic keys, SNEs and roles; a segment's working
-// context is a sigpool shard's, until a direction is busy and keeps one
-// leased ([Policy.Contexts]).
+// A Conn keeps its traffic keys, SNEs and roles. A [Keyring.Delete]
+// always wins (its sessions move to another key of their peer or are
+// revoked), and MKTs with lifetimes (keys.Lifetime) act on the keyring's
+// clock ([Keyring.Run]).
 //
 // Segments come as whole IPv4/IPv6 packets or as TCP segments with their
 // addresses (see [segment.Segment]) and a TCP-AO option the stack laid out
