@@ -32,7 +32,8 @@
 //
 // A stack reserves [OptionSpace] bytes with [AppendOption] for a peer that
 // has a key and calls [Keyring.Sign]; it calls [Keyring.Verify] on every
-// received segment (packetauth.Layer does both on whole IP packets).
+// received segment (packetauth.Layer does both on whole IP packets, with
+// SignWith and VerifyWith for a peer's schedule of keys with lifetimes).
 //
 // Go cannot promise that no copy of a key survives in memory: the runtime
 // may move stacks and the garbage collector frees without zeroing. A wipe
