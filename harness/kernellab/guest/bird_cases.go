@@ -782,6 +782,25 @@ func allKeys(cur, rnext uint8) func(shim.Status) bool {
 	}
 }
 
+// wireLast is the condition that each of the four directions' latest
+// signed segment carries the (KeyID, RNextKeyID) pair fromK (from
+// BIRD-AO) or fromS (from the shim).
+func (l *birdLab) wireLast(fromK, fromS [2]uint8) func(shim.Status) bool {
+	return func(shim.Status) bool {
+		dirs, seq := wirePairs(l.capt.Packets())
+		for _, d := range dirs {
+			want := fromS
+			if d.src.Addr() == birdK4 || d.src.Addr() == birdK6 {
+				want = fromK
+			}
+			if p := seq[d]; p[len(p)-1] != want {
+				return false
+			}
+		}
+		return len(dirs) == 4
+	}
+}
+
 // wireDir is one direction of a captured session.
 type wireDir struct{ src, dst netip.AddrPort }
 
@@ -881,19 +900,7 @@ func birdRotation(t *T, alg string) {
 		// direction's latest segment carries the step's pair (an
 		// intermediate pair may otherwise never reach the wire).
 		fromK, fromS := [2]uint8{st.next, byName[pref].recv}, [2]uint8{st.cur, st.next}
-		if !w.until(90*time.Second, func(shim.Status) bool {
-			dirs, seq := wirePairs(l.capt.Packets())
-			for _, d := range dirs {
-				want := fromS
-				if d.src.Addr() == birdK4 || d.src.Addr() == birdK6 {
-					want = fromK
-				}
-				if p := seq[d]; p[len(p)-1] != want {
-					return false
-				}
-			}
-			return len(dirs) == 4
-		}) {
+		if !w.until(90*time.Second, l.wireLast(fromK, fromS)) {
 			t.Errorf("%s: the wire does not show %v from bird-ao and %v from the shim: bird-ao peer4 %s; peer6 %s", st.what, fromK, fromS,
 				l.birdK.aoInfo("peer4"), l.birdK.aoInfo("peer6"))
 		}
@@ -1114,19 +1121,7 @@ func birdSchedule(t *T, alg string) {
 	// The wire: b both ways (BIRD keeps asking for its preferred a, which
 	// the shim no longer may send with).
 	fromK, fromS := [2]uint8{b.send, a.recv}, [2]uint8{b.recv, b.send}
-	if !w.until(90*time.Second, func(shim.Status) bool {
-		dirs, seq := wirePairs(l.capt.Packets())
-		for _, d := range dirs {
-			want := fromS
-			if d.src.Addr() == birdK4 || d.src.Addr() == birdK6 {
-				want = fromK
-			}
-			if p := seq[d]; p[len(p)-1] != want {
-				return false
-			}
-		}
-		return len(dirs) == 4
-	}) {
+	if !w.until(90*time.Second, l.wireLast(fromK, fromS)) {
 		t.Errorf("the wire does not show %v from bird-ao and %v from the shim: bird-ao peer4 %s; peer6 %s", fromK, fromS,
 			l.birdK.aoInfo("peer4"), l.birdK.aoInfo("peer6"))
 	}
