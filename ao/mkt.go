@@ -56,9 +56,8 @@ type MKT struct {
 	// its delete began (offGone).
 	off atomic.Uint32
 	// users lists the connections that have the MKT as current key
-	// (users[roleCurrent]) or RNext key: a delete that would leave them
-	// without one is refused, and a forced delete moves them to the
-	// replacement.
+	// (users[roleCurrent]) or RNext key: a delete, or a lifetime's end,
+	// moves them to another key of their peer (or revokes them).
 	users [2]*Conn
 	// lanes lists the connections' lane entries that count good
 	// segments for the MKT; under mu, good plus the listed entries'
