@@ -56,9 +56,7 @@ func (r *Keyring) SetClock(now func() time.Time) {
 	if r == nil {
 		return
 	}
-	r.mu.Lock()
-	r.life.Clock = now
-	r.mu.Unlock()
+	r.life.SetClock(&r.mu, now)
 }
 
 // Advance applies the MKTs' lifetimes at the clock's now. An MKT whose

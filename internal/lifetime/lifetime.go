@@ -99,6 +99,14 @@ type Keeper struct {
 	wake  chan struct{}
 }
 
+// SetClock makes now the clock (time.Now when nil), under mu, the
+// keyring's lock.
+func (k *Keeper) SetClock(mu sync.Locker, now func() time.Time) {
+	mu.Lock()
+	k.Clock = now
+	mu.Unlock()
+}
+
 // Changed records that a key with a lifetime came (+1) or went (-1), and
 // wakes Run; under the keyring's lock.
 func (k *Keeper) Changed(delta int) {
