@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,8 +66,19 @@ router bgp %d
 	if err := writeConf(cfg, conf); err != nil {
 		t.Fatal(err)
 	}
-	n.start(t, "frr bgpd", nil, frrBgpd, "-Z", "-S", "-P", "0", "-f", cfg,
-		"-i", filepath.Join(vty, "bgpd.pid"), "-z", filepath.Join(vty, "zserv.api"), "--vty_socket", vty)
+	pidFile := filepath.Join(vty, "bgpd.pid")
+	p := n.start(t, "frr bgpd", nil, frrBgpd, "-Z", "-S", "-P", "0", "-f", cfg,
+		"-i", pidFile, "-z", filepath.Join(vty, "zserv.api"), "--vty_socket", vty)
+	// Before n.start's kill: bgpd keeps a log buffer in /var/tmp/frr/bgpd.PID
+	// (a fixed path) and removes it when it exits on SIGTERM; the
+	// removal here is for when it did not.
+	t.Cleanup(func() {
+		pid, _ := os.ReadFile(pidFile)
+		_ = p.Stop(syscall.SIGTERM, 10*time.Second)
+		if pid := strings.TrimSpace(string(pid)); pid != "" {
+			os.RemoveAll("/var/tmp/frr/bgpd." + pid)
+		}
+	})
 	return &frr{vty: vty}
 }
 
@@ -190,7 +202,8 @@ func TestShimFRRBIRDSchedule(t *testing.T) {
 	if !ok || nb.State != "Established" || nb.Established != 1 || nb.Dropped != 0 {
 		t.Errorf("FRR's neighbor after T2: %+v (answered %v), want Established, 1 connection established, 0 dropped", nb, ok)
 	}
-	t.Logf("FRR's neighbor %v: %s, %d connection established, %d dropped", addrB4, nb.State, nb.Established, nb.Dropped)
+	t.Logf("FRR's neighbor %v: %s, %d connection established, %d dropped\n%s", addrB4, nb.State, nb.Established, nb.Dropped,
+		strings.TrimSpace(a.vtysh("show bgp ipv4 unicast summary")))
 	if out := b.birdc("show", "protocols", "peer"); !strings.Contains(out, "Established") {
 		t.Errorf("BIRD after T2: %s", b.birdc("show", "protocols", "all", "peer"))
 	} else {
