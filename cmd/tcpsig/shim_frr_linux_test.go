@@ -165,14 +165,17 @@ func TestShimFRRBIRDSchedule(t *testing.T) {
 	if !waitFor(10*time.Second, func() bool { return a.hasRoute(sb.route) && b.hasRoute(sa.route) }) {
 		t.Fatalf("routes not exchanged:\nFRR: %s\nBIRD: %s", a.vtysh("show bgp ipv4 unicast"), b.birdc("show", "route"))
 	}
-	before := map[string]shim.ConnStatus{sockA: onlyConn(t, sockA), sockB: onlyConn(t, sockB)}
+	shims := []struct {
+		name, sock string
+		before     shim.ConnStatus
+	}{{"shim A (FRR)", sockA, onlyConn(t, sockA)}, {"shim B (BIRD)", sockB, onlyConn(t, sockB)}}
 	if !time.Now().Before(t1) {
 		t.Fatalf("the session came up after T1 (%v): the rotation cannot be tested", t1)
 	}
 	t.Logf("Established on both sides, routes exchanged, %v before T1", time.Until(t1).Round(time.Second))
-	for sock, c := range before {
-		if c.CurrentKeyID != 1 || c.RNextKeyID != 1 {
-			t.Fatalf("%s: before T1 the session is on KeyID %d / RNext %d, want 1/1", sock, c.CurrentKeyID, c.RNextKeyID)
+	for _, s := range shims {
+		if c := s.before; c.CurrentKeyID != 1 || c.RNextKeyID != 1 {
+			t.Fatalf("%s: before T1 the session is on KeyID %d / RNext %d, want 1/1", s.name, c.CurrentKeyID, c.RNextKeyID)
 		}
 	}
 
@@ -180,23 +183,31 @@ func TestShimFRRBIRDSchedule(t *testing.T) {
 	// Two keepalive rounds (2 s each way) after T2: every segment since is
 	// signed with MKT 2 and verified with it.
 	time.Sleep(5 * time.Second)
-	for sock, was := range before {
-		st, err := shimStatusOf(sock)
+	for _, s := range shims {
+		st, err := shimStatusOf(s.sock)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d := st.Counters.Dropped.Total(); d != 0 {
-			t.Errorf("%s: dropped %d segments: %+v", sock, d, st.Counters.Dropped)
+			t.Errorf("%s: dropped %d segments: %+v", s.name, d, st.Counters.Dropped)
 		}
-		c := onlyConn(t, sock)
+		c, was := onlyConn(t, s.sock), s.before
 		if c.LocalISN != was.LocalISN || c.RemoteISN != was.RemoteISN {
-			t.Errorf("%s: the session's ISNs went from %d/%d to %d/%d: a new TCP connection", sock, was.LocalISN, was.RemoteISN, c.LocalISN, c.RemoteISN)
+			t.Errorf("%s: the session's ISNs went from %d/%d to %d/%d: a new TCP connection", s.name, was.LocalISN, was.RemoteISN, c.LocalISN, c.RemoteISN)
 		}
 		if c.CurrentKeyID != 2 || c.RNextKeyID != 2 {
-			t.Errorf("%s: after T1 the session is on KeyID %d / RNext %d, want 2/2", sock, c.CurrentKeyID, c.RNextKeyID)
+			t.Errorf("%s: after T1 the session is on KeyID %d / RNext %d, want 2/2", s.name, c.CurrentKeyID, c.RNextKeyID)
 		}
-		t.Logf("%s: session %v-%v on %d/%d, signed %d verified %d, ISNs %d/%d kept", sock, c.Local, c.Remote,
+		t.Logf("%s: session %v-%v on %d/%d, signed %d verified %d, ISNs %d/%d kept", s.name, c.Local, c.Remote,
 			c.CurrentKeyID, c.RNextKeyID, c.Signed, c.Verified, c.LocalISN, c.RemoteISN)
+		if len(st.MKTs) != 2 {
+			t.Errorf("%s: status lists %d MKTs, want 2", s.name, len(st.MKTs))
+		}
+		for _, m := range st.MKTs {
+			if m.SendActive != (m.SendID == 2) || m.AcceptActive != (m.SendID == 2) {
+				t.Errorf("%s: MKT %d after T2: send_lifetime_active %v accept_lifetime_active %v", s.name, m.SendID, m.SendActive, m.AcceptActive)
+			}
+		}
 	}
 	nb, ok := a.neighbor(addrB4)
 	if !ok || nb.State != "Established" || nb.Established != 1 || nb.Dropped != 0 {
