@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"runtime"
@@ -161,20 +162,11 @@ func (s *Shim) Run(ctx context.Context) error {
 	defer s.log.Warn("rules left in place: the covered peers' packets are dropped until a shim takes over (tcpsig shim -uninstall removes them)",
 		"table", s.table, "peers", len(s.rules))
 
-	if s.cfg.Status != "" {
-		ln, err := s.serveStatus()
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
+	stopServing, err := s.serve()
+	if err != nil {
+		return err
 	}
-	if s.cfg.Metrics != "" {
-		ln, err := s.serveMetrics()
-		if err != nil {
-			return err
-		}
-		defer ln.Close()
-	}
+	defer stopServing()
 	// Stopped when Run returns, whatever ends it.
 	sctx, stopAll := context.WithCancel(ctx)
 	defer stopAll()
@@ -205,6 +197,33 @@ func (s *Shim) Run(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// serve opens the status socket and the metrics listener the
+// configuration asks for; stop closes them. On an error none is open.
+func (s *Shim) serve() (stop func(), err error) {
+	var open []io.Closer
+	stop = func() {
+		for _, c := range open {
+			c.Close()
+		}
+	}
+	if s.cfg.Status != "" {
+		ln, err := s.serveStatus()
+		if err != nil {
+			return nil, err
+		}
+		open = append(open, ln)
+	}
+	if s.cfg.Metrics != "" {
+		ln, err := s.serveMetrics()
+		if err != nil {
+			stop()
+			return nil, err
+		}
+		open = append(open, ln)
+	}
+	return stop, nil
 }
 
 // start starts what Run runs beside its own loop, until ctx is done: the
