@@ -46,7 +46,7 @@ func Lint(kf *keyfile.File) []Finding {
 // keyFindings lints one secret.
 func keyFindings(entry string, key []byte) []Finding {
 	var out []Finding
-	if t := bytes.TrimSpace(key); len(t) != len(key) {
+	if t := bytes.TrimSpace(key); len(t) != len(key) && typed(key) {
 		out = append(out, Finding{entry, "key", `the key starts or ends with whitespace or a newline, which a peer configured by hand does not have: remove it`})
 	}
 	if d, ok := hexDigits(key); ok && len(key) >= 8 {
@@ -54,6 +54,18 @@ func keyFindings(entry string, key []byte) []Finding {
 		out = append(out, Finding{entry, "key", fmt.Sprintf(`the key is %d hex digits taken as text: if the peer has them as hex, write "hex:" and the same digits`, len(key))})
 	}
 	return out
+}
+
+// typed reports whether key reads as typed text: printable ASCII and
+// whitespace only. A key of random bytes (keys gen's hex: keys) may start
+// or end with a byte that is a space without anyone having typed it.
+func typed(key []byte) bool {
+	for _, b := range key {
+		if (b < 0x20 || b > 0x7e) && b != '\t' && b != '\n' && b != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // MirrorDiff names the fields in which b is not the mirror of a (b's
