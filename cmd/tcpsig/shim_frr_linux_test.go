@@ -135,13 +135,7 @@ func TestShimFRRBIRDSchedule(t *testing.T) {
 	dirA, dirB := shortDir(t), shortDir(t)
 	now := time.Now().UTC().Truncate(time.Second)
 	t1, t2 := now.Add(25*time.Second), now.Add(31*time.Second)
-	const f = time.RFC3339
-	file := func(peer netip.Addr) string {
-		return fmt.Sprintf(`{"ao": [
-  {"alg": "hmac(sha1)", "key": "text:frr-bird-key-1", "sndid": 1, "rcvid": 1, "peer": "%v/32", "send_lifetime": {"end": "%s"}, "accept_lifetime": {"end": "%s"}},
-  {"alg": "hmac(sha1)", "key": "text:frr-bird-key-2", "sndid": 2, "rcvid": 2, "peer": "%v/32", "send_lifetime": {"start": "%s"}, "accept_lifetime": {"start": "%s"}}]}`,
-			peer, t1.Format(f), t2.Format(f), peer, t1.Format(f), now.Add(-time.Hour).Format(f))
-	}
+	file := func(peer netip.Addr) string { return aoScheduleFile(peer, "frr-bird-key", now, t1, t2) }
 	_, sockA := startShim(t, nsA, dirA, "-keys", writeKeys(t, dirA, "keys.json", file(addrB4)), "-queue", "51")
 	_, sockB := startShim(t, nsB, dirB, "-keys", writeKeys(t, dirB, "keys.json", file(addrA4)), "-queue", "51")
 

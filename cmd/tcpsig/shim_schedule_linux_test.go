@@ -206,13 +206,7 @@ func TestShimAOSchedule(t *testing.T) {
 	dirA, dirB := shortDir(t), shortDir(t)
 	now := time.Now().UTC().Truncate(time.Second)
 	t1, t2 := now.Add(15*time.Second), now.Add(21*time.Second)
-	const f = time.RFC3339
-	file := func(peer netip.Addr) string {
-		return fmt.Sprintf(`{"ao": [
-  {"alg": "hmac(sha1)", "key": "text:schedule-key-1", "sndid": 1, "rcvid": 1, "peer": "%v/32", "send_lifetime": {"end": "%s"}, "accept_lifetime": {"end": "%s"}},
-  {"alg": "hmac(sha1)", "key": "text:schedule-key-2", "sndid": 2, "rcvid": 2, "peer": "%v/32", "send_lifetime": {"start": "%s"}, "accept_lifetime": {"start": "%s"}}]}`,
-			peer, t1.Format(f), t2.Format(f), peer, t1.Format(f), now.Add(-time.Hour).Format(f))
-	}
+	file := func(peer netip.Addr) string { return aoScheduleFile(peer, "schedule-key", now, t1, t2) }
 	_, sockA := startShim(t, nsA, dirA, "-keys", writeKeys(t, dirA, "keys.json", file(addrB4)), "-queue", "49")
 	_, sockB := startShim(t, nsB, dirB, "-keys", writeKeys(t, dirB, "keys.json", file(addrA4)), "-queue", "49")
 	s := startStream(t, nsA, nsB, &net.ListenConfig{})
@@ -254,4 +248,15 @@ func TestShimAOSchedule(t *testing.T) {
 			}
 		}
 	}
+}
+
+// aoScheduleFile is a keys file for peer with a TCP-AO rotation: MKT 1
+// (secret PREFIX-1) sends until t1 and is accepted until t2, MKT 2
+// (PREFIX-2) sends from t1 and is accepted from an hour before now.
+func aoScheduleFile(peer netip.Addr, prefix string, now, t1, t2 time.Time) string {
+	const f = time.RFC3339
+	return fmt.Sprintf(`{"ao": [
+  {"alg": "hmac(sha1)", "key": "text:%[1]s-1", "sndid": 1, "rcvid": 1, "peer": "%[2]v/32", "send_lifetime": {"end": "%[3]s"}, "accept_lifetime": {"end": "%[4]s"}},
+  {"alg": "hmac(sha1)", "key": "text:%[1]s-2", "sndid": 2, "rcvid": 2, "peer": "%[2]v/32", "send_lifetime": {"start": "%[3]s"}, "accept_lifetime": {"start": "%[5]s"}}]}`,
+		prefix, peer, t1.Format(f), t2.Format(f), now.Add(-time.Hour).Format(f))
 }

@@ -587,6 +587,24 @@ func (l *birdLab) waitUp(what string, k, s birdSide, d time.Duration) {
 	l.t.Logf("%s: both sessions Established after %.1fs, routes both ways after %.1fs", what, up.Seconds(), time.Since(t0).Seconds())
 }
 
+// checkSteady checks, after what, that the sessions w watched never left
+// Established on their TCP connections, that no route was withdrawn, and
+// that neither end refused a segment (checkClean).
+func (l *birdLab) checkSteady(w *watch, what string) {
+	w.poll()
+	if len(w.drops) > 0 {
+		l.t.Errorf("the sessions dropped during the %s: %v", what, w.drops)
+	}
+	for _, bp := range []*birdProc{l.birdK, l.birdS} {
+		for _, p := range birdProtos {
+			if n := bp.withdrawsReceived(p); n != 0 {
+				l.t.Errorf("%s %s: %d withdraws received, want 0", bp.name, p, n)
+			}
+		}
+	}
+	l.checkClean(what)
+}
+
 // checkClean checks that neither end refused a segment since the start:
 // the kernel's TCPAOBad, TCPAOKeyNotFound and TCPAORequired, the shim's
 // drops.
@@ -909,18 +927,7 @@ func birdRotation(t *T, alg string) {
 	// a few keepalives more on the last keys, both ways
 	n := l.capt.Len()
 	waitFor(60*time.Second, func() bool { w.poll(); return l.capt.Len() >= n+8 })
-	w.poll()
-	if len(w.drops) > 0 {
-		t.Errorf("the sessions dropped during the rotation: %v", w.drops)
-	}
-	for _, bp := range []*birdProc{l.birdK, l.birdS} {
-		for _, p := range birdProtos {
-			if n := bp.withdrawsReceived(p); n != 0 {
-				t.Errorf("%s %s: %d withdraws received, want 0", bp.name, p, n)
-			}
-		}
-	}
-	l.checkClean("rotation")
+	l.checkSteady(w, "rotation")
 	l.snapshot("at the end")
 
 	// The end of the sessions: BIRD-AO stops (a Cease, then FINs both ways),
@@ -1127,18 +1134,7 @@ func birdSchedule(t *T, alg string) {
 	}
 	l.snapshot("after b's send start")
 	waitFor(time.Until(T.Add(time.Minute))+30*time.Second, func() bool { w.poll(); return time.Now().After(T.Add(time.Minute + 5*time.Second)) })
-	w.poll()
-	if len(w.drops) > 0 {
-		t.Errorf("the sessions dropped during the scheduled rotation: %v", w.drops)
-	}
-	for _, bp := range []*birdProc{l.birdK, l.birdS} {
-		for _, p := range birdProtos {
-			if n := bp.withdrawsReceived(p); n != 0 {
-				t.Errorf("%s %s: %d withdraws received, want 0", bp.name, p, n)
-			}
-		}
-	}
-	l.checkClean("scheduled rotation")
+	l.checkSteady(w, "scheduled rotation")
 	for _, m := range l.mustStatus().MKTs {
 		wantActive := m.SendID == b.recv
 		if m.SendActive != wantActive || m.AcceptActive != wantActive {
